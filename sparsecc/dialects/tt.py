@@ -1,0 +1,1087 @@
+"""The `tt` dialect: Triton's tile-level IR, with 2:4 sparsity as a tensor encoding.
+
+What it models (names and syntax follow upstream Triton's `tt` dialect):
+- `!tt.ptr<T>`: a global-memory pointer to a scalar `T`, or, for block pointers, to a
+  tile `tensor<...>`. A pointer to scalars may carry an encoding: `!tt.ptr<f16, #tt.sparse<"NV24">>`
+  is a pointer to a 2:4-sparse fp16 matrix (kernels address it as if it were dense).
+- `#tt.sparse<"NV24">`: the sparse encoding. It may sit on a pointer, on a tensor of
+  pointers, on a block-pointer's tile type and on loaded tensors. `DecomposeSparseTensors`
+  removes every occurrence by splitting a sparse tensor into a values and a metadata array.
+- Ops for the frontend: program ids, ranges, splat/broadcast/expand_dims/reshape, pointer
+  arithmetic, block pointers (`make_tensor_ptr`, `advance`), `load`/`store`, `dot` (with an
+  optional metadata operand and `sparseIndex`), `reduce`.
+
+Deviations from upstream Triton, on purpose:
+- `tt.reduce` carries its combiner as a `kind` ("sum", "max", "min") instead of a region:
+  the frontend only emits these three and the GPU lowering needs no region inlining.
+- Elementwise math, constants and casts are plain `arith` ops; loops are `scf.for`.
+- `tt.dot` has an optional fourth operand, the 2:4 metadata, and `sparseIndex` naming the
+  operand whose values it describes (the design in seed 001).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I1,
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    NoneAttr,
+    StringAttr,
+    SymbolNameConstraint,
+    TensorType,
+    i32,
+    i64,
+)
+from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AnyAttr,
+    VarConstraint,
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    MemoryReadEffect,
+    MemoryWriteEffect,
+    Pure,
+    SymbolOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+
+SPARSE_FORMATS = ("NV24",)
+"""Sparse formats the compiler knows. NV24: NVIDIA 2:4 along the last dimension."""
+
+REDUCE_KINDS = ("sum", "max", "min")
+
+
+# --------------------------------------------------------------------------------------
+# Attributes and types
+# --------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class SparseEncodingAttr(ParametrizedAttribute):
+    """`#tt.sparse<"NV24">`: marks a tensor (or pointer) as 2:4 structured sparse."""
+
+    name = "tt.sparse"
+
+    format: StringAttr
+
+    def __init__(self, format: str | StringAttr = "NV24"):
+        if isinstance(format, str):
+            format = StringAttr(format)
+        super().__init__(format)
+
+    def verify(self) -> None:
+        if self.format.data not in SPARSE_FORMATS:
+            raise VerifyException(
+                f'unknown sparse format "{self.format.data}"; known formats: '
+                + ", ".join(f'"{f}"' for f in SPARSE_FORMATS)
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
+        with parser.in_angle_brackets():
+            fmt = parser.parse_str_literal(" (the sparse format, e.g. \"NV24\")")
+        return (StringAttr(fmt),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.format.data)
+
+
+@irdl_attr_definition
+class PointerType(ParametrizedAttribute, TypeAttribute):
+    """`!tt.ptr<pointee[, encoding]>`: a global pointer to a scalar or to a tile."""
+
+    name = "tt.ptr"
+
+    pointee: Attribute
+    encoding: Attribute
+
+    def __init__(self, pointee: Attribute, encoding: Attribute | None = None):
+        super().__init__(pointee, encoding if encoding is not None else NoneAttr())
+
+    def verify(self) -> None:
+        if not isinstance(self.encoding, NoneAttr | SparseEncodingAttr):
+            raise VerifyException(f"!tt.ptr encoding must be #tt.sparse, got {self.encoding}")
+        if isinstance(self.pointee, TensorType) and not isinstance(self.encoding, NoneAttr):
+            raise VerifyException(
+                "a block pointer carries its encoding on its tile type, not on the pointer"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, Attribute]:
+        with parser.in_angle_brackets():
+            pointee = parser.parse_type()
+            encoding: Attribute = NoneAttr()
+            if parser.parse_optional_punctuation(",") is not None:
+                encoding = parser.parse_attribute()
+        return (pointee, encoding)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.pointee)
+            if not isinstance(self.encoding, NoneAttr):
+                printer.print_string(", ")
+                printer.print_attribute(self.encoding)
+
+    @property
+    def is_block(self) -> bool:
+        return isinstance(self.pointee, TensorType)
+
+
+# --------------------------------------------------------------------------------------
+# Type helpers shared by ops, passes and the frontend
+# --------------------------------------------------------------------------------------
+
+
+def sparse_encoding_of(ty: Attribute) -> SparseEncodingAttr | None:
+    """The #tt.sparse encoding a type carries anywhere (pointer, tensor, block tile)."""
+    if isinstance(ty, SparseEncodingAttr):
+        return ty
+    if isinstance(ty, PointerType):
+        if isinstance(ty.encoding, SparseEncodingAttr):
+            return ty.encoding
+        return sparse_encoding_of(ty.pointee)
+    if isinstance(ty, TensorType):
+        if isinstance(ty.encoding, SparseEncodingAttr):
+            return ty.encoding
+        return sparse_encoding_of(ty.element_type)
+    return None
+
+
+def is_sparse(ty: Attribute) -> bool:
+    return sparse_encoding_of(ty) is not None
+
+
+def element_type(ty: Attribute) -> Attribute:
+    """Scalar type of a tensor, or the type itself."""
+    return ty.element_type if isinstance(ty, TensorType) else ty
+
+
+def shape_of(ty: Attribute) -> tuple[int, ...]:
+    return ty.get_shape() if isinstance(ty, TensorType) else ()
+
+
+def with_encoding(ty: TensorType, encoding: Attribute | None) -> TensorType:
+    return TensorType(ty.element_type, ty.get_shape(), encoding or NoneAttr())
+
+
+def _type_str(ty: Attribute) -> str:
+    from io import StringIO
+
+    out = StringIO()
+    Printer(stream=out).print_attribute(ty)
+    return out.getvalue()
+
+
+def _require(cond: bool, message: str) -> None:
+    if not cond:
+        raise VerifyException(message)
+
+
+# --------------------------------------------------------------------------------------
+# Functions
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class FuncOp(IRDLOperation):
+    """`tt.func public @name(%arg0: !tt.ptr<f16>, ...) { ... }`: a kernel or device function."""
+
+    name = "tt.func"
+
+    body = region_def()
+    sym_name = prop_def(SymbolNameConstraint())
+    function_type = prop_def(FunctionType)
+    sym_visibility = opt_prop_def(StringAttr)
+    arg_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+    res_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(
+        self,
+        name: str,
+        inputs: Sequence[Attribute],
+        outputs: Sequence[Attribute] = (),
+        region: Region | None = None,
+        visibility: str | None = "public",
+    ):
+        function_type = FunctionType.from_lists(inputs, outputs)
+        if region is None:
+            region = Region(Block(arg_types=function_type.inputs))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "function_type": function_type,
+                "sym_visibility": StringAttr(visibility) if visibility else None,
+            },
+            regions=[region],
+        )
+
+    def verify_(self) -> None:
+        if not self.body.blocks:
+            return
+        block_types = tuple(self.body.blocks.first.arg_types)  # type: ignore[union-attr]
+        _require(
+            self.function_type.inputs.data == block_types,
+            "entry block argument types must match the function's input types",
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FuncOp:
+        visibility = parser.parse_optional_visibility_keyword()
+        name, inputs, outputs, region, extra, arg_attrs, res_attrs = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type", "sym_visibility")
+        )
+        op = FuncOp(name, inputs, outputs, region, visibility.data if visibility else None)
+        if arg_attrs is not None:
+            op.arg_attrs = arg_attrs
+        if res_attrs is not None:
+            op.res_attrs = res_attrs
+        if extra is not None:
+            op.attributes |= extra.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.sym_visibility:
+            printer.print_string(" " + self.sym_visibility.data)
+        print_func_op_like(
+            printer,
+            self.sym_name,
+            self.function_type,
+            self.body,
+            self.attributes,
+            arg_attrs=self.arg_attrs,
+            res_attrs=self.res_attrs,
+            reserved_attr_names=("sym_name", "function_type", "sym_visibility", "arg_attrs"),
+        )
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """`tt.return`: ends a `tt.func`."""
+
+    name = "tt.return"
+    args = var_operand_def()
+    traits = traits_def(IsTerminator(), HasParent(FuncOp))
+    assembly_format = "attr-dict ($args^ `:` type($args))?"
+
+    def __init__(self, *args: SSAValue):
+        super().__init__(operands=[args])
+
+
+# --------------------------------------------------------------------------------------
+# Program ids and ranges
+# --------------------------------------------------------------------------------------
+
+_AXES = ("x", "y", "z")
+
+
+class _AxisOp(IRDLOperation):
+    """Shared syntax of `tt.get_program_id x : i32` and `tt.get_num_programs`."""
+
+    axis = prop_def(IntegerAttr[IntegerType])
+    result = result_def(i32)
+    traits = traits_def(Pure())
+
+    def __init__(self, axis: int):
+        super().__init__(properties={"axis": IntegerAttr(axis, i32)}, result_types=[i32])
+
+    def verify_(self) -> None:
+        _require(0 <= self.axis.value.data <= 2, "axis must be 0, 1 or 2 (x, y, z)")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> _AxisOp:
+        pos = parser.pos
+        axis = parser.parse_identifier(" (the axis: x, y or z)")
+        if axis not in _AXES:
+            parser.raise_error(f"axis must be x, y or z, got '{axis}'", pos, parser.pos)
+        parser.parse_punctuation(":")
+        parser.parse_type()
+        return cls(_AXES.index(axis))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {_AXES[self.axis.value.data]} : i32")
+
+
+@irdl_op_definition
+class GetProgramIdOp(_AxisOp):
+    """`tt.get_program_id x : i32`: this program's index along a grid axis."""
+
+    name = "tt.get_program_id"
+
+
+@irdl_op_definition
+class GetNumProgramsOp(_AxisOp):
+    """`tt.get_num_programs x : i32`: the grid size along an axis."""
+
+    name = "tt.get_num_programs"
+
+
+@irdl_op_definition
+class MakeRangeOp(IRDLOperation):
+    """`tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>`."""
+
+    name = "tt.make_range"
+    start = prop_def(IntegerAttr[IntegerType])
+    end = prop_def(IntegerAttr[IntegerType])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, start: int, end: int, encoding: Attribute | None = None):
+        super().__init__(
+            properties={"start": IntegerAttr(start, i32), "end": IntegerAttr(end, i32)},
+            result_types=[TensorType(i32, [end - start], encoding or NoneAttr())],
+        )
+
+    def verify_(self) -> None:
+        start, end = self.start.value.data, self.end.value.data
+        ty = self.result.type
+        assert isinstance(ty, TensorType)
+        _require(end > start, f"make_range end ({end}) must be greater than start ({start})")
+        _require(ty.get_shape() == (end - start,), "make_range result must have end-start elements")
+        _require(ty.element_type == i32, "make_range produces i32")
+
+
+# --------------------------------------------------------------------------------------
+# Shape manipulation
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class SplatOp(IRDLOperation):
+    """`tt.splat %x : i32 -> tensor<32xi32>`: a tensor filled with one scalar."""
+
+    name = "tt.splat"
+    src = operand_def()
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: Attribute):
+        super().__init__(operands=[src], result_types=[result_type])
+
+    def verify_(self) -> None:
+        res = self.result.type
+        assert isinstance(res, TensorType)
+        _require(
+            element_type(res) == self.src.type or _strip_enc(element_type(res)) == _strip_enc(self.src.type),
+            f"splat result element type {_type_str(element_type(res))} must match the "
+            f"scalar type {_type_str(self.src.type)}",
+        )
+
+
+def _strip_enc(ty: Attribute) -> Attribute:
+    if isinstance(ty, PointerType):
+        return PointerType(ty.pointee)
+    return ty
+
+
+@irdl_op_definition
+class BroadcastOp(IRDLOperation):
+    """`tt.broadcast %x : tensor<32x1xi32> -> tensor<32x64xi32>`: size-1 dims grow."""
+
+    name = "tt.broadcast"
+    src = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: Attribute):
+        super().__init__(operands=[src], result_types=[result_type])
+
+    def verify_(self) -> None:
+        s, r = shape_of(self.src.type), shape_of(self.result.type)
+        _require(len(s) == len(r), "broadcast keeps the rank")
+        for a, b in zip(s, r, strict=True):
+            _require(a == b or a == 1, f"cannot broadcast shape {list(s)} to {list(r)}")
+        _require(
+            element_type(self.src.type) == element_type(self.result.type),
+            "broadcast keeps the element type",
+        )
+
+
+@irdl_op_definition
+class ExpandDimsOp(IRDLOperation):
+    """`tt.expand_dims %x {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>`."""
+
+    name = "tt.expand_dims"
+    src = operand_def(TensorType)
+    axis = prop_def(IntegerAttr[IntegerType])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, axis: int, result_type: Attribute | None = None):
+        if result_type is None:
+            st = src.type
+            assert isinstance(st, TensorType)
+            shape = list(st.get_shape())
+            shape.insert(axis, 1)
+            result_type = TensorType(st.element_type, shape, st.encoding)
+        super().__init__(
+            operands=[src],
+            properties={"axis": IntegerAttr(axis, i32)},
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        s = list(shape_of(self.src.type))
+        axis = self.axis.value.data
+        _require(0 <= axis <= len(s), f"expand_dims axis {axis} out of range for rank {len(s)}")
+        s.insert(axis, 1)
+        _require(tuple(s) == shape_of(self.result.type), "expand_dims result shape mismatch")
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """`tt.reshape %x : tensor<32xi32> -> tensor<2x16xi32>`: same elements, row-major."""
+
+    name = "tt.reshape"
+    src = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: Attribute):
+        super().__init__(operands=[src], result_types=[result_type])
+
+    def verify_(self) -> None:
+        import math
+
+        a, b = shape_of(self.src.type), shape_of(self.result.type)
+        _require(math.prod(a) == math.prod(b), f"cannot reshape {list(a)} to {list(b)}")
+
+
+# --------------------------------------------------------------------------------------
+# Pointers
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AddPtrOp(IRDLOperation):
+    """`tt.addptr %p, %off : tensor<32x!tt.ptr<f16>>, tensor<32xi32>`: p + off elements."""
+
+    name = "tt.addptr"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    ptr = operand_def(T)
+    offset = operand_def()
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$ptr `,` $offset attr-dict `:` type($result) `,` type($offset)"
+
+    def __init__(self, ptr: SSAValue, offset: SSAValue):
+        super().__init__(operands=[ptr, offset], result_types=[ptr.type])
+
+    def verify_(self) -> None:
+        _require(
+            isinstance(element_type(self.ptr.type), PointerType),
+            "addptr's first operand must be a pointer or a tensor of pointers",
+        )
+        _require(
+            isinstance(element_type(self.offset.type), IntegerType),
+            "addptr's offset must be an integer or a tensor of integers",
+        )
+        _require(
+            shape_of(self.ptr.type) == shape_of(self.offset.type),
+            "addptr's pointer and offset must have the same shape",
+        )
+        _require(self.ptr.type == self.result.type, "addptr's result type is its pointer type")
+
+
+@irdl_op_definition
+class MakeTensorPtrOp(IRDLOperation):
+    """`tt.make_tensor_ptr %base, shape=[..], strides=[..], offsets=[..] {order} : !tt.ptr<tensor<..>>`.
+
+    A block pointer: a `block_shape` tile (the result's tile type) at `offsets` inside a
+    `shape` tensor laid out with `strides` (in elements) from `base`.
+    """
+
+    name = "tt.make_tensor_ptr"
+    base = operand_def()
+    shape = var_operand_def(i64)
+    strides = var_operand_def(i64)
+    offsets = var_operand_def(i32)
+    order = prop_def(DenseArrayBase)
+    result = result_def(PointerType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        base: SSAValue,
+        shape: Sequence[SSAValue],
+        strides: Sequence[SSAValue],
+        offsets: Sequence[SSAValue],
+        order: Sequence[int],
+        result_type: PointerType,
+    ):
+        super().__init__(
+            operands=[base, shape, strides, offsets],
+            properties={"order": DenseArrayBase.from_list(i32, list(order))},
+            result_types=[result_type],
+        )
+
+    @property
+    def tile_type(self) -> TensorType:
+        ty = self.result.type
+        assert isinstance(ty, PointerType) and isinstance(ty.pointee, TensorType)
+        return ty.pointee
+
+    def verify_(self) -> None:
+        ty = self.result.type
+        _require(
+            isinstance(ty, PointerType) and isinstance(ty.pointee, TensorType),
+            "make_tensor_ptr produces a block pointer !tt.ptr<tensor<...>>",
+        )
+        rank = len(self.tile_type.get_shape())
+        for what, vals in (("shape", self.shape), ("strides", self.strides), ("offsets", self.offsets)):
+            _require(len(vals) == rank, f"make_tensor_ptr needs {rank} {what} (one per tile dim), got {len(vals)}")
+        order = self.order.get_values()
+        _require(sorted(order) == list(range(rank)), f"order must be a permutation of 0..{rank - 1}")
+        base = self.base.type
+        _require(isinstance(base, PointerType) and not base.is_block, "base must be a scalar pointer")
+        assert isinstance(base, PointerType)
+        _require(
+            base.pointee == self.tile_type.element_type,
+            "base pointee type must match the tile's element type",
+        )
+        _require(
+            is_sparse(base) == is_sparse(self.tile_type),
+            "a block pointer into a sparse tensor must carry #tt.sparse on its tile (and only then)",
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MakeTensorPtrOp:
+        base = parser.parse_unresolved_operand()
+        lists = []
+        for key in ("shape", "strides", "offsets"):
+            parser.parse_punctuation(",")
+            parser.parse_keyword(key)
+            parser.parse_punctuation("=")
+            lists.append(
+                parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+            )
+        props = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ty = parser.parse_type()
+        if not isinstance(ty, PointerType) or not isinstance(ty.pointee, TensorType):
+            parser.raise_error("expected a block pointer type !tt.ptr<tensor<...>>", pos, parser.pos)
+        tile = ty.pointee
+        base_ty = PointerType(tile.element_type, tile.encoding if is_sparse(tile) else None)
+        op = cls(
+            parser.resolve_operand(base, base_ty),
+            [parser.resolve_operand(v, i64) for v in lists[0]],
+            [parser.resolve_operand(v, i64) for v in lists[1]],
+            [parser.resolve_operand(v, i32) for v in lists[2]],
+            [],
+            ty,
+        )
+        order = props.pop("order", None)
+        if not isinstance(order, DenseArrayBase):
+            parser.raise_error("make_tensor_ptr needs {order = array<i32: ...>}")
+        op.order = order
+        op.attributes |= props
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.base)
+        for key, vals in (("shape", self.shape), ("strides", self.strides), ("offsets", self.offsets)):
+            printer.print_string(f", {key}=[")
+            printer.print_list(vals, printer.print_operand)
+            printer.print_string("]")
+        printer.print_string(" {order = ")
+        printer.print_attribute(self.order)
+        printer.print_string("}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class AdvanceOp(IRDLOperation):
+    """`tt.advance %p, [%dm, %dk] : !tt.ptr<tensor<..>>`: move a block pointer's offsets."""
+
+    name = "tt.advance"
+    ptr = operand_def(PointerType)
+    offsets = var_operand_def(i32)
+    result = result_def(PointerType)
+    traits = traits_def(Pure())
+
+    def __init__(self, ptr: SSAValue, offsets: Sequence[SSAValue]):
+        super().__init__(operands=[ptr, offsets], result_types=[ptr.type])
+
+    def verify_(self) -> None:
+        ty = self.ptr.type
+        _require(isinstance(ty, PointerType) and ty.is_block, "advance needs a block pointer")
+        assert isinstance(ty, PointerType) and isinstance(ty.pointee, TensorType)
+        rank = len(ty.pointee.get_shape())
+        _require(len(self.offsets) == rank, f"advance needs {rank} offsets, got {len(self.offsets)}")
+        _require(self.result.type == ty, "advance's result type is its pointer type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AdvanceOp:
+        ptr = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        offs = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        op = cls(parser.resolve_operand(ptr, ty), [parser.resolve_operand(o, i32) for o in offs])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.ptr)
+        printer.print_string(", [")
+        printer.print_list(self.offsets, printer.print_operand)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+
+
+# --------------------------------------------------------------------------------------
+# Memory
+# --------------------------------------------------------------------------------------
+
+PADDING_OPTIONS = {"zero": 1, "nan": 2}
+
+
+def loaded_type(ptr_type: Attribute) -> Attribute:
+    """What `tt.load` of a pointer (tensor) yields: the tile, the scalar, or a tensor of them."""
+    if isinstance(ptr_type, PointerType):
+        return ptr_type.pointee
+    if isinstance(ptr_type, TensorType) and isinstance(ptr_type.element_type, PointerType):
+        return TensorType(ptr_type.element_type.pointee, ptr_type.get_shape(), ptr_type.encoding)
+    raise VerifyException(f"expected a pointer or a tensor of pointers, got {_type_str(ptr_type)}")
+
+
+def _mask_type(ptr_type: Attribute) -> Attribute:
+    shape = shape_of(ptr_type)
+    return TensorType(IntegerType(1), shape) if shape else IntegerType(1)
+
+
+def _parse_ptr_mask_other(parser: Parser) -> tuple[list, dict, Attribute]:
+    operands = [parser.parse_unresolved_operand()]
+    while parser.parse_optional_punctuation(",") is not None:
+        operands.append(parser.parse_unresolved_operand())
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    ty = parser.parse_type()
+    return operands, attrs, ty
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """`tt.load %ptr[, %mask[, %other]] {boundaryCheck, padding} : ptr-type`.
+
+    Block pointers take `boundaryCheck` (dims to bounds-check) and `padding`
+    (1 = zero, 2 = nan) for out-of-bounds elements; tensors of pointers take a mask and
+    an `other` value instead.
+    """
+
+    name = "tt.load"
+    ptr = operand_def()
+    mask = opt_operand_def()
+    other = opt_operand_def()
+    boundaryCheck = opt_prop_def(DenseArrayBase)
+    padding = opt_prop_def(IntegerAttr[IntegerType])
+    result = result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryReadEffect())
+
+    def __init__(
+        self,
+        ptr: SSAValue,
+        mask: SSAValue | None = None,
+        other: SSAValue | None = None,
+        boundary_check: Sequence[int] = (),
+        padding: int | None = None,
+    ):
+        props: dict[str, Attribute] = {}
+        if boundary_check:
+            props["boundaryCheck"] = DenseArrayBase.from_list(i32, list(boundary_check))
+        if padding is not None:
+            props["padding"] = IntegerAttr(padding, i32)
+        super().__init__(
+            operands=[ptr, [mask] if mask else [], [other] if other else []],
+            properties=props,
+            result_types=[loaded_type(ptr.type)],
+        )
+
+    def verify_(self) -> None:
+        _require(
+            self.result.type == loaded_type(self.ptr.type),
+            f"load result type {_type_str(self.result.type)} does not match pointer type "
+            f"{_type_str(self.ptr.type)}",
+        )
+        if self.mask is not None:
+            _require(self.mask.type == _mask_type(self.ptr.type), "load mask must be i1 with the pointer's shape")
+        if self.other is not None:
+            _require(self.mask is not None, "load 'other' needs a mask")
+            _require(
+                shape_of(self.other.type) == shape_of(self.result.type)
+                and element_type(self.other.type) == element_type(self.result.type),
+                "load 'other' must have the result's shape and element type",
+            )
+        is_block = isinstance(self.ptr.type, PointerType) and self.ptr.type.is_block
+        if is_block:
+            _require(self.mask is None, "block-pointer loads use boundaryCheck, not a mask")
+            rank = len(shape_of(self.result.type))
+            if self.boundaryCheck is not None:
+                for d in self.boundaryCheck.get_values():
+                    _require(0 <= d < rank, f"boundaryCheck dim {d} out of range for rank {rank}")
+        else:
+            _require(self.boundaryCheck is None, "boundaryCheck applies to block pointers only")
+        if self.padding is not None:
+            _require(self.padding.value.data in PADDING_OPTIONS.values(), "padding must be 1 (zero) or 2 (nan)")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadOp:
+        operands, attrs, ty = _parse_ptr_mask_other(parser)
+        resolved = [parser.resolve_operand(operands[0], ty)]
+        if len(operands) > 1:
+            resolved.append(parser.resolve_operand(operands[1], _mask_type(ty)))
+        if len(operands) > 2:
+            resolved.append(parser.resolve_operand(operands[2], loaded_type(ty)))
+        if len(operands) > 3:
+            parser.raise_error("tt.load takes at most ptr, mask, other")
+        bc = attrs.pop("boundaryCheck", None)
+        pad = attrs.pop("padding", None)
+        op = cls(*resolved)
+        if bc is not None:
+            op.boundaryCheck = bc
+        if pad is not None:
+            op.padding = pad
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        props = {}
+        if self.boundaryCheck is not None:
+            props["boundaryCheck"] = self.boundaryCheck
+        if self.padding is not None:
+            props["padding"] = self.padding
+        printer.print_op_attributes(props | dict(self.attributes))
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """`tt.store %ptr, %value[, %mask] {boundaryCheck} : ptr-type`."""
+
+    name = "tt.store"
+    ptr = operand_def()
+    value = operand_def()
+    mask = opt_operand_def()
+    boundaryCheck = opt_prop_def(DenseArrayBase)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(
+        self,
+        ptr: SSAValue,
+        value: SSAValue,
+        mask: SSAValue | None = None,
+        boundary_check: Sequence[int] = (),
+    ):
+        props: dict[str, Attribute] = {}
+        if boundary_check:
+            props["boundaryCheck"] = DenseArrayBase.from_list(i32, list(boundary_check))
+        super().__init__(operands=[ptr, value, [mask] if mask else []], properties=props)
+
+    def verify_(self) -> None:
+        _require(
+            self.value.type == loaded_type(self.ptr.type),
+            f"stored value type {_type_str(self.value.type)} does not match pointer type "
+            f"{_type_str(self.ptr.type)}",
+        )
+        if self.mask is not None:
+            _require(self.mask.type == _mask_type(self.ptr.type), "store mask must be i1 with the pointer's shape")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreOp:
+        operands, attrs, ty = _parse_ptr_mask_other(parser)
+        if len(operands) not in (2, 3):
+            parser.raise_error("tt.store takes ptr, value[, mask]")
+        resolved = [parser.resolve_operand(operands[0], ty), parser.resolve_operand(operands[1], loaded_type(ty))]
+        if len(operands) == 3:
+            resolved.append(parser.resolve_operand(operands[2], _mask_type(ty)))
+        bc = attrs.pop("boundaryCheck", None)
+        op = cls(*resolved)
+        if bc is not None:
+            op.boundaryCheck = bc
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        props = {"boundaryCheck": self.boundaryCheck} if self.boundaryCheck is not None else {}
+        printer.print_op_attributes(props | dict(self.attributes))
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+
+
+# --------------------------------------------------------------------------------------
+# Compute
+# --------------------------------------------------------------------------------------
+
+
+def meta_shape(m: int, k: int) -> tuple[int, int]:
+    """Shape of the NV24 metadata of an m×k (dense) 16-bit tile: ceil(m/16) × k of i16."""
+    return ((m + 15) // 16, k)
+
+
+@irdl_op_definition
+class DotOp(IRDLOperation):
+    """`d = a · b + c`, with 2:4 sparsity either as an encoding or as explicit metadata.
+
+    Dense or not-yet-decomposed:  `tt.dot %a, %b, %c : Ta * Tb -> Td`
+    Decomposed (seed 001):         `tt.dot %a, %b, %meta, %c, sparseIndex = 0 : Ta, Tmeta * Tb -> Td`
+    where `a` then holds the values (M × K/2) and `meta` is i16 of shape ceil(M/16) × K.
+    """
+
+    name = "tt.dot"
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    c = operand_def(TensorType)
+    meta = opt_operand_def(TensorType)
+    sparseIndex = opt_prop_def(IntegerAttr[IntegerType])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        a: SSAValue,
+        b: SSAValue,
+        c: SSAValue,
+        meta: SSAValue | None = None,
+        sparse_index: int | None = None,
+        result_type: Attribute | None = None,
+    ):
+        super().__init__(
+            operands=[a, b, c, [meta] if meta else []],
+            properties={"sparseIndex": IntegerAttr(sparse_index, i32)} if sparse_index is not None else {},
+            result_types=[result_type or c.type],
+        )
+
+    def verify_(self) -> None:
+        a, b, c, d = (shape_of(v.type) for v in (self.a, self.b, self.c, self.result))
+        _require(len(a) == 2 and len(b) == 2 and len(c) == 2, "dot operands must be 2-D tensors")
+        _require(c == d, "dot accumulator and result must have the same shape")
+        m, n = d
+        _require(a[0] == m and b[1] == n, f"dot shapes do not agree: {list(a)} * {list(b)} -> {list(d)}")
+        _require(not is_sparse(self.b.type), "only the left operand (A) of tt.dot may be sparse")
+        if self.meta is None:
+            _require(self.sparseIndex is None, "sparseIndex needs a metadata operand")
+            _require(a[1] == b[0], f"dot reduction dims differ: {list(a)} * {list(b)}")
+            return
+        _require(self.sparseIndex is not None, "a dot with metadata needs sparseIndex")
+        assert self.sparseIndex is not None
+        _require(self.sparseIndex.value.data == 0, "sparseIndex must be 0 (only A may be sparse)")
+        _require(not is_sparse(self.a.type), "decomposed dot operands carry no #tt.sparse")
+        k = b[0]
+        _require(a[1] * 2 == k, f"sparse dot values operand must have K/2 = {k // 2} columns, got {a[1]}")
+        mt = self.meta.type
+        _require(
+            shape_of(mt) == meta_shape(m, k) and element_type(mt) == IntegerType(16),
+            f"sparse dot metadata must be tensor<{meta_shape(m, k)[0]}x{k}xi16>, got {_type_str(mt)}",
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DotOp:
+        names = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(",") is not None:
+            if parser.parse_optional_keyword("sparseIndex") is not None:
+                parser.parse_punctuation("=")
+                sparse_index = parser.parse_integer()
+                break
+            names.append(parser.parse_unresolved_operand())
+        else:
+            sparse_index = None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ta = parser.parse_type()
+        tm = None
+        if parser.parse_optional_punctuation(",") is not None:
+            tm = parser.parse_type()
+        parser.parse_punctuation("*")
+        tb = parser.parse_type()
+        parser.parse_punctuation("->")
+        td = parser.parse_type()
+        if (tm is None) != (sparse_index is None) or len(names) != (4 if tm else 3):
+            parser.raise_error("expected `%a, %b, %c : Ta * Tb -> Td` or `%a, %b, %meta, %c, sparseIndex = N : Ta, Tmeta * Tb -> Td`")
+        a = parser.resolve_operand(names[0], ta)
+        b = parser.resolve_operand(names[1], tb)
+        if tm is not None:
+            meta = parser.resolve_operand(names[2], tm)
+            c = parser.resolve_operand(names[3], td)
+        else:
+            meta = None
+            c = parser.resolve_operand(names[2], td)
+        op = cls(a, b, c, meta, sparse_index, td)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        operands = [self.a, self.b] + ([self.meta] if self.meta else []) + [self.c]
+        printer.print_list(operands, printer.print_operand)
+        if self.sparseIndex is not None:
+            printer.print_string(f", sparseIndex = {self.sparseIndex.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.a.type)
+        if self.meta is not None:
+            printer.print_string(", ")
+            printer.print_attribute(self.meta.type)
+        printer.print_string(" * ")
+        printer.print_attribute(self.b.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """`tt.reduce sum %x {axis = 1 : i32} : tensor<32x64xf32> -> tensor<32xf32>`."""
+
+    name = "tt.reduce"
+    src = operand_def(TensorType)
+    kind = prop_def(StringAttr)
+    axis = prop_def(IntegerAttr[IntegerType])
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def __init__(self, src: SSAValue, kind: str, axis: int):
+        st = src.type
+        assert isinstance(st, TensorType)
+        shape = list(st.get_shape())
+        del shape[axis]
+        result_type: Attribute = TensorType(st.element_type, shape) if shape else st.element_type
+        super().__init__(
+            operands=[src],
+            properties={"kind": StringAttr(kind), "axis": IntegerAttr(axis, i32)},
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        _require(self.kind.data in REDUCE_KINDS, f"reduce kind must be one of {', '.join(REDUCE_KINDS)}")
+        shape = list(shape_of(self.src.type))
+        axis = self.axis.value.data
+        _require(0 <= axis < len(shape), f"reduce axis {axis} out of range for rank {len(shape)}")
+        del shape[axis]
+        _require(tuple(shape) == shape_of(self.result.type), "reduce result shape mismatch")
+        _require(element_type(self.result.type) == element_type(self.src.type), "reduce keeps the element type")
+        _require(not is_sparse(self.src.type), "cannot reduce a sparse tensor")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceOp:
+        kind = parser.parse_identifier(" (sum, max or min)")
+        src = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        axis = attrs.pop("axis", None)
+        if not isinstance(axis, IntegerAttr):
+            parser.raise_error("tt.reduce needs {axis = N : i32}")
+        op = cls(parser.resolve_operand(src, st), kind, axis.value.data)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_operand(self.src)
+        printer.print_op_attributes({"axis": self.axis} | dict(self.attributes))
+        printer.print_string(" : ")
+        printer.print_attribute(self.src.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+TT = Dialect(
+    "tt",
+    [
+        FuncOp,
+        ReturnOp,
+        GetProgramIdOp,
+        GetNumProgramsOp,
+        MakeRangeOp,
+        SplatOp,
+        BroadcastOp,
+        ExpandDimsOp,
+        ReshapeOp,
+        AddPtrOp,
+        MakeTensorPtrOp,
+        AdvanceOp,
+        LoadOp,
+        StoreOp,
+        DotOp,
+        ReduceOp,
+    ],
+    [SparseEncodingAttr, PointerType],
+)
+
+__all__ = [
+    "TT",
+    "I1",
+    "IndexType",
+    "Operation",
+    "SparseEncodingAttr",
+    "PointerType",
+    "sparse_encoding_of",
+    "is_sparse",
+    "element_type",
+    "shape_of",
+    "with_encoding",
+    "loaded_type",
+    "meta_shape",
+]
