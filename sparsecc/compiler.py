@@ -1,0 +1,123 @@
+"""The compiler as a table: stage name -> the passes that make it.
+
+    ttir             the frontend's IR; sparse operands carry #tt.sparse<"NV24">
+    ttir-decomposed  decompose-sparse-tensors: values + metadata, no sparse type left
+    ttgir            layouts (#ttg.blocked/#ttg.mma/#ttg.dot_op{meta}), shared swizzles, pipelining
+    ptx              ttg -> ptx dialect -> PTX text
+    cubin            ptxas
+
+Each `make_<stage>` below is a flat list of named passes, so the whole compiler fits on one
+screen and a pass is inserted by editing one list (the shape of Triton's nvidia backend).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+from xdsl.printer import Printer
+
+from sparsecc.dialects import make_context
+from sparsecc.passes import get_all_passes
+
+STAGES = ("ttir", "ttir-decomposed", "ttgir", "ptx", "cubin")
+MIN_SPARSE_ARCH = 80
+SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What the back half needs to know; `target=None` stops after ttir-decomposed."""
+
+    target: str | None = None
+    num_warps: int = 4
+    num_stages: int = 3
+
+    def cache_key(self) -> str:
+        return f"{self.target}|w{self.num_warps}|s{self.num_stages}"
+
+
+@dataclass
+class StageResult:
+    """asm[stage] is the text (bytes for cubin) each stage produced."""
+
+    asm: dict[str, str | bytes] = field(default_factory=dict)
+    module: ModuleOp | None = None
+    metadata: dict[str, object] = field(default_factory=dict)
+
+
+def decompose_passes() -> list[str]:
+    return ["decompose-sparse-tensors", "canonicalize", "cse"]
+
+
+def ttgir_passes(opts: CompileOptions) -> list[str]:
+    return [
+        f"convert-tt-to-ttg{{num-warps={opts.num_warps} target={opts.target}}}",
+        "sparse-gpu-encoding",
+        f"tritongpu-pipeline{{num-stages={opts.num_stages}}}",
+        "canonicalize",
+        "cse",
+    ]
+
+
+def run_passes(module: ModuleOp, passes: list[str]) -> ModuleOp:
+    """Run a textual pass list (sparsecc-opt syntax) over `module` in place."""
+    if not passes:
+        return module
+    available = get_all_passes()
+    pipeline = PassPipeline.parse_spec(available, ",".join(passes))
+    pipeline.apply(make_context(), module)
+    return module
+
+
+def print_ir(module: ModuleOp) -> str:
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue() + "\n"
+
+
+def check_target(target: str) -> str:
+    """Normalise and validate a target name; mma.sp needs sm_80 or newer."""
+    t = target if target.startswith("sm_") else f"sm_{target}"
+    digits = "".join(ch for ch in t[3:] if ch.isdigit())
+    if not digits:
+        raise ValueError(f"unknown target '{target}': expected e.g. sm_80 or sm_90")
+    if int(digits) < MIN_SPARSE_ARCH:
+        raise ValueError(
+            f"target {t} has no sparse tensor cores: mma.sp needs sm_80 or newer "
+            f"(supported: {', '.join(SUPPORTED_TARGETS)})"
+        )
+    if t not in SUPPORTED_TARGETS:
+        raise ValueError(f"unsupported target {t} (supported: {', '.join(SUPPORTED_TARGETS)})")
+    return t
+
+
+def compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
+    """Lower a frontend module through every stage `opts` asks for."""
+    result = StageResult()
+    result.asm["ttir"] = print_ir(ttir)
+    module = ttir.clone()
+    run_passes(module, decompose_passes())
+    module.verify()
+    result.asm["ttir-decomposed"] = print_ir(module)
+    result.module = module.clone()
+    if opts.target is None:
+        return result
+    target = check_target(opts.target)
+    opts = CompileOptions(target=target, num_warps=opts.num_warps, num_stages=opts.num_stages)
+    run_passes(module, ttgir_passes(opts))
+    module.verify()
+    result.asm["ttgir"] = print_ir(module)
+    from sparsecc.codegen.lower import lower_to_ptx_text
+
+    ptx_text, launch_meta = lower_to_ptx_text(module, target)
+    result.asm["ptx"] = ptx_text
+    result.metadata.update(launch_meta)
+    from sparsecc.codegen.ptxas import assemble
+
+    cubin = assemble(ptx_text, target)
+    result.asm["cubin"] = cubin.data
+    result.metadata["ptxas"] = cubin.resources
+    return result
