@@ -1,0 +1,36 @@
+# Two entry points (see README): `make demo` runs the main job, `make test` runs every test.
+# Both create .venv and install what they need; they work from a fresh clone.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+
+.PHONY: demo test lint lit pytest clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch: reuse one that is already there (GPU machines); else the CPU build 2.13.0.
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[test,ptx]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m sparsecc.demo $(DEMO_ARGS)
+
+lit: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/lit -v test/lit
+
+pytest: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q test/python
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check sparsecc test bench
+
+test: $(STAMP)
+	$(MAKE) lint
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/lit -q test/lit
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q test/python
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
