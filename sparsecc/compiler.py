@@ -49,7 +49,7 @@ class StageResult:
 
 
 def decompose_passes() -> list[str]:
-    return ["decompose-sparse-tensors", "canonicalize", "cse"]
+    return ["decompose-sparse-tensors"]
 
 
 def ttgir_passes(opts: CompileOptions) -> list[str]:
