@@ -79,8 +79,9 @@ def _triton_matmul():
 
 
 def bench_shape(m: int, n: int, k: int, dtype: torch.dtype, do_bench) -> dict[str, float | None]:
-    import sparsecc
     from sparsecc.ops import sparse_mm
+
+    import sparsecc
 
     dense = sparsecc.prune_2to4(torch.randn(m, k, dtype=dtype, device="cuda"))
     b = torch.randn(k, n, dtype=dtype, device="cuda")

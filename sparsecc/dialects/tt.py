@@ -53,10 +53,10 @@ from xdsl.ir import (
 )
 from xdsl.irdl import (
     AnyAttr,
-    VarConstraint,
     AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
+    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
