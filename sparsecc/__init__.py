@@ -1,1 +1,49 @@
-"""sparsecc: 2:4 structured sparsity as a first-class tensor encoding."""
+"""sparsecc: 2:4 structured sparsity as a first-class tensor encoding.
+
+`import sparsecc` stays cheap: no torch.cuda, no GPU modules. The runtime pieces (SparseTensor,
+compress, ops, autotune) load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from sparsecc.compiler import STAGES, CompileOptions
+from sparsecc.frontend import CompilationError, CompiledKernel, JITFunction, compile, jit
+
+_LAZY = {
+    "SparseTensor": ("sparsecc.runtime.sparse_tensor", "SparseTensor"),
+    "compress": ("sparsecc.runtime.compress", "compress"),
+    "prune_2to4": ("sparsecc.runtime.compress", "prune_2to4"),
+    "autotune": ("sparsecc.runtime.autotune", "autotune"),
+    "Config": ("sparsecc.runtime.autotune", "Config"),
+    "ops": ("sparsecc.ops", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'sparsecc' has no attribute '{name}'")
+    module_name, attr = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "STAGES",
+    "CompilationError",
+    "CompileOptions",
+    "CompiledKernel",
+    "Config",
+    "JITFunction",
+    "SparseTensor",
+    "autotune",
+    "compile",
+    "compress",
+    "jit",
+    "ops",
+    "prune_2to4",
+]

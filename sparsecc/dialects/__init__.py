@@ -6,16 +6,16 @@ from xdsl.context import Context
 
 
 def make_context() -> Context:
-    """A context with every dialect sparsecc parses: builtin, arith, math, scf, tt (+ GPU ones)."""
-    from xdsl.dialects.arith import Arith
+    """A context with every dialect sparsecc parses: builtin, arith (tensor-capable), math, scf, tt (+ GPU ones)."""
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.math import Math
     from xdsl.dialects.scf import Scf
 
+    from sparsecc.dialects.arith import ARITH_WITH_TENSORS
     from sparsecc.dialects.tt import TT
 
     ctx = Context()
-    for dialect in (Builtin, Arith, Math, Scf, TT):
+    for dialect in (Builtin, ARITH_WITH_TENSORS, Math, Scf, TT):
         ctx.load_dialect(dialect)
     for name, loader in _optional_dialects().items():
         ctx.register_dialect(name, loader)

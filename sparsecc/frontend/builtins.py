@@ -1,0 +1,366 @@
+"""The IR each `tl.*` builtin emits. One function per builtin, named like it.
+
+The code generator binds a call's arguments against the marker's signature in
+`sparsecc.language.core`, then calls `IMPLS[name](em, **arguments)`. Arguments arrive as
+runtime values (`SSAValue`) or compile-time Python objects (ints, tuples, dtypes, strings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from xdsl.dialects.builtin import IntegerType, NoneAttr, TensorType, f16, f32, i1, i32, i64
+
+import sparsecc.language as tl
+from sparsecc.dialects import tt
+from sparsecc.dialects.tt import PADDING_OPTIONS, PointerType, is_sparse
+from sparsecc.frontend import semantic as sem
+from sparsecc.frontend.errors import SemanticError
+from sparsecc.frontend.semantic import Emitter
+from sparsecc.frontend.types import describe, ir_type, is_float
+
+IMPLS: dict[str, Callable[..., Any]] = {}
+
+
+def impl(fn: Callable[..., Any]) -> Callable[..., Any]:
+    IMPLS[fn.__name__.rstrip("_")] = fn
+    return fn
+
+
+def _int(x: Any, what: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise SemanticError(f"{what} must be a compile-time integer (a constexpr), got {sem.py_desc(x)}")
+    return x
+
+
+def _ints(x: Any, what: str) -> tuple[int, ...]:
+    if isinstance(x, int) and not isinstance(x, bool):
+        return (x,)
+    if not isinstance(x, tuple | list):
+        raise SemanticError(f"{what} must be a tuple of compile-time integers, got {sem.py_desc(x)}")
+    return tuple(_int(e, f"every element of {what}") for e in x)
+
+
+def _seq(x: Any, what: str) -> tuple[Any, ...]:
+    if isinstance(x, tuple | list):
+        return tuple(x)
+    raise SemanticError(f"{what} must be a tuple, got {sem.py_desc(x)}")
+
+
+def _dtype(x: Any, what: str = "dtype") -> tl.dtype:
+    if isinstance(x, tl.dtype) and not isinstance(x, tl.pointer_type):
+        return x
+    raise SemanticError(f"{what} must be a tl dtype such as tl.float16, got {sem.py_desc(x)}")
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    dims = _ints(x, "shape")
+    for d in dims:
+        if d <= 0:
+            raise SemanticError(f"shape dimensions must be positive, got {list(dims)}")
+    return dims
+
+
+# --------------------------------------------------------------------------------------
+# Program ids, ranges, constants
+# --------------------------------------------------------------------------------------
+
+
+def _axis(axis: Any) -> int:
+    a = _int(axis, "axis")
+    if a not in (0, 1, 2):
+        raise SemanticError(f"axis must be 0, 1 or 2, got {a}")
+    return a
+
+
+@impl
+def program_id(em: Emitter, axis: Any) -> Any:
+    return em.value(tt.GetProgramIdOp(_axis(axis)))
+
+
+@impl
+def num_programs(em: Emitter, axis: Any) -> Any:
+    return em.value(tt.GetNumProgramsOp(_axis(axis)))
+
+
+@impl
+def arange(em: Emitter, start: Any, end: Any) -> Any:
+    s, e = _int(start, "tl.arange start"), _int(end, "tl.arange end")
+    if e <= s:
+        raise SemanticError(f"tl.arange end ({e}) must be greater than start ({s})")
+    return em.value(tt.MakeRangeOp(s, e))
+
+
+@impl
+def zeros(em: Emitter, shape: Any, dtype: Any) -> Any:
+    return full(em, shape, 0, dtype)
+
+
+@impl
+def full(em: Emitter, shape: Any, value: Any, dtype: Any) -> Any:
+    ty = ir_type(_dtype(dtype))
+    dims = _shape(shape)
+    if sem.is_py_scalar(value):
+        return sem.constant(em, value, TensorType(ty, list(dims)))
+    v = sem.require_value(value, "tl.full's value")
+    sem.require_dense(v, "tl.full")
+    if sem.is_tensor(v):
+        raise SemanticError("tl.full's value must be a scalar")
+    return sem.splat(em, sem.cast(em, v, ty), dims)
+
+
+@impl
+def cdiv(em: Emitter, x: Any, div: Any) -> Any:
+    if not isinstance(x, sem.SSAValue) and not isinstance(div, sem.SSAValue):
+        return -(-_int(x, "tl.cdiv's x") // _int(div, "tl.cdiv's div"))
+    return sem.binary(em, "//", sem.binary(em, "-", sem.binary(em, "+", x, div), 1), div)
+
+
+# --------------------------------------------------------------------------------------
+# Block pointers
+# --------------------------------------------------------------------------------------
+
+
+@impl
+def make_block_ptr(em: Emitter, base: Any, shape: Any, strides: Any, offsets: Any,
+                   block_shape: Any, order: Any) -> Any:
+    b = sem.require_value(base, "tl.make_block_ptr's base")
+    if not isinstance(b.type, PointerType) or b.type.is_block:
+        raise SemanticError(
+            f"tl.make_block_ptr's base must be a pointer argument, got {describe(b.type)}")
+    block = _shape(block_shape)
+    rank = len(block)
+    parts = {"shape": _seq(shape, "shape"), "strides": _seq(strides, "strides"),
+             "offsets": _seq(offsets, "offsets"), "order": _ints(order, "order")}
+    for key, vals in parts.items():
+        if len(vals) != rank:
+            raise SemanticError(f"tl.make_block_ptr: {key} has {len(vals)} entries but block_shape "
+                                f"{list(block)} has {rank} dimensions")
+    if sorted(parts["order"]) != list(range(rank)):
+        raise SemanticError(f"tl.make_block_ptr: order {list(parts['order'])} must be a "
+                            f"permutation of 0..{rank - 1}")
+    sh = [sem.index_value(em, x, i64, "a block pointer shape entry") for x in parts["shape"]]
+    st = [sem.index_value(em, x, i64, "a block pointer stride") for x in parts["strides"]]
+    off = [sem.index_value(em, x, i32, "a block pointer offset") for x in parts["offsets"]]
+    enc = b.type.encoding if is_sparse(b.type) else NoneAttr()
+    tile = TensorType(b.type.pointee, list(block), enc)
+    return em.value(tt.MakeTensorPtrOp(b, sh, st, off, parts["order"], PointerType(tile)))
+
+
+@impl
+def advance(em: Emitter, base: Any, offsets: Any) -> Any:
+    p = sem.require_value(base, "tl.advance's pointer")
+    if not sem.is_block_pointer(p):
+        raise SemanticError(f"tl.advance needs a block pointer (from tl.make_block_ptr), got "
+                            f"{describe(p.type)}")
+    assert isinstance(p.type, PointerType) and isinstance(p.type.pointee, TensorType)
+    rank = len(p.type.pointee.get_shape())
+    offs = _seq(offsets, "tl.advance's offsets")
+    if len(offs) != rank:
+        raise SemanticError(f"tl.advance needs {rank} offsets (one per dimension), got {len(offs)}")
+    return em.value(tt.AdvanceOp(p, [sem.index_value(em, o, i32, "an advance offset") for o in offs]))
+
+
+# --------------------------------------------------------------------------------------
+# Memory
+# --------------------------------------------------------------------------------------
+
+
+def _boundary_check(bc: Any, rank: int) -> tuple[int, ...]:
+    dims = _ints(bc, "boundary_check") if bc not in (None, ()) else ()
+    for d in dims:
+        if not 0 <= d < rank:
+            raise SemanticError(f"boundary_check dimension {d} out of range for a rank-{rank} block")
+    return dims
+
+
+def _mask(em: Emitter, mask: Any) -> sem.SSAValue | None:
+    if mask is None:
+        return None
+    m = sem.to_value(em, mask, i1, "mask")
+    sem.require_dense(m, "a mask")
+    if sem.elem(m) != i1:
+        raise SemanticError(f"mask must be boolean (a comparison), got {describe(m.type)}")
+    return m
+
+
+@impl
+def load(em: Emitter, pointer: Any, mask: Any, other: Any, boundary_check: Any,
+         padding_option: Any, cache_modifier: Any, eviction_policy: Any, volatile: Any) -> Any:
+    p = sem.require_value(pointer, "tl.load's pointer")
+    if sem.is_block_pointer(p):
+        if mask is not None or other is not None:
+            raise SemanticError("tl.load of a block pointer takes boundary_check/padding_option, "
+                                "not mask/other")
+        assert isinstance(p.type, PointerType) and isinstance(p.type.pointee, TensorType)
+        bc = _boundary_check(boundary_check, len(p.type.pointee.get_shape()))
+        if padding_option not in ("", None, *PADDING_OPTIONS):
+            raise SemanticError(f"padding_option must be \"zero\" or \"nan\", got {padding_option!r}")
+        pad = PADDING_OPTIONS.get(padding_option) if padding_option else None
+        return em.value(tt.LoadOp(p, boundary_check=bc, padding=pad))
+    if not sem.is_pointer(p):
+        raise SemanticError(f"tl.load needs a pointer, got {describe(p.type)}")
+    if boundary_check not in (None, ()) or padding_option:
+        raise SemanticError("boundary_check/padding_option apply to block pointers only; use mask/other")
+    m = _mask(em, mask)
+    if other is not None and m is None:
+        raise SemanticError("tl.load's other needs a mask")
+    if m is not None:
+        p, m = sem.broadcast_all(em, p, m)
+    o = None
+    if other is not None:
+        ptr_elem = sem.elem(p)
+        assert isinstance(ptr_elem, PointerType)
+        o = sem.to_value(em, other, ptr_elem.pointee, "tl.load's other", sem.shape(p))
+        sem.require_dense(o, "tl.load's other")
+        o = sem.broadcast_to(em, sem.cast(em, o, ptr_elem.pointee), sem.shape(p))
+    return em.value(tt.LoadOp(p, m, o))
+
+
+@impl
+def store(em: Emitter, pointer: Any, value: Any, mask: Any, boundary_check: Any,
+          cache_modifier: Any, eviction_policy: Any) -> Any:
+    p = sem.require_value(pointer, "tl.store's pointer")
+    sem.require_dense(p, "tl.store")
+    sem.require_dense(value, "tl.store")
+    if sem.is_block_pointer(p):
+        if mask is not None:
+            raise SemanticError("tl.store to a block pointer takes boundary_check, not a mask")
+        assert isinstance(p.type, PointerType) and isinstance(p.type.pointee, TensorType)
+        tile = p.type.pointee
+        bc = _boundary_check(boundary_check, len(tile.get_shape()))
+        v = sem.to_value(em, value, tile.element_type, "the stored value")
+        v = sem.broadcast_to(em, sem.cast(em, v, tile.element_type), tile.get_shape())
+        em.insert(tt.StoreOp(p, v, boundary_check=bc))
+        return None
+    if not sem.is_pointer(p):
+        raise SemanticError(f"tl.store needs a pointer, got {describe(p.type)}")
+    if boundary_check not in (None, ()):
+        raise SemanticError("boundary_check applies to block pointers only; use mask")
+    ptr_elem = sem.elem(p)
+    assert isinstance(ptr_elem, PointerType)
+    v = sem.to_value(em, value, ptr_elem.pointee, "the stored value")
+    v = sem.cast(em, v, ptr_elem.pointee)
+    m = _mask(em, mask)
+    vals = [p, v] + ([m] if m is not None else [])
+    vals = sem.broadcast_all(em, *vals)
+    em.insert(tt.StoreOp(vals[0], vals[1], vals[2] if m is not None else None))
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Compute
+# --------------------------------------------------------------------------------------
+
+_DOT_INPUTS = ("fp16", "bf16", "fp8e4nv", "i8")
+
+
+@impl
+def dot(em: Emitter, input: Any, other: Any, acc: Any, out_dtype: Any, allow_tf32: Any,
+        input_precision: Any) -> Any:
+    a = sem.require_value(input, "tl.dot's first operand")
+    b = sem.require_value(other, "tl.dot's second operand")
+    sem.require_dense(b, "tl.dot operand B")
+    if len(sem.shape(a)) != 2 or len(sem.shape(b)) != 2:
+        raise SemanticError(f"tl.dot needs two 2-D tiles, got {describe(a.type)} and {describe(b.type)}")
+    ea, eb = sem.elem(a), sem.elem(b)
+    if ea != eb:
+        raise SemanticError(f"tl.dot operands must have the same element type, got "
+                            f"{describe(ea)} and {describe(eb)}")
+    from sparsecc.frontend.types import tl_dtype
+
+    name = tl_dtype(ea).name
+    if name not in _DOT_INPUTS:
+        raise SemanticError(f"tl.dot operands must be fp16, bf16, fp8e4nv or i8, got {name} "
+                            "(convert with .to(tl.float16))")
+    (m, k), (k2, n) = sem.shape(a), sem.shape(b)
+    if k != k2:
+        raise SemanticError(f"tl.dot shapes do not agree: [{m}, {k}] x [{k2}, {n}]")
+    if acc is None:
+        if name == "i8":
+            out = i32
+        else:
+            out = ir_type(_dtype(out_dtype, "out_dtype"))
+            if out not in (f32, f16):
+                raise SemanticError(f"out_dtype must be tl.float32 or tl.float16, got {describe(out)}")
+        c = sem.constant(em, 0, TensorType(out, [m, n]))
+    else:
+        c = sem.require_value(acc, "tl.dot's acc")
+        sem.require_dense(c, "tl.dot's accumulator")
+        if sem.shape(c) != (m, n):
+            raise SemanticError(f"tl.dot accumulator must have shape [{m}, {n}], got {describe(c.type)}")
+        want = i32 if name == "i8" else None
+        ce = sem.elem(c)
+        if want is not None and ce != want:
+            raise SemanticError(f"an i8 tl.dot accumulates in i32, got {describe(ce)}")
+        if want is None and not is_float(ce):
+            raise SemanticError(f"tl.dot accumulator must be floating point, got {describe(ce)}")
+    return em.value(tt.DotOp(a, b, c))
+
+
+@impl
+def where(em: Emitter, condition: Any, x: Any, y: Any) -> Any:
+    return sem.select(em, condition, x, y)
+
+
+@impl
+def maximum(em: Emitter, x: Any, y: Any) -> Any:
+    return sem.minmax(em, "max", x, y)
+
+
+@impl
+def minimum(em: Emitter, x: Any, y: Any) -> Any:
+    return sem.minmax(em, "min", x, y)
+
+
+def _reduce(em: Emitter, kind: str, input: Any, axis: Any, keep_dims: Any) -> Any:
+    v = sem.require_value(input, f"tl.{kind}'s input")
+    sem.require_dense(v, f"tl.{kind}")
+    if not sem.is_tensor(v):
+        return v
+    e = sem.elem(v)
+    if isinstance(e, PointerType):
+        raise SemanticError(f"tl.{kind} cannot reduce pointers")
+    if kind == "sum" and isinstance(e, IntegerType) and e.width.data < 32:
+        v = sem.cast(em, v, i32)  # sums of narrow ints accumulate in i32, as in Triton
+    rank = len(sem.shape(v))
+    if axis is None:
+        for _ in range(rank):
+            v = em.value(tt.ReduceOp(v, kind, 0))
+        return sem.splat(em, v, [1] * rank) if keep_dims else v
+    ax = _int(axis, "axis")
+    if ax < 0:
+        ax += rank
+    if not 0 <= ax < rank:
+        raise SemanticError(f"axis {axis} out of range for a rank-{rank} tensor")
+    r = em.value(tt.ReduceOp(v, kind, ax))
+    if keep_dims:
+        r = sem.expand_dims(em, r, ax) if sem.is_tensor(r) else sem.splat(em, r, [1])
+    return r
+
+
+@impl
+def sum_(em: Emitter, input: Any, axis: Any, keep_dims: Any) -> Any:
+    return _reduce(em, "sum", input, axis, keep_dims)
+
+
+@impl
+def max_(em: Emitter, input: Any, axis: Any, keep_dims: Any) -> Any:
+    return _reduce(em, "max", input, axis, keep_dims)
+
+
+@impl
+def min_(em: Emitter, input: Any, axis: Any, keep_dims: Any) -> Any:
+    return _reduce(em, "min", input, axis, keep_dims)
+
+
+def to(em: Emitter, v: sem.SSAValue, dtype: Any, bitcast: Any = False) -> Any:
+    """`x.to(dtype)`: an elementwise conversion."""
+    sem.require_dense(v, "'.to()'")
+    if isinstance(v.type, PointerType) or isinstance(sem.elem(v), PointerType):
+        raise SemanticError(f"cannot convert pointer {describe(v.type)} with .to()")
+    if bitcast:
+        raise SemanticError(".to(bitcast=True) is not supported")
+    return sem.cast(em, v, ir_type(_dtype(dtype)))
+

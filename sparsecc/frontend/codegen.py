@@ -1,0 +1,648 @@
+"""Python AST -> tt IR: the code generator behind `@sparsecc.jit`.
+
+`generate_ttir` walks a kernel's `ast.FunctionDef` (an `ast.NodeVisitor`, like Triton's
+`CodeGenerator`) and emits a `tt.func public` whose parameters are the kernel's non-constexpr
+arguments. Values in a scope are either runtime `SSAValue`s or compile-time Python objects
+(constexprs: ints, floats, tuples, dtypes, modules, jit functions); operations on constexprs
+run in Python, anything touching a runtime value emits IR through `semantic`/`builtins`.
+
+Control flow: `for .. in range()` becomes `scf.for` whose iter_args are the variables the body
+re-assigns that exist before the loop; `tl.static_range` unrolls; an `if` on a constexpr picks a
+branch at compile time, on a runtime scalar it becomes `scf.if` yielding the variables either
+branch assigns. Calls to other jit functions are inlined.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import operator
+import types
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import ModuleOp, i1, i32, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+import sparsecc.language as tl
+from sparsecc.dialects import tt
+from sparsecc.frontend import semantic as sem
+from sparsecc.frontend.builtins import IMPLS, to
+from sparsecc.frontend.errors import CompilationError, SemanticError
+from sparsecc.frontend.types import describe
+from sparsecc.language.core import builtin_name
+
+if TYPE_CHECKING:
+    from sparsecc.frontend.jit import JITFunction
+
+MAX_INLINE_DEPTH = 32
+
+_PY_BUILTINS: dict[str, Callable[..., Any]] = {
+    "min": min, "max": max, "len": len, "int": int, "float": float, "bool": bool, "abs": abs,
+    "isinstance": isinstance, "range": range, "tuple": tuple,
+}
+
+_BINOPS: dict[type, str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+    ast.Pow: "**",
+}
+_PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "&": operator.and_, "|": operator.or_,
+    "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift, "**": operator.pow,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
+}
+_CMPOPS: dict[type, str] = {
+    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+}
+
+
+def is_jit_function(x: Any) -> bool:
+    return getattr(x, "__sparsecc_jit__", False) is True
+
+
+class _Method:
+    """`x.to` before it is called."""
+
+    def __init__(self, value: SSAValue, name: str):
+        self.value = value
+        self.name = name
+
+
+def _unwrap(x: Any) -> Any:
+    return x.value if isinstance(x, tl.constexpr) else x
+
+
+def _py_scalar_ok(x: Any) -> bool:
+    return x is None or isinstance(x, bool | int | float | str)
+
+
+def _assigned_names(stmts: Sequence[ast.stmt]) -> list[str]:
+    """Names a statement list (re)binds, in first-assignment order."""
+    seen: dict[str, None] = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                seen.setdefault(node.id, None)
+    return list(seen)
+
+
+class CodeGenerator(ast.NodeVisitor):
+    """Emits the body of one (kernel or inlined) jit function."""
+
+    def __init__(self, fn: JITFunction, em: sem.Emitter, scope: dict[str, Any], depth: int = 0,
+                 is_kernel: bool = False):
+        self.fn = fn
+        self.em = em
+        self.scope = scope
+        self.depth = depth
+        self.is_kernel = is_kernel
+        self.dynamic = 0  # nesting depth of scf regions being generated
+        self.returned = False
+        self.ret: Any = None
+        self.region_locals: dict[str, str] = {}  # name -> "loop"/"if" it was local to
+
+    # ---- plumbing ---------------------------------------------------------------------
+
+    def visit(self, node: ast.AST) -> Any:
+        try:
+            return super().visit(node)
+        except CompilationError:
+            raise
+        except SemanticError as e:
+            raise self.fn.error(node, str(e)) from None
+        except (VerifyException, ValueError, TypeError, AttributeError, KeyError, IndexError,
+                ZeroDivisionError, AssertionError) as e:
+            raise self.fn.error(node, f"{type(e).__name__}: {e}") from e
+
+    def generic_visit(self, node: ast.AST) -> Any:
+        raise SemanticError(f"unsupported Python syntax in a kernel: {type(node).__name__}")
+
+    def run_body(self, stmts: Sequence[ast.stmt]) -> None:
+        for stmt in stmts:
+            if self.returned:
+                break
+            self.visit(stmt)
+
+    def lookup(self, name: str) -> Any:
+        if name in self.scope:
+            return self.scope[name]
+        found, value = self.fn.resolve_global(name)
+        if found:
+            return self._check_global(name, value)
+        if name in _PY_BUILTINS:
+            return _PY_BUILTINS[name]
+        if name in self.region_locals:
+            raise SemanticError(f"'{name}' is only defined inside a runtime {self.region_locals[name]}; "
+                                "assign it before the " + self.region_locals[name] + " to use it after")
+        raise SemanticError(f"name '{name}' is not defined")
+
+    @staticmethod
+    def _check_global(name: str, v: Any) -> Any:
+        v = _unwrap(v)
+        if (_py_scalar_ok(v) or isinstance(v, tl.dtype | types.ModuleType) or is_jit_function(v)
+                or builtin_name(v) or v in _PY_BUILTINS.values()):
+            return v
+        if isinstance(v, tuple) and all(_py_scalar_ok(e) for e in v):
+            return v
+        raise SemanticError(
+            f"global '{name}' ({type(v).__name__}) cannot be used in a kernel: only constexpr "
+            "numbers/strings/tuples, tl dtypes, modules and @sparsecc.jit functions can"
+        )
+
+    def bind(self, name: str, value: Any) -> None:
+        value = _unwrap(value)
+        if isinstance(value, SSAValue) and value.name_hint is None:
+            try:
+                value.name_hint = name
+            except Exception:  # a name xDSL does not accept as an SSA name: keep it anonymous
+                pass
+        self.scope[name] = value
+
+    # ---- statements -------------------------------------------------------------------
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        return None
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None  # docstring
+        self.visit(node.value)
+        return None
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target.id, value)
+        elif isinstance(target, ast.Tuple | ast.List):
+            if isinstance(value, SSAValue):
+                raise SemanticError("cannot unpack a tensor; only tuples can be unpacked")
+            if not isinstance(value, tuple | list):
+                raise SemanticError(f"cannot unpack {sem.py_desc(value)}")
+            if len(value) != len(target.elts):
+                raise SemanticError(f"cannot unpack {len(value)} values into {len(target.elts)} names")
+            for t, v in zip(target.elts, value):
+                self.assign(t, v)
+        elif isinstance(target, ast.Subscript | ast.Attribute):
+            raise SemanticError("assigning to an element or attribute is not supported (tensors "
+                                "are immutable values; write memory with tl.store)")
+        else:
+            raise SemanticError(f"unsupported assignment target: {type(target).__name__}")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = self.visit(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            return None
+        self.assign(node.target, self.visit(node.value))
+        return None
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise SemanticError("augmented assignment needs a plain variable name on the left")
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise SemanticError(f"unsupported operator {type(node.op).__name__}")
+        self.bind(node.target.id, self.binop(op, self.lookup(node.target.id), self.visit(node.value)))
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if self.dynamic:
+            raise SemanticError("'return' inside a runtime loop or a runtime 'if' is not supported")
+        value = self.visit(node.value) if node.value is not None else None
+        if self.is_kernel and value is not None:
+            raise SemanticError("a kernel cannot return a value; write results with tl.store")
+        self.ret = value
+        self.returned = True
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        cond = self.visit(node.test)
+        if isinstance(cond, SSAValue):
+            raise SemanticError("assert needs a compile-time condition (constexprs only)")
+        if not cond:
+            msg = self.visit(node.msg) if node.msg is not None else ""
+            raise SemanticError(f"assertion failed{': ' + str(msg) if msg else ''}")
+
+    def visit_If(self, node: ast.If) -> None:
+        cond = self.visit(node.test)
+        if not isinstance(cond, SSAValue):
+            self.run_body(node.body if cond else node.orelse)
+            return None
+        sem.require_dense(cond, "an 'if' condition")
+        if sem.is_tensor(cond):
+            raise SemanticError("an 'if' condition must be a scalar; use tl.where for tensors")
+        cond = sem.to_bool(self.em, cond)
+        pre = self.scope
+        branches: list[tuple[Block, dict[str, Any]]] = []
+        for body in (node.body, node.orelse):
+            block = Block()
+            scope = dict(pre)
+            self._in_region(block, scope, body)
+            branches.append((block, scope))
+        (tb, ts), (eb, es) = branches
+        names = [n for n in dict.fromkeys([*ts, *es])
+                 if (n in pre or (n in ts and n in es))
+                 and (ts.get(n, pre.get(n)) is not pre.get(n) or es.get(n, pre.get(n)) is not pre.get(n))]
+        results: list[str] = []
+        t_vals: list[SSAValue] = []
+        e_vals: list[SSAValue] = []
+        for n in names:
+            tv, ev = ts.get(n, pre.get(n)), es.get(n, pre.get(n))
+            if not isinstance(tv, SSAValue) and not isinstance(ev, SSAValue):
+                if type(tv) is type(ev) and tv == ev:
+                    pre[n] = tv
+                    continue
+                if not (sem.is_py_scalar(tv) and sem.is_py_scalar(ev)):
+                    raise SemanticError(f"'{n}' gets different compile-time values in the two "
+                                        "branches of a runtime 'if'")
+            tv, ev = self._join(tb, tv, ev, n), self._join(eb, ev, tv, n)
+            if tv.type != ev.type:
+                raise SemanticError(f"'{n}' is {describe(tv.type)} in the 'if' branch but "
+                                    f"{describe(ev.type)} in the 'else' branch")
+            results.append(n)
+            t_vals.append(tv)
+            e_vals.append(ev)
+        tb.add_op(scf.YieldOp(*t_vals))
+        eb.add_op(scf.YieldOp(*e_vals))
+        else_region = Region(eb) if (node.orelse or results) else Region()
+        if_op = scf.IfOp(cond, [v.type for v in t_vals], Region(tb), else_region)
+        self.em.insert(if_op)
+        for n, r in zip(results, if_op.results):
+            r.name_hint = None
+            self.bind(n, r)
+        return None
+
+    def _join(self, block: Block, v: Any, other: Any, name: str) -> SSAValue:
+        """`v` as a runtime value at the end of `block`, typed like `other` if a literal."""
+        if isinstance(v, SSAValue):
+            return v
+        if not sem.is_py_scalar(v):
+            raise SemanticError(f"'{name}' holds {sem.py_desc(v)} in one branch of a runtime 'if' "
+                                "and a runtime value in the other")
+        old = self.em.move_to(block)
+        try:
+            if not isinstance(other, SSAValue):
+                return sem.to_value(self.em, v, None, fresh=True)
+            c = sem.to_value(self.em, v, sem.elem(other), shape=sem.shape(other), fresh=True)
+            return sem.cast(self.em, c, sem.elem(other))
+        finally:
+            self.em.move_to(old)
+
+    def _in_region(self, block: Block, scope: dict[str, Any], body: Sequence[ast.stmt]) -> None:
+        old_block = self.em.move_to(block)
+        old_scope = self.scope
+        self.scope = scope
+        self.dynamic += 1
+        try:
+            self.run_body(body)
+        finally:
+            self.dynamic -= 1
+            self.scope = old_scope
+            self.em.move_to(old_block)
+        kind = "loop" if block.args else "'if'"  # scf.for bodies take the induction variable
+        for n in scope:
+            if n not in old_scope:
+                self.region_locals.setdefault(n, kind)
+
+    def visit_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise SemanticError("'for ... else' is not supported")
+        if not isinstance(node.target, ast.Name):
+            raise SemanticError("the loop variable must be a single name")
+        it = node.iter
+        if not isinstance(it, ast.Call):
+            raise SemanticError("kernels loop with 'for i in range(...)' or 'tl.static_range(...)'")
+        func = self.visit(it.func)
+        args = [self.visit(a) for a in it.args]
+        if it.keywords and builtin_name(func) != "static_range":
+            raise SemanticError("range() takes no keyword arguments")
+        if builtin_name(func) == "static_range":
+            kwargs = {k.arg: self.visit(k.value) for k in it.keywords}
+            bound = inspect.signature(func).bind(*args, **kwargs)
+            bound.apply_defaults()
+            a1, a2, step = (bound.arguments[k] for k in ("arg1", "arg2", "step"))
+            bounds = (0, a1, step) if a2 is None else (a1, a2, step)
+            for b in bounds:
+                if isinstance(b, SSAValue) or isinstance(b, bool) or not isinstance(b, int):
+                    raise SemanticError("tl.static_range bounds must be compile-time integers")
+            for i in range(*bounds):
+                if self.returned:
+                    break
+                self.bind(node.target.id, i)
+                self.run_body(node.body)
+            return None
+        if func is not range:
+            raise SemanticError("kernels loop with 'for i in range(...)' or 'tl.static_range(...)'")
+        self._scf_for(node, args)
+        return None
+
+    def _scf_for(self, node: ast.For, args: list[Any]) -> None:
+        if not 1 <= len(args) <= 3:
+            raise SemanticError(f"range() takes 1 to 3 arguments, got {len(args)}")
+        lb, ub, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        if isinstance(step, int) and step <= 0:
+            raise SemanticError(f"range() step must be positive in a kernel loop, got {step}")
+        wide = any(
+            (isinstance(b, SSAValue) and sem.elem(b) == i64)
+            or (isinstance(b, int) and not sem.I32_MIN <= b <= sem.I32_MAX)
+            for b in (lb, ub, step)
+        )
+        ity = i64 if wide else i32
+        em = self.em
+        lbv, ubv, stv = (sem.index_value(em, b, ity, "a range() bound") for b in (lb, ub, step))
+        target = node.target
+        assert isinstance(target, ast.Name)
+        carried: list[str] = []
+        fixed: dict[str, Any] = {}
+        for n in _assigned_names(node.body):
+            if n == target.id or n not in self.scope:
+                continue
+            v = self.scope[n]
+            if sem.is_py_scalar(v):
+                v = sem.to_value(em, v, fresh=True)
+                self.bind(n, v)
+            if isinstance(v, SSAValue):
+                carried.append(n)
+            else:
+                fixed[n] = v
+        inits = [self.scope[n] for n in carried]
+        block = Block(arg_types=[ity, *[v.type for v in inits]])
+        block.args[0].name_hint = target.id
+        scope = dict(self.scope)
+        scope[target.id] = block.args[0]
+        for n, arg in zip(carried, block.args[1:]):
+            arg.name_hint = n
+            scope[n] = arg
+        self._in_region(block, scope, node.body)
+        for n, v in fixed.items():
+            if scope.get(n) is not v:
+                raise SemanticError(f"'{n}' holds {sem.py_desc(v)} and is re-assigned inside a runtime "
+                                    "loop; only tensors and scalars can change across iterations")
+        yields = []
+        for n, init in zip(carried, inits):
+            v = scope[n]
+            if not isinstance(v, SSAValue):
+                v = self._join(block, v, init, n)
+            if v.type != init.type:
+                raise SemanticError(f"loop-carried '{n}' is {describe(init.type)} before the loop but "
+                                    f"{describe(v.type)} at the end of its body; convert it with .to()")
+            yields.append(v)
+        block.add_op(scf.YieldOp(*yields))
+        for_op = scf.ForOp(lbv, ubv, stv, inits, block)
+        em.insert(for_op)
+        for n, r in zip(carried, for_op.results):
+            r.name_hint = n
+            self.scope[n] = r
+
+    # ---- expressions ------------------------------------------------------------------
+
+    def visit_Constant(self, node: ast.Constant) -> Any:
+        if not _py_scalar_ok(node.value):
+            raise SemanticError(f"unsupported constant {node.value!r}")
+        return node.value
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        return _unwrap(self.lookup(node.id))
+
+    def visit_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self._elements(node.elts))
+
+    def visit_List(self, node: ast.List) -> Any:
+        return tuple(self._elements(node.elts))
+
+    def _elements(self, elts: Sequence[ast.expr]) -> list[Any]:
+        out: list[Any] = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                v = self.visit(e.value)
+                if not isinstance(v, tuple | list):
+                    raise SemanticError(f"cannot unpack {sem.py_desc(v)} with *")
+                out.extend(v)
+            else:
+                out.append(self.visit(e))
+        return out
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.visit(node.value)
+        attr = node.attr
+        if isinstance(base, SSAValue):
+            if attr == "dtype":
+                from sparsecc.frontend.types import tl_dtype
+
+                return tl_dtype(base.type.pointee if sem.is_block_pointer(base) else base.type)
+            if attr == "shape":
+                return sem.shape(base) if not sem.is_block_pointer(base) else base.type.pointee.get_shape()
+            if attr == "to":
+                return _Method(base, attr)
+            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .shape, .to())")
+        try:
+            return _unwrap(getattr(base, attr))
+        except AttributeError:
+            raise SemanticError(f"{sem.py_desc(base)} has no attribute '{attr}'") from None
+
+    def visit_Slice(self, node: ast.Slice) -> Any:
+        parts = [self.visit(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        if any(isinstance(p, SSAValue) for p in parts):
+            raise SemanticError("slice bounds must be compile-time integers")
+        return slice(*parts)
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.visit(node.value)
+        if not isinstance(base, SSAValue):
+            index = self.visit(node.slice)
+            if isinstance(index, SSAValue):
+                raise SemanticError("a compile-time tuple can only be indexed by a constexpr")
+            return _unwrap(base[index])
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        items: list[str] = []
+        for e in elts:
+            if isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None:
+                items.append(":")
+            elif isinstance(e, ast.Constant) and e.value is None:
+                items.append("None")
+            else:
+                raise SemanticError("tensors can only be indexed with ':' and None (x[:, None])")
+        rank = len(sem.shape(base))
+        if items.count(":") != rank:
+            raise SemanticError(f"indexing a rank-{rank} tensor needs {rank} ':' entries, got "
+                                f"{items.count(':')}")
+        if not sem.is_pointer(base):
+            sem.require_dense(base, "indexing")
+        out = base
+        for dim, item in enumerate(items):
+            if item == "None":
+                out = sem.expand_dims(self.em, out, dim)
+        return out
+
+    def binop(self, op: str, a: Any, b: Any) -> Any:
+        if not isinstance(a, SSAValue) and not isinstance(b, SSAValue):
+            try:
+                return _PY_OPS[op](a, b)
+            except Exception as e:
+                raise SemanticError(f"cannot compute {a!r} {op} {b!r}: {e}") from None
+        if op == "**":
+            raise SemanticError("'**' is only supported on compile-time values")
+        return sem.binary(self.em, op, a, b)
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise SemanticError(f"unsupported operator {type(node.op).__name__}")
+        return self.binop(op, self.visit(node.left), self.visit(node.right))
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        v = self.visit(node.operand)
+        if not isinstance(v, SSAValue):
+            try:
+                return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+                        ast.Not: operator.not_}[type(node.op)](v)
+            except TypeError as e:
+                raise SemanticError(str(e)) from None
+        if isinstance(node.op, ast.USub):
+            return sem.negate(self.em, v)
+        if isinstance(node.op, ast.UAdd):
+            sem.require_dense(v, "unary '+'")
+            return v
+        if isinstance(node.op, ast.Invert):
+            return sem.invert(self.em, v)
+        if sem.is_tensor(v):
+            raise SemanticError("'not' on a tensor is not supported; use '~' or '== 0'")
+        return sem.logical_not(self.em, v)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        result = self.visit(node.values[0])
+        for expr in node.values[1:]:
+            if not isinstance(result, SSAValue):
+                if bool(result) != is_and:  # Python short-circuit on a constexpr
+                    return result
+                result = self.visit(expr)
+                continue
+            rhs = self.visit(expr)
+            for v in (result, rhs):
+                if isinstance(v, SSAValue) and sem.is_tensor(v):
+                    raise SemanticError("'and'/'or' on tensors is not supported; use '&' and '|'")
+            a = sem.to_bool(self.em, sem.to_value(self.em, result, i1))
+            b = sem.to_bool(self.em, sem.to_value(self.em, rhs, i1))
+            result = self.em.value((arith.AndIOp if is_and else arith.OrIOp)(a, b))
+        return result
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        left = self.visit(node.left)
+        rights = [self.visit(c) for c in node.comparators]
+        values = [left, *rights]
+        if len(node.ops) > 1 and any(isinstance(v, SSAValue) for v in values):
+            raise SemanticError("chained comparisons of runtime values are not supported; use '&'")
+        result: Any = True
+        for op_node, a, b in zip(node.ops, values, values[1:]):
+            if isinstance(op_node, ast.Is | ast.IsNot):
+                r = (a is b) if isinstance(op_node, ast.Is) else (a is not b)
+            elif isinstance(op_node, ast.In | ast.NotIn):
+                if isinstance(a, SSAValue) or isinstance(b, SSAValue):
+                    raise SemanticError("'in' works on compile-time values only")
+                r = (a in b) if isinstance(op_node, ast.In) else (a not in b)
+            else:
+                r = self.binop(_CMPOPS[type(op_node)], a, b)
+            if isinstance(r, SSAValue):
+                return r
+            result = result and r
+        return result
+
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.visit(node.test)
+        if not isinstance(cond, SSAValue):
+            return self.visit(node.body if cond else node.orelse)
+        if sem.is_tensor(cond):
+            raise SemanticError("'x if c else y' needs a scalar condition; use tl.where for tensors")
+        return sem.select(self.em, cond, self.visit(node.body), self.visit(node.orelse))
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        func = self.visit(node.func)
+        args = self._elements(node.args)
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            v = self.visit(kw.value)
+            if kw.arg is None:
+                if not isinstance(v, dict):
+                    raise SemanticError("** needs a compile-time dict")
+                kwargs.update(v)
+            else:
+                kwargs[kw.arg] = v
+        return self.call(func, args, kwargs)
+
+    def call(self, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if is_jit_function(func):
+            return self.inline(func, args, kwargs)
+        if isinstance(func, _Method):
+            try:
+                bound = inspect.signature(to).bind(self.em, func.value, *args, **kwargs)
+            except TypeError as e:
+                raise SemanticError(f".to(): {e}") from None
+            return to(**bound.arguments)
+        name = builtin_name(func)
+        if name is not None:
+            if name == "static_range":
+                raise SemanticError("tl.static_range can only be used as a for-loop iterator")
+            try:
+                bound = inspect.signature(func).bind(*args, **kwargs)
+            except TypeError as e:
+                raise SemanticError(f"tl.{name}(): {e}") from None
+            bound.apply_defaults()
+            return IMPLS[name](self.em, **bound.arguments)
+        if func in _PY_BUILTINS.values():
+            if func is range:
+                raise SemanticError("range() can only be used as a for-loop iterator")
+            if any(isinstance(a, SSAValue) for a in [*args, *kwargs.values()]):
+                if func in (min, max) and len(args) >= 2 and not kwargs:
+                    result = args[0]  # min/max of runtime values: tl.minimum/maximum, as Triton
+                    for a in args[1:]:
+                        result = sem.minmax(self.em, "min" if func is min else "max", result, a)
+                    return result
+                raise SemanticError(f"{func.__name__}() works on compile-time values only")
+            return func(*args, **kwargs)
+        raise SemanticError(f"cannot call {sem.py_desc(func)} in a kernel: only @sparsecc.jit "
+                            "functions, tl.* builtins and min/max/len/int/float/abs on constexprs")
+
+    def inline(self, callee: JITFunction, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if self.depth >= MAX_INLINE_DEPTH:
+            raise SemanticError(f"jit calls nested deeper than {MAX_INLINE_DEPTH} (recursion?)")
+        try:
+            bound = callee.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise SemanticError(f"{callee.__name__}(): {e} (parameters: "
+                                f"{', '.join(callee.arg_names)})") from None
+        bound.apply_defaults()
+        gen = CodeGenerator(callee, self.em, {}, self.depth + 1)
+        for n, v in bound.arguments.items():
+            gen.scope[n] = _unwrap(v)
+        gen.run_body(callee.tree.body)
+        return gen.ret
+
+
+def generate_ttir(fn: JITFunction, arg_types: dict[str, Attribute],
+                  constexprs: dict[str, Any]) -> ModuleOp:
+    """The `ttir` module of kernel `fn`: runtime params typed by `arg_types`, constexprs bound."""
+    runtime = [p for p in fn.arg_names if p in arg_types]
+    func = tt.FuncOp(fn.__name__, [arg_types[p] for p in runtime])
+    block = func.body.block
+    scope: dict[str, Any] = {}
+    for p, arg in zip(runtime, block.args):
+        arg.name_hint = p
+        scope[p] = arg
+    for k, v in constexprs.items():
+        scope[k] = _unwrap(v)
+    em = sem.Emitter(block)
+    gen = CodeGenerator(fn, em, scope, is_kernel=True)
+    gen.run_body(fn.tree.body)
+    em.insert(tt.ReturnOp())
+    module = ModuleOp([func])
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise fn.error(fn.tree, f"internal error: the generated IR does not verify: {e}") from e
+    return module

@@ -1,0 +1,257 @@
+"""`@sparsecc.jit`: a kernel's source, its parameters, and `kernel[grid](*args)` launches.
+
+A launch specializes on its arguments (torch tensor -> `*fp16`, SparseTensor -> `*fp16:NV24`,
+int -> i32/i64, float -> fp32, bool -> i1), compiles once per (signature, constexprs, options,
+target) and dispatches: to the CPU interpreter when `SPARSECC_INTERPRET=1` or the tensors live
+on the CPU, else to the GPU launcher for the current device's architecture.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import linecache
+import os
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sparsecc.language as tl
+from sparsecc.frontend.errors import CompilationError
+
+_OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3}
+
+
+def _is_constexpr_annotation(ann: Any) -> bool:
+    if ann is tl.constexpr:
+        return True
+    return isinstance(ann, str) and (ann == "constexpr" or ann.endswith(".constexpr"))
+
+
+class JITFunction:
+    """A Python function compiled to tt IR; launch it with `kernel[grid](*args, **meta)`."""
+
+    __sparsecc_jit__ = True
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        for p in self.signature.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
+                raise TypeError(f"@sparsecc.jit {self.__name__}: *args, **kwargs and keyword-only "
+                                "parameters are not supported")
+        self.constexpr_names = [p.name for p in self.signature.parameters.values()
+                                if _is_constexpr_annotation(p.annotation)]
+        self.runtime_names = [n for n in self.arg_names if n not in self.constexpr_names]
+        self.cache: dict[Any, Any] = {}
+        self._tree: ast.FunctionDef | None = None
+        self.file = inspect.getsourcefile(fn) or "<unknown>"
+        lines, self.first_line = inspect.getsourcelines(fn)
+        self.src = "".join(lines)
+        self.indent = len(lines[0]) - len(lines[0].lstrip())
+
+    # ---- source ---------------------------------------------------------------------
+
+    @property
+    def tree(self) -> ast.FunctionDef:
+        """The function's AST, with line numbers relative to its first source line."""
+        if self._tree is None:
+            module = ast.parse(textwrap.dedent(self.src))
+            node = module.body[0]
+            if not isinstance(node, ast.FunctionDef):
+                raise TypeError(f"@sparsecc.jit needs a plain 'def' function, got {type(node).__name__}")
+            self._tree = node
+        return self._tree
+
+    def error(self, node: ast.AST, message: str) -> CompilationError:
+        """A CompilationError at `node` of this function's source."""
+        rel = getattr(node, "lineno", 1)
+        line = self.first_line + rel - 1
+        col = getattr(node, "col_offset", 0) + self.indent + 1
+        text = linecache.getline(self.file, line) or None
+        return CompilationError(message, self.file, line, col, text)
+
+    def resolve_global(self, name: str) -> tuple[bool, Any]:
+        """(found, value) of a free name: closure cells first, then module globals."""
+        code = self.fn.__code__
+        if name in code.co_freevars and self.fn.__closure__ is not None:
+            cell = self.fn.__closure__[code.co_freevars.index(name)]
+            try:
+                return True, cell.cell_contents
+            except ValueError:
+                return False, None
+        g = self.fn.__globals__
+        if name in g:
+            return True, g[name]
+        return False, None
+
+    # ---- calling --------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"{self.__name__} is a @sparsecc.jit kernel: launch it with {self.__name__}[grid](...) "
+            "or call it from another @sparsecc.jit function"
+        )
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        def launcher(*args: Any, **kwargs: Any) -> None:
+            self.run(grid, args, kwargs)
+
+        return launcher
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.__module__}:{self.__name__})"
+
+    def params_text(self) -> str:
+        return ", ".join(self.arg_names)
+
+    def bind_launch(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Name -> value for every parameter; TypeError naming the kernel and its parameters."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}[grid](...): {e}; parameters are "
+                            f"({self.params_text()})") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def run(self, grid: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        """Specialize, compile (cached) and launch."""
+        from sparsecc.frontend.compile import compile_kernel
+
+        kwargs = dict(kwargs)
+        options = {k: int(kwargs.pop(k, d)) for k, d in _OPTION_DEFAULTS.items()}
+        named = self.bind_launch(args, kwargs)
+        constexprs = {n: (v.value if isinstance(v, tl.constexpr) else v)
+                      for n, v in named.items() if n in self.constexpr_names}
+        runtime = {n: named[n] for n in self.runtime_names}
+        signature = {n: specialize(v, n, self.__name__) for n, v in runtime.items()}
+        interpret = os.environ.get("SPARSECC_INTERPRET", "0") not in ("", "0") or _on_cpu(runtime.values())
+        target = None if interpret else current_target()
+        key = (tuple(signature.items()), tuple((k, _hashable(v)) for k, v in constexprs.items()),
+               options["num_warps"], options["num_stages"], target)
+        compiled = self.cache.get(key)
+        if compiled is None:
+            compiled = compile_kernel(self, signature, constexprs, target=target, **options)
+            self.cache[key] = compiled
+        meta = {**named, **constexprs, **options}
+        launch_grid = normalize_grid(grid(meta) if callable(grid) else grid)
+        flat = flatten_args(runtime.values())
+        if interpret:
+            interpreter = importlib.import_module("sparsecc.runtime.interpreter")
+            interpreter.run(compiled.module, compiled.name, launch_grid, flat)
+        else:
+            launcher = importlib.import_module("sparsecc.runtime.launcher")
+            launcher.launch(compiled, launch_grid, flat, options["num_warps"])
+
+
+def _hashable(v: Any) -> Any:
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Decorator: `@sparsecc.jit` or `@sparsecc.jit()` turns a function into a JITFunction."""
+    if options:
+        raise TypeError(f"sparsecc.jit takes no options, got {sorted(options)}")
+    if fn is None:
+        return jit
+    return JITFunction(fn)
+
+
+# --------------------------------------------------------------------------------------
+# Launch helpers
+# --------------------------------------------------------------------------------------
+
+_TORCH_DTYPES = {
+    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "int8": "i8", "int16": "i16",
+    "int32": "i32", "int64": "i64", "float8_e4m3fn": "fp8e4nv",
+}
+
+
+def _is_sparse_tensor(v: Any) -> bool:
+    return (not _is_torch_tensor(v) and hasattr(v, "values") and hasattr(v, "meta")
+            and isinstance(getattr(v, "encoding", None), str))
+
+
+def _is_torch_tensor(v: Any) -> bool:
+    return type(v).__module__.startswith("torch") and hasattr(v, "data_ptr")
+
+
+def _dtype_name(torch_dtype: Any, param: str, kernel: str) -> str:
+    name = str(torch_dtype).removeprefix("torch.")
+    if name not in _TORCH_DTYPES:
+        raise TypeError(f"{kernel}: argument '{param}' has unsupported dtype {torch_dtype} "
+                        f"(supported: {', '.join('torch.' + k for k in _TORCH_DTYPES)})")
+    return _TORCH_DTYPES[name]
+
+
+def specialize(v: Any, param: str, kernel: str) -> str:
+    """The signature type string a runtime argument compiles as."""
+    if _is_sparse_tensor(v):
+        return f"*{_dtype_name(v.values.dtype, param, kernel)}:{v.encoding}"
+    if _is_torch_tensor(v):
+        return f"*{_dtype_name(v.dtype, param, kernel)}"
+    if isinstance(v, bool):
+        return "i1"
+    if isinstance(v, int):
+        if -(2**31) <= v < 2**31:
+            return "i32"
+        if -(2**63) <= v < 2**63:
+            return "i64"
+        raise TypeError(f"{kernel}: integer argument '{param}' = {v} does not fit in 64 bits")
+    if isinstance(v, float):
+        return "fp32"
+    raise TypeError(f"{kernel}: argument '{param}' of type {type(v).__name__} cannot be passed to a "
+                    "kernel (tensors, SparseTensors, ints, floats and bools can)")
+
+
+def flatten_args(values: Sequence[Any] | Any) -> list[Any]:
+    """Runtime arguments as the decomposed kernel takes them: a SparseTensor is (values, meta)."""
+    flat: list[Any] = []
+    for v in values:
+        if _is_sparse_tensor(v):
+            flat.extend((v.values, v.meta))
+        else:
+            flat.append(v)
+    return flat
+
+
+def normalize_grid(grid: Any) -> tuple[int, int, int]:
+    if isinstance(grid, int):
+        grid = (grid,)
+    if not isinstance(grid, tuple | list) or not 1 <= len(grid) <= 3:
+        raise TypeError(f"grid must be a tuple of 1 to 3 ints (or a callable returning one), got {grid!r}")
+    dims = [int(g) for g in grid] + [1] * (3 - len(grid))
+    if any(d < 0 for d in dims):
+        raise ValueError(f"grid dimensions must be non-negative, got {tuple(dims)}")
+    return (dims[0], dims[1], dims[2])
+
+
+def _on_cpu(values: Any) -> bool:
+    devices = set()
+    for v in values:
+        if _is_sparse_tensor(v):
+            v = v.values
+        if _is_torch_tensor(v):
+            devices.add(v.device.type)
+    if len(devices) > 1:
+        raise ValueError(f"kernel arguments live on different devices: {sorted(devices)}")
+    return devices == {"cpu"} or not devices
+
+
+def current_target() -> str:
+    """`sm_XY` of the current CUDA device."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"

@@ -1,0 +1,119 @@
+"""Spellings of types: `tl` dtypes, signature strings ("*fp16:NV24") and IR types.
+
+One table (`_IR`) ties the three together so that the frontend, `sparsecc.compile`'s
+signatures and launch specialization agree on every name.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    TensorType,
+    bf16,
+    f8E4M3FN,
+    f16,
+    f32,
+    f64,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute
+
+import sparsecc.language as tl
+from sparsecc.dialects.tt import PointerType, SparseEncodingAttr, sparse_encoding_of
+
+_IR: dict[str, Attribute] = {
+    "fp8e4nv": f8E4M3FN, "fp16": f16, "bf16": bf16, "fp32": f32, "fp64": f64,
+    "i1": i1, "i8": i8, "i16": i16, "i32": i32, "i64": i64,
+}
+
+POINTEE_NAMES = ("fp16", "bf16", "fp32", "fp8e4nv", "i8", "i16", "i32", "i64")
+SCALAR_NAMES = ("i1", "i32", "i64", "fp32")
+SPARSE_POINTEES = ("fp16", "bf16", "fp8e4nv", "i8")
+FLOAT_TYPES = (Float8E4M3FNType, Float16Type, BFloat16Type, Float32Type, Float64Type)
+
+
+def ir_type(dt: tl.dtype) -> Attribute:
+    """The IR type of a `tl` dtype (pointers become `!tt.ptr<..>`)."""
+    if isinstance(dt, tl.pointer_type):
+        enc = SparseEncodingAttr(dt.encoding) if dt.encoding else None
+        return PointerType(ir_type(dt.element_ty), enc)
+    return _IR[dt.name]
+
+
+def tl_dtype(ty: Attribute) -> tl.dtype:
+    """The `tl` dtype of an IR scalar type or of a tensor's elements."""
+    if isinstance(ty, TensorType):
+        ty = ty.element_type
+    if isinstance(ty, PointerType):
+        enc = sparse_encoding_of(ty)
+        return tl.pointer_type(tl_dtype(ty.pointee), enc.format.data if enc else None)
+    for name, t in _IR.items():
+        if t == ty:
+            return tl.DTYPES[name]
+    raise ValueError(f"no tl dtype for IR type {ty}")
+
+
+def parse_signature_type(text: str) -> Attribute:
+    """`"*fp16"`, `"*fp16:NV24"`, `"i32"`, ... -> IR type; ValueError naming what is wrong."""
+    s = text.strip()
+    if s.startswith("*"):
+        name, _, enc = s[1:].partition(":")
+        if name not in POINTEE_NAMES:
+            raise ValueError(f"unknown pointer type '{text}' (pointers: "
+                             + ", ".join("*" + n for n in POINTEE_NAMES) + ")")
+        if enc:
+            if enc != "NV24":
+                raise ValueError(f"unknown sparse encoding '{enc}' in '{text}' (known: NV24)")
+            if name not in SPARSE_POINTEES:
+                raise ValueError(f"'{text}': NV24 sparsity needs a 16- or 8-bit element type ("
+                                 + ", ".join("*" + n for n in SPARSE_POINTEES) + ")")
+            return PointerType(_IR[name], SparseEncodingAttr(enc))
+        return PointerType(_IR[name])
+    if s not in SCALAR_NAMES:
+        raise ValueError(f"unknown signature type '{text}' (scalars: {', '.join(SCALAR_NAMES)}; "
+                         "pointers: *fp16, *bf16, ..., with :NV24 for 2:4-sparse)")
+    return _IR[s]
+
+
+def signature_string(ty: Attribute) -> str:
+    """Inverse of `parse_signature_type` for the types kernels take."""
+    if isinstance(ty, PointerType):
+        enc = sparse_encoding_of(ty)
+        return "*" + tl_dtype(ty.pointee).name + (f":{enc.format.data}" if enc else "")
+    return tl_dtype(ty).name
+
+
+def is_float(ty: Attribute) -> bool:
+    return isinstance(ty, FLOAT_TYPES)
+
+
+def is_int(ty: Attribute) -> bool:
+    return isinstance(ty, IntegerType)
+
+
+def bitwidth(ty: Attribute) -> int:
+    if isinstance(ty, IntegerType):
+        return ty.width.data
+    return {Float8E4M3FNType: 8, Float16Type: 16, BFloat16Type: 16, Float32Type: 32,
+            Float64Type: 64}[type(ty)]
+
+
+def describe(ty: Attribute) -> str:
+    """A short name for messages: fp16, i32, tensor<32x64xf16>, !tt.ptr<f16>."""
+    try:
+        if not isinstance(ty, TensorType | PointerType):
+            return tl_dtype(ty).name
+    except ValueError:
+        pass
+    from sparsecc.dialects.tt import _type_str
+
+    return _type_str(ty)

@@ -1,0 +1,245 @@
+"""The `tl` namespace: dtypes, `constexpr` and the kernel builtins.
+
+Builtins here are markers. They have the real signatures (so the code generator can bind and
+check a call's arguments against them) but no bodies: `sparsecc.frontend` maps each marker to
+the code that emits its IR. Called from plain Python they raise `OutsideKernelError`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class OutsideKernelError(RuntimeError):
+    """A `tl.*` builtin was called from plain Python instead of inside a @sparsecc.jit kernel."""
+
+
+# --------------------------------------------------------------------------------------
+# constexpr and dtypes
+# --------------------------------------------------------------------------------------
+
+
+class constexpr:  # noqa: N801 - the Triton spelling users know
+    """Annotation for compile-time parameters (`BLOCK: tl.constexpr`), and a wrapper for
+    compile-time globals (`SIZE = tl.constexpr(16)`)."""
+
+    def __init__(self, value: Any):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr({self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        other_v = other.value if isinstance(other, constexpr) else other
+        return bool(self.value == other_v)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+class dtype:  # noqa: N801
+    """A scalar element type (`tl.float16`, ...); `name` is its signature spelling ("fp16")."""
+
+    FLOATS = ("fp8e4nv", "fp16", "bf16", "fp32", "fp64")
+    INTS = ("i1", "i8", "i16", "i32", "i64")
+
+    def __init__(self, name: str):
+        if name not in self.FLOATS + self.INTS:
+            raise ValueError(f"unknown dtype '{name}'")
+        self.name = name
+
+    def is_floating(self) -> bool:
+        return self.name in self.FLOATS
+
+    def is_int(self) -> bool:
+        return self.name in self.INTS
+
+    def is_ptr(self) -> bool:
+        return False
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return {"i1": 1, "i8": 8, "fp8e4nv": 8, "i16": 16, "fp16": 16, "bf16": 16,
+                "i32": 32, "fp32": 32, "i64": 64, "fp64": 64}[self.name]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.name == self.name  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.name))
+
+    def __repr__(self) -> str:
+        return f"tl.{_PY_NAMES.get(self.name, self.name)}"
+
+    __str__ = __repr__
+
+
+class pointer_type(dtype):  # noqa: N801
+    """The dtype of a pointer argument; `element_ty` is what it points to. `encoding` is
+    "NV24" for a pointer into a 2:4-sparse tensor."""
+
+    def __init__(self, element_ty: dtype, encoding: str | None = None):
+        self.element_ty = element_ty
+        self.encoding = encoding
+        self.name = f"*{element_ty.name}" + (f":{encoding}" if encoding else "")
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_floating(self) -> bool:
+        return False
+
+    def is_int(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty!r}{', ' + self.encoding if self.encoding else ''}>"
+
+    __str__ = __repr__
+
+
+float8e4nv = dtype("fp8e4nv")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+int1 = dtype("i1")
+int8 = dtype("i8")
+int16 = dtype("i16")
+int32 = dtype("i32")
+int64 = dtype("i64")
+
+_PY_NAMES = {"fp8e4nv": "float8e4nv", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
+             "fp64": "float64", "i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32",
+             "i64": "int64"}
+
+DTYPES: dict[str, dtype] = {d.name: d for d in (float8e4nv, float16, bfloat16, float32, float64,
+                                                   int1, int8, int16, int32, int64)}
+"""Signature spelling -> dtype."""
+
+
+# --------------------------------------------------------------------------------------
+# Builtin markers
+# --------------------------------------------------------------------------------------
+
+BUILTINS: dict[str, Callable[..., Any]] = {}
+"""Marker name -> marker; the frontend has one implementation per name."""
+
+
+def builtin(fn: F) -> F:
+    """Register `fn` as a kernel builtin whose calls outside a kernel fail clearly."""
+
+    @functools.wraps(fn)
+    def marker(*args: Any, **kwargs: Any) -> Any:
+        raise OutsideKernelError(
+            f"tl.{fn.__name__}() can only be called inside a @sparsecc.jit kernel "
+            "(it is compiled, not executed by Python)"
+        )
+
+    marker.__sparsecc_builtin__ = fn.__name__  # type: ignore[attr-defined]
+    BUILTINS[fn.__name__] = marker
+    return marker  # type: ignore[return-value]
+
+
+def builtin_name(obj: Any) -> str | None:
+    """The builtin name of a marker, or None for anything else."""
+    return getattr(obj, "__sparsecc_builtin__", None)
+
+
+@builtin
+def program_id(axis: int) -> Any:
+    """This program's index along grid axis 0, 1 or 2."""
+
+
+@builtin
+def num_programs(axis: int) -> Any:
+    """The grid size along axis 0, 1 or 2."""
+
+
+@builtin
+def arange(start: int, end: int) -> Any:
+    """The i32 tensor [start, end)."""
+
+
+@builtin
+def zeros(shape: Any, dtype: Any) -> Any:
+    """A tensor of zeros."""
+
+
+@builtin
+def full(shape: Any, value: Any, dtype: Any) -> Any:
+    """A tensor filled with `value`."""
+
+
+@builtin
+def cdiv(x: Any, div: Any) -> Any:
+    """Ceiling division (x + div - 1) // div."""
+
+
+@builtin
+def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
+                   order: Any) -> Any:
+    """A block pointer: a `block_shape` tile at `offsets` inside a `shape` tensor at `base`."""
+
+
+@builtin
+def advance(base: Any, offsets: Any) -> Any:
+    """Move a block pointer by `offsets` (elements per dimension)."""
+
+
+@builtin
+def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any = (),
+         padding_option: str = "", cache_modifier: str = "", eviction_policy: str = "",
+         volatile: bool = False) -> Any:
+    """Load through a pointer, a tensor of pointers, or a block pointer."""
+
+
+@builtin
+def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
+          cache_modifier: str = "", eviction_policy: str = "") -> Any:
+    """Store through a pointer, a tensor of pointers, or a block pointer."""
+
+
+@builtin
+def dot(input: Any, other: Any, acc: Any = None, out_dtype: Any = float32,
+        allow_tf32: Any = None, input_precision: Any = None) -> Any:
+    """Matrix product of two 2-D tiles plus `acc`; `input` may be 2:4 sparse."""
+
+
+@builtin
+def where(condition: Any, x: Any, y: Any) -> Any:
+    """Elementwise `x if condition else y`."""
+
+
+@builtin
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum."""
+
+
+@builtin
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum."""
+
+
+@builtin
+def sum(input: Any, axis: Any = None, keep_dims: bool = False) -> Any:  # noqa: A001
+    """Sum along `axis` (all axes if None)."""
+
+
+@builtin
+def max(input: Any, axis: Any = None, keep_dims: bool = False) -> Any:  # noqa: A001
+    """Maximum along `axis` (all axes if None)."""
+
+
+@builtin
+def min(input: Any, axis: Any = None, keep_dims: bool = False) -> Any:  # noqa: A001
+    """Minimum along `axis` (all axes if None)."""
+
+
+@builtin
+def static_range(arg1: int, arg2: int | None = None, step: int = 1) -> Any:
+    """`for i in tl.static_range(n)`: a loop unrolled at compile time (i is a constexpr)."""
