@@ -1,0 +1,162 @@
+"""`SparseTensor`: a 2:4-sparse matrix in the NV24 format (values + int16 metadata).
+
+It is deliberately not a `torch.Tensor` subclass and has no `data_ptr`: `@sparsecc.jit` recognises
+it by duck typing (`values`, `meta`, `encoding`) and passes it to kernels as the two arrays
+`values` and `meta`. Shape, strides and size describe the DENSE logical M x K matrix, because
+kernels address a sparse operand as if it were dense and the compiler rewrites the addressing.
+The exact layout is documented in `sparsecc.runtime.compress`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["GROUP", "META_CHUNK", "META_PAD_WORD", "NV24", "SUPPORTED_DTYPES", "SparseTensor"]
+
+NV24 = "NV24"
+SUPPORTED_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
+GROUP = 4  # a 2:4 group: 4 consecutive columns, at most 2 nonzeros
+META_CHUNK = 16  # columns per 16-bit metadata word, and rows per metadata row block
+META_PAD_WORD = 0x4444  # idx (0, 1) in all four groups; int16 17476, fills rows past M
+
+
+class SparseTensor:
+    """A 2:4-sparse M x K matrix: `values` (M x K/2) and `meta` (int16, ceil(M/16) x K).
+
+    Build one with `sparsecc.compress(dense)`; the constructor only checks that the arrays fit
+    the format (metadata contents are not inspected, that would cost a device sync).
+    """
+
+    __slots__ = ("_meta", "_shape", "_values")
+
+    def __init__(self, values: torch.Tensor, meta: torch.Tensor,
+                 shape: tuple[int, int] | torch.Size, encoding: str = NV24) -> None:
+        if encoding != NV24:
+            raise ValueError(f"SparseTensor: unsupported encoding {encoding!r} (supported: {NV24!r})")
+        if not isinstance(values, torch.Tensor) or not isinstance(meta, torch.Tensor):
+            raise TypeError("SparseTensor: values and meta must be torch.Tensors, got "
+                            f"{type(values).__name__} and {type(meta).__name__}")
+        dims = tuple(int(d) for d in shape)
+        if len(dims) != 2:
+            raise ValueError(f"SparseTensor: shape must be 2-D (M, K), got {tuple(shape)}")
+        m, k = dims
+        if m < 1 or k < 1 or k % META_CHUNK != 0:
+            raise ValueError(
+                f"SparseTensor: shape {dims} needs M >= 1 and K a positive multiple of {META_CHUNK}")
+        if values.dtype not in SUPPORTED_DTYPES:
+            supported = ", ".join(str(d) for d in SUPPORTED_DTYPES)
+            raise TypeError(f"SparseTensor: unsupported values dtype {values.dtype} "
+                            f"(NV24 supports {supported})")
+        if meta.dtype != torch.int16:
+            raise TypeError(f"SparseTensor: meta must be torch.int16, got {meta.dtype}")
+        if tuple(values.shape) != (m, k // 2):
+            raise ValueError(f"SparseTensor: values of a {m}x{k} matrix must have shape "
+                             f"{(m, k // 2)}, got {tuple(values.shape)}")
+        meta_shape = (-(-m // META_CHUNK), k)
+        if tuple(meta.shape) != meta_shape:
+            raise ValueError(f"SparseTensor: meta of a {m}x{k} matrix must have shape {meta_shape}, "
+                             f"got {tuple(meta.shape)}")
+        if values.device != meta.device:
+            raise ValueError(f"SparseTensor: values on {values.device} but meta on {meta.device}")
+        # Kernels index both arrays as dense row-major buffers.
+        self._values = values.contiguous()
+        self._meta = meta.contiguous()
+        self._shape = torch.Size(dims)
+
+    @classmethod
+    def from_dense(cls, dense: torch.Tensor) -> SparseTensor:
+        """Same as `sparsecc.compress(dense)`."""
+        from sparsecc.runtime.compress import compress
+
+        return compress(dense)
+
+    @property
+    def values(self) -> torch.Tensor:
+        return self._values
+
+    @property
+    def meta(self) -> torch.Tensor:
+        return self._meta
+
+    @property
+    def encoding(self) -> str:
+        return NV24
+
+    @property
+    def shape(self) -> torch.Size:
+        """The dense logical shape (M, K)."""
+        return self._shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._values.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self._values.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._values.is_cuda
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    def dim(self) -> int:
+        return 2
+
+    def numel(self) -> int:
+        """Elements of the dense logical matrix (M*K), not of the stored arrays."""
+        return self._shape[0] * self._shape[1]
+
+    def size(self, dim: int | None = None) -> torch.Size | int:
+        return self._shape if dim is None else self._shape[dim]
+
+    def stride(self, dim: int | None = None) -> tuple[int, int] | int:
+        """Dense row-major strides (K, 1): kernels address the sparse operand as if dense."""
+        strides = (self._shape[1], 1)
+        return strides if dim is None else strides[dim]
+
+    def to_dense(self) -> torch.Tensor:
+        """The dense M x K matrix (the exact inverse of `compress` on 2:4 input)."""
+        from sparsecc.runtime.compress import decode_meta_tile
+
+        return decode_meta_tile(self._values, self._meta)
+
+    def to(self, device: torch.device | str | int | torch.dtype | None = None,
+           dtype: torch.dtype | None = None, non_blocking: bool = False) -> SparseTensor:
+        """Move to `device` and/or cast values to `dtype` (fp16/bf16); `to(dtype)` also works."""
+        if isinstance(device, torch.dtype):
+            device, dtype = None, device
+        values, meta = self._values, self._meta
+        if dtype is not None:
+            values = values.to(dtype=dtype)
+        if device is not None:
+            values = values.to(device=device, non_blocking=non_blocking)
+            meta = meta.to(device=device, non_blocking=non_blocking)
+        if values is self._values and meta is self._meta:
+            return self
+        return SparseTensor(values, meta, self._shape)
+
+    def cuda(self, device: torch.device | str | int | None = None,
+             non_blocking: bool = False) -> SparseTensor:
+        if device is None:
+            device = "cuda"
+        elif isinstance(device, int):
+            device = torch.device("cuda", device)
+        return self.to(device, non_blocking=non_blocking)
+
+    def cpu(self) -> SparseTensor:
+        return self.to("cpu")
+
+    def __repr__(self) -> str:
+        m, k = self._shape
+        return (f"SparseTensor(shape=({m}, {k}), dtype={self.dtype}, device={self.device}, "
+                f"encoding={NV24!r}, values={tuple(self._values.shape)}, "
+                f"meta={tuple(self._meta.shape)})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SparseTensor, (self._values, self._meta, tuple(self._shape), NV24))
