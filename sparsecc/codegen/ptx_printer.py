@@ -1,0 +1,693 @@
+"""`emit_ptx(module) -> str`: print `ptx.kernel`s (with `arith`/`math.fma`/`scf` inside) as PTX.
+
+Every SSA value gets one virtual register of its type's class (see `sparsecc.dialects.ptx`),
+numbered from 1 per class and kernel in program order, so the output is deterministic; ptxas
+does the real register allocation. Constants are materialised with `mov` (ptxas folds them).
+Control flow is structured: `scf.for` becomes a guarded bottom-tested loop whose carried values
+live in fixed registers (copied at the back edge), `scf.if` becomes branches around its regions.
+Labels are `$L__<kind><n>` with a per-kernel counter.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterable, Sequence
+
+from xdsl.dialects import arith, math, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from sparsecc.dialects import ptx
+
+#: `.version` of the emitted PTX: `mma.sp::ordered_metadata` needs PTX ISA 8.5.
+PTX_VERSION = "8.5"
+#: Name of the dynamic shared memory array (`ptx.shared_base` is its address).
+SMEM_SYMBOL = "smem"
+
+_PARAM_PTX_TYPE = {"ptr": ".u64", "i64": ".u64", "i32": ".u32", "f32": ".f32"}
+
+
+class PtxEmitError(Exception):
+    """The module holds something the printer cannot express in PTX."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Types and registers
+
+
+def _reg_class(ty: Attribute) -> tuple[str, str]:
+    """(register prefix, `.reg` type) of a value type."""
+    if isinstance(ty, IntegerType):
+        w = ty.width.data
+        if w == 1:
+            return "%p", ".pred"
+        if w == 16:
+            return "%rs", ".b16"
+        if w == 32:
+            return "%r", ".b32"
+        if w == 64:
+            return "%rd", ".b64"
+    elif isinstance(ty, Float16Type | BFloat16Type):
+        return "%rs", ".b16"
+    elif isinstance(ty, Float32Type):
+        return "%f", ".f32"
+    raise PtxEmitError(f"no PTX register class for type {ty} (use i1, i16, i32, i64, f16, bf16 or f32)")
+
+
+_CLASS_ORDER = ("%p", "%rs", "%r", "%rd", "%f")
+
+
+def _width(ty: Attribute) -> int:
+    _reg_class(ty)  # reject unsupported types with a clear message
+    return ptx.bit_width(ty)
+
+
+def _ftype(ty: Attribute) -> str:
+    """PTX type suffix of a float type."""
+    if isinstance(ty, Float32Type):
+        return "f32"
+    if isinstance(ty, Float16Type):
+        return "f16"
+    if isinstance(ty, BFloat16Type):
+        return "bf16"
+    raise PtxEmitError(f"expected a float type, got {ty}")
+
+
+def _is_float(ty: Attribute) -> bool:
+    return isinstance(ty, Float16Type | BFloat16Type | Float32Type)
+
+
+def _is_pred(ty: Attribute) -> bool:
+    return isinstance(ty, IntegerType) and ty.width.data == 1
+
+
+_CMPI = {
+    "eq": ("eq", "b"), "ne": ("ne", "b"),
+    "slt": ("lt", "s"), "sle": ("le", "s"), "sgt": ("gt", "s"), "sge": ("ge", "s"),
+    "ult": ("lo", "u"), "ule": ("ls", "u"), "ugt": ("hi", "u"), "uge": ("hs", "u"),
+}  # fmt: skip
+_CMPF = {
+    "oeq": "eq", "ogt": "gt", "oge": "ge", "olt": "lt", "ole": "le", "one": "ne", "ord": "num",
+    "ueq": "equ", "ugt": "gtu", "uge": "geu", "ult": "ltu", "ule": "leu", "une": "neu", "uno": "nan",
+}  # fmt: skip
+
+# arith integer binary op -> (PTX opcode, type letter); i1 operands use `.pred` logic instead.
+_INT_BINARY: dict[type[Operation], tuple[str, str]] = {
+    arith.AddiOp: ("add", "s"),
+    arith.SubiOp: ("sub", "s"),
+    arith.MuliOp: ("mul.lo", "s"),
+    arith.DivSIOp: ("div", "s"),
+    arith.DivUIOp: ("div", "u"),
+    arith.RemSIOp: ("rem", "s"),
+    arith.RemUIOp: ("rem", "u"),
+    arith.AndIOp: ("and", "b"),
+    arith.OrIOp: ("or", "b"),
+    arith.XOrIOp: ("xor", "b"),
+    arith.MaxSIOp: ("max", "s"),
+    arith.MinSIOp: ("min", "s"),
+    arith.MaxUIOp: ("max", "u"),
+    arith.MinUIOp: ("min", "u"),
+}
+_SHIFTS: dict[type[Operation], str] = {arith.ShLIOp: "shl.b", arith.ShRUIOp: "shr.u", arith.ShRSIOp: "shr.s"}
+_PRED_LOGIC: dict[type[Operation], str] = {arith.AndIOp: "and", arith.OrIOp: "or", arith.XOrIOp: "xor"}
+_FLOAT_BINARY: dict[type[Operation], str] = {
+    arith.AddfOp: "add",
+    arith.SubfOp: "sub",
+    arith.MulfOp: "mul",
+    arith.DivfOp: "div.rn",
+    arith.MaximumfOp: "max.NaN",
+    arith.MinimumfOp: "min.NaN",
+    arith.MaxnumfOp: "max",
+    arith.MinnumfOp: "min",
+}
+
+
+def _float_bits(value: float, ty: Attribute) -> str:
+    """A float immediate: `0fXXXXXXXX` for f32, the raw bits (for `mov.b16`) for f16/bf16."""
+    if isinstance(ty, Float32Type):
+        return f"0f{struct.unpack('<I', struct.pack('<f', value))[0]:08X}"
+    if isinstance(ty, Float16Type):
+        return f"0x{struct.unpack('<H', struct.pack('<e', value))[0]:04X}"
+    if isinstance(ty, BFloat16Type):
+        if value != value:  # NaN
+            return "0x7FC0"
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
+        return f"0x{(bits >> 16) & 0xFFFF:04X}"
+    raise PtxEmitError(f"float constant of type {ty}")
+
+
+def _int_imm(value: int, width: int) -> str:
+    """An integer immediate of `width` bits: decimal when non-negative, else two's-complement hex."""
+    mask = (1 << width) - 1
+    v = value & mask
+    return str(v) if v == value else f"0x{v:X}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernel printer
+
+
+class _KernelEmitter:
+    """Prints one `ptx.kernel`; `lines` is the body, `counts` the registers used per class."""
+
+    def __init__(self, kernel: ptx.KernelOp):
+        self.kernel = kernel
+        self.regs: dict[SSAValue, str] = {}
+        self.counts: dict[str, int] = {c: 0 for c in _CLASS_ORDER}
+        self.lines: list[str] = []
+        self.labels = 0
+        self.uses_smem = False
+
+    # registers -----------------------------------------------------------------------------
+
+    def fresh(self, ty: Attribute) -> str:
+        prefix, _ = _reg_class(ty)
+        self.counts[prefix] += 1
+        return f"{prefix}{self.counts[prefix]}"
+
+    def define(self, value: SSAValue) -> str:
+        if value in self.regs:
+            raise PtxEmitError(f"value {value} defined twice")
+        reg = self.fresh(value.type)
+        self.regs[value] = reg
+        return reg
+
+    def alias(self, value: SSAValue, reg: str) -> None:
+        """Let `value` live in an existing register (loop results share the carried ones)."""
+        self.regs[value] = reg
+
+    def use(self, value: SSAValue) -> str:
+        try:
+            return self.regs[value]
+        except KeyError:
+            owner = value.owner
+            where = owner.name if isinstance(owner, Operation) else "a block argument"
+            raise PtxEmitError(
+                f"kernel {self.kernel.kernel_name}: value of type {value.type} from {where} is used "
+                "before it has a register (defined outside the kernel?)"
+            ) from None
+
+    def emit(self, line: str) -> None:
+        self.lines.append(f"\t{line}")
+
+    def label(self, kind: str) -> str:
+        self.labels += 1
+        return f"$L__{kind}{self.labels}"
+
+    def mov(self, dst: str, src: str, ty: Attribute) -> None:
+        if dst != src:
+            suffix = "pred" if _is_pred(ty) else f"b{_width(ty)}"
+            self.emit(f"mov.{suffix} {dst}, {src};")
+
+    # kernel --------------------------------------------------------------------------------
+
+    def run(self) -> list[str]:
+        k = self.kernel
+        name = k.kernel_name
+        for i, (arg, kind) in enumerate(zip(k.args, k.kinds)):
+            reg = self.define(arg)
+            self.emit(f"ld.param{_PARAM_PTX_TYPE[kind]} {reg}, [{name}_param_{i}];")
+        self.block(k.body.block)
+        self.emit("ret;")
+
+        out = [f"\t// .globl\t{name}", f".visible .entry {name}("]
+        params = [f"\t.param {_PARAM_PTX_TYPE[kind]} {name}_param_{i}" for i, kind in enumerate(k.kinds)]
+        out.append(",\n".join(params))
+        out.append(")")
+        if k.maxntid is not None:
+            out.append(".maxntid " + ", ".join(str(d.value.data) for d in k.maxntid.data))
+        if k.reqntid is not None:
+            out.append(".reqntid " + ", ".join(str(d.value.data) for d in k.reqntid.data))
+        out.append("{")
+        for prefix in _CLASS_ORDER:
+            if self.counts[prefix]:
+                decl = {"%p": ".pred", "%rs": ".b16", "%r": ".b32", "%rd": ".b64", "%f": ".f32"}[prefix]
+                out.append(f"\t.reg {decl} \t{prefix}<{self.counts[prefix] + 1}>;")
+        shared = k.shared_bytes.value.data
+        if shared:
+            out.append(f"\t// dynamic shared memory: {shared} bytes")
+        out.append("")
+        out.extend(self.lines)
+        out.append("}")
+        return out
+
+    def block(self, block: Block, *, skip_terminator: bool = False) -> None:
+        for op in block.ops:
+            if skip_terminator and op is block.last_op and isinstance(op, scf.YieldOp):
+                break
+            self.op(op)
+
+    # ops -----------------------------------------------------------------------------------
+
+    def op(self, op: Operation) -> None:
+        handler = _HANDLERS.get(type(op))
+        if handler is None:
+            for cls in type(op).__mro__[1:]:  # subclasses (e.g. sparsecc's tensor-capable arith)
+                handler = _HANDLERS.get(cls)
+                if handler is not None:
+                    break
+        if handler is None:
+            raise PtxEmitError(f"kernel {self.kernel.kernel_name}: cannot print op '{op.name}' as PTX")
+        handler(self, op)
+
+
+# Handlers: (emitter, op) -> None -----------------------------------------------------------------
+
+
+def _constant(e: _KernelEmitter, op: arith.ConstantOp) -> None:
+    ty = op.result.type
+    value = op.value
+    d = e.define(op.result)
+    if isinstance(value, IntegerAttr) and isinstance(ty, IntegerType):
+        v = value.value.data
+        if ty.width.data == 1:
+            e.emit(f"mov.pred {d}, {1 if v & 1 else 0};")
+        else:
+            e.emit(f"mov.b{ty.width.data} {d}, {_int_imm(v, ty.width.data)};")
+    elif isinstance(value, FloatAttr) and _is_float(ty):
+        if isinstance(ty, Float32Type):
+            e.emit(f"mov.f32 {d}, {_float_bits(value.value.data, ty)};")
+        else:
+            e.emit(f"mov.b16 {d}, {_float_bits(value.value.data, ty)};")
+    else:
+        raise PtxEmitError(f"arith.constant: only scalar integer/float constants print as PTX, got {value}")
+
+
+def _int_binary(e: _KernelEmitter, op: Operation) -> None:
+    lhs, rhs = op.operands
+    ty = op.results[0].type
+    a, b = e.use(lhs), e.use(rhs)
+    if _is_pred(ty):
+        opcode = next((v for c, v in _PRED_LOGIC.items() if isinstance(op, c)), None)
+        if opcode is None:
+            raise PtxEmitError(f"{op.name} on i1 has no PTX form (only andi/ori/xori)")
+        e.emit(f"{opcode}.pred {e.define(op.results[0])}, {a}, {b};")
+        return
+    opcode, letter = next(v for c, v in _INT_BINARY.items() if isinstance(op, c))
+    e.emit(f"{opcode}.{letter}{_width(ty)} {e.define(op.results[0])}, {a}, {b};")
+
+
+def _shift(e: _KernelEmitter, op: Operation) -> None:
+    lhs, rhs = op.operands
+    ty = op.results[0].type
+    w = _width(ty)
+    if w == 1:
+        raise PtxEmitError(f"{op.name} on i1 has no PTX form")
+    amount = e.use(rhs)
+    if w != 32:  # PTX shift amounts are always .u32
+        tmp = e.fresh(IntegerType(32))
+        e.emit(f"cvt.u32.u{w} {tmp}, {amount};")
+        amount = tmp
+    opcode = next(v for c, v in _SHIFTS.items() if isinstance(op, c))
+    e.emit(f"{opcode}{w} {e.define(op.results[0])}, {e.use(lhs)}, {amount};")
+
+
+def _float_binary(e: _KernelEmitter, op: Operation) -> None:
+    lhs, rhs = op.operands
+    ty = op.results[0].type
+    opcode = next(v for c, v in _FLOAT_BINARY.items() if isinstance(op, c))
+    if opcode.startswith("div") and not isinstance(ty, Float32Type):
+        raise PtxEmitError(f"{op.name}: division is only printed for f32 (extend to f32 first)")
+    e.emit(f"{opcode}.{_ftype(ty)} {e.define(op.results[0])}, {e.use(lhs)}, {e.use(rhs)};")
+
+
+def _negf(e: _KernelEmitter, op: arith.NegfOp) -> None:
+    e.emit(f"neg.{_ftype(op.result.type)} {e.define(op.result)}, {e.use(op.operand)};")
+
+
+def _fma(e: _KernelEmitter, op: math.FmaOp) -> None:
+    a, b, c = op.operands
+    ty = op.results[0].type
+    e.emit(f"fma.rn.{_ftype(ty)} {e.define(op.results[0])}, {e.use(a)}, {e.use(b)}, {e.use(c)};")
+
+
+def _cmpi(e: _KernelEmitter, op: arith.CmpiOp) -> None:
+    pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+    ty = op.lhs.type
+    if _is_pred(ty):
+        if pred not in ("eq", "ne"):
+            raise PtxEmitError(f"arith.cmpi {pred} on i1 has no PTX form")
+        d = e.define(op.result)
+        e.emit(f"xor.pred {d}, {e.use(op.lhs)}, {e.use(op.rhs)};")
+        if pred == "eq":
+            e.emit(f"not.pred {d}, {d};")
+        return
+    cmp, letter = _CMPI[pred]
+    e.emit(f"setp.{cmp}.{letter}{_width(ty)} {e.define(op.result)}, {e.use(op.lhs)}, {e.use(op.rhs)};")
+
+
+def _cmpf(e: _KernelEmitter, op: arith.CmpfOp) -> None:
+    pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+    if pred in ("false", "true"):
+        e.emit(f"mov.pred {e.define(op.result)}, {1 if pred == 'true' else 0};")
+        return
+    ty = op.lhs.type
+    e.emit(f"setp.{_CMPF[pred]}.{_ftype(ty)} {e.define(op.result)}, {e.use(op.lhs)}, {e.use(op.rhs)};")
+
+
+def _select(e: _KernelEmitter, op: arith.SelectOp) -> None:
+    ty = op.result.type
+    c, t, f = e.use(op.cond), e.use(op.lhs), e.use(op.rhs)
+    d = e.define(op.result)
+    if _is_pred(ty):  # d = (c & t) | (!c & f)
+        tmp = e.fresh(ty)
+        e.emit(f"and.pred {tmp}, {c}, {t};")
+        e.emit(f"not.pred {d}, {c};")
+        e.emit(f"and.pred {d}, {d}, {f};")
+        e.emit(f"or.pred {d}, {d}, {tmp};")
+        return
+    e.emit(f"selp.b{_width(ty)} {d}, {t}, {f}, {c};")
+
+
+def _int_ext(e: _KernelEmitter, op: Operation) -> None:
+    signed = isinstance(op, arith.ExtSIOp)
+    src, dst_ty = op.operands[0], op.results[0].type
+    wi, wo = _width(src.type), _width(dst_ty)
+    d = e.define(op.results[0])
+    if wi == 1:
+        e.emit(f"selp.{'s' if signed else 'u'}{wo} {d}, {-1 if signed else 1}, 0, {e.use(src)};")
+    else:
+        letter = "s" if signed else "u"
+        e.emit(f"cvt.{letter}{wo}.{letter}{wi} {d}, {e.use(src)};")
+
+
+def _trunci(e: _KernelEmitter, op: arith.TruncIOp) -> None:
+    src = op.input
+    wi, wo = _width(src.type), _width(op.result.type)
+    if wo == 1:
+        tmp = e.fresh(src.type)
+        e.emit(f"and.b{wi} {tmp}, {e.use(src)}, 1;")
+        e.emit(f"setp.ne.b{wi} {e.define(op.result)}, {tmp}, 0;")
+        return
+    e.emit(f"cvt.u{wo}.u{wi} {e.define(op.result)}, {e.use(src)};")
+
+
+def _int_to_float(e: _KernelEmitter, op: Operation) -> None:
+    src, ty = op.operands[0], op.results[0].type
+    letter = "s" if isinstance(op, arith.SIToFPOp) else "u"
+    wi = _width(src.type)
+    if wi == 1:
+        raise PtxEmitError(f"{op.name} from i1: extend to i32 first")
+    e.emit(f"cvt.rn.{_ftype(ty)}.{letter}{wi} {e.define(op.results[0])}, {e.use(src)};")
+
+
+def _float_to_int(e: _KernelEmitter, op: Operation) -> None:
+    src, ty = op.operands[0], op.results[0].type
+    letter = "s" if isinstance(op, arith.FPToSIOp) else "u"
+    wo = _width(ty)
+    if wo == 1:
+        raise PtxEmitError(f"{op.name} to i1 has no PTX form")
+    e.emit(f"cvt.rzi.{letter}{wo}.{_ftype(src.type)} {e.define(op.results[0])}, {e.use(src)};")
+
+
+def _float_cast(e: _KernelEmitter, op: Operation) -> None:
+    src, ty = op.operands[0], op.results[0].type
+    fi, fo = _ftype(src.type), _ftype(ty)
+    narrowing = _width(ty) < _width(src.type) or (fi, fo) == ("f16", "bf16") or (fi, fo) == ("bf16", "f16")
+    rnd = ".rn" if narrowing else ""
+    e.emit(f"cvt{rnd}.{fo}.{fi} {e.define(op.results[0])}, {e.use(src)};")
+
+
+def _bitcast(e: _KernelEmitter, op: arith.BitcastOp) -> None:
+    src, ty = op.input, op.result.type
+    if _width(src.type) != _width(ty) or _is_pred(ty):
+        raise PtxEmitError(f"arith.bitcast {src.type} -> {ty}: widths differ or i1")
+    e.emit(f"mov.b{_width(ty)} {e.define(op.result)}, {e.use(src)};")
+
+
+# scf ---------------------------------------------------------------------------------------------
+
+
+def _parallel_copy(e: _KernelEmitter, dsts: Sequence[str], srcs: Sequence[str], types: Sequence[Attribute]) -> None:
+    """dsts[i] = srcs[i] for all i at once: sources that are also destinations go via temps."""
+    dst_set = set(dsts)
+    staged = list(srcs)
+    for i, (d, s, ty) in enumerate(zip(dsts, srcs, types)):
+        if s in dst_set and s != d:
+            tmp = e.fresh(ty)
+            e.mov(tmp, s, ty)
+            staged[i] = tmp
+    for d, s, ty in zip(dsts, staged, types):
+        e.mov(d, s, ty)
+
+
+def _for(e: _KernelEmitter, op: scf.ForOp) -> None:
+    body = op.body.block
+    iv, *carried = body.args
+    ty = iv.type
+    if not isinstance(ty, IntegerType) or ty.width.data not in (32, 64):
+        raise PtxEmitError(f"scf.for: the induction variable must be i32 or i64, got {ty}")
+    w = ty.width.data
+    lb, ub, step = e.use(op.lb), e.use(op.ub), e.use(op.step)
+    iv_reg = e.define(iv)
+    carried_regs = [e.define(a) for a in carried]
+    loop, done = e.label("loop"), e.label("loop_end")
+    e.emit(f"// scf.for {iv_reg} = {lb} to {ub} step {step}, carried: {', '.join(carried_regs) or 'none'}")
+    e.mov(iv_reg, lb, ty)
+    for reg, init in zip(carried_regs, op.iter_args):
+        e.mov(reg, e.use(init), init.type)
+    guard = e.fresh(IntegerType(1))
+    e.emit(f"setp.ge.s{w} {guard}, {iv_reg}, {ub};")
+    e.emit(f"@{guard} bra {done};")
+    e.lines.append(f"{loop}:")
+    e.block(body, skip_terminator=True)
+    yield_op = body.last_op
+    if isinstance(yield_op, scf.YieldOp):
+        _parallel_copy(e, carried_regs, [e.use(v) for v in yield_op.arguments], [a.type for a in carried])
+    e.emit(f"add.s{w} {iv_reg}, {iv_reg}, {step};")
+    e.emit(f"setp.lt.s{w} {guard}, {iv_reg}, {ub};")
+    e.emit(f"@{guard} bra {loop};")
+    e.lines.append(f"{done}:")
+    for res, reg in zip(op.results, carried_regs):
+        e.alias(res, reg)
+
+
+def _if(e: _KernelEmitter, op: scf.IfOp) -> None:
+    result_regs = [e.define(r) for r in op.results]
+    has_else = bool(op.false_region.blocks) and (
+        bool(op.results) or any(not isinstance(o, scf.YieldOp) for o in op.false_region.block.ops)
+    )
+    else_label, end_label = e.label("else"), e.label("endif")
+    cond = e.use(op.cond)
+    e.emit(f"@!{cond} bra {else_label if has_else else end_label};")
+
+    def region(block: Block) -> None:
+        e.block(block, skip_terminator=True)
+        y = block.last_op
+        if isinstance(y, scf.YieldOp):
+            _parallel_copy(e, result_regs, [e.use(v) for v in y.arguments], [r.type for r in op.results])
+
+    region(op.true_region.block)
+    if has_else:
+        e.emit(f"bra.uni {end_label};")
+        e.lines.append(f"{else_label}:")
+        region(op.false_region.block)
+    e.lines.append(f"{end_label}:")
+
+
+def _yield(e: _KernelEmitter, op: scf.YieldOp) -> None:
+    raise PtxEmitError("scf.yield outside an scf.for/scf.if body")
+
+
+# ptx ---------------------------------------------------------------------------------------------
+
+
+def _regs(e: _KernelEmitter, values: Iterable[SSAValue], *, define: bool = False) -> str:
+    regs = [e.define(v) if define else e.use(v) for v in values]
+    return regs[0] if len(regs) == 1 else "{" + ", ".join(regs) + "}"
+
+
+def _addr(e: _KernelEmitter, addr: SSAValue, offset: int) -> str:
+    return f"[{e.use(addr)}+{offset}]" if offset else f"[{e.use(addr)}]"
+
+
+def _vec(n: int) -> str:
+    return "" if n == 1 else f".v{n}"
+
+
+def _ld(e: _KernelEmitter, op: ptx.LdGlobalOp | ptx.LdSharedOp) -> None:
+    space = "global" if isinstance(op, ptx.LdGlobalOp) else "shared"
+    ty = op.res[0].type
+    regs = [e.define(r) for r in op.res]
+    for reg, other in zip(regs, op.other):
+        e.mov(reg, e.use(other), ty)
+    guard = f"@{e.use(op.mask)} " if op.mask is not None else ""
+    cache = f".{op.cache.data}" if op.cache is not None else ""
+    dst = regs[0] if len(regs) == 1 else "{" + ", ".join(regs) + "}"
+    e.emit(
+        f"{guard}ld.{space}{cache}{_vec(len(regs))}.b{_width(ty)} {dst}, {_addr(e, op.addr, op.offset.value.data)};"
+    )
+
+
+def _st(e: _KernelEmitter, op: ptx.StGlobalOp | ptx.StSharedOp) -> None:
+    space = "global" if isinstance(op, ptx.StGlobalOp) else "shared"
+    ty = op.values[0].type
+    guard = f"@{e.use(op.mask)} " if op.mask is not None else ""
+    cache = f".{op.cache.data}" if op.cache is not None else ""
+    e.emit(
+        f"{guard}st.{space}{cache}{_vec(len(op.values))}.b{_width(ty)} "
+        f"{_addr(e, op.addr, op.offset.value.data)}, {_regs(e, op.values)};"
+    )
+
+
+def _cp_async(e: _KernelEmitter, op: ptx.CpAsyncOp) -> None:
+    size = op.size.value.data
+    head = f"cp.async.{op.cache.data}.shared.global [{e.use(op.dst)}], [{e.use(op.src)}], {size}"
+    if op.mask is None:
+        e.emit(f"{head};")
+        return
+    src_size = e.fresh(IntegerType(32))
+    e.emit(f"selp.b32 {src_size}, {size}, 0, {e.use(op.mask)};")
+    e.emit(f"{head}, {src_size};")
+
+
+def _ldmatrix(e: _KernelEmitter, op: ptx.LdMatrixOp) -> None:
+    trans = ".trans" if op.trans is not None else ""
+    regs = "{" + ", ".join(e.define(r) for r in op.res) + "}"
+    e.emit(f"ldmatrix.sync.aligned.m8n8.x{len(op.res)}{trans}.shared.b16 {regs}, [{e.use(op.addr)}];")
+
+
+def _group(e: _KernelEmitter, values: Iterable[SSAValue]) -> str:
+    return "{" + ", ".join(e.use(v) for v in values) + "}"
+
+
+def _mma_sp(e: _KernelEmitter, op: ptx.MmaSpOp) -> None:
+    t = op.ab_type.data
+    a, b, c = _group(e, op.a), _group(e, op.b), _group(e, op.c)
+    meta = e.use(op.meta)
+    d = "{" + ", ".join(e.define(r) for r in op.res) + "}"
+    e.emit(
+        f"mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.{t}.{t}.f32 "
+        f"{d}, {a}, {b}, {c}, {meta}, 0x{op.selector.value.data:x};"
+    )
+
+
+def _mma(e: _KernelEmitter, op: ptx.MmaOp) -> None:
+    t = op.ab_type.data
+    a, b, c = _group(e, op.a), _group(e, op.b), _group(e, op.c)
+    d = "{" + ", ".join(e.define(r) for r in op.res) + "}"
+    e.emit(f"mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 {d}, {a}, {b}, {c};")
+
+
+def _asm(e: _KernelEmitter, op: ptx.AsmOp) -> None:
+    regs = [e.define(r) for r in op.res] + [e.use(a) for a in op.args]
+
+    def sub(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        if i >= len(regs):
+            raise PtxEmitError(f"ptx.asm: ${i} out of range in {op.template.data!r} ({len(regs)} registers)")
+        return regs[i]
+
+    text = re.sub(r"\$(\d+)", sub, op.template.data)
+    for line in text.splitlines():
+        if line.strip():
+            e.emit(line.strip())
+
+
+def _sreg(e: _KernelEmitter, op: ptx.SpecialRegOp) -> None:
+    e.emit(f"mov.u32 {e.define(op.result)}, %{op.reg.data};")
+
+
+def _shared_base(e: _KernelEmitter, op: ptx.SharedBaseOp) -> None:
+    e.uses_smem = True
+    e.emit(f"mov.u32 {e.define(op.result)}, {SMEM_SYMBOL};")
+
+
+_HANDLERS: dict[type[Operation], object] = {
+    arith.ConstantOp: _constant,
+    **{cls: _int_binary for cls in _INT_BINARY},
+    **{cls: _shift for cls in _SHIFTS},
+    **{cls: _float_binary for cls in _FLOAT_BINARY},
+    arith.NegfOp: _negf,
+    math.FmaOp: _fma,
+    arith.CmpiOp: _cmpi,
+    arith.CmpfOp: _cmpf,
+    arith.SelectOp: _select,
+    arith.ExtSIOp: _int_ext,
+    arith.ExtUIOp: _int_ext,
+    arith.TruncIOp: _trunci,
+    arith.SIToFPOp: _int_to_float,
+    arith.UIToFPOp: _int_to_float,
+    arith.FPToSIOp: _float_to_int,
+    arith.FPToUIOp: _float_to_int,
+    arith.ExtFOp: _float_cast,
+    arith.TruncFOp: _float_cast,
+    arith.BitcastOp: _bitcast,
+    scf.ForOp: _for,
+    scf.IfOp: _if,
+    scf.YieldOp: _yield,
+    ptx.ReturnOp: lambda e, op: e.emit("ret;"),
+    ptx.SpecialRegOp: _sreg,
+    ptx.SharedBaseOp: _shared_base,
+    ptx.LdGlobalOp: _ld,
+    ptx.LdSharedOp: _ld,
+    ptx.StGlobalOp: _st,
+    ptx.StSharedOp: _st,
+    ptx.CpAsyncOp: _cp_async,
+    ptx.CpAsyncCommitGroupOp: lambda e, op: e.emit("cp.async.commit_group;"),
+    ptx.CpAsyncWaitGroupOp: lambda e, op: e.emit(f"cp.async.wait_group {op.n.value.data};"),
+    ptx.LdMatrixOp: _ldmatrix,
+    ptx.MmaSpOp: _mma_sp,
+    ptx.MmaOp: _mma,
+    ptx.BarSyncOp: lambda e, op: e.emit(f"bar.sync {op.barrier.value.data};"),
+    ptx.PackOp: lambda e, op: e.emit(f"mov.b32 {e.define(op.result)}, {{{e.use(op.lo)}, {e.use(op.hi)}}};"),
+    ptx.UnpackOp: lambda e, op: e.emit(f"mov.b32 {{{e.define(op.lo)}, {e.define(op.hi)}}}, {e.use(op.input)};"),
+    ptx.CvtPackOp: lambda e, op: e.emit(
+        f"cvt.rn.{op.elem_type.data}x2.f32 {e.define(op.result)}, {e.use(op.hi)}, {e.use(op.lo)};"
+    ),
+    ptx.AsmOp: _asm,
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Module
+
+
+def kernels_of(module: ModuleOp | ptx.KernelOp) -> list[ptx.KernelOp]:
+    """The `ptx.kernel`s of a module (top level or nested in builtin.module), in order."""
+    if isinstance(module, ptx.KernelOp):
+        return [module]
+    return [op for op in module.walk() if isinstance(op, ptx.KernelOp)]
+
+
+def emit_ptx(module: ModuleOp | ptx.KernelOp) -> str:
+    """PTX text for every `ptx.kernel` in `module` (they must share one target)."""
+    kernels = kernels_of(module)
+    if not kernels:
+        raise PtxEmitError("emit_ptx: the module holds no ptx.kernel")
+    targets = sorted({k.target.data for k in kernels})
+    if len(targets) != 1:
+        raise PtxEmitError(f"emit_ptx: kernels of one module need one target, got {targets}")
+    bodies: list[list[str]] = []
+    uses_smem = False
+    for k in kernels:
+        k.verify()
+        emitter = _KernelEmitter(k)
+        bodies.append(emitter.run())
+        uses_smem |= emitter.uses_smem
+    out = [
+        "//",
+        "// Generated by sparsecc",
+        "//",
+        "",
+        f".version {PTX_VERSION}",
+        f".target {targets[0]}",
+        ".address_size 64",
+        "",
+    ]
+    if uses_smem:
+        out += [f".extern .shared .align 16 .b8 {SMEM_SYMBOL}[];", ""]
+    for body in bodies:
+        out += body
+        out.append("")
+    return "\n".join(out)

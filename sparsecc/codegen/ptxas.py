@@ -1,0 +1,206 @@
+"""ptxas and cuobjdump: PTX text -> cubin (+ resource report) and cubin -> SASS text.
+
+Tools are looked up in this order (`find_ptxas`, `find_cuobjdump`):
+  1. $SPARSECC_PTXAS / $SPARSECC_CUOBJDUMP (a path to the binary),
+  2. the CUDA toolkit: $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, then $PATH,
+  3. the binaries the `triton` wheel ships in triton/backends/nvidia/bin/
+     (`pip install triton`, or `pip install -e .[ptx]`), which is how CI gets them without CUDA.
+
+All temporary files live in a `TemporaryDirectory` that is removed on return.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_HOW_TO_GET = (
+    "install the CUDA toolkit (and set CUDA_HOME), or `pip install triton` (its wheel ships ptxas, "
+    "cuobjdump and nvdisasm), or point {env} at the binary"
+)
+
+
+class ToolNotFoundError(RuntimeError):
+    """No ptxas/cuobjdump could be found."""
+
+
+class PtxasError(RuntimeError):
+    """ptxas rejected the PTX; `log` is ptxas's own output, `ptx` the input."""
+
+    def __init__(self, message: str, log: str = "", ptx: str = ""):
+        super().__init__(message)
+        self.log = log
+        self.ptx = ptx
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What `ptxas -v` reports for one entry function."""
+
+    registers: int = 0
+    shared_bytes: int = 0  # static shared memory (dynamic `smem[]` is not counted by ptxas)
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_bytes: int = 0
+    barriers: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CompiledCubin:
+    """A cubin, the arch it was built for, and ptxas's resource report per kernel."""
+
+    data: bytes
+    arch: str
+    resources: dict[str, KernelResources] = field(default_factory=dict)
+    log: str = ""
+
+    def kernel_resources(self, name: str | None = None) -> KernelResources:
+        """The report of kernel `name` (or of the only kernel)."""
+        if name is None:
+            if len(self.resources) != 1:
+                raise KeyError(f"cubin has kernels {sorted(self.resources)}: name one")
+            return next(iter(self.resources.values()))
+        return self.resources[name]
+
+
+# ----------------------------------------------------------------------------------------------
+# Finding the tools
+
+
+def _triton_bin(tool: str) -> Path | None:
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        p = Path(root) / "backends" / "nvidia" / "bin" / tool
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def _find_tool(tool: str, env: str) -> str:
+    override = os.environ.get(env)
+    if override:
+        if Path(override).is_file() and os.access(override, os.X_OK):
+            return override
+        raise ToolNotFoundError(f"${env}={override!r} is not an executable file")
+    dirs = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for d in dirs:
+        if d:
+            p = Path(d) / "bin" / tool
+            if p.is_file() and os.access(p, os.X_OK):
+                return str(p)
+    on_path = shutil.which(tool)
+    if on_path:
+        return on_path
+    from_triton = _triton_bin(tool)
+    if from_triton is not None:
+        return str(from_triton)
+    raise ToolNotFoundError(f"{tool} not found: " + _HOW_TO_GET.format(env=f"${env}"))
+
+
+def find_ptxas() -> str:
+    """Path of a ptxas binary (see the module docstring for the search order)."""
+    return _find_tool("ptxas", "SPARSECC_PTXAS")
+
+
+def find_cuobjdump() -> str:
+    """Path of a cuobjdump binary (same search order as ptxas, with $SPARSECC_CUOBJDUMP)."""
+    return _find_tool("cuobjdump", "SPARSECC_CUOBJDUMP")
+
+
+# ----------------------------------------------------------------------------------------------
+# ptxas
+
+
+_FUNC_RE = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$.]+)'?")
+_STACK_RE = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED_RE = re.compile(r"Used (\d+) registers")
+_SMEM_RE = re.compile(r"(\d+) bytes smem")
+_BARRIERS_RE = re.compile(r"used (\d+) barriers")
+
+
+def parse_resource_report(log: str) -> dict[str, KernelResources]:
+    """Per-kernel numbers from `ptxas -v` output (lines follow the function they describe)."""
+    fields: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        if m := _FUNC_RE.search(line):
+            current = m.group(1)
+            fields.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        f = fields[current]
+        if m := _STACK_RE.search(line):
+            f["stack_bytes"], f["spill_stores"], f["spill_loads"] = map(int, m.groups())
+        if m := _USED_RE.search(line):
+            f["registers"] = int(m.group(1))
+            if s := _SMEM_RE.search(line):
+                f["shared_bytes"] = int(s.group(1))
+            if b := _BARRIERS_RE.search(line):
+                f["barriers"] = int(b.group(1))
+    return {name: KernelResources(**f) for name, f in fields.items()}
+
+
+def _ptxas_arch(arch: str) -> str:
+    arch = arch.strip()
+    if arch.isdigit():
+        arch = f"sm_{arch}"
+    if not re.fullmatch(r"sm_\d+a?", arch):
+        raise ValueError(f"bad ptxas arch {arch!r}: expected e.g. sm_80 or sm_90a")
+    return arch
+
+
+def assemble(
+    ptx: str,
+    arch: str,
+    *,
+    opt_level: int = 3,
+    extra_args: list[str] | tuple[str, ...] = (),
+    timeout: float = 300.0,
+) -> CompiledCubin:
+    """Run `ptxas -v -arch=<arch>` on `ptx`; raise `PtxasError` with ptxas's message on failure."""
+    arch = _ptxas_arch(arch)
+    ptxas = find_ptxas()
+    with tempfile.TemporaryDirectory(prefix="sparsecc-ptxas-") as tmp:
+        src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(ptx)
+        cmd = [ptxas, "-v", f"-arch={arch}", f"-O{opt_level}", *extra_args, str(src), "-o", str(out)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise PtxasError(f"ptxas timed out after {timeout:.0f} s ({arch})", ptx=ptx) from e
+        log = (proc.stdout + proc.stderr).replace(str(src), "<ptx>")
+        if proc.returncode != 0 or not out.is_file():
+            errors = [ln for ln in log.splitlines() if "error" in ln.lower() or "fatal" in ln.lower()]
+            summary = "\n".join(errors or log.splitlines()[-10:])
+            raise PtxasError(f"ptxas failed for {arch} (exit {proc.returncode}):\n{summary}", log=log, ptx=ptx)
+        data = out.read_bytes()
+    return CompiledCubin(data=data, arch=arch, resources=parse_resource_report(log), log=log)
+
+
+# ----------------------------------------------------------------------------------------------
+# cuobjdump
+
+
+def dump_sass(cubin: bytes | CompiledCubin, *, timeout: float = 120.0) -> str:
+    """`cuobjdump -sass` of a cubin, as text."""
+    data = cubin.data if isinstance(cubin, CompiledCubin) else cubin
+    tool = find_cuobjdump()
+    with tempfile.TemporaryDirectory(prefix="sparsecc-sass-") as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(data)
+        proc = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cuobjdump -sass failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout

@@ -1,0 +1,215 @@
+"""Load a cubin and launch its kernels with the CUDA driver API (cuda-python), in torch's context.
+
+    kernel = CudaKernel(cubin_bytes, "name", ["ptr", "ptr", "i32", "f32"])
+    kernel.launch((gx, gy, gz), (bx, by, bz), [d.data_ptr(), a.data_ptr(), n, alpha],
+                  shared_bytes=smem, stream=None)          # None: torch's current stream
+
+or `CudaKernel.from_kernel_op(cubin, kernel_op)` to take the name, param kinds and dynamic shared
+memory from the `ptx.kernel` the cubin was printed from.
+
+Param kinds are those of `ptx.kernel` ("ptr", "i64", "i32", "f32") plus "u32"/"u64"; a "ptr"
+argument may be an int (device address) or anything with `data_ptr()` (a torch tensor).
+
+cuda-python is imported on first use (`cuda.bindings.driver`, else the older `cuda.cuda`), so
+this module imports on machines without it. The module is loaded into the context current on
+this thread, and when there is none into the device's primary context, which is the one torch
+uses. Launch cost is kept low: each kernel owns one ctypes slot per param and a `void*[]` of
+their addresses, built once; a launch stores the values into the slots and passes the array's
+address (the driver copies the values during `cuLaunchKernel`, so reuse is safe).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import Any
+
+_CTYPE = {
+    "ptr": ctypes.c_uint64,
+    "u64": ctypes.c_uint64,
+    "i64": ctypes.c_int64,
+    "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32,
+    "f32": ctypes.c_float,
+}
+#: Above this much dynamic shared memory a kernel must opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_...).
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+_driver_mod: Any = None
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed; the message names the call, the kernel and the error."""
+
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+def cuda_driver() -> Any:
+    """The cuda-python driver module (imported once); ImportError saying how to get it."""
+    global _driver_mod
+    if _driver_mod is None:
+        try:
+            from cuda.bindings import driver as mod  # cuda-python >= 12.6
+        except ImportError:
+            try:
+                from cuda import cuda as mod  # older cuda-python
+            except ImportError as e:
+                raise ImportError(
+                    "launching kernels needs cuda-python: `pip install cuda-python` "
+                    "(or `pip install -e .[gpu]`)"
+                ) from e
+        _driver_mod = mod
+    return _driver_mod
+
+
+def _error_text(drv: Any, err: Any) -> str:
+    code = int(err)
+    name = desc = None
+    try:
+        e1, name = drv.cuGetErrorName(err)
+        e2, desc = drv.cuGetErrorString(err)
+        if int(e1) != 0:
+            name = None
+        if int(e2) != 0:
+            desc = None
+    except Exception:  # error reporting must not hide the original failure
+        pass
+    name = name.decode() if isinstance(name, bytes) else (name or f"CUDA error {code}")
+    desc = desc.decode() if isinstance(desc, bytes) else desc
+    return f"{name} ({desc})" if desc else name
+
+
+def check(result: Any, call: str, kernel: str | None = None) -> Any:
+    """Unpack a cuda-python `(CUresult, *values)` return, raising `CudaError` on failure."""
+    drv = cuda_driver()
+    if isinstance(result, tuple):
+        err, rest = result[0], result[1:]
+    else:
+        err, rest = result, ()
+    if int(err) != 0:
+        who = f"kernel '{kernel}': " if kernel else ""
+        raise CudaError(f"{who}{call} failed: {_error_text(drv, err)}", int(err))
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+def ensure_context(device: int | None = None) -> Any:
+    """The current CUDA context, making torch's (the primary context of `device`) current if none."""
+    drv = cuda_driver()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.init()
+            if device is None:
+                device = torch.cuda.current_device()
+    except ImportError:
+        pass
+    check(drv.cuInit(0), "cuInit")
+    ctx = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if ctx is not None and int(ctx) != 0:
+        return ctx
+    dev = check(drv.cuDeviceGet(device or 0), "cuDeviceGet")
+    ctx = check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def _current_stream() -> int:
+    try:
+        import torch
+
+        return int(torch.cuda.current_stream().cuda_stream)
+    except ImportError:
+        return 0
+
+
+class CudaKernel:
+    """One kernel of a loaded cubin, launchable with plain Python values."""
+
+    def __init__(self, cubin: bytes, name: str, param_kinds: Sequence[str], *, shared_bytes: int = 0):
+        for k in param_kinds:
+            if k not in _CTYPE:
+                raise ValueError(f"kernel '{name}': unknown param kind {k!r} (one of {list(_CTYPE)})")
+        self.name = name
+        self.param_kinds = tuple(param_kinds)
+        self.default_shared_bytes = shared_bytes
+        drv = cuda_driver()
+        self._drv = drv
+        self._ctx = ensure_context()
+        self._module = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", name)
+        self._function = check(drv.cuModuleGetFunction(self._module, name.encode()), "cuModuleGetFunction", name)
+        # One slot per param and the void* array pointing at them, reused by every launch.
+        self._slots = [_CTYPE[k]() for k in self.param_kinds]
+        self._ptrs = (ctypes.c_void_p * max(1, len(self._slots)))(
+            *[ctypes.addressof(s) for s in self._slots]
+        )
+        self._params_addr = ctypes.addressof(self._ptrs) if self._slots else 0
+        self._is_ptr = [k == "ptr" for k in self.param_kinds]
+        self._shared_limit = DEFAULT_SHARED_LIMIT
+        self._stream_key: int | None = None
+        self._stream_obj: Any = None
+        if shared_bytes > DEFAULT_SHARED_LIMIT:
+            self._allow_shared(shared_bytes)
+
+    @classmethod
+    def from_kernel_op(cls, cubin: bytes, kernel: Any) -> CudaKernel:
+        """Take name, param kinds and dynamic shared memory from a `ptx.kernel` op."""
+        return cls(cubin, kernel.kernel_name, kernel.kinds, shared_bytes=kernel.shared_bytes.value.data)
+
+    def _allow_shared(self, nbytes: int) -> None:
+        drv = self._drv
+        attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        check(drv.cuFuncSetAttribute(self._function, attr, nbytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", self.name)
+        self._shared_limit = nbytes
+
+    def _stream(self, stream: int | None) -> Any:
+        key = _current_stream() if stream is None else int(stream)
+        if key != self._stream_key:
+            self._stream_obj = self._drv.CUstream(key)
+            self._stream_key = key
+        return self._stream_obj
+
+    def launch(
+        self,
+        grid: Sequence[int],
+        block: Sequence[int],
+        args: Sequence[Any],
+        shared_bytes: int | None = None,
+        stream: int | None = None,
+    ) -> None:
+        """Launch on `stream` (a CUstream handle as int; None: torch's current stream)."""
+        if len(args) != len(self._slots):
+            raise TypeError(f"kernel '{self.name}' takes {len(self._slots)} arguments {list(self.param_kinds)}, got {len(args)}")
+        for slot, is_ptr, value in zip(self._slots, self._is_ptr, args):
+            if is_ptr and not isinstance(value, int):
+                value = value.data_ptr()
+            slot.value = value
+        smem = self.default_shared_bytes if shared_bytes is None else shared_bytes
+        if smem > self._shared_limit:
+            self._allow_shared(smem)
+        gx, gy, gz = grid
+        bx, by, bz = block
+        err = self._drv.cuLaunchKernel(
+            self._function, gx, gy, gz, bx, by, bz, smem, self._stream(stream), self._params_addr, 0
+        )
+        if int(err[0] if isinstance(err, tuple) else err) != 0:
+            check(err, f"cuLaunchKernel(grid={tuple(grid)}, block={tuple(block)}, shared={smem})", self.name)
+
+    __call__ = launch
+
+    def __del__(self) -> None:
+        module, drv = getattr(self, "_module", None), getattr(self, "_drv", None)
+        if module is not None and drv is not None:
+            try:
+                drv.cuModuleUnload(module)
+            except Exception:  # interpreter shutdown: the context may already be gone
+                pass
+
+
+def load_kernel(cubin: bytes, name: str, param_kinds: Sequence[str], *, shared_bytes: int = 0) -> CudaKernel:
+    """Shorthand for `CudaKernel(cubin, name, param_kinds, shared_bytes=...)`."""
+    return CudaKernel(cubin, name, param_kinds, shared_bytes=shared_bytes)
