@@ -1,0 +1,119 @@
+"""sparse-gpu-encoding: stage dot operands through shared memory with a swizzle per `meta` class.
+
+Each `ttg.convert_layout(tt.load(...)) -> #ttg.dot_op` becomes
+`ttg.local_alloc(tt.load(...)) -> !ttg.memdesc<#ttg.shared>` + `ttg.local_load -> #ttg.dot_op`.
+The #ttg.shared chosen depends on the dot_op's `meta` field (seed 001: the pass sees only the
+tensor type, so the type must say whether it is values, metadata or a dense operand).
+
+Bank math. Shared memory has 32 banks of 4 bytes: a 128-byte line touches every bank once.
+`ldmatrix` reads 8x8 b16 matrices; each matrix is one phase of 8 row addresses x 16 bytes
+(8 x 16 B = 128 B), so a phase is conflict-free iff its 8 rows fall in 8 different 16-byte
+bank groups (modulo 128 B).
+
+- Values (meta = 0, A of mma.sp: M x K/2, K/2 contiguous, read by non-transposed
+  ldmatrix.x4) and dense A (meta = -1, opIdx 0) — row of R elements of e bytes, rowBytes = R*e:
+  without a swizzle, rows >= 128 B apart start in the same bank group: 8-way conflict.
+  Triton's MMAv2 rule fixes it: vec = 16 / e (one ldmatrix row = one 16-byte swizzle unit),
+  perPhase = max(1, 128 / rowBytes) (rows that share one 128-byte line already sit in
+  different bank groups, so they share a phase), maxPhase = max(1, 8 / perPhase) (8 rows =
+  perPhase*maxPhase rows get distinct XOR masks), clamped to the R / vec units a row has.
+  8 consecutive rows then cover perPhase rows/line x maxPhase phases = 8 distinct 16-byte
+  groups: conflict-free. E.g. a 64x32 f16 values tile: rowBytes 64, perPhase 2, maxPhase 4.
+- Dense B (opIdx 1, K x N row-major, read by ldmatrix.trans: each 8x8 matrix is 8 K-rows x
+  8 N-contiguous halves = again 8 rows x 16 B): the same rule on its N-contiguous rows.
+- Metadata (meta = 1, i16, (BM/16) x BK, NV24 word of (row m, chunk c) at [m//16, 16c + m%16]):
+  seed 003's idea — one ldmatrix must feed two consecutive mma.sp m16n8k32 along K, the
+  first with sparsity selector 0 (lane pair t0/t1 of each quad), the second with selector 1
+  (t2/t3). The mma.sp metadata b32 of lane 4g+t (t = 0, 1 for selector 0) holds
+  (row g, chunk c) and (row g+8, chunk c) for chunk c = 2s+t of K-step s. View the 64
+  words [64q, 64q+64) of a metadata row as an 8x8 b16 matrix M with row R = 2c' + m//8,
+  col m%8 (word 64q + 16c' + m = 64q + 8R + col: row-major, 16 contiguous bytes per row).
+  `ldmatrix.trans` gives lane 4g+t {M[2t][g], M[2t+1][g]} = {(row g, chunk 4q+t),
+  (row g+8, chunk 4q+t)}: selector 0's register of K-step 2q for t = 0, 1 and selector 1's
+  register of K-step 2q+1 for t = 2, 3 — one register feeds both mma.sp. So the NV24
+  format needs no permutation and no XOR swizzle: the 8 rows of a matrix are 128
+  contiguous bytes, one per 16-byte bank group, conflict-free; ldmatrix.x4 covers 4 such
+  groups (e.g. 4 m16 blocks = 64 rows). The shared layout is plain row-major
+  (vec = perPhase = maxPhase = 1) and carries `metaPack = 1` when BK % 64 == 0 to tell the
+  lowering the paired-selector ldmatrix read applies (otherwise per-thread ld.shared of
+  adjacent words, which is also conflict-free).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from sparsecc.dialects import tt
+from sparsecc.dialects.ttg import (
+    ConvertLayoutOp,
+    DotOperandEncodingAttr,
+    LocalAllocOp,
+    LocalLoadOp,
+    MemDescType,
+    SharedEncodingAttr,
+)
+
+SWIZZLE_LINE_BYTES = 128
+"""32 banks x 4 bytes."""
+LDMATRIX_ROWS = 8
+LDMATRIX_ROW_BYTES = 16
+META_GROUP_WORDS = 64
+"""NV24 words that one 8x8 ldmatrix matrix of metadata covers (2 K-steps of 32 x 16 rows)."""
+
+
+def _elem_bytes(elt) -> int:
+    return max(1, elt.bitwidth // 8)
+
+
+def mma_swizzle(row_len: int, elem_bytes: int, order: tuple[int, ...] = (1, 0)) -> SharedEncodingAttr:
+    """Triton's MMAv2 swizzle for a tile whose contiguous rows have `row_len` elements."""
+    vec = max(1, min(LDMATRIX_ROW_BYTES // elem_bytes, row_len))
+    row_bytes = row_len * elem_bytes
+    per_phase = max(1, SWIZZLE_LINE_BYTES // row_bytes)
+    max_phase = max(1, LDMATRIX_ROWS // per_phase)
+    max_phase = max(1, min(max_phase, row_len // vec))
+    return SharedEncodingAttr(vec, per_phase, max_phase, order)
+
+
+def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> SharedEncodingAttr:
+    """The shared layout a dot operand of this class and type is staged in."""
+    shape = ty.get_shape()
+    if len(shape) != 2:
+        raise ValueError(f"dot operands are 2-D, got shape {list(shape)}")
+    if dot_op.is_sparse_meta:
+        if shape[1] % META_GROUP_WORDS == 0:
+            return SharedEncodingAttr(1, 1, 1, (1, 0), meta_pack=1)
+        return SharedEncodingAttr(1, 1, 1, (1, 0))
+    return mma_swizzle(shape[1], _elem_bytes(ty.element_type))
+
+
+@dataclass(frozen=True)
+class SparseGPUEncodingPass(ModulePass):
+    """Replace register converts of loaded dot operands by shared-memory staging."""
+
+    name = "sparse-gpu-encoding"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for cvt in list(op.walk()):
+            if not isinstance(cvt, ConvertLayoutOp):
+                continue
+            res_ty = cvt.result.type
+            assert isinstance(res_ty, TensorType)
+            enc = res_ty.encoding
+            if not isinstance(enc, DotOperandEncodingAttr) or not isinstance(cvt.src.owner, tt.LoadOp):
+                continue
+            src_ty = cvt.src.type
+            assert isinstance(src_ty, TensorType)
+            mem_ty = MemDescType(src_ty.get_shape(), src_ty.element_type, shared_encoding_for(enc, src_ty))
+            alloc = LocalAllocOp(mem_ty, cvt.src)
+            load = LocalLoadOp(alloc.result, res_ty)
+            Rewriter.replace_op(cvt, [alloc, load], [load.result])
+        op.verify()
+
+
+__all__ = ["SparseGPUEncodingPass", "shared_encoding_for", "mma_swizzle"]

@@ -1,0 +1,253 @@
+"""tritongpu-pipeline: software-pipeline K loops with async copies into S-slot shared rings.
+
+Accepts: an `scf.for` whose body (directly) does, for one or more operands,
+    %x = tt.load %p {boundaryCheck, padding}        %p: a loop-carried block pointer
+    %m = ttg.local_alloc %x : (...) -> !ttg.memdesc<T, #shared>   (only use of %x)
+    %v = ttg.local_load %m ...                      (only uses of %m)
+and yields `tt.advance %p, [loop-invariant offsets]` for that pointer (the form
+sparse-gpu-encoding leaves for the values, metadata and B tiles of a GEMM K loop).
+
+Produces, for num-stages = S >= 2 (the async form of /work/notes/ttg_spec.md):
+    %buf = ttg.local_alloc : () -> !ttg.memdesc<SxT, #shared, mutable>      (one ring per load)
+    prologue, for s in 0..S-2:  scf.if (lb + s*step < ub) { async_copy p_s -> buf[s] };
+                                commit; p_{s+1} = advance(p_s)
+    scf.for ... iter_args(..., q = p_{S-1}, rd = 0, wr = S-1) {
+        ttg.async_wait {num = S-2}           group of iteration i has landed (+ CTA barrier)
+        %v = ttg.local_load buf[rd]          replaces the old local_load
+        scf.if (i + (S-1)*step < ub) { async_copy q -> buf[wr] }   prefetch iteration i+S-1
+        commit; ...original body (dot)...; yield ..., advance(q), (rd+1)%S, (wr+1)%S
+    }
+    ttg.async_wait {num = 0}                 nothing in flight after the loop
+Why: the copy of iteration i+S-1 overlaps the mma of iterations i..i+S-2. Each iteration (and
+each prologue stage) commits exactly one group, empty or not, so "at most S-2 pending" at
+the top of iteration i means the group of iteration i has landed. Slot wr = (i-1) % S is
+the slot every warp read in iteration i-1, before the barrier of this iteration's
+async_wait: the lowering must emit `cp.async.wait_group N` followed by `bar.sync` for
+ttg.async_wait (as Triton does). The scf.if guard keeps copies of iterations past the loop
+end from reading memory (simple and correct for any boundaryCheck); the copies keep the
+load's boundaryCheck/padding, so partial tiles are zero-filled as before.
+num-stages = 1, or a loop that does not match, is left unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from sparsecc.dialects import tt
+from sparsecc.dialects.ttg import (
+    AsyncCommitGroupOp,
+    AsyncCopyGlobalToLocalOp,
+    AsyncWaitOp,
+    LocalAllocOp,
+    LocalLoadOp,
+    MemDescSubviewOp,
+    MemDescType,
+)
+
+
+@dataclass
+class _Stream:
+    """One pipelined operand: its load chain in the body and where its pointer comes from."""
+
+    arg_index: int  # index among the loop's iter_args
+    load: tt.LoadOp
+    alloc: LocalAllocOp
+    local_loads: list[LocalLoadOp]
+    advance: tt.AdvanceOp
+
+
+def _defined_outside(v: SSAValue, loop: scf.ForOp) -> bool:
+    owner = v.owner
+    op = owner if isinstance(owner, Operation) else owner.parent_op()
+    while op is not None:
+        if op is loop:
+            return False
+        op = op.parent_op()
+    return True
+
+
+def _find_streams(loop: scf.ForOp) -> list[_Stream]:
+    body = loop.body.block
+    yield_op = body.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    streams = []
+    for load in body.ops:
+        if not isinstance(load, tt.LoadOp) or load.ptr.owner is not body:
+            continue
+        ptr = load.ptr
+        assert isinstance(ptr, SSAValue)
+        idx = body.args.index(ptr) - 1  # type: ignore[arg-type]
+        if idx < 0 or not (isinstance(ptr.type, tt.PointerType) and ptr.type.is_block):
+            continue
+        users = [u.operation for u in load.result.uses]
+        if len(users) != 1 or not isinstance(users[0], LocalAllocOp):
+            continue
+        alloc = users[0]
+        lls = [u.operation for u in alloc.result.uses]
+        if not lls or not all(isinstance(ll, LocalLoadOp) and ll.parent_block() is body for ll in lls):
+            continue
+        adv = yield_op.operands[idx].owner
+        if not isinstance(adv, tt.AdvanceOp) or adv.ptr is not ptr:
+            continue
+        if not all(_defined_outside(o, loop) or isinstance(o.owner, arith.ConstantOp) for o in adv.offsets):
+            continue
+        if any(u.operation is not load and u.operation is not adv for u in ptr.uses):
+            continue
+        streams.append(_Stream(idx, load, alloc, lls, adv))  # type: ignore[arg-type]
+    return streams
+
+
+def _const(value: int, ty, at: InsertPoint) -> SSAValue:
+    op = arith.ConstantOp(IntegerAttr(value, ty))
+    Rewriter.insert_op(op, at)
+    return op.result
+
+
+def _insert(op: Operation, at: InsertPoint) -> Operation:
+    Rewriter.insert_op(op, at)
+    return op
+
+
+@dataclass(frozen=True)
+class PipelinePass(ModulePass):
+    """Multi-buffer the block-pointer loads of scf.for K loops (num-stages S >= 2)."""
+
+    name = "tritongpu-pipeline"
+
+    num_stages: int = 3
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.num_stages < 1:
+            raise ValueError(f"tritongpu-pipeline: num-stages must be >= 1, got {self.num_stages}")
+        if self.num_stages == 1:
+            return
+        for loop in list(op.walk()):
+            if isinstance(loop, scf.ForOp):
+                streams = _find_streams(loop)
+                if streams:
+                    self._pipeline(loop, streams)
+        op.verify()
+
+    def _offsets_outside(self, adv: tt.AdvanceOp, loop: scf.ForOp) -> list[SSAValue]:
+        """The advance offsets as values usable before the loop (constants are cloned out)."""
+        out = []
+        for o in adv.offsets:
+            if _defined_outside(o, loop):
+                out.append(o)
+            else:
+                c = o.owner.clone()  # type: ignore[union-attr]
+                Rewriter.insert_op(c, InsertPoint.before(loop))
+                out.append(c.results[0])
+        return out
+
+    def _copy(self, s: _Stream, ptr: SSAValue, ring: SSAValue, slot: SSAValue, pred: SSAValue, at: InsertPoint) -> None:
+        """`scf.if %pred { async_copy ptr -> ring[slot] }` followed by a commit."""
+        ring_ty = ring.type
+        assert isinstance(ring_ty, MemDescType)
+        zero = _const(0, i32, at)
+        sub = MemDescSubviewOp(ring, [slot] + [zero] * (len(ring_ty.get_shape()) - 1), ring_ty.with_shape(ring_ty.get_shape()[1:]))
+        _insert(sub, at)
+        bc = s.load.boundaryCheck.get_values() if s.load.boundaryCheck is not None else ()
+        pad = s.load.padding.value.data if s.load.padding is not None else None
+        copy = AsyncCopyGlobalToLocalOp(ptr, sub.result, boundary_check=bc, padding=pad)
+        _insert(scf.IfOp(pred, [], Region(Block([copy, scf.YieldOp()]))), at)
+
+    def _pipeline(self, loop: scf.ForOp, streams: list[_Stream]) -> None:
+        S = self.num_stages
+        before = InsertPoint.before(loop)
+        iv_ty = loop.lb.type
+        # Rings.
+        rings = []
+        for s in streams:
+            mt = s.alloc.result.type
+            assert isinstance(mt, MemDescType)
+            ring = LocalAllocOp(MemDescType((S, *mt.get_shape()), mt.element_type, mt.encoding, mutable=True))
+            _insert(ring, before)
+            rings.append(ring.result)
+        offsets = [self._offsets_outside(s.advance, loop) for s in streams]
+        # Prologue: stages 0..S-2.
+        ptrs = [loop.iter_args[s.arg_index] for s in streams]
+        for stage in range(S - 1):
+            k = _const(stage, iv_ty, before)
+            iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
+            iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
+            pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
+            slot = _const(stage, i32, before)
+            for j, s in enumerate(streams):
+                self._copy(s, ptrs[j], rings[j], slot, pred, before)
+            _insert(AsyncCommitGroupOp(), before)
+            ptrs = [_insert(tt.AdvanceOp(p, offsets[j]), before).results[0] for j, p in enumerate(ptrs)]
+        # New loop: old iter_args + prefetch pointers + read slot + write slot.
+        old_body = loop.body.block
+        n_old = len(loop.iter_args)
+        rd0 = _const(0, i32, before)
+        wr0 = _const(S - 1, i32, before)
+        new_body = Block(arg_types=[a.type for a in old_body.args] + [p.type for p in ptrs] + [i32, i32])
+        for old, new in zip(old_body.args, new_body.args):
+            old.replace_all_uses_with(new)
+        for o in list(old_body.ops):
+            o.detach()
+            new_body.add_op(o)
+        q_args = list(new_body.args[1 + n_old : 1 + n_old + len(streams)])
+        rd, wr = new_body.args[-2], new_body.args[-1]
+        iv = new_body.args[0]
+        # Top of the body: wait, read the current slots.
+        first = new_body.first_op
+        assert first is not None
+        top = InsertPoint.before(first)
+        _insert(AsyncWaitOp([], S - 2), top)
+        zero = _const(0, i32, top)
+        for j, s in enumerate(streams):
+            ring_ty = rings[j].type
+            assert isinstance(ring_ty, MemDescType)
+            sub = _insert(MemDescSubviewOp(rings[j], [rd] + [zero] * (len(ring_ty.get_shape()) - 1), ring_ty.with_shape(ring_ty.get_shape()[1:])), top)
+            for ll in s.local_loads:
+                new_ll = _insert(LocalLoadOp(sub.results[0], ll.result.type), top)
+                ll.result.replace_all_uses_with(new_ll.results[0])
+        # Prefetch iteration i + S-1.
+        k = _const(S - 1, iv_ty, top)
+        ahead = _insert(arith.MuliOp(k, loop.step), top).results[0]
+        ahead = _insert(arith.AddiOp(iv, ahead), top).results[0]
+        pred = _insert(arith.CmpiOp(ahead, loop.ub, "slt"), top).results[0]
+        for j, s in enumerate(streams):
+            self._copy(s, q_args[j], rings[j], wr, pred, top)
+        _insert(AsyncCommitGroupOp(), top)
+        # Old load chain is dead now.
+        for s in streams:
+            for ll in s.local_loads:
+                ll.detach()
+                ll.erase()
+            s.alloc.detach()
+            s.alloc.erase()
+            s.load.detach()
+            s.load.erase()
+        # Yield: advance prefetch pointers, rotate slots.
+        yield_op = new_body.last_op
+        assert isinstance(yield_op, scf.YieldOp)
+        at = InsertPoint.before(yield_op)
+        new_q = [_insert(tt.AdvanceOp(q, offsets[j]), at).results[0] for j, q in enumerate(q_args)]
+        one = _const(1, i32, at)
+        ns = _const(S, i32, at)
+        rotated = []
+        for x in (rd, wr):
+            inc = _insert(arith.AddiOp(x, one), at).results[0]
+            rotated.append(_insert(arith.RemUIOp(inc, ns), at).results[0])
+        new_yield = scf.YieldOp(*yield_op.operands, *new_q, *rotated)
+        Rewriter.replace_op(yield_op, new_yield)
+        new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, *ptrs, rd0, wr0], Region(new_body))
+        Rewriter.insert_op(new_loop, before)
+        for old, new in zip(loop.results, new_loop.results[:n_old]):
+            old.replace_all_uses_with(new)
+        _insert(AsyncWaitOp([], 0), InsertPoint.after(new_loop))
+        loop.detach()
+        loop.erase()
+
+
+__all__ = ["PipelinePass"]

@@ -1,0 +1,362 @@
+"""convert-tt-to-ttg: give every tensor of a decomposed tt module a GPU layout.
+
+Input: tt IR after decompose-sparse-tensors (no #tt.sparse left). Output: ttgir as in
+/work/notes/ttg_spec.md:
+- module attributes "ttg.num-warps", "ttg.threads-per-warp", "ttg.target";
+- every ranked tensor (also block-pointer tile types, scf.for carried values) gets a layout.
+  Values that must share a layout (operands/results of elementwise ops, tt.addptr,
+  tt.broadcast, tt.load/tt.store and their pointers, tt.advance chains, scf.for/scf.if
+  carried values) are grouped with a union-find; each group gets one layout, so no
+  convert is needed inside it;
+- default layout: #ttg.blocked vectorised to 16 bytes along the contiguous dim, lanes
+  filling that dim first, warps along dim 0, order [rank-1, ..., 0];
+- a group holding a tt.dot result gets #ttg.mma: the accumulator stays in registers in the
+  mma layout across the K loop and the epilogue (truncf, tt.store through a block pointer
+  whose tile type then carries #mma) needs no conversion;
+- 1-D groups feeding tt.expand_dims get #ttg.slice of the expanded value's layout, tt.reduce
+  results the slice of their source's layout;
+- dot operands get a ttg.convert_layout to #ttg.dot_op (values opIdx 0 meta 0, metadata
+  opIdx 0 meta 1, B opIdx 1; dense A opIdx 0); a convert is inserted wherever two layouts
+  still meet (a second expand_dims of one range, a dot accumulator that is not a constant
+  or loop-carried value).
+tt.func signatures are unchanged (pointers and scalars have no layout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from sparsecc.dialects import tt
+from sparsecc.dialects.ttg import (
+    THREADS_PER_WARP,
+    BlockedEncodingAttr,
+    ConvertLayoutOp,
+    DotOperandEncodingAttr,
+    MmaEncodingAttr,
+    SliceEncodingAttr,
+)
+
+SUPPORTED_WARPS = (1, 2, 4, 8, 16)
+
+
+def _bytes(elt: Attribute) -> int:
+    width = getattr(elt, "bitwidth", None)
+    if width is None and isinstance(elt, tt.PointerType):
+        return 8
+    return max(1, (width or 32) // 8)
+
+
+def default_blocked(shape: tuple[int, ...], elem_bytes: int, num_warps: int) -> BlockedEncodingAttr:
+    """16-byte vectors along the last (contiguous) dim, lanes along it first, warps along dim 0."""
+    rank = len(shape)
+    fast = rank - 1
+    spt = [1] * rank
+    spt[fast] = max(1, min(16 // elem_bytes, shape[fast]))
+    tpw = [1] * rank
+    left = THREADS_PER_WARP
+    for d in range(fast, -1, -1):
+        room = max(1, shape[d] // spt[d]) if d == fast else max(1, shape[d])
+        take = min(left, _pow2_floor(room)) if d > 0 else left
+        tpw[d] = take
+        left //= take
+    wpc = [1] * rank
+    wpc[0] = num_warps
+    return BlockedEncodingAttr(spt, tpw, wpc, list(range(rank - 1, -1, -1)))
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+def mma_warps(num_warps: int, m: int, n: int) -> tuple[int, int]:
+    """Warps over (M, N): 4 -> [2, 2], 8 -> [4, 2], 2 -> [2, 1], 1 -> [1, 1], clamped to the tile."""
+    wm = 1 << ((num_warps.bit_length() - 1 + 1) // 2)
+    wn = num_warps // wm
+    while wm > 1 and 16 * wm > m and 8 * wn * 2 <= n:
+        wm //= 2
+        wn *= 2
+    while wn > 1 and 8 * wn > n and 16 * wm * 2 <= m:
+        wn //= 2
+        wm *= 2
+    return wm, wn
+
+
+# --------------------------------------------------------------------------------------
+# Union-find over values that must share one layout
+# --------------------------------------------------------------------------------------
+
+
+def _tile(ty: Attribute) -> TensorType | None:
+    """The tensor whose layout a value's type carries: the tensor itself or a block pointer's tile."""
+    if isinstance(ty, TensorType):
+        return ty
+    if isinstance(ty, tt.PointerType) and isinstance(ty.pointee, TensorType):
+        return ty.pointee
+    return None
+
+
+def _with_layout(ty: Attribute, layout: Attribute) -> Attribute:
+    if isinstance(ty, TensorType):
+        return TensorType(ty.element_type, ty.get_shape(), layout)
+    assert isinstance(ty, tt.PointerType) and isinstance(ty.pointee, TensorType)
+    return tt.PointerType(_with_layout(ty.pointee, layout))
+
+
+@dataclass
+class _Group:
+    values: list[SSAValue] = field(default_factory=list)
+    dot_results: list[tt.DotOp] = field(default_factory=list)
+    reduce_of: list[tt.ReduceOp] = field(default_factory=list)
+    expand_of: list[tt.ExpandDimsOp] = field(default_factory=list)
+    layout: Attribute | None = None
+
+    @property
+    def rank(self) -> int:
+        t = _tile(self.values[0].type)
+        assert t is not None
+        return len(t.get_shape())
+
+    def shape(self) -> tuple[int, ...]:
+        shapes = [_tile(v.type).get_shape() for v in self.values]  # type: ignore[union-attr]
+        return tuple(max(s[d] for s in shapes) for d in range(self.rank))
+
+    def elem_bytes(self) -> int:
+        """Vector width is chosen for the memory traffic: pointee / tile element sizes."""
+        mem = []
+        for v in self.values:
+            ty = v.type
+            if isinstance(ty, tt.PointerType):
+                mem.append(_bytes(ty.pointee.element_type))  # type: ignore[union-attr]
+            elif isinstance(ty, TensorType) and isinstance(ty.element_type, tt.PointerType):
+                mem.append(_bytes(ty.element_type.pointee))
+            elif isinstance(v.owner, tt.LoadOp):
+                mem.append(_bytes(ty.element_type))  # type: ignore[union-attr]
+        return min(mem) if mem else 4
+
+
+class _Layouts:
+    def __init__(self) -> None:
+        self.parent: dict[SSAValue, SSAValue] = {}
+
+    def add(self, v: SSAValue) -> None:
+        if _tile(v.type) is not None and v not in self.parent:
+            self.parent[v] = v
+
+    def find(self, v: SSAValue) -> SSAValue:
+        root = v
+        while self.parent[root] is not root:
+            root = self.parent[root]
+        while self.parent[v] is not root:
+            self.parent[v], v = root, self.parent[v]
+        return root
+
+    def union(self, vals: Iterable[SSAValue]) -> None:
+        vals = [v for v in vals if v in self.parent]
+        for v in vals[1:]:
+            a, b = self.find(vals[0]), self.find(v)
+            if a is not b:
+                self.parent[b] = a
+
+
+_SAME_LAYOUT_OPS = (tt.AddPtrOp, tt.SplatOp, tt.LoadOp, tt.StoreOp, tt.AdvanceOp, tt.BroadcastOp, tt.MakeTensorPtrOp)
+
+
+def _is_elementwise(op: Operation) -> bool:
+    return op.dialect_name() in ("arith", "math") or isinstance(op, _SAME_LAYOUT_OPS)
+
+
+class ConvertError(DiagnosticException):
+    pass
+
+
+# --------------------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvertTTToTTGPass(ModulePass):
+    """Assign #ttg layouts (blocked / slice / mma / dot_op) to a decomposed tt module."""
+
+    name = "convert-tt-to-ttg"
+
+    num_warps: int = 4
+    target: str = "sm_90"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.num_warps not in SUPPORTED_WARPS:
+            raise ConvertError(f"convert-tt-to-ttg: num-warps must be one of {SUPPORTED_WARPS}, got {self.num_warps}")
+        for o in op.walk():
+            for ty in [r.type for r in o.results] + [a.type for a in o.operands]:
+                if tt.is_sparse(ty):
+                    raise ConvertError(
+                        f"convert-tt-to-ttg: {o.name} still has a #tt.sparse type; run decompose-sparse-tensors first"
+                    )
+        op.attributes["ttg.num-warps"] = IntegerAttr(self.num_warps, i32)
+        op.attributes["ttg.threads-per-warp"] = IntegerAttr(THREADS_PER_WARP, i32)
+        op.attributes["ttg.target"] = StringAttr(self.target)
+        for func in op.walk():
+            if isinstance(func, tt.FuncOp):
+                self._convert_func(func)
+        op.verify()
+
+    # -- grouping -------------------------------------------------------------------
+
+    def _collect(self, func: tt.FuncOp) -> _Layouts:
+        uf = _Layouts()
+        for o in func.walk():
+            for r in o.results:
+                uf.add(r)
+            for region in o.regions:
+                for block in region.blocks:
+                    for a in block.args:
+                        uf.add(a)
+        for o in func.walk():
+            if _is_elementwise(o):
+                uf.union(list(o.operands) + list(o.results))
+            elif isinstance(o, scf.ForOp):
+                body = o.body.block
+                yield_op = body.last_op
+                assert isinstance(yield_op, scf.YieldOp)
+                for init, arg, res, y in zip(o.iter_args, body.args[1:], o.results, yield_op.operands):
+                    uf.union([init, arg, res, y])
+            elif isinstance(o, scf.IfOp):
+                for region in (o.true_region, o.false_region):
+                    if region.blocks:
+                        y = region.block.last_op
+                        if isinstance(y, scf.YieldOp):
+                            for res, val in zip(o.results, y.operands):
+                                uf.union([res, val])
+            elif isinstance(o, tt.DotOp):
+                c_def = o.c.owner
+                if isinstance(c_def, arith.ConstantOp | tt.DotOp) or not isinstance(c_def, Operation):
+                    uf.union([o.c, o.result])
+        return uf
+
+    def _groups(self, func: tt.FuncOp, uf: _Layouts) -> dict[SSAValue, _Group]:
+        groups: dict[SSAValue, _Group] = {}
+        for v in uf.parent:
+            groups.setdefault(uf.find(v), _Group()).values.append(v)
+        for o in func.walk():
+            if isinstance(o, tt.DotOp):
+                groups[uf.find(o.result)].dot_results.append(o)
+            elif isinstance(o, tt.ReduceOp) and o.result in uf.parent:
+                groups[uf.find(o.result)].reduce_of.append(o)
+            elif isinstance(o, tt.ExpandDimsOp):
+                groups[uf.find(o.src)].expand_of.append(o)
+        return groups
+
+    def _choose(self, group: _Group, uf: _Layouts, groups: dict[SSAValue, _Group]) -> Attribute:
+        shape = group.shape()
+        if group.dot_results:
+            if group.rank != 2:
+                raise ConvertError("convert-tt-to-ttg: tt.dot results must be 2-D")
+            m, n = shape
+            return MmaEncodingAttr(mma_warps(self.num_warps, m, n))
+        for red in group.reduce_of:
+            src_layout = groups[uf.find(red.src)].layout
+            if src_layout is not None:
+                return SliceEncodingAttr(red.axis.value.data, src_layout)
+        for ex in group.expand_of:
+            res_layout = groups[uf.find(ex.result)].layout
+            if res_layout is not None:
+                return SliceEncodingAttr(ex.axis.value.data, res_layout)
+        return default_blocked(shape, group.elem_bytes(), self.num_warps)
+
+    # -- rewriting ------------------------------------------------------------------
+
+    def _convert_func(self, func: tt.FuncOp) -> None:
+        uf = self._collect(func)
+        groups = self._groups(func, uf)
+        # Higher ranks first: slices are derived from the layout of the value they expand to.
+        for group in sorted(groups.values(), key=lambda g: -g.rank):
+            group.layout = self._choose(group, uf, groups)
+        for group in groups.values():
+            assert group.layout is not None
+            for v in group.values:
+                _set_type(v, _with_layout(v.type, group.layout))
+        for o in list(func.walk()):
+            if isinstance(o, arith.ConstantOp) and isinstance(o.value, DenseIntOrFPElementsAttr):
+                if o.value.type != o.result.type:
+                    o.value = DenseIntOrFPElementsAttr(o.result.type, o.value.data)
+            elif isinstance(o, tt.ExpandDimsOp):
+                res_layout = _layout(o.result.type)
+                want = SliceEncodingAttr(o.axis.value.data, res_layout)
+                _convert_operand(o, 0, want)
+            elif isinstance(o, tt.ReduceOp) and isinstance(o.result.type, TensorType):
+                want = SliceEncodingAttr(o.axis.value.data, _layout(o.src.type))
+                have = o.result.type
+                if _layout(have) != want:
+                    _set_type(o.result, _with_layout(have, want))
+                    _convert_result(o.result, have)
+            elif isinstance(o, tt.DotOp):
+                self._convert_dot(o)
+            elif isinstance(o, tt.ReshapeOp):
+                pass  # src and result keep their own groups' layouts
+        ft = func.function_type
+        block_types = tuple(func.body.block.args[i].type for i in range(len(func.body.block.args)))
+        if block_types != tuple(ft.inputs.data):
+            from xdsl.dialects.builtin import FunctionType
+
+            func.function_type = FunctionType.from_lists(block_types, ft.outputs.data)
+
+    def _convert_dot(self, dot: tt.DotOp) -> None:
+        mma = _layout(dot.result.type)
+        assert isinstance(mma, MmaEncodingAttr)
+        if _layout(dot.c.type) != mma:
+            _convert_operand(dot, 2, mma)
+        sparse = dot.meta is not None
+        a_bytes = _bytes(tt.element_type(dot.a.type))
+        k_width = max(1, 4 // a_bytes)
+        _convert_operand(dot, 0, DotOperandEncodingAttr(0, mma, k_width, 0 if sparse else -1))
+        _convert_operand(dot, 1, DotOperandEncodingAttr(1, mma, k_width))
+        if sparse:
+            _convert_operand(dot, 3, DotOperandEncodingAttr(0, mma, k_width, 1))
+
+
+def _layout(ty: Attribute) -> Attribute:
+    t = _tile(ty)
+    assert t is not None
+    return t.encoding
+
+
+def _set_type(v: SSAValue, ty: Attribute) -> None:
+    object.__setattr__(v, "_type", ty)
+
+
+def _convert_result(v: SSAValue, ty: Attribute) -> None:
+    """Let `v`'s users see it as `ty` through a convert placed right after its definition."""
+    cvt = ConvertLayoutOp(v, ty)
+    assert isinstance(v.owner, Operation)
+    Rewriter.insert_op(cvt, InsertPoint.after(v.owner))
+    v.replace_uses_with_if(cvt.result, lambda use: use.operation is not cvt)
+
+
+def _convert_operand(op: Operation, idx: int, layout: Attribute) -> None:
+    v = op.operands[idx]
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    if ty.encoding == layout:
+        return
+    cvt = ConvertLayoutOp(v, TensorType(ty.element_type, ty.get_shape(), layout))
+    Rewriter.insert_op(cvt, InsertPoint.before(op))
+    op.operands[idx] = cvt.result
+
+
+__all__ = ["ConvertTTToTTGPass", "default_blocked", "mma_warps"]
