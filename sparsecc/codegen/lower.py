@@ -1,0 +1,642 @@
+"""ttgir -> `ptx` dialect -> PTX text: `lower_to_ptx_text(module, target)`.
+
+One `tt.func` becomes one `ptx.kernel`. Values are lowered per thread (lower_base.py): a
+distributed tensor is the list of registers its layout gives this thread (layouts.py), dot
+operands are mma fragments, block pointers are their scalar fields, shared buffers are 32-bit
+shared addresses into one dynamic `smem` array planned statically here. Memory ops live in
+lower_mem.py, ldmatrix/mma in lower_dot.py.
+
+Barriers: a `bar.sync` is emitted lazily, before the first shared read after a shared write
+(RAW) and before the first shared write after a shared read (WAR); loop bodies start
+conservatively (both pending); `scf.if` conditions are assumed uniform (they are: the passes
+only branch on scalars). `ttg.async_wait` is `cp.async.wait_group n` + `bar.sync`; async copies
+count as writes only for WAR (their data is read only after an async_wait, which barriers).
+`ttg.local_load`s are first sunk to their first user, so one K step's shared stores all come
+before its reads (one barrier each way per iteration).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from sparsecc.codegen.layouts import DistLayout, LayoutError, distributed
+from sparsecc.codegen.lower_base import BlockPtr, Emitter, Frag, LoweringError, Regs, Smem
+from sparsecc.codegen.lower_dot import load_frag, lower_dot
+from sparsecc.codegen.lower_mem import (
+    async_copy,
+    esize,
+    load_block,
+    load_shared,
+    store_block,
+    store_shared,
+)
+from sparsecc.dialects import ptx, tt
+from sparsecc.dialects import ttg as ttgd
+
+SMEM_ALIGN = 128
+_ARITH_CLASSES = {cls.name: cls for cls in Arith.operations}
+_SUPPORTED_ARITH = {
+    "arith." + n for n in (
+        "constant addi subi muli divsi divui remsi remui andi ori xori shli shrsi shrui maxsi minsi "
+        "maxui minui cmpi select extsi extui trunci addf subf mulf divf negf maximumf minimumf "
+        "maxnumf minnumf cmpf sitofp uitofp fptosi fptoui extf truncf bitcast index_cast"
+    ).split()
+}
+"""arith ops the PTX printer has a form for (per element for tensors)."""
+_CASTS = {"arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+          "arith.fptoui", "arith.extf", "arith.truncf", "arith.bitcast", "arith.index_cast"}
+
+
+def _where(op: Operation) -> str:
+    loc = op.attributes.get("loc") if hasattr(op, "attributes") else None
+    return f" at {loc}" if loc is not None else ""
+
+
+@dataclass
+class Lowerer:
+    func: tt.FuncOp
+    target: str
+    num_warps: int
+    kernel: ptx.KernelOp = field(init=False)
+    em: Emitter = field(init=False)
+    values: dict[SSAValue, object] = field(default_factory=dict)
+    smem_plan: dict[Operation, int] = field(default_factory=dict)
+    smem_bytes: int = 0
+    writes_pending: bool = False
+    reads_since_bar: bool = False
+    _coord_cache: dict = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- setup
+    def build(self) -> ptx.KernelOp:
+        self._plan_smem()
+        params = []
+        for i, ty in enumerate(self.func.function_type.inputs.data):
+            params.append((f"arg{i}", _param_kind(ty, self.func, i)))
+        self.kernel = ptx.KernelOp(self.func.sym_name.data, params, target=self.target,
+                                   maxntid=(32 * self.num_warps, 1, 1), shared_bytes=self.smem_bytes)
+        block = self.kernel.body.block
+        self.em = Emitter(block)
+        for arg, karg in zip(self.func.body.block.args, self.kernel.args):
+            if arg.type == i32 and karg.type != i32:
+                karg = self.em.to32(karg)
+            self.values[arg] = karg
+        self.tid = self.em.sreg("tid.x")
+        self.lane = self.em.remu(self.tid, 32)
+        self.warp = self.em.divu(self.tid, 32)
+        self.smem = self.em.val(ptx.SharedBaseOp()) if self.smem_bytes else None
+        self.lower_block(self.func.body.block)
+        return self.kernel
+
+    def _plan_smem(self) -> None:
+        off = 0
+        for op in self.func.walk():
+            size = 0
+            if isinstance(op, ttgd.LocalAllocOp):
+                ty = op.result.type
+                size = math.prod(ty.get_shape()) * esize(ty.element_type)
+            elif isinstance(op, ttgd.ConvertLayoutOp):
+                ty = op.src.type
+                size = math.prod(ty.get_shape()) * esize(ty.element_type)
+            if size:
+                off = -(-off // SMEM_ALIGN) * SMEM_ALIGN
+                self.smem_plan[op] = off
+                off += size
+        self.smem_bytes = -(-off // SMEM_ALIGN) * SMEM_ALIGN if off else 0
+
+    # ---------------------------------------------------------------- barriers
+    def bar(self) -> None:
+        self.em.op(ptx.BarSyncOp(0))
+        self.writes_pending = False
+        self.reads_since_bar = False
+
+    def before_shared_write(self) -> None:
+        if self.reads_since_bar:
+            self.bar()
+
+    def after_shared_write(self) -> None:
+        self.writes_pending = True
+
+    def before_shared_read(self) -> None:
+        if self.writes_pending:
+            self.bar()
+        self.reads_since_bar = True
+
+    # ---------------------------------------------------------------- coordinates
+    def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]:
+        """Per register, the element coordinates (i32 SSA values) this thread holds."""
+        key = (dl, id(self.em.block))
+        hit = self._coord_cache.get(key)
+        if hit is not None:
+            return hit
+        em = self.em
+        bases = [em.term_sum(terms, self.lane, self.warp) for terms in dl.base]
+        out = []
+        for off in dl.regs:
+            c = []
+            for d, b in enumerate(bases):
+                v = em.add(b, off[d])
+                if dl.wrap[d]:
+                    v = em.remu(v, dl.shape[d])
+                c.append(v)
+            out.append(tuple(c))
+        self._coord_cache[key] = out
+        return out
+
+    # ---------------------------------------------------------------- values
+    def get(self, v: SSAValue) -> object:
+        try:
+            return self.values[v]
+        except KeyError:
+            raise LoweringError(f"value {v.name_hint or v} used before it was lowered") from None
+
+    def flatten(self, x: object) -> list[SSAValue]:
+        if x is None:
+            return []
+        if isinstance(x, SSAValue):
+            return [x]
+        if isinstance(x, Regs):
+            return list(x.regs)
+        if isinstance(x, BlockPtr):
+            return x.fields()
+        if isinstance(x, Smem):
+            return [x.addr]
+        if isinstance(x, Frag):
+            return [r for k in sorted(x.frags) for r in x.frags[k]]
+        raise LoweringError(f"cannot carry {type(x).__name__} through control flow")
+
+    def unflatten(self, like: object, vals: list[SSAValue]) -> object:
+        if like is None:
+            return None
+        if isinstance(like, SSAValue):
+            return vals[0]
+        if isinstance(like, Regs):
+            return Regs(like.ty, list(vals))
+        if isinstance(like, BlockPtr):
+            return BlockPtr.from_fields(list(vals), like.ptr_type)
+        if isinstance(like, Smem):
+            return Smem(vals[0], like.ty)
+        if isinstance(like, Frag):
+            out, pos = {}, 0
+            for k in sorted(like.frags):
+                n = len(like.frags[k])
+                out[k] = list(vals[pos:pos + n])
+                pos += n
+            return Frag(like.ty, out)
+        raise LoweringError(f"cannot carry {type(like).__name__}")
+
+    # ---------------------------------------------------------------- walking
+    def lower_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Operation) -> None:
+        try:
+            self._dispatch(op)
+        except (LayoutError, LoweringError) as e:
+            msg = str(e)
+            if not msg.startswith(op.name):
+                msg = f"{op.name}{_where(op)}: {msg}"
+            raise LoweringError(msg) from None
+
+    def _dispatch(self, op: Operation) -> None:
+        em = self.em
+        if isinstance(op, tt.ReturnOp | scf.YieldOp):
+            return
+        if isinstance(op, tt.GetProgramIdOp | tt.GetNumProgramsOp):
+            kind = "ctaid" if isinstance(op, tt.GetProgramIdOp) else "nctaid"
+            self.values[op.result] = em.sreg(f"{kind}.{'xyz'[op.axis.value.data]}")
+            return
+        if isinstance(op, arith.ConstantOp):
+            self._constant(op)
+            return
+        if isinstance(op, tt.MakeRangeOp):
+            ty = op.result.type
+            dl = distributed(ty.encoding, ty.get_shape())
+            start = op.start.value.data
+            self.values[op.result] = Regs(ty, [em.add(c[0], start) for c in self.coords(dl)])
+            return
+        if isinstance(op, tt.SplatOp):
+            ty = op.result.type
+            dl = distributed(ty.encoding, ty.get_shape())
+            self.values[op.result] = Regs(ty, [self.get(op.src)] * dl.num_regs)
+            return
+        if isinstance(op, tt.ExpandDimsOp):
+            src = self.get(op.src)
+            assert isinstance(src, Regs)
+            self._check_expand(op)
+            self.values[op.result] = Regs(op.result.type, list(src.regs))
+            return
+        if isinstance(op, tt.BroadcastOp):
+            self.values[op.result] = self._broadcast(self.get(op.src), op.result.type)
+            return
+        if isinstance(op, tt.MakeTensorPtrOp):
+            self._make_tensor_ptr(op)
+            return
+        if isinstance(op, tt.AdvanceOp):
+            bp = self.get(op.ptr)
+            assert isinstance(bp, BlockPtr)
+            offs = [em.add(o, em.to32(self.get(d))) for o, d in zip(bp.offsets, op.offsets)]
+            self.values[op.result] = BlockPtr(bp.base, bp.shape, bp.strides, offs, op.result.type)
+            return
+        if isinstance(op, tt.LoadOp):
+            self._load(op)
+            return
+        if isinstance(op, tt.StoreOp):
+            self._store(op)
+            return
+        if isinstance(op, tt.DotOp):
+            a, b, c = self.get(op.a), self.get(op.b), self.get(op.c)
+            meta = self.get(op.meta) if op.meta is not None else None
+            if not isinstance(a, Frag) or not isinstance(b, Frag) or (meta is not None and not isinstance(meta, Frag)):
+                raise LoweringError("operands must be in #ttg.dot_op layouts (run sparse-gpu-encoding)")
+            if not isinstance(c, Regs):
+                raise LoweringError("the accumulator must be a register tensor in #ttg.mma")
+            self.values[op.result] = lower_dot(self, a, b, c, meta, op.result.type)
+            return
+        if isinstance(op, ttgd.LocalAllocOp):
+            sm = Smem(em.add(self.smem, self.smem_plan[op]), op.result.type)
+            if op.src is not None:
+                store_shared(self, sm, self._regs(op.src))
+            self.values[op.result] = sm
+            return
+        if isinstance(op, ttgd.LocalLoadOp):
+            sm = self.get(op.src)
+            assert isinstance(sm, Smem)
+            self.values[op.result] = self._read_smem(sm, op.result.type)
+            return
+        if isinstance(op, ttgd.LocalStoreOp):
+            sm = self.get(op.dst)
+            assert isinstance(sm, Smem)
+            store_shared(self, sm, self._regs(op.src))
+            return
+        if isinstance(op, ttgd.MemDescSubviewOp):
+            self._subview(op)
+            return
+        if isinstance(op, ttgd.ConvertLayoutOp):
+            self._convert(op)
+            return
+        if isinstance(op, ttgd.AsyncCopyGlobalToLocalOp):
+            if not op.is_block_pointer:
+                raise LoweringError("only the block-pointer form is supported")
+            bp, sm = self.get(op.src), self.get(op.dst)
+            dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
+            pad = op.padding.value.data if op.padding is not None else None
+            async_copy(self, bp, sm, dims, pad)
+            self.values[op.token] = None
+            return
+        if isinstance(op, ttgd.AsyncCommitGroupOp):
+            em.op(ptx.CpAsyncCommitGroupOp())
+            self.values[op.result] = None
+            return
+        if isinstance(op, ttgd.AsyncWaitOp):
+            em.op(ptx.CpAsyncWaitGroupOp(op.num_))
+            self.bar()
+            return
+        if isinstance(op, scf.ForOp):
+            self._for(op)
+            return
+        if isinstance(op, scf.IfOp):
+            self._if(op)
+            return
+        if op.name.startswith("arith."):
+            self._arith(op)
+            return
+        raise LoweringError(f"{op.name}: not supported by the PTX lowering")
+
+    # ---------------------------------------------------------------- op helpers
+    def _regs(self, v: SSAValue) -> Regs:
+        x = self.get(v)
+        if not isinstance(x, Regs):
+            raise LoweringError(f"expected a register tensor, got {type(x).__name__}")
+        return x
+
+    def _constant(self, op: arith.ConstantOp) -> None:
+        ty = op.result.type
+        if not isinstance(ty, TensorType):
+            if isinstance(ty, IndexType):
+                self.values[op.result] = self.em.c(op.value.value.data, i32)
+                return
+            new = self.em.val(arith.ConstantOp(op.value, ty))
+            if isinstance(ty, IntegerType):
+                self.em.consts[new] = op.value.value.data
+            self.values[op.result] = new
+            return
+        val = op.value
+        if not isinstance(val, DenseIntOrFPElementsAttr) or not val.is_splat():
+            raise LoweringError("only splat tensor constants are supported")
+        elt = ty.element_type
+        scalar_attr = val.get_attrs()[0] if hasattr(val, "get_attrs") else None
+        if scalar_attr is None:
+            v = list(val.get_values())[0]
+            scalar = self.em.c(int(v), elt) if isinstance(elt, IntegerType) else self.em.cf(float(v), elt)
+        else:
+            scalar = self.em.val(arith.ConstantOp(scalar_attr, elt))
+        enc = ty.encoding
+        if isinstance(enc, ttgd.DotOperandEncodingAttr):
+            raise LoweringError("constants in #ttg.dot_op layouts are not supported")
+        dl = distributed(enc, ty.get_shape())
+        self.values[op.result] = Regs(ty, [scalar] * dl.num_regs)
+
+    def _arith(self, op: Operation) -> None:
+        cls = _ARITH_CLASSES.get(op.name)
+        if cls is None or op.name not in _SUPPORTED_ARITH:
+            raise LoweringError(f"{op.name}: not supported by the PTX lowering")
+        res_ty = op.results[0].type
+        operands = [self.get(o) for o in op.operands]
+        tensor = isinstance(res_ty, TensorType) or any(isinstance(o, Regs) for o in operands)
+        if not tensor:
+            self.values[op.results[0]] = self._scalar_arith(op, cls, list(operands), res_ty)
+            return
+        n = None
+        for o in operands:
+            if isinstance(o, Regs):
+                n = len(o.regs)
+        elt = res_ty.element_type if isinstance(res_ty, TensorType) else res_ty
+        out = []
+        for r in range(n):
+            args = [o.regs[r] if isinstance(o, Regs) else o for o in operands]
+            out.append(self._scalar_arith(op, cls, args, elt))
+        self.values[op.results[0]] = Regs(res_ty, out)
+
+    def _scalar_arith(self, op: Operation, cls, args: list[SSAValue], res_ty: Attribute) -> SSAValue:
+        em = self.em
+        name = op.name
+        if isinstance(res_ty, IndexType):
+            res_ty = i32
+        if name == "arith.index_cast":
+            a = args[0]
+            return em.ext64(a) if res_ty == i64 else em.to32(a)
+        if name in _CASTS:
+            return em.val(cls(args[0], res_ty))
+        if name == "arith.cmpi":
+            return em.val(arith.CmpiOp(args[0], args[1], op.predicate.value.data))
+        if name == "arith.cmpf":
+            return em.val(arith.CmpfOp(args[0], args[1], op.predicate.value.data))
+        if name == "arith.select":
+            return em.val(arith.SelectOp(*args))
+        if name == "arith.negf":
+            return em.val(arith.NegfOp(args[0]))
+        if name == "arith.addi":
+            return em.add(args[0], args[1])
+        if name == "arith.subi":
+            return em.sub(args[0], args[1])
+        if name == "arith.muli":
+            return em.mul(args[0], args[1])
+        if len(args) == 2:
+            return em.val(cls(args[0], args[1]))
+        raise LoweringError(f"{name}: not supported by the PTX lowering")
+
+    def _check_expand(self, op: tt.ExpandDimsOp) -> None:
+        s_enc = op.src.type.encoding
+        r_enc = op.result.type.encoding
+        if not (isinstance(s_enc, ttgd.SliceEncodingAttr) and s_enc.parent == r_enc and s_enc.dim == op.axis.value.data):
+            raise LoweringError("the source layout must be #ttg.slice<{dim = axis, parent = result layout}>")
+
+    def _broadcast(self, src: object, ty: TensorType) -> Regs:
+        assert isinstance(src, Regs)
+        s_shape = src.ty.get_shape()
+        if src.ty.encoding != ty.encoding:
+            raise LoweringError("source and result layouts differ")
+        sdl = distributed(src.ty.encoding, s_shape)
+        rdl = distributed(ty.encoding, ty.get_shape())
+        bdims = [d for d in range(len(s_shape)) if s_shape[d] != ty.get_shape()[d]]
+        index = {}
+        for r, off in enumerate(sdl.regs):
+            key = tuple(o for d, o in enumerate(off) if d not in bdims)
+            index.setdefault(key, r)
+        out = []
+        for off in rdl.regs:
+            key = tuple(o for d, o in enumerate(off) if d not in bdims)
+            if key not in index:
+                raise LoweringError("cannot match broadcast registers")
+            out.append(src.regs[index[key]])
+        return Regs(ty, out)
+
+    def _make_tensor_ptr(self, op: tt.MakeTensorPtrOp) -> None:
+        em = self.em
+        base = self.get(op.base)
+        shape = [em.ext64(self.get(s)) for s in op.shape]
+        strides = [em.ext64(self.get(s)) for s in op.strides]
+        offsets = [em.to32(self.get(o)) for o in op.offsets]
+        self.values[op.result] = BlockPtr(base, shape, strides, offsets, op.result.type)
+
+    def _load(self, op: tt.LoadOp) -> None:
+        ptr = self.get(op.ptr)
+        if not isinstance(ptr, BlockPtr):
+            raise LoweringError("only block-pointer loads are supported (tensor-of-pointers loads are not)")
+        dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
+        pad = op.padding.value.data if op.padding is not None else None
+        ty = op.result.type
+        if isinstance(ty.encoding, ttgd.DotOperandEncodingAttr):
+            raise LoweringError("loads straight into #ttg.dot_op are not supported (stage through shared memory)")
+        self.values[op.result] = load_block(self, ptr, ty, dims, pad)
+
+    def _store(self, op: tt.StoreOp) -> None:
+        ptr = self.get(op.ptr)
+        if not isinstance(ptr, BlockPtr):
+            raise LoweringError("only block-pointer stores are supported (tensor-of-pointers stores are not)")
+        if op.mask is not None:
+            raise LoweringError("masked block-pointer stores are not supported")
+        dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
+        store_block(self, ptr, self._regs(op.value), dims)
+
+    def _read_smem(self, sm: Smem, ty: TensorType) -> object:
+        if isinstance(ty.encoding, ttgd.DotOperandEncodingAttr):
+            return load_frag(self, sm, ty)
+        return load_shared(self, sm, ty)
+
+    def _subview(self, op: ttgd.MemDescSubviewOp) -> None:
+        em = self.em
+        sm = self.get(op.src)
+        assert isinstance(sm, Smem)
+        src_shape = sm.ty.get_shape()
+        res_ty = op.result.type
+        lead = len(src_shape) - len(res_ty.get_shape())
+        off = em.c(0)
+        for d in range(len(src_shape)):
+            idx = em.to32(self.get(op.offsets[d]))
+            if d >= lead:
+                if em.known(idx) != 0:
+                    raise LoweringError("only leading-dim (buffer slot) offsets may be non-zero")
+                continue
+            off = em.add(off, em.mul(idx, math.prod(src_shape[d + 1:])))
+        addr = em.add(sm.addr, em.mul(off, esize(sm.ty.element_type)))
+        self.values[op.result] = Smem(addr, res_ty)
+
+    def _convert(self, op: ttgd.ConvertLayoutOp) -> None:
+        src = self._regs(op.src)
+        st = op.src.type
+        mem_ty = ttgd.MemDescType(st.get_shape(), st.element_type, ttgd.SharedEncodingAttr(1, 1, 1, (1, 0)), True)
+        if len(st.get_shape()) == 1:
+            mem_ty = ttgd.MemDescType(st.get_shape(), st.element_type, ttgd.SharedEncodingAttr(1, 1, 1, (0,)), True)
+        sm = Smem(self.em.add(self.smem, self.smem_plan[op]), mem_ty)
+        store_shared(self, sm, src)
+        self.values[op.result] = self._read_smem(sm, op.result.type)
+
+    # ---------------------------------------------------------------- control flow
+    def _for(self, op: scf.ForOp) -> None:
+        em = self.em
+        lb, ub, step = (self._int32(self.get(v)) for v in (op.lb, op.ub, op.step))
+        inits = [self.get(v) for v in op.iter_args]
+        flat = [v for x in inits for v in self.flatten(x)]
+        body = Block(arg_types=[lb.type, *[v.type for v in flat]])
+        outer = em.block
+        body_args = list(body.args)
+        self.values[op.body.block.args[0]] = body_args[0]
+        pos = 1
+        for arg, init in zip(op.body.block.args[1:], inits):
+            n = len(self.flatten(init))
+            self.values[arg] = self.unflatten(init, body_args[pos:pos + n])
+            pos += n
+        em.block = body
+        self.writes_pending = self.reads_since_bar = True
+        self.lower_block(op.body.block)
+        y = op.body.block.last_op
+        assert isinstance(y, scf.YieldOp)
+        yielded = [v for a in y.arguments for v in self.flatten(self.get(a))]
+        if [v.type for v in yielded] != [v.type for v in flat]:
+            raise LoweringError("loop-carried values change their register shape")
+        body.add_op(scf.YieldOp(*yielded))
+        em.block = outer
+        new = scf.ForOp(lb, ub, step, flat, body)
+        outer.add_op(new)
+        self.writes_pending = self.reads_since_bar = True
+        results = list(new.results)
+        pos = 0
+        for res, init in zip(op.results, inits):
+            n = len(self.flatten(init))
+            self.values[res] = self.unflatten(init, results[pos:pos + n])
+            pos += n
+
+    def _int32(self, v: object) -> SSAValue:
+        assert isinstance(v, SSAValue)
+        return self.em.to32(v) if v.type != i32 and v.type != i64 else v
+
+    def _if(self, op: scf.IfOp) -> None:
+        em = self.em
+        cond = self.get(op.cond)
+        outer = em.block
+        state = (self.writes_pending, self.reads_since_bar)
+        blocks, templates, yields, ends = [], None, [], []
+        for region in (op.true_region, op.false_region):
+            blk = Block()
+            em.block = blk
+            self.writes_pending, self.reads_since_bar = state
+            if region.blocks:
+                self.lower_block(region.block)
+                y = region.block.last_op
+                vals = [self.get(a) for a in y.arguments] if isinstance(y, scf.YieldOp) else []
+            else:
+                vals = []
+            templates = templates or vals
+            yields.append([v for x in vals for v in self.flatten(x)])
+            blocks.append(blk)
+            ends.append((self.writes_pending, self.reads_since_bar))
+        for blk, ys in zip(blocks, yields):
+            blk.add_op(scf.YieldOp(*ys))
+        em.block = outer
+        types = [v.type for v in yields[0]]
+        new = scf.IfOp(cond, types, Region(blocks[0]), Region(blocks[1]))
+        outer.add_op(new)
+        # the condition is uniform: afterwards a barrier is pending if either branch left one
+        self.writes_pending = ends[0][0] or ends[1][0]
+        self.reads_since_bar = ends[0][1] or ends[1][1]
+        results = list(new.results)
+        pos = 0
+        for res, tmpl in zip(op.results, templates or []):
+            n = len(self.flatten(tmpl))
+            self.values[res] = self.unflatten(tmpl, results[pos:pos + n])
+            pos += n
+
+
+def _param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
+    if isinstance(ty, tt.PointerType):
+        return "ptr"
+    if ty == i32:
+        return "i32"
+    if ty == i64:
+        return "i64"
+    if isinstance(ty, Float32Type):
+        return "f32"
+    if isinstance(ty, IntegerType) and ty.width.data == 1:
+        return "i32"
+    raise LoweringError(f"tt.func @{func.sym_name.data}: parameter {i} has unsupported type {ty}")
+
+
+def _module_int(module: ModuleOp, key: str, default: int) -> int:
+    a = module.attributes.get(key)
+    return a.value.data if isinstance(a, IntegerAttr) else default
+
+
+def sink_local_loads(root: Operation) -> None:
+    """Move each ttg.local_load to just before its first user in its block, so the shared
+    stores of one K step come first and need one barrier between them and the reads."""
+    for op in list(root.walk()):
+        if not isinstance(op, ttgd.LocalLoadOp) or op.parent_block() is None:
+            continue
+        block = op.parent_block()
+        first = None
+        for use in op.result.uses:
+            user = use.operation
+            while user is not None and user.parent_block() is not block:
+                user = user.parent_op()
+            if user is None:
+                continue
+            if first is None or block.get_operation_index(user) < block.get_operation_index(first):
+                first = user
+        if first is not None and first is not op.next_op:
+            op.detach()
+            block.insert_op_before(op, first)
+
+
+def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
+    """ttgir module -> (module of one ptx.kernel, launch metadata)."""
+    module = module.clone()
+    sink_local_loads(module)
+    funcs = [op for op in module.ops if isinstance(op, tt.FuncOp)]
+    if len(funcs) != 1:
+        raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}")
+    func = funcs[0]
+    num_warps = _module_int(module, "ttg.num-warps", 4)
+    lw = Lowerer(func, target, num_warps)
+    kernel = lw.build()
+    params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
+    for i, arg in enumerate(func.body.block.args):
+        if arg.name_hint:
+            params[i] = (arg.name_hint, params[i][1])
+    meta = {
+        "name": kernel.kernel_name,
+        "num_warps": num_warps,
+        "threads": 32 * num_warps,
+        "shared": lw.smem_bytes,
+        "params": params,
+        "target": target,
+    }
+    return ModuleOp([kernel]), meta
+
+
+def lower_to_ptx_text(module: ModuleOp, target: str) -> tuple[str, dict]:
+    """ttgir module -> (PTX text, launch metadata: name, num_warps, threads, shared, params)."""
+    from sparsecc.codegen.ptx_printer import emit_ptx
+
+    pmod, meta = lower_to_ptx_module(module, target)
+    return emit_ptx(pmod), meta
+
+
+__all__ = ["lower_to_ptx_text", "lower_to_ptx_module", "Lowerer", "LoweringError"]

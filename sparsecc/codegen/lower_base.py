@@ -1,0 +1,237 @@
+"""Shared pieces of the ttgir -> ptx lowering: the value kinds and an emitting builder.
+
+Every ttg value becomes one of:
+- a scalar SSA value (i1/i16/i32/i64/f16/bf16/f32),
+- `Regs`: a distributed tensor as this thread's list of scalar registers (layouts.py order),
+- `Frag`: a dot operand in mma fragment registers (packed b32), keyed by (tile, k-step),
+- `BlockPtr`: base address, shape, strides, offsets of a `tt.make_tensor_ptr`,
+- `Smem`: a shared-memory buffer (32-bit shared address + its memdesc type),
+- `None` for async tokens.
+`Emitter` inserts ops at the end of the current block and folds integer constants, so the
+address arithmetic that layouts produce stays small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    f32,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from sparsecc.codegen.layouts import Term
+from sparsecc.dialects import ptx
+from sparsecc.dialects.ttg import MemDescType
+
+
+class LoweringError(Exception):
+    """ttgir the lowering cannot handle; the message names the op."""
+
+
+@dataclass
+class Regs:
+    ty: TensorType
+    regs: list[SSAValue]
+
+
+@dataclass
+class Frag:
+    ty: TensorType
+    frags: dict[tuple[int, int], list[SSAValue]]
+
+
+@dataclass
+class BlockPtr:
+    base: SSAValue
+    shape: list[SSAValue]
+    strides: list[SSAValue]
+    offsets: list[SSAValue]
+    ptr_type: Attribute
+
+    def fields(self) -> list[SSAValue]:
+        return [self.base, *self.shape, *self.strides, *self.offsets]
+
+    @staticmethod
+    def from_fields(vals: list[SSAValue], ptr_type: Attribute) -> BlockPtr:
+        rank = (len(vals) - 1) // 3
+        return BlockPtr(vals[0], vals[1:1 + rank], vals[1 + rank:1 + 2 * rank], vals[1 + 2 * rank:], ptr_type)
+
+
+@dataclass
+class Smem:
+    addr: SSAValue
+    ty: MemDescType
+
+
+@dataclass
+class Emitter:
+    """Appends ops to `block`; int helpers fold constants."""
+
+    block: Block
+    consts: dict[SSAValue, int] = field(default_factory=dict)
+    _const_cache: dict[tuple[int, int], SSAValue] = field(default_factory=dict)
+
+    def op(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def val(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    # constants -------------------------------------------------------------------------
+    def c(self, v: int, ty: Attribute = i32) -> SSAValue:
+        assert isinstance(ty, IntegerType)
+        w = ty.width.data
+        if w > 1:
+            v = ((v + (1 << (w - 1))) % (1 << w)) - (1 << (w - 1))
+        key = (v, w)
+        # constants are not cached across blocks (a region may not see them); cache per block
+        cached = self._const_cache.get(key)
+        if cached is not None and cached.owner.parent is self.block:  # type: ignore[union-attr]
+            return cached
+        r = self.val(arith.ConstantOp(IntegerAttr(v, ty)))
+        self.consts[r] = v
+        self._const_cache[key] = r
+        return r
+
+    def cf(self, v: float, ty: Attribute = f32) -> SSAValue:
+        return self.val(arith.ConstantOp(FloatAttr(v, ty)))
+
+    def known(self, x: SSAValue) -> int | None:
+        return self.consts.get(x)
+
+    # integer arithmetic with folding -----------------------------------------------------
+    def add(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self._v(b, a.type)
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return self.c(ka + kb, a.type)
+        if ka == 0:
+            return b
+        if kb == 0:
+            return a
+        return self.val(arith.AddiOp(a, b))
+
+    def sub(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self._v(b, a.type)
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return self.c(ka - kb, a.type)
+        if kb == 0:
+            return a
+        return self.val(arith.SubiOp(a, b))
+
+    def mul(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self._v(b, a.type)
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return self.c(ka * kb, a.type)
+        if ka == 0 or kb == 0:
+            return self.c(0, a.type)
+        if ka == 1:
+            return b
+        if kb == 1:
+            return a
+        return self.val(arith.MuliOp(a, b))
+
+    def divu(self, a: SSAValue, d: int) -> SSAValue:
+        ka = self.known(a)
+        if ka is not None:
+            return self.c(ka // d, a.type)
+        if d == 1:
+            return a
+        if d & (d - 1) == 0:
+            return self.val(arith.ShRUIOp(a, self.c(d.bit_length() - 1, a.type)))
+        return self.val(arith.DivUIOp(a, self.c(d, a.type)))
+
+    def remu(self, a: SSAValue, d: int) -> SSAValue:
+        ka = self.known(a)
+        if ka is not None:
+            return self.c(ka % d, a.type)
+        if d == 1:
+            return self.c(0, a.type)
+        if d & (d - 1) == 0:
+            return self.val(arith.AndIOp(a, self.c(d - 1, a.type)))
+        return self.val(arith.RemUIOp(a, self.c(d, a.type)))
+
+    def xor(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self._v(b, a.type)
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return self.c(ka ^ kb, a.type)
+        if kb == 0:
+            return a
+        if ka == 0:
+            return b
+        return self.val(arith.XOrIOp(a, b))
+
+    def band(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        if a.type == i1:
+            ka, kb = self.known(a), self.known(b)
+            if ka == 1:
+                return b
+            if kb == 1:
+                return a
+        return self.val(arith.AndIOp(a, b))
+
+    def shl(self, a: SSAValue, n: int) -> SSAValue:
+        if n == 0:
+            return a
+        return self.val(arith.ShLIOp(a, self.c(n, a.type)))
+
+    def cmp(self, pred: str, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self._v(b, a.type)
+        return self.val(arith.CmpiOp(a, b, pred))
+
+    def ext64(self, a: SSAValue, signed: bool = True) -> SSAValue:
+        if a.type == i64:
+            return a
+        k = self.known(a)
+        if k is not None:
+            return self.c(k, i64)
+        return self.val(arith.ExtSIOp(a, i64) if signed else arith.ExtUIOp(a, i64))
+
+    def to32(self, a: SSAValue) -> SSAValue:
+        if a.type == i32:
+            return a
+        k = self.known(a)
+        if k is not None:
+            return self.c(k, i32)
+        return self.val(arith.TruncIOp(a, i32))
+
+    def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.val(arith.SelectOp(c, a, b))
+
+    def _v(self, b: SSAValue | int, ty: Attribute) -> SSAValue:
+        return b if isinstance(b, SSAValue) else self.c(b, ty)
+
+    # thread coordinates ------------------------------------------------------------------
+    def term_sum(self, terms: tuple[Term, ...], lane: SSAValue, warp: SSAValue) -> SSAValue:
+        acc = self.c(0)
+        for t in terms:
+            if t.mod == 1:
+                continue
+            x = lane if t.src == "lane" else warp
+            acc = self.add(acc, self.mul(self.remu(self.divu(x, t.div), t.mod), t.mul))
+        return acc
+
+    def pred_true(self) -> SSAValue:
+        r = self.val(arith.ConstantOp(IntegerAttr(1, i1)))
+        self.consts[r] = 1
+        return r
+
+    def sreg(self, name: str) -> SSAValue:
+        return self.val(ptx.SpecialRegOp(name))
+
+
+__all__ = ["LoweringError", "Regs", "Frag", "BlockPtr", "Smem", "Emitter"]

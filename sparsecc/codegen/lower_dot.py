@@ -1,0 +1,183 @@
+"""Dot operands and tensor-core ops: ldmatrix fragment loads and mma.sp / mma.sync.
+
+Fragment keys (layouts.py documents the register layouts):
+- A (values of a sparse A, or a dense A): (i, kk) -> 4 b32, i = the warp's i-th m16 tile,
+  kk = 16-column step of the stored tile (for values: one m16n8k32 step).
+- B: (j, k16) -> 2 b32, j = the warp's j-th n8 tile, k16 = 16-row step of K.
+- metadata: (i, q) -> [b32], q = 64-column group of the NV24 tile; feeds k32 step 2q with
+  sparsity selector 0 and step 2q + 1 with selector 1 (ldmatrix.trans, seed 003's trick).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32
+from xdsl.ir import SSAValue
+
+from sparsecc.codegen.layouts import distributed, mma_warp_coords
+from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, Smem
+from sparsecc.codegen.lower_mem import esize, smem_offset
+from sparsecc.dialects import ptx
+from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower import Lowerer
+
+
+def _warp_tile(L: Lowerer, mma: MmaEncodingAttr, dim: int, rep: int, tiles: int) -> list[SSAValue]:
+    """Tile index (in units of 16 rows / 8 cols) of the warp's rep-th tile along dim, mod tiles."""
+    em = L.em
+    w = mma.warps_per_cta[dim]
+    t = mma_warp_coords(mma)[dim]
+    wid = em.term_sum((t,), L.lane, L.warp)
+    if w * rep > tiles:
+        return [em.remu(em.add(wid, r * w), tiles) for r in range(rep)]
+    return [em.add(wid, r * w) for r in range(rep)]
+
+
+def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool) -> list[SSAValue]:
+    """ldmatrix.x{n}: `rows_cols(matrix, r)` -> (row, col) of matrix row r's first element."""
+    em = L.em
+    enc = sm.ty.encoding
+    assert isinstance(enc, SharedEncodingAttr)
+    shape = sm.ty.get_shape()
+    mat = em.divu(L.lane, 8) if n > 1 else em.c(0)
+    r = em.remu(L.lane, 8)
+    if n == 1:
+        row, col = rows_cols[0](r)
+    else:
+        # choose the (row, col) of matrix `mat` with selects (the matrices differ by constants)
+        cands = [rc(r) for rc in rows_cols]
+        row, col = cands[0]
+        for k in range(1, n):
+            is_k = em.cmp("eq", mat, k)
+            row = em.select(is_k, cands[k][0], row)
+            col = em.select(is_k, cands[k][1], col)
+    off = smem_offset(L, enc, row, col, shape[1])
+    addr = em.add(sm.addr, em.mul(off, esize(sm.ty.element_type)))
+    op = em.op(ptx.LdMatrixOp(addr, n, trans=trans))
+    return list(op.results)
+
+
+def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag:
+    enc = ty.encoding
+    assert isinstance(enc, DotOperandEncodingAttr)
+    mma = enc.parent
+    assert isinstance(mma, MmaEncodingAttr)
+    shape = sm.ty.get_shape()
+    if len(shape) != 2:
+        raise LoweringError("ttg.local_load to #ttg.dot_op needs a 2-D memdesc")
+    if esize(sm.ty.element_type) != 2:
+        raise LoweringError(f"dot operands must be 16-bit, got {sm.ty.element_type}")
+    L.before_shared_read()
+    em = L.em
+    frags: dict[tuple[int, int], list[SSAValue]] = {}
+    if enc.meta == 1:
+        mb, bk = shape
+        wm = mma.warps_per_cta[0]
+        rep = max(1, (mb * 16) // (16 * wm))
+        tiles = _warp_tile(L, mma, 0, rep, mb)
+        keys = [(i, q) for i in range(rep) for q in range((bk + 63) // 64)]
+        pos = 0
+        while pos < len(keys):
+            left = len(keys) - pos
+            n = 4 if left >= 4 else (2 if left >= 2 else 1)
+            chunk = keys[pos:pos + n]
+            pos += n
+            fns = []
+            for i, q in chunk:
+                partial = bk - 64 * q < 64
+
+                def rc(r, i=i, q=q, partial=partial):
+                    rr = em.remu(r, 4) if partial else r
+                    return tiles[i], em.add(em.mul(rr, 8), 64 * q)
+                fns.append(rc)
+            regs = _ldmatrix(L, sm, fns, n, trans=True)
+            for kidx, key in enumerate(chunk):
+                frags[key] = [regs[kidx]]
+        return Frag(ty, frags)
+    if enc.op_idx == 0:
+        m, ka = shape
+        if m % 16 or ka % 16:
+            raise LoweringError(f"dot operand A tile {m}x{ka} must be a multiple of 16x16")
+        wm = mma.warps_per_cta[0]
+        rep = max(1, m // (16 * wm))
+        tiles = _warp_tile(L, mma, 0, rep, m // 16)
+        for i in range(rep):
+            for kk in range(ka // 16):
+                fns = []
+                for j in range(4):
+                    def rc(r, j=j, i=i, kk=kk):
+                        return em.add(em.mul(tiles[i], 16), em.add(r, 8 * (j % 2))), em.c(16 * kk + 8 * (j // 2))
+                    fns.append(rc)
+                frags[(i, kk)] = _ldmatrix(L, sm, fns, 4, trans=False)
+        return Frag(ty, frags)
+    k, n = shape
+    if k % 16 or n % 8:
+        raise LoweringError(f"dot operand B tile {k}x{n} must be a multiple of 16x8")
+    wn = mma.warps_per_cta[1]
+    rep = max(1, n // (8 * wn))
+    tiles = _warp_tile(L, mma, 1, rep, n // 8)
+    for j in range(rep):
+        for k32 in range(0, k // 16, 2):
+            nmat = 4 if k32 + 1 < k // 16 else 2
+            fns = []
+            for mt in range(nmat):
+                def rc(r, mt=mt, j=j, k32=k32):
+                    return em.add(r, 16 * k32 + 8 * mt), em.mul(tiles[j], 8)
+                fns.append(rc)
+            regs = _ldmatrix(L, sm, fns, nmat, trans=True)
+            frags[(j, k32)] = regs[0:2]
+            if nmat == 4:
+                frags[(j, k32 + 1)] = regs[2:4]
+    return Frag(ty, frags)
+
+
+def _ab_type(elt) -> str:
+    if isinstance(elt, Float16Type):
+        return "f16"
+    if isinstance(elt, BFloat16Type):
+        return "bf16"
+    raise LoweringError(f"tt.dot: operands must be f16 or bf16, got {elt}")
+
+
+def lower_dot(L: Lowerer, a: Frag, b: Frag, c: Regs, meta: Frag | None, result_ty: TensorType) -> Regs:
+    enc = result_ty.encoding
+    if not isinstance(enc, MmaEncodingAttr):
+        raise LoweringError("tt.dot: the result must have a #ttg.mma layout")
+    if c.ty.element_type != f32:
+        raise LoweringError("tt.dot: only f32 accumulators are supported")
+    m, n = result_ty.get_shape()
+    wm, wn = enc.warps_per_cta
+    rep_m, rep_n = max(1, m // (16 * wm)), max(1, n // (8 * wn))
+    dl = distributed(enc, (m, n))
+    assert dl.num_regs == rep_m * rep_n * 4
+    acc = list(c.regs)
+    t = _ab_type(a.ty.element_type)
+    k = b.ty.get_shape()[0]
+    em = L.em
+    if meta is not None:
+        if k % 32:
+            raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of 32")
+        for s in range(k // 32):
+            for i in range(rep_m):
+                for j in range(rep_n):
+                    base = (i * rep_n + j) * 4
+                    bregs = b.frags[(j, 2 * s)] + b.frags[(j, 2 * s + 1)]
+                    op = em.op(ptx.MmaSpOp(a.frags[(i, s)], bregs, acc[base:base + 4], meta.frags[(i, s // 2)][0],
+                                           ab_type=t, selector=s % 2))
+                    acc[base:base + 4] = list(op.results)
+    else:
+        if k % 16:
+            raise LoweringError(f"tt.dot: K = {k} must be a multiple of 16")
+        for kk in range(k // 16):
+            for i in range(rep_m):
+                for j in range(rep_n):
+                    base = (i * rep_n + j) * 4
+                    op = em.op(ptx.MmaOp(a.frags[(i, kk)], b.frags[(j, kk)], acc[base:base + 4], ab_type=t))
+                    acc[base:base + 4] = list(op.results)
+    return Regs(result_ty, acc)
+
+
+__all__ = ["load_frag", "lower_dot"]

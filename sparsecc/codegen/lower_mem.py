@@ -1,0 +1,351 @@
+"""Memory ops of the lowering: block-pointer loads/stores, shared stores/loads, async copies.
+
+Global accesses through a block pointer are emitted twice under one uniform run-time test:
+a vector path (whole `run`-element vectors, one predicate each) when the fast dim has stride 1,
+the other strides, the fast offset and (if checked) the fast extent are multiples of the
+vector, and a scalar path (one predicated access per element) otherwise. The launcher
+guarantees 16-byte aligned base pointers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    FloatAttr,
+    IntegerType,
+    TensorType,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from sparsecc.codegen.layouts import DistLayout, contiguous_run, distributed
+from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Regs, Smem
+from sparsecc.dialects import ptx
+from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodingAttr
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower import Lowerer
+
+
+def esize(ty: Attribute) -> int:
+    return ptx.bit_width(ty) // 8
+
+
+def is_b16(ty: Attribute) -> bool:
+    return isinstance(ty, Float16Type | BFloat16Type) or ty == IntegerType(16)
+
+
+def fast_dim(ty: TensorType) -> int:
+    enc = ty.encoding
+    if isinstance(enc, BlockedEncodingAttr):
+        return enc.order[0]
+    return len(ty.get_shape()) - 1
+
+
+def pad_value(L: Lowerer, elt: Attribute, padding: int | None) -> SSAValue:
+    if isinstance(elt, IntegerType):
+        return L.em.c(0, elt) if elt.width.data > 1 else L.em.c(0, elt)
+    v = float("nan") if padding == 2 else 0.0
+    return L.em.val(arith.ConstantOp(FloatAttr(v, elt)))
+
+
+# ---------------------------------------------------------------------------------------
+# Packing b16 pairs into b32 words (vector accesses move b32 words)
+
+
+def pack_words(L: Lowerer, vals: list[SSAValue]) -> list[SSAValue]:
+    if not is_b16(vals[0].type):
+        return vals
+    if len(vals) == 1:
+        return vals
+    return [L.em.val(ptx.PackOp(vals[i], vals[i + 1])) for i in range(0, len(vals), 2)]
+
+
+def unpack_words(L: Lowerer, words: list[SSAValue], elt: Attribute, n: int) -> list[SSAValue]:
+    if not is_b16(elt) or n == 1:
+        return words
+    out: list[SSAValue] = []
+    for w in words:
+        op = L.em.op(ptx.UnpackOp(w, elt))
+        out += [op.results[0], op.results[1]]
+    return out
+
+
+def word_type(elt: Attribute, n: int) -> tuple[Attribute, int]:
+    """(type, count) of the words that move n elements of `elt`."""
+    if is_b16(elt) and n > 1:
+        return i32, n // 2
+    return elt, n
+
+
+# ---------------------------------------------------------------------------------------
+# Block pointers
+
+
+def global_coords(L: Lowerer, bp: BlockPtr, coord: tuple[SSAValue, ...]) -> list[SSAValue]:
+    return [L.em.add(bp.offsets[d], coord[d]) for d in range(len(coord))]
+
+
+def global_addr(L: Lowerer, bp: BlockPtr, g: list[SSAValue], elt: Attribute) -> SSAValue:
+    em = L.em
+    off = em.c(0, i64)
+    for d, gd in enumerate(g):
+        off = em.add(off, em.mul(em.ext64(gd), bp.strides[d]))
+    return em.add(bp.base, em.mul(off, esize(elt)))
+
+
+def in_bounds(L: Lowerer, bp: BlockPtr, g: list[SSAValue], dims: list[int]) -> SSAValue | None:
+    em = L.em
+    pred: SSAValue | None = None
+    for d in dims:
+        p = em.cmp("ult", em.ext64(g[d]), bp.shape[d])
+        pred = p if pred is None else em.band(pred, p)
+    return pred
+
+
+def vector_ok(L: Lowerer, bp: BlockPtr, fast: int, run: int, dims: list[int]) -> SSAValue:
+    """Uniform test: may `run`-element vectors along `fast` be accessed as one aligned vector?"""
+    em = L.em
+    conds = [em.cmp("eq", bp.strides[fast], em.c(1, i64))]
+    for d in range(len(bp.strides)):
+        if d != fast:
+            conds.append(em.cmp("eq", em.remu(bp.strides[d], run), em.c(0, i64)))
+    conds.append(em.cmp("eq", em.remu(bp.offsets[fast], run), em.c(0)))
+    if fast in dims:
+        conds.append(em.cmp("eq", em.remu(bp.shape[fast], run), em.c(0, i64)))
+    c = conds[0]
+    for x in conds[1:]:
+        c = em.band(c, x)
+    return c
+
+
+def _two_paths(L: Lowerer, cond: SSAValue, fast_fn, slow_fn, result_types: list[Attribute]) -> list[SSAValue]:
+    """scf.if(cond) { fast_fn() } else { slow_fn() } with the values both return."""
+    outer = L.em.block
+    blocks = []
+    for fn in (fast_fn, slow_fn):
+        blk = Block()
+        L.em.block = blk
+        vals = fn()
+        blk.add_op(scf.YieldOp(*vals))
+        blocks.append(blk)
+    L.em.block = outer
+    if_op = scf.IfOp(cond, result_types, Region(blocks[0]), Region(blocks[1]))
+    outer.add_op(if_op)
+    return list(if_op.results)
+
+
+def load_block(L: Lowerer, bp: BlockPtr, ty: TensorType, dims: list[int], padding: int | None) -> Regs:
+    """tt.load through a block pointer into the registers of `ty`'s layout."""
+    elt = ty.element_type
+    dl = distributed(ty.encoding, ty.get_shape())
+    coords = L.coords(dl)
+    fast = fast_dim(ty)
+    run = contiguous_run(dl, fast, max(1, 16 // esize(elt)))
+
+    def scalar() -> list[SSAValue]:
+        out = []
+        zero = pad_value(L, elt, padding) if dims else None
+        for r in range(dl.num_regs):
+            g = global_coords(L, bp, coords[r])
+            addr = global_addr(L, bp, g, elt)
+            pred = in_bounds(L, bp, g, dims)
+            op = ptx.LdGlobalOp(addr, elt, 1, mask=pred, other=[zero] if pred is not None else [])
+            out.append(L.em.val(op))
+        return out
+
+    if run == 1:
+        return Regs(ty, scalar())
+
+    def vector() -> list[SSAValue]:
+        out = []
+        wt, wn = word_type(elt, run)
+        zero_w = L.em.c(0, wt) if isinstance(wt, IntegerType) else pad_value(L, wt, padding)
+        for r0 in range(0, dl.num_regs, run):
+            g = global_coords(L, bp, coords[r0])
+            addr = global_addr(L, bp, g, elt)
+            pred = in_bounds(L, bp, g, dims)
+            op = L.em.op(ptx.LdGlobalOp(addr, wt, wn, mask=pred, other=[zero_w] * wn if pred is not None else []))
+            vals = unpack_words(L, list(op.results), elt, run)
+            if padding == 2 and pred is not None:
+                nan = pad_value(L, elt, padding)
+                vals = [L.em.select(pred, v, nan) for v in vals]
+            out += vals
+        return out
+
+    cond = vector_ok(L, bp, fast, run, dims)
+    regs = _two_paths(L, cond, vector, scalar, [elt] * dl.num_regs)
+    return Regs(ty, regs)
+
+
+def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int]) -> None:
+    """tt.store of a register tensor through a block pointer."""
+    ty = val.ty
+    elt = ty.element_type
+    dl = distributed(ty.encoding, ty.get_shape())
+    coords = L.coords(dl)
+    fast = fast_dim(ty)
+    run = contiguous_run(dl, fast, max(1, 16 // esize(elt)))
+
+    def scalar() -> list[SSAValue]:
+        for r in range(dl.num_regs):
+            g = global_coords(L, bp, coords[r])
+            L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), [val.regs[r]], mask=in_bounds(L, bp, g, dims)))
+        return []
+
+    if run == 1:
+        scalar()
+        return
+
+    def vector() -> list[SSAValue]:
+        for r0 in range(0, dl.num_regs, run):
+            g = global_coords(L, bp, coords[r0])
+            words = pack_words(L, val.regs[r0:r0 + run])
+            L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), words, mask=in_bounds(L, bp, g, dims)))
+        return []
+
+    _two_paths(L, vector_ok(L, bp, fast, run, dims), vector, scalar, [])
+
+
+# ---------------------------------------------------------------------------------------
+# Shared memory
+
+
+def smem_offset(L: Lowerer, enc: SharedEncodingAttr, row: SSAValue, col: SSAValue, row_len: int) -> SSAValue:
+    """Element offset of (row, col) under the swizzle (col's low log2(vec) bits pass through)."""
+    em = L.em
+    if enc.meta_pack or enc.max_phase == 1:
+        return em.add(em.mul(row, row_len), col)
+    if tuple(enc.order) != (1, 0):
+        raise LoweringError(f"#ttg.shared with order {list(enc.order)} is not supported (only [1, 0])")
+    phase = em.remu(em.divu(row, enc.per_phase), enc.max_phase)
+    grp = em.xor(em.divu(col, enc.vec), phase)
+    return em.add(em.add(em.mul(row, row_len), em.mul(grp, enc.vec)), em.remu(col, enc.vec))
+
+
+def smem_addr(L: Lowerer, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
+    """Shared address of element idx (rank-2 or rank-1 views)."""
+    shape = sm.ty.get_shape()
+    enc = sm.ty.encoding
+    assert isinstance(enc, SharedEncodingAttr)
+    em = L.em
+    if len(shape) == 1:
+        off = idx[0]
+    elif len(shape) == 2:
+        off = smem_offset(L, enc, idx[0], idx[1], shape[1])
+    else:
+        raise LoweringError(f"shared-memory access of rank {len(shape)} (use ttg.memdesc_subview first)")
+    return em.add(sm.addr, em.mul(off, esize(sm.ty.element_type)))
+
+
+def shared_run(sm_ty: MemDescType, dl: DistLayout, fast: int, elt: Attribute) -> int:
+    enc = sm_ty.encoding
+    assert isinstance(enc, SharedEncodingAttr)
+    limit = max(1, 16 // esize(elt))
+    if fast != len(dl.shape) - 1:
+        return 1
+    if enc.max_phase > 1 and not enc.meta_pack:
+        limit = min(limit, enc.vec)
+    return contiguous_run(dl, fast, limit)
+
+
+def store_shared(L: Lowerer, sm: Smem, val: Regs) -> None:
+    """Registers -> shared buffer with its swizzle (vectorized along the contiguous dim)."""
+    ty = val.ty
+    elt = ty.element_type
+    dl = distributed(ty.encoding, ty.get_shape())
+    coords = L.coords(dl)
+    run = shared_run(sm.ty, dl, fast_dim(ty), elt)
+    L.before_shared_write()
+    for r0 in range(0, dl.num_regs, run):
+        addr = smem_addr(L, sm, coords[r0])
+        L.em.op(ptx.StSharedOp(addr, pack_words(L, val.regs[r0:r0 + run])))
+    L.after_shared_write()
+
+
+def load_shared(L: Lowerer, sm: Smem, ty: TensorType) -> Regs:
+    """Shared buffer -> registers of a blocked/mma/slice layout."""
+    elt = ty.element_type
+    dl = distributed(ty.encoding, ty.get_shape())
+    coords = L.coords(dl)
+    run = shared_run(sm.ty, dl, fast_dim(ty), elt)
+    L.before_shared_read()
+    out: list[SSAValue] = []
+    for r0 in range(0, dl.num_regs, run):
+        wt, wn = word_type(elt, run)
+        op = L.em.op(ptx.LdSharedOp(smem_addr(L, sm, coords[r0]), wt, wn))
+        out += unpack_words(L, list(op.results), elt, run)
+    return Regs(ty, out)
+
+
+# ---------------------------------------------------------------------------------------
+# Async copies (global -> shared)
+
+
+def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None) -> None:
+    """cp.async.cg 16-byte chunks (zero-filled out of bounds) when aligned, else a synchronous
+    ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says."""
+    tile = bp.ptr_type.pointee  # type: ignore[attr-defined]
+    assert isinstance(tile, TensorType)
+    elt = tile.element_type
+    if padding == 2:
+        raise LoweringError("ttg.async_copy_global_to_local: NaN padding is not supported")
+    enc = tile.encoding
+    if not isinstance(enc, BlockedEncodingAttr):
+        raise LoweringError("ttg.async_copy_global_to_local: the block pointer's tile needs a #ttg.blocked layout")
+    dl = distributed(enc, tile.get_shape())
+    coords = L.coords(dl)
+    fast = fast_dim(tile)
+    vec16 = 16 // esize(elt)
+    run = shared_run(sm.ty, dl, fast, elt)
+    L.before_shared_write()
+
+    def fast_path() -> list[SSAValue]:
+        for r0 in range(0, dl.num_regs, vec16):
+            g = global_coords(L, bp, coords[r0])
+            src = global_addr(L, bp, g, elt)
+            dst = smem_addr(L, sm, coords[r0])
+            L.em.op(ptx.CpAsyncOp(dst, src, mask=in_bounds(L, bp, g, dims), size=16, cache="cg"))
+        return []
+
+    def slow_path() -> list[SSAValue]:
+        loaded = load_block_scalar(L, bp, tile, dl, coords, dims)
+        for r0 in range(0, dl.num_regs, run):
+            L.em.op(ptx.StSharedOp(smem_addr(L, sm, coords[r0]), pack_words(L, loaded[r0:r0 + run])))
+        return []
+
+    if run >= vec16:
+        _two_paths(L, vector_ok(L, bp, fast, vec16, dims), fast_path, slow_path, [])
+    else:
+        slow_path()
+
+
+def load_block_scalar(L: Lowerer, bp: BlockPtr, tile: TensorType, dl: DistLayout, coords, dims) -> list[SSAValue]:
+    elt = tile.element_type
+    zero = pad_value(L, elt, 1)
+    out = []
+    for r in range(dl.num_regs):
+        g = global_coords(L, bp, coords[r])
+        pred = in_bounds(L, bp, g, dims)
+        out.append(L.em.val(ptx.LdGlobalOp(global_addr(L, bp, g, elt), elt, 1, mask=pred,
+                                           other=[zero] if pred is not None else [])))
+    return out
+
+
+__all__ = [
+    "load_block",
+    "store_block",
+    "store_shared",
+    "load_shared",
+    "async_copy",
+    "smem_addr",
+    "smem_offset",
+    "esize",
+    "is_b16",
+]
+

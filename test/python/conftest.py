@@ -1,0 +1,46 @@
+"""Skip `@pytest.mark.gpu` tests, with the reason, where no CUDA GPU or cuda-python is usable."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+
+def _has_cuda_python() -> bool:
+    """cuda-python ships `cuda.bindings.driver` (12.6+) and the older `cuda.cuda`."""
+    for name in ("cuda.bindings.driver", "cuda.cuda"):
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return True
+        except (ImportError, ValueError):
+            continue
+    return False
+
+
+def gpu_unavailable_reason() -> str | None:
+    """None when GPU tests can run here, else why not."""
+    try:
+        import torch
+    except ImportError:
+        return "gpu test: torch is not installed"
+    if not torch.cuda.is_available():
+        return "gpu test: torch.cuda is not available (no CUDA device or a CPU-only torch build)"
+    if not _has_cuda_python():
+        return "gpu test: cuda-python is not installed (pip install 'sparsecc[gpu]')"
+    major, _ = torch.cuda.get_device_capability()
+    if major < 8:
+        return f"gpu test: the GPU is sm_{major}x; sparse tensor cores need sm_80 or newer"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    reason = gpu_unavailable_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in gpu_items:
+        item.add_marker(skip)
