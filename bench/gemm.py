@@ -79,9 +79,8 @@ def _triton_matmul():
 
 
 def bench_shape(m: int, n: int, k: int, dtype: torch.dtype, do_bench) -> dict[str, float | None]:
-    from sparsecc.ops import sparse_mm
-
     import sparsecc
+    from sparsecc.ops import sparse_mm
 
     dense = sparsecc.prune_2to4(torch.randn(m, k, dtype=dtype, device="cuda"))
     b = torch.randn(k, n, dtype=dtype, device="cuda")

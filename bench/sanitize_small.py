@@ -1,0 +1,43 @@
+"""One small ragged sparse_mm on the GPU, for memory checkers.
+
+    compute-sanitizer --tool memcheck python bench/sanitize_small.py
+
+Shapes are chosen so every boundary check matters: M and N are not multiples of any tile size
+and K is not a multiple of BLOCK_K. Exits 1 if the result differs from torch.mm.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("bench/sanitize_small.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    import sparsecc
+    from sparsecc.ops import sparse_mm
+    from sparsecc.ops.sparse_mm import MMConfig
+
+    torch.manual_seed(0)
+    status = 0
+    for dtype in (torch.float16, torch.bfloat16):
+        m, n, k = 37, 45, 80
+        dense = sparsecc.prune_2to4(torch.randn(m, k, dtype=dtype, device="cuda"))
+        b = torch.randn(k, n, dtype=dtype, device="cuda")
+        a = sparsecc.compress(dense)
+        for cfg in (None, MMConfig(32, 32, 64, num_stages=1), MMConfig(128, 128, 64, num_stages=3)):
+            out = sparse_mm(a, b, config=cfg)
+            torch.cuda.synchronize()
+            err = (out.float() - torch.mm(dense, b).float()).abs().max().item()
+            ok = err <= 0.05 * (k ** 0.5)
+            status |= not ok
+            print(f"sparse_mm {dtype} {m}x{n}x{k} config={cfg}: max |err| {err:.3g} "
+                  f"{'ok' if ok else 'MISMATCH'}")
+    return int(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

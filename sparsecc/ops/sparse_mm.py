@@ -1,0 +1,155 @@
+"""`sparse_mm(A, B)`: D = A_dense @ B for a 2:4-sparse A (NV24), as one `@sparsecc.jit` kernel.
+
+The kernel is ordinary Triton-style code written against the DENSE view of A: its block pointer
+says shape (M, K) and strides (K, 1), and `decompose-sparse-tensors` turns that into the values
+(M x K/2) and metadata (ceil(M/16) x K) block pointers. Every load and the store check both
+bounds, so any M, N >= 1 and any K the compressor accepts (a multiple of 16) work, also when K
+is not a multiple of BLOCK_K. CPU tensors run through the interpreter (the frontend dispatches
+on the device), CUDA tensors through the compiled cubin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+import sparsecc
+import sparsecc.language as tl
+
+__all__ = ["MMConfig", "default_config", "sparse_mm", "sparse_mm_kernel"]
+
+
+@sparsecc.jit
+def sparse_mm_kernel(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     GROUP_M: tl.constexpr):
+    # Grouped tile order: GROUP_M row-tiles share the same B column panel while it is in L2.
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * num_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = min(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1),
+                              offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K),
+                              order=(1, 0))
+    b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn),
+                              offsets=(0, pid_n * BLOCK_N), block_shape=(BLOCK_K, BLOCK_N),
+                              order=(1, 0))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
+        b = tl.load(b_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(a, b, acc)
+        a_ptr = tl.advance(a_ptr, (0, BLOCK_K))
+        b_ptr = tl.advance(b_ptr, (BLOCK_K, 0))
+    d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, stride_dn),
+                              offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+    tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
+
+
+@dataclass(frozen=True)
+class MMConfig:
+    """Tile sizes and launch options of one sparse_mm launch."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+
+
+# One m16n8k32 mma.sp step needs BLOCK_M % 16 == 0 and BLOCK_K % 32 == 0; metadata tiles need
+# BLOCK_M % 16 == 0 (16-row word blocks). fp16 and bf16 share the tile shapes.
+_DEFAULTS: dict[torch.dtype, MMConfig] = {
+    torch.float16: MMConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=3),
+    torch.bfloat16: MMConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=3),
+}
+_SMALL = MMConfig(64, 64, 64, group_m=8, num_warps=4, num_stages=2)
+_CPU = MMConfig(32, 32, 32, group_m=4, num_warps=4, num_stages=1)
+
+
+def default_config(m: int, n: int, k: int, dtype: torch.dtype, device_type: str = "cuda") -> MMConfig:
+    """The tile config sparse_mm uses for an (m, n, k) problem of `dtype` on `device_type`."""
+    if device_type == "cpu":
+        return _CPU  # the interpreter: small tiles keep the per-program work cheap
+    if m <= 256 or n <= 256:
+        return _SMALL
+    return _DEFAULTS[dtype]
+
+
+def _check(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtype:
+    """Validate operands; one clear message per problem. Returns the output dtype."""
+    from sparsecc.runtime.sparse_tensor import SUPPORTED_DTYPES, SparseTensor
+
+    if not isinstance(a, SparseTensor):
+        raise TypeError(f"sparse_mm: A must be a sparsecc.SparseTensor (use sparsecc.compress(dense)), "
+                        f"got {type(a).__name__}")
+    if not isinstance(b, torch.Tensor):
+        raise TypeError(f"sparse_mm: B must be a torch.Tensor, got {type(b).__name__}")
+    if b.dim() != 2:
+        raise ValueError(f"sparse_mm: B must be 2-D (K x N), got shape {tuple(b.shape)}")
+    m, k = a.shape
+    if b.shape[0] != k:
+        raise ValueError(f"sparse_mm: shape mismatch: A is {m}x{k} but B is "
+                         f"{b.shape[0]}x{b.shape[1]} (B needs {k} rows)")
+    if b.dtype != a.dtype:
+        raise TypeError(f"sparse_mm: dtype mismatch: A is {a.dtype} but B is {b.dtype}")
+    if a.device != b.device:
+        raise ValueError(f"sparse_mm: device mismatch: A is on {a.device} but B is on {b.device}")
+    out = a.dtype if out_dtype is None else out_dtype
+    allowed = (*SUPPORTED_DTYPES, torch.float32)
+    if out not in allowed:
+        raise TypeError(f"sparse_mm: out_dtype must be one of {', '.join(map(str, allowed))}, "
+                        f"got {out}")
+    return out
+
+
+def _check_out(out: Any, shape: tuple[int, int], dtype: torch.dtype, device: torch.device) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"sparse_mm: out must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != shape:
+        raise ValueError(f"sparse_mm: out has shape {tuple(out.shape)}, expected {shape}")
+    if out.dtype != dtype:
+        raise TypeError(f"sparse_mm: out has dtype {out.dtype}, expected {dtype}")
+    if out.device != device:
+        raise ValueError(f"sparse_mm: out is on {out.device} but the operands are on {device}")
+
+
+def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
+              out: torch.Tensor | None = None, config: MMConfig | None = None) -> torch.Tensor:
+    """A_dense @ B for A a 2:4 SparseTensor (M x K) and B dense (K x N), same fp16/bf16 dtype.
+
+    Accumulates in fp32 and returns `out_dtype` (default: A's dtype, or `out`'s dtype when `out`
+    is given). `out` (M x N, any strides) receives the result. `config` overrides the default
+    tiles (BLOCK_M/BLOCK_N multiples of 16, BLOCK_K a multiple of 32).
+    """
+    if out is not None and out_dtype is None and isinstance(out, torch.Tensor):
+        out_dtype = out.dtype
+    dtype = _check(a, b, out_dtype)
+    m, k = a.shape
+    n = b.shape[1]
+    if out is None:
+        d = torch.empty((m, n), dtype=dtype, device=b.device)
+    else:
+        _check_out(out, (m, n), dtype, b.device)
+        d = out
+    if m == 0 or n == 0:
+        return d
+    cfg = config or default_config(m, n, k, a.dtype, b.device.type)
+    if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
+        raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "
+                         "BLOCK_K a multiple of 32")
+    grid = (-(-m // cfg.block_m) * -(-n // cfg.block_n),)
+    sparse_mm_kernel[grid](
+        d, a, b, m, n, k, a.stride(0), b.stride(0), b.stride(1), d.stride(0), d.stride(1),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return d

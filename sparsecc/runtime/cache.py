@@ -1,0 +1,295 @@
+"""The on-disk kernel cache: compiled stages (texts + cubin) keyed by everything that shapes them.
+
+An entry is one file `<dir>/<key[:2]>/<key>.sccache` holding a small header line, the sha256 of
+the body, and the body: JSON with `asm` (stage texts; bytes such as the cubin as base64) and
+`metadata`. It is written to a temporary file in the same folder and moved into place with
+`os.replace`, so readers only ever see a whole entry; concurrent writers of one key each
+replace it with an equally valid file. A read whose checksum or format does not match is
+discarded (the file is removed) and reported as a miss, so a truncated or bit-flipped entry is
+recompiled rather than trusted.
+
+The key hashes: the kernel source (with the source of every `@sparsecc.jit` function it calls),
+the signature, the constexprs, the compile options, the sparsecc version, and a digest of the
+compiler's own source files, so editing a pass invalidates every entry.
+
+Folder: `$SPARSECC_CACHE_DIR`, else `~/.cache/sparsecc`. `SPARSECC_CACHE=0` turns caching off.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CacheEntry",
+    "cache_dir",
+    "cached_compile",
+    "compiler_digest",
+    "enabled",
+    "get",
+    "kernel_source",
+    "key_for",
+    "put",
+]
+
+MAGIC = b"SPARSECC-CACHE 1\n"
+SUFFIX = ".sccache"
+_PACKAGE = Path(__file__).resolve().parent.parent
+# Folders whose sources do not change what the compiler produces.
+_NOT_COMPILER = ("runtime", "ops", "tools")
+
+
+@dataclass
+class CacheEntry:
+    """What a compile produced and the cache keeps: stage texts/bytes and launch metadata."""
+
+    asm: dict[str, str | bytes] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    hit: bool = False
+    """True when this entry came from disk (not stored)."""
+    value: Any = None
+    """On a miss, the object `compile_fn` returned (not stored)."""
+
+
+# --------------------------------------------------------------------------------------
+# Where, and whether
+# --------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """The cache folder: $SPARSECC_CACHE_DIR or ~/.cache/sparsecc (read on every call)."""
+    env = os.environ.get("SPARSECC_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "sparsecc"
+
+
+def enabled() -> bool:
+    return os.environ.get("SPARSECC_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def _path(key: str) -> Path:
+    if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+        raise ValueError(f"cache key must be a sha256 hex digest, got {key!r}")
+    return cache_dir() / key[:2] / f"{key}{SUFFIX}"
+
+
+# --------------------------------------------------------------------------------------
+# Keys
+# --------------------------------------------------------------------------------------
+
+_DIGEST: str | None = None
+
+
+def compiler_digest() -> str:
+    """sha256 over the compiler's own .py files (path + contents), computed once per process."""
+    global _DIGEST
+    if _DIGEST is None:
+        h = hashlib.sha256()
+        for p in sorted(_PACKAGE.rglob("*.py")):
+            rel = p.relative_to(_PACKAGE)
+            if rel.parts[0] in _NOT_COMPILER:
+                continue
+            h.update(str(rel).encode())
+            h.update(b"\0")
+            h.update(p.read_bytes())
+            h.update(b"\0")
+        _DIGEST = h.hexdigest()
+    return _DIGEST
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("sparsecc")
+    except Exception:  # not installed (a plain checkout on sys.path)
+        return "0+unknown"
+
+
+def kernel_source(kernel: Any) -> str:
+    """Source of a `@sparsecc.jit` function plus, recursively, every jit function it calls.
+
+    Callees are found by resolving the free names of the kernel's AST the way the frontend
+    does (`resolve_global`), so editing an inlined helper changes the key.
+    """
+    seen: dict[str, str] = {}
+
+    def visit(fn: Any) -> None:
+        ident = f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', fn.__name__)}"
+        if ident in seen:
+            return
+        seen[ident] = getattr(fn, "src", "")
+        tree = getattr(fn, "tree", None)
+        resolve = getattr(fn, "resolve_global", None)
+        if tree is None or resolve is None:
+            return
+        for node in ast.walk(tree):
+            obj = None
+            if isinstance(node, ast.Name):
+                found, obj = resolve(node.id)
+                if not found:
+                    continue
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                found, base = resolve(node.value.id)
+                obj = getattr(base, node.attr, None) if found else None
+            if getattr(obj, "__sparsecc_jit__", False) and obj is not fn:
+                visit(obj)
+
+    visit(kernel)
+    first, *rest = seen.items()
+    return first[1] + "".join(f"\n# --- {k}\n{v}" for k, v in sorted(rest))
+
+
+def _canonical(x: Any) -> Any:
+    """A JSON-able, order-stable form of signatures / constexprs / options."""
+    if isinstance(x, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(x.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(x, list | tuple):
+        return [_canonical(v) for v in x]
+    if isinstance(x, bool | int | float | str) or x is None:
+        return [type(x).__name__, x]
+    if is_dataclass(x) and not isinstance(x, type):
+        return _canonical(asdict(x))
+    return ["repr", repr(x)]
+
+
+def key_for(fn_source: str, signature: Mapping[str, str], constexprs: Mapping[str, Any],
+            opts: Any) -> str:
+    """sha256 hex of everything that determines a compile's output."""
+    if hasattr(opts, "target") and not isinstance(opts, Mapping):
+        opts = {"target": opts.target, "num_warps": opts.num_warps, "num_stages": opts.num_stages}
+    blob = json.dumps({
+        "source": fn_source,
+        "signature": _canonical(dict(signature)),
+        "constexprs": _canonical(dict(constexprs)),
+        "options": _canonical(opts),
+        "version": _version(),
+        "compiler": compiler_digest(),
+    }, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------------------
+
+
+def _enc(x: Any) -> Any:
+    if isinstance(x, bytes | bytearray):
+        return {"__bytes__": base64.b64encode(bytes(x)).decode("ascii")}
+    if isinstance(x, Mapping):
+        if any(not isinstance(k, str) for k in x):
+            raise TypeError("cache entries need string keys")
+        return {k: _enc(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_enc(v) for v in x]
+    if is_dataclass(x) and not isinstance(x, type):
+        return _enc(asdict(x))
+    if isinstance(x, bool | int | float | str) or x is None:
+        return x
+    raise TypeError(f"cannot store {type(x).__name__} in the kernel cache")
+
+
+def _dec(x: Any) -> Any:
+    if isinstance(x, dict):
+        if len(x) == 1 and "__bytes__" in x:
+            return base64.b64decode(x["__bytes__"], validate=True)
+        return {k: _dec(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_dec(v) for v in x]
+    return x
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+# --------------------------------------------------------------------------------------
+# get / put
+# --------------------------------------------------------------------------------------
+
+
+def get(key: str) -> CacheEntry | None:
+    """The stored entry for `key`, or None (missing, disabled, or corrupt: then it is removed)."""
+    if not enabled():
+        return None
+    path = _path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        if not data.startswith(MAGIC):
+            raise ValueError("bad header")
+        digest, body = data[len(MAGIC):len(MAGIC) + 64], data[len(MAGIC) + 65:]
+        if data[len(MAGIC) + 64:len(MAGIC) + 65] != b"\n" or hashlib.sha256(body).hexdigest().encode() != digest:
+            raise ValueError("checksum mismatch")
+        obj = json.loads(body)
+        if obj.get("key") != key:
+            raise ValueError("entry stored under another key")
+        entry = CacheEntry(asm=_dec(obj["asm"]), metadata=_dec(obj["metadata"]), hit=True)
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        _discard(path)
+        return None
+    return entry
+
+
+def put(key: str, entry: CacheEntry | Mapping[str, Any]) -> bool:
+    """Store `entry` (a CacheEntry or {"asm":..., "metadata":...}) atomically; False if unstorable."""
+    if not enabled():
+        return False
+    if isinstance(entry, CacheEntry):
+        asm, metadata = entry.asm, entry.metadata
+    else:
+        asm, metadata = entry["asm"], entry.get("metadata", {})
+    try:
+        body = json.dumps({"key": key, "asm": _enc(asm), "metadata": _enc(metadata)},
+                          separators=(",", ":")).encode()
+    except (TypeError, ValueError):
+        return False  # metadata we cannot serialise: keep working, just uncached
+    data = MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    path = _path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+    except OSError:
+        return False  # read-only or full disk: the cache is an optimisation, not a requirement
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        _discard(Path(tmp))
+        return False
+    return True
+
+
+def cached_compile(fn_source: str, signature: Mapping[str, str], constexprs: Mapping[str, Any],
+                   opts: Any, compile_fn: Callable[[], Any]) -> CacheEntry:
+    """The cached entry for these inputs, or `compile_fn()`'s result, stored for next time.
+
+    `compile_fn` returns an object with `.asm` and `.metadata` (a StageResult or a
+    CompiledKernel) or a mapping with those keys. On a miss the returned entry's `value` is
+    that object (so callers keep e.g. the IR module); on a hit `hit` is True and `value` None.
+    """
+    key = key_for(fn_source, signature, constexprs, opts)
+    entry = get(key)
+    if entry is not None:
+        return entry
+    value = compile_fn()
+    if isinstance(value, Mapping):
+        asm, metadata = dict(value["asm"]), dict(value.get("metadata", {}))
+    else:
+        asm, metadata = dict(value.asm), dict(value.metadata)
+    entry = CacheEntry(asm=asm, metadata=metadata, hit=False, value=value)
+    put(key, entry)
+    return entry

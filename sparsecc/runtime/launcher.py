@@ -1,0 +1,378 @@
+"""Launch a compiled kernel on the GPU: check arguments, pack them, call the driver.
+
+Everything that does not change between launches is worked out once, at a kernel's first launch
+on a device, into a `LaunchPlan` cached on the CompiledKernel: the loaded `CudaKernel`, one
+converter per parameter (type checks + value extraction), the block size and the dynamic
+shared-memory size, and a generated function that checks and packs all arguments inline. A
+later launch runs only that function and one driver call.
+
+Argument rules (checked on every launch, each failure a ValueError naming the argument):
+* a pointer parameter `*fp16` takes a CUDA torch.Tensor of exactly that dtype, on the device
+  of the other tensor arguments;
+* the values and metadata of a SparseTensor (`A.values`, `A.meta`) and any pointer the kernel
+  addresses with compile-time strides only (it "assumes contiguous") must be contiguous;
+* `i32`/`i64` take Python ints in range, `fp32` a float or int, `i1` a bool or int.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+__all__ = ["LaunchPlan", "contiguous_params", "launch", "plan_for"]
+
+_TORCH = {
+    "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
+    "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
+    "fp8e4nv": getattr(torch, "float8_e4m3fn", None),
+}
+_INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "i1": (0, 1)}
+_SHARED_KEYS = ("shared_bytes", "shared", "dynamic_shared_bytes", "smem_bytes", "shared_mem")
+_PLAN_ATTR = "_sparsecc_launch_plan"
+_LOCK = threading.Lock()
+
+
+# --------------------------------------------------------------------------------------
+# Per-parameter converters
+# --------------------------------------------------------------------------------------
+
+Converter = Callable[[Any, int], Any]
+"""(argument, device index) -> the value the driver packs (pointer as int, scalar as-is)."""
+
+
+def _pointer(kernel: str, name: str, kind: str, need_contiguous: bool) -> Converter:
+    elem = kind[1:].split(":")[0]
+    dtype = _TORCH.get(elem)
+    tensor_type = torch.Tensor
+    what = f"{kernel}: argument '{name}'"
+
+    def convert(arg: Any, device: int) -> int:
+        if not isinstance(arg, tensor_type):
+            raise ValueError(f"{what} ({kind}) must be a CUDA torch.Tensor of {dtype}, got "
+                             f"{type(arg).__name__}")
+        if arg.dtype is not dtype:
+            raise ValueError(f"{what} ({kind}) must have dtype {dtype}, got {arg.dtype}")
+        if arg.get_device() != device:
+            where = "the CPU" if not arg.is_cuda else str(arg.device)
+            raise ValueError(f"{what} is on {where}, but the kernel runs on cuda:{device}: move "
+                             "it with .cuda() (every tensor argument must be on the same GPU)")
+        if need_contiguous and not arg.is_contiguous():
+            raise ValueError(f"{what} must be contiguous (the kernel addresses it without "
+                             f"runtime strides), got strides {tuple(arg.stride())}; pass "
+                             ".contiguous()")
+        return arg.data_ptr()
+
+    return convert
+
+
+def _integer(kernel: str, name: str, kind: str) -> Converter:
+    lo, hi = _INT_RANGE[kind]
+
+    def convert(arg: Any, device: int) -> int:  # noqa: ARG001
+        if type(arg) is not int:
+            if isinstance(arg, bool | int):
+                arg = int(arg)
+            elif isinstance(arg, torch.Tensor):
+                raise ValueError(f"{kernel}: argument '{name}' ({kind}) is a tensor; pass a "
+                                 "Python int (e.g. x.item() or x.shape[0])")
+            else:
+                raise ValueError(f"{kernel}: argument '{name}' ({kind}) must be an int, got "
+                                 f"{type(arg).__name__}")
+        if not lo <= arg <= hi:
+            raise ValueError(f"{kernel}: argument '{name}' = {arg} does not fit in {kind}")
+        return arg
+
+    return convert
+
+
+def _float(kernel: str, name: str, kind: str) -> Converter:
+    def convert(arg: Any, device: int) -> float:  # noqa: ARG001
+        if isinstance(arg, float | int) and not isinstance(arg, bool):
+            return float(arg)
+        raise ValueError(f"{kernel}: argument '{name}' ({kind}) must be a float, got "
+                         f"{type(arg).__name__}")
+
+    return convert
+
+
+def _converter(kernel: str, name: str, kind: str, need_contiguous: bool) -> Converter:
+    if kind.startswith("*"):
+        if _TORCH.get(kind[1:].split(":")[0]) is None:
+            raise ValueError(f"{kernel}: parameter '{name}' has unsupported pointer type {kind}")
+        return _pointer(kernel, name, kind, need_contiguous)
+    if kind in _INT_RANGE:
+        return _integer(kernel, name, kind)
+    if kind in ("fp32", "fp16", "bf16", "fp64"):
+        return _float(kernel, name, kind)
+    raise ValueError(f"{kernel}: parameter '{name}' has unsupported type {kind}")
+
+
+def make_packer(kinds: Sequence[str], contiguous: Sequence[bool],
+                converters: Sequence[Converter]) -> Callable[[Sequence[Any], int], list[Any]]:
+    """One generated function that checks and packs every argument without a call per argument.
+
+    The fast path is inline comparisons (exact type, dtype identity, device, contiguity, int
+    range); whenever one fails, the argument's converter runs, which either coerces it (a bool
+    for an int) or raises the ValueError naming it.
+    """
+    env: dict[str, Any] = {"T": torch.Tensor, "C": tuple(converters)}
+    lines = ["def pack(args, device):", f"    ({''.join(f'a{i}, ' for i in range(len(kinds)))}) = args"]
+    out = []
+    for i, (kind, contig) in enumerate(zip(kinds, contiguous)):
+        a = f"a{i}"
+        if kind.startswith("*"):
+            env[f"D{i}"] = _TORCH.get(kind[1:].split(":")[0])
+            cond = (f"{a}.__class__ is T and {a}.dtype is D{i} and {a}.get_device() == device"
+                    + (f" and {a}.is_contiguous()" if contig else ""))
+            lines += [f"    if {cond}:", f"        {a} = {a}.data_ptr()",
+                      "    else:", f"        {a} = C[{i}]({a}, device)"]
+        elif kind in _INT_RANGE:
+            lo, hi = _INT_RANGE[kind]
+            lines += [f"    if {a}.__class__ is not int or not {lo} <= {a} <= {hi}:",
+                      f"        {a} = C[{i}]({a}, device)"]
+        else:
+            lines += [f"    if {a}.__class__ is not float:", f"        {a} = C[{i}]({a}, device)"]
+        out.append(a)
+    lines.append(f"    return [{', '.join(out)}]")
+    exec(compile("\n".join(lines), "<sparsecc launcher>", "exec"), env)  # noqa: S102
+    return env["pack"]
+
+
+# --------------------------------------------------------------------------------------
+# Which pointers the kernel assumes contiguous
+# --------------------------------------------------------------------------------------
+
+
+def contiguous_params(module: Any, func_name: str) -> set[int]:
+    """Indices of pointer parameters addressed with compile-time strides/offsets only.
+
+    A pointer whose every tt.make_tensor_ptr has constant strides, and whose every tt.addptr
+    offset is computed without reading a runtime parameter, only addresses the tensor
+    correctly when it is contiguous. Pointers addressed through runtime strides are left alone
+    (views with any strides are fine there).
+    """
+    from xdsl.ir import BlockArgument, Operation
+
+    from sparsecc.dialects import tt
+
+    func = next((op for op in module.walk()
+                 if isinstance(op, tt.FuncOp) and op.sym_name.data == func_name), None)
+    if func is None:
+        return set()
+    entry = func.body.blocks.first
+    params = list(entry.args)
+
+    def reads_runtime(value: Any, seen: set[int]) -> bool:
+        if id(value) in seen:
+            return False
+        seen.add(id(value))
+        if isinstance(value, BlockArgument):
+            return True  # a kernel parameter, or a loop-carried value: treat as runtime
+        op = value.owner
+        if not isinstance(op, Operation):
+            return True
+        return any(reads_runtime(o, seen) for o in op.operands)
+
+    def pointer_users(value: Any) -> list[tuple[Any, Any]]:
+        """(op, the operand that is the pointer) for each addressing use, through splat/broadcast."""
+        out = []
+        for use in value.uses:
+            op = use.operation
+            if isinstance(op, tt.SplatOp | tt.BroadcastOp | tt.ExpandDimsOp | tt.ReshapeOp):
+                out.extend(pointer_users(op.results[0]))
+            else:
+                out.append((op, value))
+        return out
+
+    result: set[int] = set()
+    for i, p in enumerate(params):
+        if not isinstance(p.type, tt.PointerType):
+            continue
+        users = pointer_users(p)
+        if not users:
+            continue
+        fixed = True
+        for op, _ in users:
+            if isinstance(op, tt.MakeTensorPtrOp):
+                if any(reads_runtime(s, set()) for s in op.strides):
+                    fixed = False
+            elif isinstance(op, tt.AddPtrOp):
+                if reads_runtime(op.offset, set()):
+                    fixed = False
+        if fixed:
+            result.add(i)
+    return result
+
+
+def _module_of(compiled: Any) -> Any:
+    """The decomposed module: kept on the CompiledKernel, or re-parsed from its text."""
+    module = getattr(compiled, "module", None)
+    if module is not None:
+        return module
+    text = getattr(compiled, "asm", {}).get("ttir-decomposed")
+    if not isinstance(text, str):
+        return None
+    try:
+        from xdsl.parser import Parser
+
+        from sparsecc.dialects import make_context
+
+        return Parser(make_context(), text).parse_module()
+    except Exception:  # the analysis is a convenience check; without IR, skip it
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# The plan
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LaunchPlan:
+    """What launches of one compiled kernel need, computed once; `kernels` holds one loaded
+    CudaKernel per device index, loaded at the first launch there."""
+
+    name: str
+    cubin: bytes
+    converters: tuple[Converter, ...]
+    pack: Callable[[Sequence[Any], int], list[Any]]
+    names: tuple[str, ...]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    driver_kinds: list[str]
+    kernels: dict[int, Any]
+    pointer_index: int
+    """Index of the first pointer parameter (its tensor decides the device), -1 if none."""
+
+    def kernel(self, device: int) -> Any:
+        k = self.kernels.get(device)
+        if k is None:
+            with _LOCK:
+                k = self.kernels.get(device)
+                if k is None:
+                    try:
+                        k = _load_kernel(self.cubin, self.name, self.driver_kinds,
+                                         self.shared_bytes, device)
+                    except Exception as e:
+                        raise RuntimeError(f"{self.name}: loading the cubin on cuda:{device} "
+                                           f"failed: {e}") from None
+                    self.kernels[device] = k
+        return k
+
+
+def _param_kinds(compiled: Any) -> tuple[list[str], list[str]]:
+    """Signature kinds ("*fp16", "i32", ...) and names of the decomposed kernel's parameters."""
+    kinds = list(getattr(compiled, "flat_signature", None) or [])
+    names = list(getattr(compiled, "flat_arg_names", None) or [])
+    if len(names) != len(kinds):
+        names = [f"#{i}" for i in range(len(kinds))]
+    return kinds, names
+
+
+def _shared_bytes(meta: dict[str, Any]) -> int:
+    for k in _SHARED_KEYS:
+        if k in meta:
+            return int(meta[k])
+    return 0
+
+
+_DRIVER_KIND = {"i1": "i32", "i32": "i32", "i64": "i64", "fp32": "f32"}
+
+
+def _driver_kinds(meta: dict[str, Any], kinds: Sequence[str]) -> list[str]:
+    """Param kinds as driver.CudaKernel packs them: the lowering's own list when it gave one
+    (`params`: (name, kind) pairs, or `param_kinds`), else derived from the signature (pointers
+    as "ptr"; an i1 travels as a 32-bit word, whose low byte is what a byte-sized param reads)."""
+    for key in ("param_kinds", "params"):
+        given = meta.get(key)
+        if isinstance(given, list | tuple) and len(given) == len(kinds):
+            return [str(k[1] if isinstance(k, list | tuple) else k) for k in given]
+    return ["ptr" if k.startswith("*") else _DRIVER_KIND.get(k, k) for k in kinds]
+
+
+def _load_kernel(cubin: bytes, name: str, kinds: list[str], shared_bytes: int, device: int) -> Any:
+    """A driver.CudaKernel for `name` in `cubin`, loaded into `device`'s (torch's) context."""
+    from sparsecc.runtime import driver
+
+    on_device = torch.cuda.device(device) if torch.cuda.is_available() else contextlib.nullcontext()
+    with on_device:
+        return driver.CudaKernel(cubin, name, kinds, shared_bytes=shared_bytes)
+
+
+def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
+    """The launch plan of `compiled`, built at its first launch and cached on it."""
+    plan: LaunchPlan | None = getattr(compiled, _PLAN_ATTR, None)
+    if plan is not None:
+        return plan
+    with _LOCK:
+        plan = getattr(compiled, _PLAN_ATTR, None)
+        if plan is not None:
+            return plan
+        meta = getattr(compiled, "metadata", {}) or {}
+        name = str(meta.get("name") or getattr(compiled, "name", "kernel"))
+        cubin = getattr(compiled, "asm", {}).get("cubin")
+        if not isinstance(cubin, bytes | bytearray):
+            raise RuntimeError(f"{name}: no cubin to launch (compiled for target "
+                               f"{getattr(compiled, 'target', None)!r}; asm has "
+                               f"{sorted(getattr(compiled, 'asm', {}))})")
+        kinds, names = _param_kinds(compiled)
+        contiguous = contiguous_params(module, name) if (module := _module_of(compiled)) else set()
+        contig = [i in contiguous or n.endswith((".values", ".meta")) for i, n in enumerate(names)]
+        converters = tuple(_converter(name, n, k, c) for n, k, c in zip(names, kinds, contig))
+        warps = int(meta.get("num_warps") or num_warps or getattr(compiled, "num_warps", 4))
+        plan = LaunchPlan(name, bytes(cubin), converters, make_packer(kinds, contig, converters),
+                          tuple(names), (32 * warps, 1, 1),
+                          _shared_bytes(meta), _driver_kinds(meta, kinds), {},
+                          next((i for i, k in enumerate(kinds) if k.startswith("*")), -1))
+        setattr(compiled, _PLAN_ATTR, plan)
+        return plan
+
+
+def _device_of(flat_args: Sequence[Any], first_pointer: int) -> int:
+    """The GPU of the first pointer argument when it is a CUDA tensor, else of any CUDA tensor,
+    else the current GPU (the argument checks then report the stray CPU tensor)."""
+    if first_pointer >= 0:
+        a = flat_args[first_pointer]
+        if isinstance(a, torch.Tensor) and a.is_cuda:
+            return a.get_device()
+    for a in flat_args:
+        if isinstance(a, torch.Tensor) and a.is_cuda:
+            return a.get_device()
+    return torch.cuda.current_device() if torch.cuda.is_available() else 0
+
+
+try:  # the raw cudaStream_t of the current stream without building a torch.cuda.Stream
+    _raw_stream: Callable[[int], int] = torch._C._cuda_getCurrentRawStream  # type: ignore[attr-defined]
+except AttributeError:  # pragma: no cover - older/newer torch
+    def _raw_stream(device: int) -> int:
+        return torch.cuda.current_stream(device).cuda_stream
+
+
+def launch(compiled: Any, grid: Sequence[int], flat_args: Sequence[Any], num_warps: int) -> None:
+    """Launch `compiled` over `grid` with the decomposed arguments, on torch's current stream."""
+    plan = compiled.__dict__.get(_PLAN_ATTR) or plan_for(compiled, num_warps)
+    converters = plan.converters
+    if len(flat_args) != len(converters):
+        raise ValueError(f"{plan.name}: expected {len(converters)} arguments "
+                         f"({', '.join(plan.names)}), got {len(flat_args)}")
+    device = _device_of(flat_args, plan.pointer_index)
+    values = plan.pack(flat_args, device)
+    gx, gy, gz = grid
+    if gx == 0 or gy == 0 or gz == 0:
+        return
+    kernel = plan.kernels.get(device) or plan.kernel(device)
+    try:
+        kernel.launch((gx, gy, gz), plan.block, values, plan.shared_bytes, _raw_stream(device))
+    except RuntimeError as e:
+        if plan.name in str(e):  # driver.CudaError already names the kernel and the call
+            raise
+        raise RuntimeError(f"{plan.name}: launch failed (grid {tuple(grid)}, block {plan.block}, "
+                           f"{plan.shared_bytes} B dynamic shared memory): {e}") from None
+    except Exception as e:
+        raise RuntimeError(f"{plan.name}: launch failed (grid {tuple(grid)}, block {plan.block}, "
+                           f"{plan.shared_bytes} B dynamic shared memory): {e}") from None
