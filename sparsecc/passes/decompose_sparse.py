@@ -1,0 +1,381 @@
+"""decompose-sparse-tensors: split every #tt.sparse<"NV24"> tensor into values + metadata.
+
+Accepts: tt IR where sparse data enters through `tt.func` arguments of type
+`!tt.ptr<T, #tt.sparse<"NV24">>` (T = f16 or bf16) and flows only through
+  - `tt.make_tensor_ptr` / `tt.advance` / `tt.load` (block pointers, `order = [1, 0]`),
+  - `scf.for` iter_args and `scf.yield` (e.g. the K loop advancing a block pointer),
+  - operand A of `tt.dot`.
+Guarantees afterwards: no `#tt.sparse` type is left anywhere; each sparse argument became two
+arguments in place, a values pointer `!tt.ptr<T>` then a metadata pointer `!tt.ptr<i16>`; each
+sparse dot is `tt.dot %values, %b, %meta, %c, sparseIndex = 0`.
+
+Why this shape (seed 001): later passes treat values and metadata as ordinary dense tensors
+with their own layouts and swizzles, so the sparse format has to be explicit in the IR before any
+GPU decision is made.
+
+How indices are recomputed (the NV24 format, sparsecc/runtime/compress.py). For a dense M×K
+matrix with row stride sM and column stride sK = 1 addressed by a BM×BK block at (om, ok):
+  values   (M × K/2, row stride sM/2):     shape [M, K/2],        strides [sM/2, sK], offsets [om, ok/2],    tile BM × BK/2
+  metadata (ceil(M/16) × K, row stride sM): shape [ceil(M/16), K], strides [sM, sK],   offsets [om/16, ok],   tile BM/16 × BK
+`tt.advance [dm, dk]` becomes [dm, dk/2] and [dm/16, dk]. Offsets along M must be multiples of
+16 and along K multiples of 16 at run time (tiles start on a metadata word); BM and BK must be
+multiples of 16, which is checked here. Arithmetic on constants is folded into new constants.
+
+A sparse value used anywhere else (stored, fed to an elementwise op, reduced, operand B of a
+dot, a tensor of sparse pointers) cannot be decomposed: the pass stops with an error naming
+the op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i16
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from sparsecc.dialects import tt
+
+META_ROWS = 16
+"""Rows of A that share one row of metadata words (one 16-bit word per row per 16 columns)."""
+
+
+class SparseDecompositionError(DiagnosticException):
+    """A sparse tensor is used where it cannot be split into values and metadata."""
+
+    def __init__(self, message: str, op: Operation | None = None):
+        super().__init__(message)
+        self.op = op
+
+
+@dataclass(frozen=True)
+class Split:
+    """The two dense halves a sparse SSA value became."""
+
+    values: SSAValue
+    meta: SSAValue
+
+
+def _op_desc(op: Operation) -> str:
+    hint = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
+    return f"'{op.name}'" + (f" (defining {hint})" if hint else "")
+
+
+def _fail(op: Operation, message: str) -> SparseDecompositionError:
+    return SparseDecompositionError(f"{_op_desc(op)}: {message}", op)
+
+
+# ----------------------------------------------------------------------------------------
+# Types
+# ----------------------------------------------------------------------------------------
+
+
+def _tile_types(tile: TensorType, op: Operation) -> tuple[TensorType, TensorType]:
+    """values and metadata tiles of a sparse BM×BK tile."""
+    shape = tile.get_shape()
+    if len(shape) != 2:
+        raise _fail(op, f"only 2-D sparse tiles can be decomposed, got shape {list(shape)}")
+    bm, bk = shape
+    if bm % META_ROWS or bk % 16:
+        raise _fail(
+            op,
+            f"a sparse NV24 tile must have rows and columns that are multiples of 16 "
+            f"(one metadata word covers 16 rows x 16 columns), got {bm}x{bk}",
+        )
+    return (
+        TensorType(tile.element_type, [bm, bk // 2]),
+        TensorType(i16, [bm // META_ROWS, bk]),
+    )
+
+
+def _split_ptr_type(ty: Attribute, op: Operation) -> tuple[Attribute, Attribute]:
+    if isinstance(ty, tt.PointerType) and isinstance(ty.pointee, TensorType):
+        v, m = _tile_types(ty.pointee, op)
+        return tt.PointerType(v), tt.PointerType(m)
+    if isinstance(ty, tt.PointerType):
+        return tt.PointerType(ty.pointee), tt.PointerType(i16)
+    raise _fail(op, "only pointers and block pointers to sparse data can be decomposed")
+
+
+# ----------------------------------------------------------------------------------------
+# Index arithmetic that folds constants
+# ----------------------------------------------------------------------------------------
+
+
+class _Builder:
+    """Inserts index arithmetic before an anchor op, folding constants."""
+
+    def __init__(self, anchor: Operation):
+        self.anchor = anchor
+
+    def _insert(self, op: Operation) -> SSAValue:
+        block = self.anchor.parent_block()
+        assert block is not None
+        block.insert_op_before(op, self.anchor)
+        return op.results[0]
+
+    @staticmethod
+    def constant_of(v: SSAValue) -> int | None:
+        owner = v.owner
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+            return owner.value.value.data
+        return None
+
+    def const(self, value: int, ty: Attribute) -> SSAValue:
+        assert isinstance(ty, IntegerType)
+        return self._insert(arith.ConstantOp(IntegerAttr(value, ty)))
+
+    def div(self, v: SSAValue, d: int) -> SSAValue:
+        c = self.constant_of(v)
+        if c is not None:
+            return self.const(c // d, v.type)
+        return self._insert(arith.DivSIOp(v, self.const(d, v.type)))
+
+    def ceil_div(self, v: SSAValue, d: int) -> SSAValue:
+        c = self.constant_of(v)
+        if c is not None:
+            return self.const(-(-c // d), v.type)
+        bumped = self._insert(arith.AddiOp(v, self.const(d - 1, v.type)))
+        return self._insert(arith.DivSIOp(bumped, self.const(d, v.type)))
+
+
+# ----------------------------------------------------------------------------------------
+# The rewrite
+# ----------------------------------------------------------------------------------------
+
+
+class _Decomposer:
+    """Walks one function in program order, splitting sparse values as it meets them."""
+
+    def __init__(self) -> None:
+        self.split: dict[SSAValue, Split] = {}
+        self.dead: list[Operation] = []
+
+    # -- function arguments -------------------------------------------------------------
+    def run_func(self, func: tt.FuncOp) -> None:
+        if not func.body.blocks:
+            return
+        block = func.body.blocks.first
+        assert block is not None
+        for arg in list(block.args):
+            if not tt.is_sparse(arg.type):
+                continue
+            vt, mt = _split_ptr_type(arg.type, func)
+            values = block.insert_arg(vt, arg.index + 1)
+            meta = block.insert_arg(mt, arg.index + 2)
+            name = arg.name_hint
+            values.name_hint = f"{name}_values" if name else None
+            meta.name_hint = f"{name}_meta" if name else None
+            self.split[arg] = Split(values, meta)
+        self.run_block(block)
+        self.erase_dead()
+        for arg in [a for a in block.args if a in self.split]:
+            block.erase_arg(arg)
+        func.function_type = type(func.function_type).from_lists(
+            list(block.arg_types), list(func.function_type.outputs.data)
+        )
+
+    def erase_dead(self) -> None:
+        for op in reversed(self.dead):
+            _erase(op)
+        self.dead.clear()
+
+    # -- ops ----------------------------------------------------------------------------
+    def run_block(self, block: Block) -> None:
+        for op in list(block.ops):
+            if isinstance(op, scf.ForOp):
+                self.rewrite_for(op)
+                continue
+            if isinstance(op, scf.YieldOp):
+                self.rewrite_yield(op)
+                continue
+            for region in op.regions:
+                for inner in region.blocks:
+                    self.run_block(inner)
+            if not any(o in self.split for o in op.operands):
+                if any(tt.is_sparse(r.type) for r in op.results):
+                    raise _fail(op, "produces a sparse value from no sparse input; cannot decompose it")
+                continue
+            self.rewrite(op)
+
+    def rewrite(self, op: Operation) -> None:
+        if isinstance(op, tt.MakeTensorPtrOp):
+            self.rewrite_make_tensor_ptr(op)
+        elif isinstance(op, tt.AdvanceOp):
+            self.rewrite_advance(op)
+        elif isinstance(op, tt.LoadOp):
+            self.rewrite_load(op)
+        elif isinstance(op, tt.DotOp):
+            self.rewrite_dot(op)
+        elif isinstance(op, tt.StoreOp):
+            raise _fail(op, "cannot store a sparse (#tt.sparse<\"NV24\">) tensor; only tt.dot operand A consumes one")
+        elif isinstance(op, tt.SplatOp | tt.AddPtrOp | tt.BroadcastOp | tt.ExpandDimsOp):
+            raise _fail(
+                op,
+                "tensors of pointers into sparse data are not decomposed yet; address the sparse "
+                "operand with tl.make_block_ptr / tl.advance instead",
+            )
+        else:
+            raise _fail(
+                op,
+                "cannot use a sparse (#tt.sparse<\"NV24\">) tensor here; only tl.make_block_ptr, "
+                "tl.advance, tl.load and tt.dot operand A accept one",
+            )
+        self.dead.append(op)
+
+    def rewrite_make_tensor_ptr(self, op: tt.MakeTensorPtrOp) -> None:
+        if op.order.get_values() != (1, 0):
+            raise _fail(op, "a sparse block pointer needs order = [1, 0] (K, the sparse dim, contiguous)")
+        stride_k = _Builder.constant_of(op.strides[1])
+        if stride_k is not None and stride_k != 1:
+            raise _fail(op, f"a sparse block pointer needs unit stride along K, got {stride_k}")
+        vt, mt = _split_ptr_type(op.result.type, op)
+        assert isinstance(vt, tt.PointerType) and isinstance(mt, tt.PointerType)
+        b = _Builder(op)
+        base = self.split[op.base]
+        m, k = op.shape
+        sm, sk = op.strides
+        om, ok = op.offsets
+        order = list(op.order.get_values())
+        values = tt.MakeTensorPtrOp(base.values, [m, b.div(k, 2)], [b.div(sm, 2), sk], [om, b.div(ok, 2)], order, vt)
+        meta = tt.MakeTensorPtrOp(
+            base.meta, [b.ceil_div(m, META_ROWS), k], [sm, sk], [b.div(om, META_ROWS), ok], order, mt
+        )
+        self._emit_pair(op, values, meta)
+
+    def rewrite_advance(self, op: tt.AdvanceOp) -> None:
+        b = _Builder(op)
+        ptr = self.split[op.ptr]
+        dm, dk = op.offsets
+        values = tt.AdvanceOp(ptr.values, [dm, b.div(dk, 2)])
+        meta = tt.AdvanceOp(ptr.meta, [b.div(dm, META_ROWS), dk])
+        self._emit_pair(op, values, meta)
+
+    def rewrite_load(self, op: tt.LoadOp) -> None:
+        if op.mask is not None:
+            raise _fail(op, "masked loads of sparse data are not decomposed; use a block pointer with boundary_check")
+        ptr = self.split[op.ptr]
+        bc = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
+        pad = op.padding.value.data if op.padding is not None else None
+        values = tt.LoadOp(ptr.values, boundary_check=bc, padding=pad)
+        meta = tt.LoadOp(ptr.meta, boundary_check=bc, padding=pad)
+        self._emit_pair(op, values, meta)
+
+    def rewrite_dot(self, op: tt.DotOp) -> None:
+        if op.b in self.split or op.c in self.split or op.a not in self.split:
+            raise _fail(op, "only operand A of tt.dot may be sparse")
+        a = self.split[op.a]
+        new = tt.DotOp(a.values, op.b, op.c, a.meta, sparse_index=0, result_type=op.result.type)
+        new.attributes |= op.attributes
+        self._insert_before(op, new)
+        new.result.name_hint = op.result.name_hint
+        op.result.replace_all_uses_with(new.result)
+
+    def _emit_pair(self, op: Operation, values: Operation, meta: Operation) -> None:
+        self._insert_before(op, values)
+        self._insert_before(op, meta)
+        name = op.results[0].name_hint
+        if name:
+            values.results[0].name_hint = f"{name}_values"
+            meta.results[0].name_hint = f"{name}_meta"
+        self.split[op.results[0]] = Split(values.results[0], meta.results[0])
+
+    @staticmethod
+    def _insert_before(anchor: Operation, new: Operation) -> None:
+        block = anchor.parent_block()
+        assert block is not None
+        block.insert_op_before(new, anchor)
+
+    # -- structured control flow ----------------------------------------------------------
+    def rewrite_for(self, op: scf.ForOp) -> None:
+        old_body = op.body.block
+        carried = list(op.iter_args)
+        if not any(v in self.split for v in carried):
+            self.run_block(old_body)
+            if any(tt.is_sparse(r.type) for r in op.results):
+                raise _fail(op, "a loop result is sparse but its initial value is not")
+            return
+        # A fresh body whose block arguments list each sparse carried value twice.
+        new_inits: list[SSAValue] = []
+        arg_types: list[Attribute] = [old_body.args[0].type]
+        for init in carried:
+            if init in self.split:
+                pair = self.split[init]
+                new_inits += [pair.values, pair.meta]
+                arg_types += [pair.values.type, pair.meta.type]
+            else:
+                new_inits.append(init)
+                arg_types.append(init.type)
+        body = Block(arg_types=arg_types)
+        new_args = iter(body.args)
+        for old_arg in old_body.args:
+            if old_arg.index > 0 and carried[old_arg.index - 1] in self.split:
+                values, meta = next(new_args), next(new_args)
+                if old_arg.name_hint:
+                    values.name_hint = f"{old_arg.name_hint}_values"
+                    meta.name_hint = f"{old_arg.name_hint}_meta"
+                self.split[old_arg] = Split(values, meta)
+            else:
+                new_arg = next(new_args)
+                new_arg.name_hint = old_arg.name_hint
+                old_arg.replace_all_uses_with(new_arg)
+        for inner in list(old_body.ops):
+            inner.detach()
+            body.add_op(inner)
+        self.run_block(body)
+        new_for = scf.ForOp(op.lb, op.ub, op.step, new_inits, body)
+        self._insert_before(op, new_for)
+        results = iter(new_for.results)
+        for i, init in enumerate(carried):
+            old = op.results[i]
+            if init in self.split:
+                values, meta = next(results), next(results)
+                if old.name_hint:
+                    values.name_hint = f"{old.name_hint}_values"
+                    meta.name_hint = f"{old.name_hint}_meta"
+                self.split[old] = Split(values, meta)
+            else:
+                r = next(results)
+                r.name_hint = old.name_hint
+                old.replace_all_uses_with(r)
+        self.dead.append(op)
+
+    def rewrite_yield(self, op: scf.YieldOp) -> None:
+        if not any(v in self.split for v in op.operands):
+            return
+        operands: list[SSAValue] = []
+        for v in op.operands:
+            if v in self.split:
+                operands += [self.split[v].values, self.split[v].meta]
+            else:
+                operands.append(v)
+        self._insert_before(op, scf.YieldOp(*operands))
+        _erase(op)
+
+
+def _erase(op: Operation) -> None:
+    if op.parent is not None:
+        op.detach()
+    op.erase(safe_erase=False)
+
+
+def _assert_no_sparse(module: ModuleOp) -> None:
+    for op in module.walk():
+        for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+            if tt.is_sparse(v.type):
+                raise _fail(op, "a #tt.sparse type is left after decompose-sparse-tensors")
+
+
+@dataclass(frozen=True)
+class DecomposeSparseTensorsPass(ModulePass):
+    """Split each #tt.sparse<"NV24"> tensor into values and metadata (seed 001)."""
+
+    name = "decompose-sparse-tensors"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in [f for f in op.walk() if isinstance(f, tt.FuncOp)]:
+            _Decomposer().run_func(func)
+        _assert_no_sparse(op)
