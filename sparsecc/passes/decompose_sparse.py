@@ -3,6 +3,10 @@
 Accepts: tt IR where sparse data enters through `tt.func` arguments of type
 `!tt.ptr<T, #tt.sparse<"NV24">>` (T = f16 or bf16) and flows only through
   - `tt.make_tensor_ptr` / `tt.advance` / `tt.load` (block pointers, `order = [1, 0]`),
+  - tensors of pointers built with the Triton idiom
+    `A + rows[:, None] * stride_am + cols[None, :]` (`tt.splat` / `tt.expand_dims` /
+    `tt.broadcast` / `tt.addptr`), advanced along K by a scalar (`a_ptrs += BLOCK_K`), and
+    loaded with a mask of the form `row_mask[:, None] & col_mask[None, :]` (or either alone),
   - `scf.for` iter_args and `scf.yield` (e.g. the K loop advancing a block pointer),
   - operand A of `tt.dot`.
 Guarantees afterwards: no `#tt.sparse` type is left anywhere; each sparse argument became two
@@ -21,9 +25,17 @@ matrix with row stride sM and column stride sK = 1 addressed by a BM×BK block a
 16 and along K multiples of 16 at run time (tiles start on a metadata word); BM and BK must be
 multiples of 16, which is checked here. Arithmetic on constants is folded into new constants.
 
+Tensors of pointers: an R×C tensor of sparse pointers (C = 1 before the column term is added)
+becomes values pointers R×(C/2) and metadata pointers (R/16)×C. The element offset is a sum of a
+row term X (R×1, = row·sM) and a column term Y (1×C, = k). Values take X/2 and, per pair of
+columns, min(Y[2j], Y[2j+1])/2 (`tt.reshape` to C/2×2 + `tt.reduce min`); metadata take, per
+16 rows, min(X[16a..16a+15])/16 (a row of metadata words is one 16-row block, whose row stride
+is sM) and Y itself (the word for row r of a 16-column chunk sits r words after the chunk's
+start, so contiguous, 16-aligned columns map onto themselves). A scalar increment s moves along
+K: values by s/2, metadata by s. Masks split the same way (`tt.reduce max` over each group).
+
 A sparse value used anywhere else (stored, fed to an elementwise op, reduced, operand B of a
-dot, a tensor of sparse pointers) cannot be decomposed: the pass stops with an error naming
-the op.
+dot) cannot be decomposed: the pass stops with an error naming the op.
 """
 
 from __future__ import annotations
@@ -143,6 +155,106 @@ class _Builder:
 
 
 # ----------------------------------------------------------------------------------------
+# Offsets and masks of pointer tensors
+# ----------------------------------------------------------------------------------------
+
+
+def _strip_broadcast(v: SSAValue) -> SSAValue:
+    while isinstance(v.owner, tt.BroadcastOp):
+        v = v.owner.src
+    return v
+
+
+def _classify_term(offset: SSAValue, shape: tuple[int, ...]) -> tuple[str, SSAValue]:
+    """Is an addptr offset a scalar step, a row term (R×1) or a column term (1×C)?"""
+    src = _strip_broadcast(offset)
+    if isinstance(src.owner, tt.SplatOp) and not isinstance(src.owner.src.type, TensorType):
+        return "scalar", src.owner.src
+    sshape = tt.shape_of(src.type)
+    if len(sshape) == 2 and sshape[1] == 1 and sshape[0] == shape[0]:
+        return "row", src
+    if len(sshape) == 2 and sshape[0] == 1 and sshape[1] == shape[1]:
+        return "col", src
+    return "other", src
+
+
+def _split_mask(mask: SSAValue, shape: tuple[int, ...]) -> tuple[SSAValue | None, SSAValue | None]:
+    """Row (R×1) and column (1×C) parts of `rows[:, None] & cols[None, :]`."""
+    terms = [mask]
+    if isinstance(mask.owner, arith.AndIOp):
+        terms = [mask.owner.lhs, mask.owner.rhs]
+    rows = cols = None
+    for t in terms:
+        kind, src = _classify_term(t, shape)
+        if kind == "row" and rows is None:
+            rows = src
+        elif kind == "col" and cols is None:
+            cols = src
+        else:
+            return None, None
+    return rows, cols
+
+
+def _splat_constant(v: SSAValue) -> float | int | None:
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        vals = owner.value.get_values()
+        if vals and all(x == vals[0] for x in vals):
+            return vals[0]
+    return None
+
+
+class _TensorBuilder:
+    """Tensor-level index arithmetic inserted before an anchor op."""
+
+    def __init__(self, anchor: Operation):
+        self.anchor = anchor
+        self.scalar = _Builder(anchor)
+
+    def _insert(self, op: Operation) -> SSAValue:
+        return self.scalar._insert(op)
+
+    def constant_tensor(self, value: float | int, ty: TensorType) -> SSAValue:
+        from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+
+        return self._insert(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(ty, [value])))
+
+    def splat(self, scalar: SSAValue, shape: tuple[int, ...], ty: Attribute) -> SSAValue:
+        return self._insert(tt.SplatOp(scalar, TensorType(ty, shape)))
+
+    def div(self, v: SSAValue, d: int) -> SSAValue:
+        ty = v.type
+        assert isinstance(ty, TensorType)
+        return self._insert(arith.DivSIOp(v, self.splat(self.scalar.const(d, ty.element_type), ty.get_shape(), ty.element_type)))
+
+    def broadcast(self, v: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+        if tt.shape_of(v.type) == tuple(shape):
+            return v
+        ty = v.type
+        assert isinstance(ty, TensorType)
+        return self._insert(tt.BroadcastOp(v, TensorType(ty.element_type, shape)))
+
+    def group_reduce(self, v: SSAValue, axis: int, group: int, kind: str) -> SSAValue:
+        """Reduce groups of `group` consecutive entries of a R×1 (axis 0) or 1×C (axis 1) tensor."""
+        ty = v.type
+        assert isinstance(ty, TensorType)
+        n = ty.get_shape()[axis]
+        if n == 1:
+            return v
+        grouped = self._insert(tt.ReshapeOp(v, TensorType(ty.element_type, [n // group, group])))
+        reduced = self._insert(tt.ReduceOp(grouped, kind, 1))
+        return self._insert(tt.ExpandDimsOp(reduced, 1 - axis))
+
+    def all_of(self, masks: list[SSAValue]) -> SSAValue:
+        out = masks[0]
+        for m in masks[1:]:
+            out = self._insert(arith.AndIOp(out, m))
+        return out
+
+
+# ----------------------------------------------------------------------------------------
 # The rewrite
 # ----------------------------------------------------------------------------------------
 
@@ -212,12 +324,12 @@ class _Decomposer:
             self.rewrite_dot(op)
         elif isinstance(op, tt.StoreOp):
             raise _fail(op, "cannot store a sparse (#tt.sparse<\"NV24\">) tensor; only tt.dot operand A consumes one")
-        elif isinstance(op, tt.SplatOp | tt.AddPtrOp | tt.BroadcastOp | tt.ExpandDimsOp):
-            raise _fail(
-                op,
-                "tensors of pointers into sparse data are not decomposed yet; address the sparse "
-                "operand with tl.make_block_ptr / tl.advance instead",
-            )
+        elif isinstance(op, tt.SplatOp):
+            self.rewrite_splat(op)
+        elif isinstance(op, tt.BroadcastOp):
+            self.rewrite_broadcast(op)
+        elif isinstance(op, tt.AddPtrOp):
+            self.rewrite_addptr(op)
         else:
             raise _fail(
                 op,
@@ -255,14 +367,93 @@ class _Decomposer:
         self._emit_pair(op, values, meta)
 
     def rewrite_load(self, op: tt.LoadOp) -> None:
-        if op.mask is not None:
-            raise _fail(op, "masked loads of sparse data are not decomposed; use a block pointer with boundary_check")
+        if isinstance(op.ptr.type, TensorType):
+            self.rewrite_pointer_tensor_load(op)
+            return
         ptr = self.split[op.ptr]
         bc = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
         pad = op.padding.value.data if op.padding is not None else None
         values = tt.LoadOp(ptr.values, boundary_check=bc, padding=pad)
         meta = tt.LoadOp(ptr.meta, boundary_check=bc, padding=pad)
         self._emit_pair(op, values, meta)
+
+    # -- tensors of pointers -------------------------------------------------------------
+    def _halves(self, shape: tuple[int, ...], op: Operation) -> tuple[list[int], list[int]]:
+        """Shapes of the values and metadata halves of an R×C sparse pointer tensor."""
+        if len(shape) != 2:
+            raise _fail(op, f"only 2-D tensors of sparse pointers can be decomposed, got shape {list(shape)}")
+        r, c = shape
+        if (r != 1 and r % META_ROWS) or (c != 1 and c % 16):
+            raise _fail(op, f"a tensor of sparse pointers needs rows and columns that are multiples of 16, got {r}x{c}")
+        return [r, c // 2 if c > 1 else 1], [r // META_ROWS if r > 1 else 1, c]
+
+    def _ptr_tensor_types(self, ty: Attribute, op: Operation) -> tuple[TensorType, TensorType]:
+        assert isinstance(ty, TensorType)
+        elem = ty.element_type
+        assert isinstance(elem, tt.PointerType)
+        vs, ms = self._halves(ty.get_shape(), op)
+        return TensorType(tt.PointerType(elem.pointee), vs), TensorType(tt.PointerType(i16), ms)
+
+    def rewrite_splat(self, op: tt.SplatOp) -> None:
+        base = self.split[op.src]
+        vt, mt = self._ptr_tensor_types(op.result.type, op)
+        self._emit_pair(op, tt.SplatOp(base.values, vt), tt.SplatOp(base.meta, mt))
+
+    def rewrite_broadcast(self, op: tt.BroadcastOp) -> None:
+        src = self.split[op.src]
+        vt, mt = self._ptr_tensor_types(op.result.type, op)
+        self._emit_pair(op, tt.BroadcastOp(src.values, vt), tt.BroadcastOp(src.meta, mt))
+
+    def rewrite_addptr(self, op: tt.AddPtrOp) -> None:
+        ptr = self.split[op.ptr]
+        shape = tt.shape_of(op.result.type)
+        kind, term = _classify_term(op.offset, shape)
+        b = _TensorBuilder(op)
+        step = _splat_constant(op.offset)
+        if step is not None:  # `a_ptrs += BLOCK_K` arrives as a dense splat constant
+            kind, term = "scalar", b.scalar.const(int(step), tt.element_type(op.offset.type))
+        if kind == "scalar":  # a K step: values move half as far, metadata as far
+            ity = term.type
+            values_off = b.splat(b.scalar.div(term, 2), tt.shape_of(ptr.values.type), ity)
+            meta_off = b.splat(term, tt.shape_of(ptr.meta.type), ity)
+        elif kind == "row":
+            values_off = b.broadcast(b.div(term, 2), tt.shape_of(ptr.values.type))
+            meta_off = b.broadcast(b.div(b.group_reduce(term, axis=0, group=META_ROWS, kind="min"), META_ROWS),
+                                   tt.shape_of(ptr.meta.type))
+        elif kind == "col":
+            values_off = b.broadcast(b.div(b.group_reduce(term, axis=1, group=2, kind="min"), 2),
+                                     tt.shape_of(ptr.values.type))
+            meta_off = b.broadcast(term, tt.shape_of(ptr.meta.type))
+        else:
+            raise _fail(op, "the offset added to sparse pointers must be a row term (rows[:, None] * stride), "
+                            "a column term (cols[None, :]) or a scalar step along K")
+        self._emit_pair(op, tt.AddPtrOp(ptr.values, values_off), tt.AddPtrOp(ptr.meta, meta_off))
+
+    def rewrite_pointer_tensor_load(self, op: tt.LoadOp) -> None:
+        ptr = self.split[op.ptr]
+        vshape, mshape = tt.shape_of(ptr.values.type), tt.shape_of(ptr.meta.type)
+        vmask = mmask = None
+        b = _TensorBuilder(op)
+        if op.mask is not None:
+            rows, cols = _split_mask(op.mask, tt.shape_of(op.ptr.type))
+            if rows is None and cols is None:
+                raise _fail(op, "the mask of a sparse load must be rows[:, None] & cols[None, :] (or either alone)")
+            parts_v, parts_m = [], []
+            if rows is not None:
+                parts_v.append(b.broadcast(rows, vshape))
+                parts_m.append(b.broadcast(b.group_reduce(rows, axis=0, group=META_ROWS, kind="max"), mshape))
+            if cols is not None:
+                parts_v.append(b.broadcast(b.group_reduce(cols, axis=1, group=2, kind="max"), vshape))
+                parts_m.append(b.broadcast(cols, mshape))
+            vmask, mmask = b.all_of(parts_v), b.all_of(parts_m)
+        vother = mother = None
+        if op.other is not None:
+            fill = _splat_constant(op.other)
+            if fill is None:
+                raise _fail(op, "the 'other' of a sparse load must be a constant splat")
+            vother = b.constant_tensor(fill, TensorType(tt.element_type(op.result.type), vshape))
+            mother = b.constant_tensor(0, TensorType(i16, mshape))
+        self._emit_pair(op, tt.LoadOp(ptr.values, vmask, vother), tt.LoadOp(ptr.meta, mmask, mother))
 
     def rewrite_dot(self, op: tt.DotOp) -> None:
         if op.b in self.split or op.c in self.split or op.a not in self.split:
