@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kernels import SEED_BLOCKS, SEED_SIG, dot_kernel
 from xdsl.parser import Parser
 
 import sparsecc
@@ -17,24 +18,6 @@ from sparsecc.dialects import make_context, tt
 from sparsecc.passes.decompose_sparse import SparseDecompositionError
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@sparsecc.jit
-def dot_kernel(D, A, B, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    a_ptrs = tl.make_block_ptr(A, shape=(BLOCK_M, BLOCK_K), strides=(BLOCK_K, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
-    b_ptrs = tl.make_block_ptr(B, shape=(BLOCK_K, BLOCK_N), strides=(BLOCK_N, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_K, BLOCK_N), order=(1, 0))
-    d_ptrs = tl.make_block_ptr(D, shape=(BLOCK_M, BLOCK_N), strides=(BLOCK_N, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-    a = tl.load(a_ptrs)
-    b = tl.load(b_ptrs)
-    d = tl.dot(a, b).to(tl.float16)
-    tl.store(d_ptrs, d)
-
-
-SEED_SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16"}
-SEED_BLOCKS = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 64}
 
 
 def _constants(text: str) -> dict[str, int]:

@@ -7,6 +7,7 @@ import inspect
 import re
 
 import pytest
+from kernels import SEED_BLOCKS, SEED_SIG, dot_kernel
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.math import Math
@@ -22,8 +23,8 @@ from sparsecc.dialects.tt import TT
 from sparsecc.frontend import CompilationError, to_ttir
 
 HAVE_DECOMPOSE = importlib.util.find_spec("sparsecc.passes.decompose_sparse") is not None
-DOT_SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16"}
-DOT_BLOCKS = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 64}
+DOT_SIG = SEED_SIG
+DOT_BLOCKS = SEED_BLOCKS
 
 
 def ttir(kernel, signature, constexprs=None) -> str:
@@ -55,20 +56,6 @@ def line_of(fn, text: str) -> int:
 # --------------------------------------------------------------------------------------
 # Seed 001: the sparse dot kernel
 # --------------------------------------------------------------------------------------
-
-
-@sparsecc.jit
-def dot_kernel(D, A, B, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    a_ptrs = tl.make_block_ptr(A, shape=(BLOCK_M, BLOCK_K), strides=(BLOCK_K, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
-    b_ptrs = tl.make_block_ptr(B, shape=(BLOCK_K, BLOCK_N), strides=(BLOCK_N, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_K, BLOCK_N), order=(1, 0))
-    d_ptrs = tl.make_block_ptr(D, shape=(BLOCK_M, BLOCK_N), strides=(BLOCK_N, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-    a = tl.load(a_ptrs)
-    b = tl.load(b_ptrs)
-    d = tl.dot(a, b).to(tl.float16)
-    tl.store(d_ptrs, d)
 
 
 def check_seed_ttir(text: str) -> None:

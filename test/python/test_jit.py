@@ -9,6 +9,7 @@ import types
 
 import pytest
 import torch
+from kernels import dot_kernel
 
 import sparsecc
 import sparsecc.language as tl
@@ -20,17 +21,6 @@ jit_mod = importlib.import_module("sparsecc.frontend.jit")
 HAVE_DECOMPOSE = importlib.util.find_spec("sparsecc.passes.decompose_sparse") is not None
 HAVE_INTERPRETER = importlib.util.find_spec("sparsecc.runtime.interpreter") is not None
 HAVE_SPARSE_TENSOR = importlib.util.find_spec("sparsecc.runtime.sparse_tensor") is not None
-
-
-@sparsecc.jit
-def dot_kernel(D, A, B, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    a_ptrs = tl.make_block_ptr(A, shape=(BLOCK_M, BLOCK_K), strides=(BLOCK_K, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
-    b_ptrs = tl.make_block_ptr(B, shape=(BLOCK_K, BLOCK_N), strides=(BLOCK_N, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_K, BLOCK_N), order=(1, 0))
-    d_ptrs = tl.make_block_ptr(D, shape=(BLOCK_M, BLOCK_N), strides=(BLOCK_N, 1), offsets=(0, 0),
-                               block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-    tl.store(d_ptrs, tl.dot(tl.load(a_ptrs), tl.load(b_ptrs)).to(tl.float16))
 
 
 @sparsecc.jit
