@@ -1,0 +1,407 @@
+"""Hopper (sm_90a) warpgroup MMA ops for the `ptx` dialect: sparse `wgmma.mma_async.sp` and its fences.
+
+These ops live beside `sparsecc.dialects.ptx` (their names start with `ptx.` so they read as one
+dialect) without editing it: `WGMMA_OPS` lists them, `PTX_WGMMA` is a dialect holding them, and
+`load_into(ctx)` makes a context parse them. Importing this module also teaches
+`sparsecc.codegen.ptx_printer.emit_ptx` to print them: every op here renders as a PTX template
+(`asm_template()`, `$i` = results first, then operands, as in `ptx.asm`), and `_register_printer`
+hooks that into the printer's dispatch table, so a kernel mixing them with the other ptx ops
+prints with plain `emit_ptx`. A kernel using them needs `target="sm_90a"`.
+
+    ptx.wgmma.fence          `wgmma.fence.sync.aligned;` — before the first wgmma, and between
+                             ordinary register accesses and a wgmma touching the same registers
+    ptx.wgmma.commit_group   `wgmma.commit_group.sync.aligned;`
+    ptx.wgmma.wait_group     `wgmma.wait_group.sync.aligned n;`
+    ptx.fence.proxy.async    `fence.proxy.async.shared::cta;` — shared memory written by ordinary
+                             stores must be fenced (in every writing thread, before the barrier)
+                             before wgmma reads it through the async proxy
+    ptx.wgmma.mma_async.sp   `wgmma.mma_async.sp.sync.aligned.m64nNk32.f32.T.T d, a, b-desc,
+                             meta, sel, scale-d, imm-scale-a, imm-scale-b{, imm-trans-a}, imm-trans-b`
+
+All four warps of a warpgroup (128 consecutive threads, starting at a warp index divisible by 4)
+execute every one of them. `wgmma.mma_async.sp` computes D(64xN, f32) = A(64x32, 2:4) * B(32xN)
+(+ D when scale-d is true), asynchronously: its results may be read only after a
+`wgmma.commit_group` + `wgmma.wait_group` that covers it.
+
+Layouts (checked on the H100, test/python/test_wgmma.py), with warp `w = tid/32` of the
+warpgroup, `g = laneid >> 2`, `t = laneid % 4`:
+
+- Accumulator D (m64nN, f32): N/2 registers; warp w owns rows 16w..16w+15 and, for every 8-column
+  block j, d[4j+0], d[4j+1] = D[16w+g][8j+2t : 8j+2t+2], d[4j+2], d[4j+3] = D[16w+g+8][same cols].
+- A from registers (compressed 64x16 values): 4 b32 per thread, warp w holds rows 16w.. in the
+  mma.sp m16n8k32 A layout: a[0] = A[16w+g][2t:2t+2], a[1] = A[16w+g+8][2t:2t+2],
+  a[2] = A[16w+g][2t+8:2t+10], a[3] = A[16w+g+8][2t+8:2t+10] (low half = lower column).
+- Metadata: one b32 per thread, the m16n8k32 layout per warp: with sparsity selector `s` (0 or 1)
+  the threads t = 2s and 2s+1 of each quad supply it; thread t holds 16-column half h = t % 2 of
+  the 64x32 dense tile: bits 15:0 = row 16w+g, bits 31:16 = row 16w+g+8; in a row word, 4-column
+  group j (columns 16h+4j..+3) uses bits 4j+1:4j = index of the first kept element, 4j+3:4j+2 =
+  the second (ascending). In sparsecc's NV24 format (int16 meta[M/16, K], word of row m and
+  16-column chunk c at meta[m//16, 16c + m%16]) the register of k32 step kk, for a tile whose
+  rows start at 16-row block `mb`, is
+      meta[mb + w, 32kk + 16h + g] | meta[mb + w, 32kk + 16h + g + 8] << 16
+  — the same words the mma.sp path reads, so NV24 needs no Hopper-specific re-encoding.
+- Shared-memory operands are described by a 64-bit matrix descriptor (`smem_desc_bits`):
+  bits 13:0 start address >> 4, 29:16 leading-dimension byte offset (LBO) >> 4, 45:32
+  stride-dimension byte offset (SBO) >> 4, 51:49 base offset (0 here: swizzle atoms are aligned),
+  63:62 swizzle (0 none/"interleave", 1 = 128B, 2 = 64B, 3 = 32B). Both A (compressed, 64 x 16
+  elements per instruction) and B (given as B^T, N x 32, i.e. "K-major", imm-trans-b = 0) are
+  K-major tiles of 8-row x 16-byte core matrices:
+    * no swizzle: a core matrix is 128 contiguous bytes (8 rows of 16 B); LBO = byte distance
+      between core matrices adjacent in K, SBO = between core matrices adjacent in M (or N).
+    * 32B/64B/128B swizzle: rows of W = 32/64/128 bytes, 8-row atoms of 8W bytes aligned to 8W;
+      byte offset o inside an atom goes to o ^ (((o >> 7) & (W/16 - 1)) << 4) (for 128B: the
+      16-byte chunk index XOR row % 8; `swizzle_offset`); SBO = 8W (the next 8 rows). A K extent
+      wider than W is stored as W-byte column slabs of R x W bytes each, one after the other,
+      and LBO = that slab pitch (R*W): the hardware reads it when one instruction's K extent
+      spans two slabs (B under 32B swizzle: 64 B of K per k32 step); otherwise it is unused.
+      The k-step inside a slab is taken by adding its byte offset to the start address (the
+      hardware swizzles the final address).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr, f32, i1, i32, i64
+from xdsl.ir import Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.utils.exceptions import VerifyException
+
+#: Swizzle mode name -> the descriptor's bits 63:62.
+SWIZZLE_MODES: dict[str, int] = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
+#: Row width in bytes of each swizzle mode (a core-matrix row, 16 B, for "none").
+SWIZZLE_BYTES: dict[str, int] = {"none": 16, "32B": 32, "64B": 64, "128B": 128}
+#: N of m64nNk32 (multiples of 8 up to 256, as the PTX ISA allows for f16/bf16).
+WGMMA_N = tuple(range(8, 257, 8))
+WGMMA_AB_TYPES = ("f16", "bf16")
+
+
+def _int(value: int, width: int = 32) -> IntegerAttr:
+    return IntegerAttr(value, width)
+
+
+# ----------------------------------------------------------------------------------------------
+# Matrix descriptors
+
+
+def smem_desc_bits(addr: int, lbo: int, sbo: int, swizzle: str = "none") -> int:
+    """The 64-bit wgmma shared-memory matrix descriptor (unsigned) for byte values.
+
+    `addr` is the 32-bit shared-window address of the tile (16-byte aligned; only bits 17:4
+    are kept), `lbo`/`sbo` the leading/stride byte offsets (multiples of 16, < 2**18).
+    """
+    if swizzle not in SWIZZLE_MODES:
+        raise ValueError(f"swizzle must be one of {list(SWIZZLE_MODES)}, got {swizzle!r}")
+    for what, v in (("addr", addr), ("lbo", lbo), ("sbo", sbo)):
+        if v % 16:
+            raise ValueError(f"descriptor {what} must be a multiple of 16 bytes, got {v}")
+    for what, v in (("lbo", lbo), ("sbo", sbo)):
+        if not 0 <= v >> 4 < 1 << 14:
+            raise ValueError(f"descriptor {what} {v} does not fit in 14 bits after >> 4")
+    return ((addr >> 4) & 0x3FFF) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | SWIZZLE_MODES[swizzle] << 62
+
+
+def _i64_const(value: int) -> arith.ConstantOp:
+    """An i64 constant from an unsigned 64-bit pattern (two's complement above 2**63)."""
+    value &= (1 << 64) - 1
+    return arith.ConstantOp.from_int_and_width(value - (1 << 64) if value >> 63 else value, 64)
+
+
+def build_smem_desc(
+    b: Builder, addr: SSAValue, *, lbo: int, sbo: int, swizzle: str = "none", offset: int = 0
+) -> SSAValue:
+    """Emit arith ops computing the descriptor (i64) of the tile at shared address `addr` + `offset`.
+
+    `addr` is an i32 shared-window address (e.g. from `ptx.shared_base`); the constant fields
+    are folded into one i64 that is or-ed with ((addr + offset) >> 4) & 0x3FFF.
+    """
+    if addr.type != i32:
+        raise VerifyException(f"build_smem_desc: the address must be i32, got {addr.type}")
+    const = smem_desc_bits(0, lbo, sbo, swizzle)
+    if offset:
+        addr = b.insert(arith.AddiOp(addr, b.insert(arith.ConstantOp.from_int_and_width(offset, 32)))).result
+    wide = b.insert(arith.ExtUIOp(addr, i64)).result
+    four = b.insert(arith.ConstantOp.from_int_and_width(4, 64)).result
+    field = b.insert(arith.ShRUIOp(wide, four)).result
+    mask = b.insert(arith.ConstantOp.from_int_and_width(0x3FFF, 64)).result
+    field = b.insert(arith.AndIOp(field, mask)).result
+    return b.insert(arith.OrIOp(field, b.insert(_i64_const(const)).result)).result
+
+
+def swizzle_offset(offset: int, swizzle: str) -> int:
+    """Where byte `offset` of an unswizzled K-major tile (rows of the swizzle width, 8-row atoms
+    aligned to 8 x width) lands in shared memory under `swizzle` (identity for "none")."""
+    chunks = SWIZZLE_BYTES[swizzle] // 16
+    if chunks == 1:
+        return offset
+    return offset ^ (((offset >> 7) & (chunks - 1)) << 4)
+
+
+# ----------------------------------------------------------------------------------------------
+# Ops
+
+
+class _TemplateOp(IRDLOperation):
+    """An op printed as a PTX template, `$i` = results first, then operands (as in `ptx.asm`)."""
+
+    def asm_template(self) -> str:
+        raise NotImplementedError
+
+
+@irdl_op_definition
+class WgmmaFenceOp(_TemplateOp):
+    """`wgmma.fence.sync.aligned;`: orders register (and shared memory) accesses before a wgmma."""
+
+    name = "ptx.wgmma.fence"
+
+    def __init__(self):
+        super().__init__()
+
+    def asm_template(self) -> str:
+        return "wgmma.fence.sync.aligned;"
+
+
+@irdl_op_definition
+class WgmmaCommitGroupOp(_TemplateOp):
+    """`wgmma.commit_group.sync.aligned;`: close the group of the wgmmas issued since the last one."""
+
+    name = "ptx.wgmma.commit_group"
+
+    def __init__(self):
+        super().__init__()
+
+    def asm_template(self) -> str:
+        return "wgmma.commit_group.sync.aligned;"
+
+
+@irdl_op_definition
+class WgmmaWaitGroupOp(_TemplateOp):
+    """`wgmma.wait_group.sync.aligned n;`: wait until at most `n` committed groups are pending."""
+
+    name = "ptx.wgmma.wait_group"
+
+    n = prop_def(IntegerAttr)
+
+    def __init__(self, n: int = 0):
+        super().__init__(properties={"n": _int(n)})
+
+    def verify_(self) -> None:
+        if self.n.value.data < 0:
+            raise VerifyException("ptx.wgmma.wait_group: n must be >= 0")
+
+    def asm_template(self) -> str:
+        return f"wgmma.wait_group.sync.aligned {self.n.value.data};"
+
+
+@irdl_op_definition
+class FenceProxyAsyncOp(_TemplateOp):
+    """`fence.proxy.async.shared::cta;`: make generic-proxy shared stores visible to wgmma/TMA."""
+
+    name = "ptx.fence.proxy.async"
+
+    def __init__(self):
+        super().__init__()
+
+    def asm_template(self) -> str:
+        return "fence.proxy.async.shared::cta;"
+
+
+@irdl_op_definition
+class WgmmaMmaAsyncSpOp(_TemplateOp):
+    """`wgmma.mma_async.sp.sync.aligned.m64nNk32.f32.T.T`: one 2:4-sparse warpgroup MMA.
+
+    Operands: `acc` (empty, or N/2 f32: the input accumulator, copied into the result registers
+    before the wgmma), `a` (one i64 shared-memory descriptor of the compressed 64x16 A, or 4 i32
+    registers in the layout of the module docstring), `b_desc` (i64 descriptor of B, 32xN),
+    `meta` (i32 metadata register), optional `scale_d` (i1: add the accumulator iff true; when
+    absent the immediate `scale_d_imm` is used, 1 with an `acc`, 0 without). Properties: `n`,
+    `ab_type` ("f16"/"bf16"), `selector` (0/1), `scale_a`/`scale_b` (1 or -1), `trans_a`/`trans_b`
+    (0/1, 1 = MN-major operand; `trans_a` only for A in shared memory). Results: N/2 f32.
+    """
+
+    name = "ptx.wgmma.mma_async.sp"
+
+    acc = var_operand_def(f32)
+    a = var_operand_def(IntegerType)
+    b_desc = operand_def(i64)
+    meta = operand_def(i32)
+    scale_d = opt_operand_def(i1)
+    res = var_result_def(f32)
+    n = prop_def(IntegerAttr)
+    ab_type = prop_def(StringAttr)
+    selector = prop_def(IntegerAttr)
+    scale_d_imm = prop_def(IntegerAttr)
+    scale_a = prop_def(IntegerAttr)
+    scale_b = prop_def(IntegerAttr)
+    trans_a = prop_def(IntegerAttr)
+    trans_b = prop_def(IntegerAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        a: SSAValue | Operation | Sequence[SSAValue | Operation],
+        b_desc: SSAValue | Operation,
+        meta: SSAValue | Operation,
+        *,
+        n: int,
+        ab_type: str = "f16",
+        acc: Sequence[SSAValue | Operation] = (),
+        scale_d: SSAValue | Operation | None = None,
+        selector: int = 0,
+        scale_a: int = 1,
+        scale_b: int = 1,
+        trans_a: int = 0,
+        trans_b: int = 0,
+    ):
+        a_list = list(a) if isinstance(a, Sequence) else [a]
+        super().__init__(
+            operands=[list(acc), a_list, b_desc, meta, [scale_d] if scale_d is not None else []],
+            result_types=[[f32] * (n // 2)],
+            properties={
+                "n": _int(n),
+                "ab_type": StringAttr(ab_type),
+                "selector": _int(selector),
+                "scale_d_imm": _int(1 if acc else 0),
+                "scale_a": _int(scale_a),
+                "scale_b": _int(scale_b),
+                "trans_a": _int(trans_a),
+                "trans_b": _int(trans_b),
+            },
+        )
+
+    @property
+    def a_in_registers(self) -> bool:
+        return len(self.a) == 4
+
+    def verify_(self) -> None:
+        n = self.n.value.data
+        name = self.name
+        if n not in WGMMA_N:
+            raise VerifyException(f"{name}: N must be a multiple of 8 in 8..256, got {n}")
+        if self.ab_type.data not in WGMMA_AB_TYPES:
+            raise VerifyException(f"{name}: ab_type must be one of {WGMMA_AB_TYPES}")
+        if len(self.res) != n // 2:
+            raise VerifyException(f"{name}: m64n{n} has {n // 2} f32 results, got {len(self.res)}")
+        if len(self.acc) not in (0, n // 2):
+            raise VerifyException(f"{name}: acc must be empty or {n // 2} f32 values, got {len(self.acc)}")
+        a_types = [v.type for v in self.a]
+        if a_types != [i64] and a_types != [i32] * 4:
+            raise VerifyException(f"{name}: a must be one i64 descriptor or 4 i32 registers")
+        if self.selector.value.data not in (0, 1):
+            raise VerifyException(f"{name}: the sparsity selector of m64nNk32 f16/bf16 is 0 or 1")
+        for what in ("scale_a", "scale_b"):
+            if getattr(self, what).value.data not in (1, -1):
+                raise VerifyException(f"{name}: {what} must be 1 or -1")
+        for what in ("trans_a", "trans_b", "scale_d_imm"):
+            if getattr(self, what).value.data not in (0, 1):
+                raise VerifyException(f"{name}: {what} must be 0 or 1")
+        if self.a_in_registers and self.trans_a.value.data:
+            raise VerifyException(f"{name}: trans_a needs A in shared memory (a descriptor)")
+
+    def asm_template(self) -> str:
+        n = self.n.value.data
+        nres = n // 2
+        nacc = len(self.acc)
+        i = nres + nacc  # first operand index after the accumulator inputs
+
+        def group(first: int, count: int) -> str:
+            return "{" + ", ".join(f"${first + j}" for j in range(count)) + "}"
+
+        lines = [f"mov.f32 ${j}, ${nres + j};" for j in range(nacc)]
+        if self.a_in_registers:
+            a, i = group(i, 4), i + 4
+        else:
+            a, i = f"${i}", i + 1
+        b_desc, meta = f"${i}", f"${i + 1}"
+        i += 2
+        scale_d = f"${i}" if self.scale_d is not None else str(self.scale_d_imm.value.data)
+        t = self.ab_type.data
+        imms = [self.scale_a.value.data, self.scale_b.value.data]
+        if not self.a_in_registers:
+            imms.append(self.trans_a.value.data)
+        imms.append(self.trans_b.value.data)
+        lines.append(
+            f"wgmma.mma_async.sp.sync.aligned.m64n{n}k32.f32.{t}.{t} {group(0, nres)}, {a}, {b_desc}, "
+            f"{meta}, {self.selector.value.data}, {scale_d}, " + ", ".join(map(str, imms)) + ";"
+        )
+        return "\n".join(lines)
+
+
+WGMMA_OPS: tuple[type[IRDLOperation], ...] = (
+    WgmmaFenceOp,
+    WgmmaCommitGroupOp,
+    WgmmaWaitGroupOp,
+    FenceProxyAsyncOp,
+    WgmmaMmaAsyncSpOp,
+)
+PTX_WGMMA = Dialect("ptx_wgmma", list(WGMMA_OPS), [])
+
+
+def load_into(ctx: Context) -> None:
+    """Let `ctx` parse the ops of this module (their `ptx.` names are not in the PTX dialect)."""
+    for op in WGMMA_OPS:
+        if ctx.get_optional_op(op.name) is None:
+            ctx.load_op(op)
+
+
+# ----------------------------------------------------------------------------------------------
+# Printing through sparsecc.codegen.ptx_printer
+
+
+def _tied_accumulator(op: _TemplateOp) -> bool:
+    """Whether `op`'s results may live in its accumulator inputs' registers (no copies).
+
+    True for a `wgmma.mma_async.sp` whose accumulator values are distinct and used by nothing
+    else: the old values die at the op, so overwriting their registers is safe. Without the
+    copies ptxas keeps a chain of wgmmas in flight; with them it waits after each one.
+    """
+    if not isinstance(op, WgmmaMmaAsyncSpOp) or not op.acc:
+        return False
+    acc = list(op.acc)
+    return len(set(acc)) == len(acc) and all(len(list(v.uses)) == 1 for v in acc)
+
+
+def _register_printer() -> None:
+    """Add the ops of this module to `emit_ptx`'s dispatch table.
+
+    ptx_printer.py has no public extension hook; its handler table is keyed by op class. Each
+    op prints its `asm_template()` with `$i` replaced by registers, like `ptx.asm`; a
+    `wgmma.mma_async.sp` with a tied accumulator (`_tied_accumulator`) gets its results placed
+    in the accumulator's registers and drops the copies.
+    """
+    from sparsecc.codegen import ptx_printer
+
+    def handler(e: ptx_printer._KernelEmitter, op: _TemplateOp) -> None:
+        template = op.asm_template()
+        if _tied_accumulator(op):
+            assert isinstance(op, WgmmaMmaAsyncSpOp)
+            for res, acc in zip(op.res, op.acc):
+                e.alias(res, e.use(acc))
+            template = "\n".join(line for line in template.splitlines() if not line.startswith("mov."))
+            regs = [e.use(r) for r in op.results]
+        else:
+            regs = [e.define(r) for r in op.results]
+        regs += [e.use(a) for a in op.operands]
+        text = re.sub(r"\$(\d+)", lambda m: regs[int(m.group(1))], template)
+        for line in text.splitlines():
+            e.emit(line.strip())
+
+    for op in WGMMA_OPS:
+        ptx_printer._HANDLERS.setdefault(op, handler)
+
+
+_register_printer()
