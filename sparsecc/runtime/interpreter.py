@@ -1,0 +1,200 @@
+"""CPU interpreter for decomposed tt IR: `run(module, func_name, grid, args)`.
+
+Why: it is the reference semantics of a kernel without a GPU. CPU tests run kernels through it
+after `decompose-sparse-tensors`, so they prove the pass keeps a kernel's meaning, and users
+without a GPU (or with `SPARSECC_INTERPRET=1`) still get results.
+
+How: a direct walker. Each function is resolved once into per-block step lists (handler,
+operands, results); the grid then runs the entry block once per program id with a fresh value
+environment. Tiles are whole torch tensors (see `interp_values`); op semantics live in
+`interp_ops`. Kernel mistakes (out-of-bounds access, wrong argument dtypes) raise
+`InterpreterError` naming the kernel, the op and the parameter involved.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.printer import Printer
+
+from sparsecc.dialects import tt
+from sparsecc.runtime.interp_ops import HANDLERS, TERMINATORS, Handler
+from sparsecc.runtime.interp_values import (
+    InterpreterError,
+    ScalarPtr,
+    flat_buffer,
+    int_width,
+    torch_dtype,
+)
+
+__all__ = ["InterpreterError", "run", "Program"]
+
+Step = tuple[Handler, Operation, tuple[SSAValue, ...], tuple[SSAValue, ...]]
+
+
+def _op_text(op: Operation) -> str:
+    """One line describing `op` for error messages (regions left out)."""
+    if op.regions:
+        names = ", ".join(_value_name(r) for r in op.results)
+        return f"{names + ' = ' if names else ''}{op.name}"
+    from io import StringIO
+
+    out = StringIO()
+    try:
+        Printer(stream=out).print_op(op)
+        return " ".join(out.getvalue().split())
+    except Exception:  # a malformed op must still get an error message
+        return op.name
+
+
+def _value_name(v: SSAValue) -> str:
+    return f"%{v.name_hint}" if v.name_hint else "%<unnamed>"
+
+
+class Program:
+    """A `tt.func` resolved for execution: handlers and operands per block, once."""
+
+    def __init__(self, func: tt.FuncOp):
+        self.func = func
+        self.name = func.sym_name.data
+        self.steps: dict[Block, list[Step]] = {}
+        self.terminators: dict[Block, tuple[SSAValue, ...]] = {}
+        self.cache: dict[Operation, Any] = {}
+        self._resolve(func.body.block)
+        self.program_id: tuple[int, int, int] = (0, 0, 0)
+        self.grid: tuple[int, int, int] = (1, 1, 1)
+        self.env: dict[SSAValue, Any] = {}
+
+    def _resolve(self, block: Block) -> None:
+        steps: list[Step] = []
+        term: tuple[SSAValue, ...] = ()
+        for op in block.ops:
+            if op.name in TERMINATORS:
+                term = tuple(op.operands)
+                continue
+            handler = HANDLERS.get(op.name)
+            if handler is None:
+                raise InterpreterError(
+                    f"{self.name}: the interpreter does not support op '{op.name}' "
+                    f"({_op_text(op)})")
+            steps.append((handler, op, tuple(op.operands), tuple(op.results)))
+            for region in op.regions:
+                for inner in region.blocks:
+                    self._resolve(inner)
+        self.steps[block] = steps
+        self.terminators[block] = term
+
+    # ---- execution --------------------------------------------------------------------
+
+    def exec_block(self, block: Block, args: Sequence[Any]) -> list[Any]:
+        """Bind `args` to the block's arguments, run it, return its terminator's operands."""
+        env = self.env
+        for a, v in zip(block.args, args, strict=True):
+            env[a] = v
+        for handler, op, ins, outs in self.steps[block]:
+            try:
+                res = handler(self, op, [env[v] for v in ins])
+            except (InterpreterError, RuntimeError, ValueError, TypeError, ZeroDivisionError) as e:
+                if getattr(e, "located", False):  # already names an inner op
+                    raise
+                err = InterpreterError(f"{self.name} (program id {self.program_id}): {_op_text(op)}: {e}")
+                err.located = True  # type: ignore[attr-defined]
+                raise err from None
+            for r, v in zip(outs, res, strict=True):
+                env[r] = v
+        return [env[v] for v in self.terminators[block]]
+
+    def run(self, grid: tuple[int, int, int], args: Sequence[Any]) -> None:
+        entry = self.func.body.block
+        bound = self._bind(args)
+        self.grid = grid
+        for pid in itertools.product(range(grid[0]), range(grid[1]), range(grid[2])):
+            self.program_id = pid
+            self.env = {}
+            self.exec_block(entry, bound)
+        self.env = {}
+
+    def _bind(self, args: Sequence[Any]) -> list[Any]:
+        """Kernel arguments as runtime values, checked against the parameter types."""
+        params = self.func.body.block.args
+        if len(args) != len(params):
+            names = ", ".join(_param_name(p, i) for i, p in enumerate(params))
+            raise InterpreterError(f"{self.name} takes {len(params)} arguments ({names}), got {len(args)}")
+        return [_bind_arg(self.name, p, i, a) for i, (p, a) in enumerate(zip(params, args, strict=True))]
+
+
+def _param_name(p: SSAValue, i: int) -> str:
+    return p.name_hint or f"#{i}"
+
+
+def _bind_arg(kernel: str, param: SSAValue, i: int, arg: Any) -> Any:
+    ty = param.type
+    where = f"{kernel}: parameter '{_param_name(param, i)}'"
+    if isinstance(ty, tt.PointerType):
+        if not isinstance(arg, torch.Tensor):
+            raise InterpreterError(f"{where} is a pointer ({ty}) and needs a torch.Tensor, "
+                                   f"got {type(arg).__name__}")
+        if tt.is_sparse(ty) or ty.is_block:
+            raise InterpreterError(f"{where} has type {ty}: run decompose-sparse-tensors first "
+                                   "(the interpreter takes plain scalar pointers)")
+        want = torch_dtype(ty.pointee)
+        if arg.dtype != want:
+            raise InterpreterError(f"{where} points to {ty.pointee} ({want}) but the tensor "
+                                   f"passed has dtype {arg.dtype}")
+        return ScalarPtr(flat_buffer(arg, _param_name(param, i)), 0)
+    if isinstance(arg, torch.Tensor):
+        raise InterpreterError(f"{where} is a scalar of type {ty}, got a tensor")
+    if not isinstance(arg, bool | int | float):
+        raise InterpreterError(f"{where} of type {ty} needs a number, got {type(arg).__name__}")
+    dtype = torch_dtype(ty)
+    if dtype.is_floating_point:
+        return torch.tensor(float(arg), dtype=dtype)
+    if dtype == torch.bool:
+        return torch.tensor(bool(arg))
+    if isinstance(arg, float):
+        raise InterpreterError(f"{where} is an integer ({ty}), got float {arg}")
+    return torch.tensor(wrap_int(int(arg), int_width(ty)), dtype=dtype)
+
+
+def wrap_int(v: int, width: int) -> int:
+    """`v` reduced to a signed `width`-bit integer (two's complement)."""
+    v &= (1 << width) - 1
+    return v - (1 << width) if v >= 1 << (width - 1) else v
+
+
+_PROGRAMS: dict[tuple[int, str], tuple[ModuleOp, Program]] = {}
+
+
+def _program(module: ModuleOp, func_name: str) -> Program:
+    key = (id(module), func_name)
+    hit = _PROGRAMS.get(key)
+    if hit is not None and hit[0] is module:
+        return hit[1]
+    func = next((op for op in module.walk() if isinstance(op, tt.FuncOp)
+                 and op.sym_name.data == func_name), None)
+    if func is None:
+        names = [op.sym_name.data for op in module.walk() if isinstance(op, tt.FuncOp)]
+        raise InterpreterError(f"no tt.func named '{func_name}' in the module (it has: {', '.join(names) or 'none'})")
+    prog = Program(func)
+    if len(_PROGRAMS) > 64:
+        _PROGRAMS.clear()
+    _PROGRAMS[key] = (module, prog)
+    return prog
+
+
+def run(module: ModuleOp, func_name: str, grid: tuple[int, int, int],
+        args: Sequence[torch.Tensor | int | float | bool]) -> None:
+    """Execute `func_name` of the (decomposed) `module` once per program id of `grid`.
+
+    Pointer parameters take torch tensors (written in place), scalar parameters numbers.
+    """
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))  # type: ignore[assignment]
+    prog = _program(module, func_name)
+    with torch.no_grad():
+        prog.run(grid, args)
+
