@@ -1,0 +1,153 @@
+"""Source locations for IR diagnostics.
+
+xDSL operations carry no source location, so a verifier or pass error would otherwise
+name no place in the input. `LocatingParser` records where every operation started while
+parsing; `locate` maps an operation (or its nearest recorded ancestor, for ops a pass
+created) back to a line and column, and `format_error` renders the usual
+`FILE:LINE:COL: error: message` plus the source line and a caret.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Attribute, Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One error: a message and, when known, the 1-based line and column it refers to."""
+
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+
+class SourceFile:
+    """The text of one input, with its display name, for line/column lookups."""
+
+    def __init__(self, name: str, text: str):
+        self.name = name
+        self.text = text
+        self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+
+    def line_col(self, pos: int) -> tuple[int, int]:
+        """1-based (line, column) of a character offset."""
+        lo, hi = 0, len(self._line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._line_starts[mid] <= pos:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, pos - self._line_starts[lo] + 1
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.split("\n")
+        return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
+
+
+class LocatingParser(Parser):
+    """An xDSL parser that remembers the start offset of every operation it parses.
+
+    It also turns a VerifyException raised while building an attribute or type (xDSL
+    verifies attributes on construction, without a span) into a ParseError at the
+    attribute, so such errors get a line and column too.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.op_positions: dict[Operation, int] = {}
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        try:
+            op = super().parse_operation()
+        except VerifyException as exc:
+            raise self._verify_to_parse_error(exc, start) from None
+        except ParseError as exc:
+            raise self._at_op_name(exc, start) from None
+        self.op_positions[op] = start
+        return op
+
+    def parse_attribute(self) -> Attribute:
+        start = self._current_token.span.start
+        try:
+            return super().parse_attribute()
+        except VerifyException as exc:
+            raise self._verify_to_parse_error(exc, start) from None
+
+    def parse_optional_attribute(self) -> Attribute | None:
+        start = self._current_token.span.start
+        try:
+            return super().parse_optional_attribute()
+        except VerifyException as exc:
+            raise self._verify_to_parse_error(exc, start) from None
+
+    def parse_optional_type(self) -> Attribute | None:
+        start = self._current_token.span.start
+        try:
+            return super().parse_optional_type()
+        except VerifyException as exc:
+            raise self._verify_to_parse_error(exc, start) from None
+
+    def parse_type(self) -> Attribute:
+        start = self._current_token.span.start
+        try:
+            return super().parse_type()
+        except VerifyException as exc:
+            raise self._verify_to_parse_error(exc, start) from None
+
+    def _at_op_name(self, exc: ParseError, start: int) -> ParseError:
+        """xDSL reports an unregistered op at the token after its name; point at the name."""
+        prefix, suffix = "Operation ", " is not registered"
+        if not (exc.msg.startswith(prefix) and exc.msg.endswith(suffix)):
+            return exc
+        name = exc.msg[len(prefix) : -len(suffix)]
+        text = self.lexer.input.content
+        at = text.find(name, start, exc.span.start + 1) if isinstance(text, str) else -1
+        if at < 0:
+            return exc
+        return ParseError(Span(at, at + len(name), self.lexer.input), exc.msg)
+
+    def _verify_to_parse_error(self, exc: VerifyException, start: int) -> ParseError:
+        end = max(start + 1, self._current_token.span.start)
+        return ParseError(Span(start, end, self.lexer.input), str(exc))
+
+
+def locate(
+    op: Operation | None, positions: dict[Operation, int], src: SourceFile
+) -> tuple[int, int] | None:
+    """(line, col) of `op`, or of its nearest ancestor that came from the source."""
+    while op is not None:
+        if op in positions:
+            return src.line_col(positions[op])
+        op = op.parent_op()
+    return None
+
+
+def find_failing_op(root: Operation) -> tuple[Operation, Exception] | None:
+    """The first operation (in walk order) whose own verifier fails, and its error.
+
+    `Operation.verify` on the module raises without saying which op failed; verifying
+    each op without its nested ops pins the error to one operation.
+    """
+    for op in root.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except Exception as exc:
+            return op, exc
+    return None
+
+
+def format_error(src: SourceFile, diag: Diagnostic) -> str:
+    """`FILE:LINE:COL: error: message`, then the source line and a caret under the column."""
+    if diag.line is None:
+        return f"{src.name}: error: {diag.message}\n"
+    head = f"{src.name}:{diag.line}:{diag.column}: error: {diag.message}\n"
+    line = src.line_text(diag.line)
+    caret = " " * max((diag.column or 1) - 1, 0) + "^"
+    return head + line + "\n" + caret + "\n"

@@ -1,0 +1,284 @@
+"""`sparsecc-opt`: parse sparsecc IR, run a pass pipeline, print the result.
+
+A small driver of our own (rather than xDSL's xDSLOptMain) so that every user error —
+malformed IR, unknown op, unknown pass, verifier or pass failure — becomes one
+`FILE:LINE:COL: error: message` diagnostic and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from io import StringIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ParseError
+
+from sparsecc.tools.diagnostics import (
+    Diagnostic,
+    LocatingParser,
+    SourceFile,
+    find_failing_op,
+    format_error,
+    locate,
+)
+
+PROG = "sparsecc-opt"
+
+
+class ToolError(Exception):
+    """A user error that has already been turned into a diagnostic."""
+
+    def __init__(self, diag: Diagnostic):
+        super().__init__(diag.message)
+        self.diag = diag
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description="Run sparsecc passes on IR.")
+    ap.add_argument("input", nargs="?", default="-", help="input file ('-' or none: stdin)")
+    ap.add_argument("-p", "--passes", default="", help="pass pipeline, e.g. 'a,b{opt=v}'")
+    ap.add_argument("-o", "--output", default="-", help="output file ('-': stdout)")
+    ap.add_argument("--print-op-generic", action="store_true", help="print ops in generic form")
+    ap.add_argument("--list-passes", action="store_true", help="list the available passes")
+    ap.add_argument(
+        "--print-ir-before-all", action="store_true", help="dump IR before each pass (stderr)"
+    )
+    ap.add_argument(
+        "--print-ir-after-all", action="store_true", help="dump IR after each pass (stderr)"
+    )
+    ap.add_argument(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check errors against '// expected-error {{...}}' comments",
+    )
+    return ap
+
+
+def print_module(module: ModuleOp, generic: bool) -> str:
+    """The module as text, exactly as `str(module)` prints it (or in generic form)."""
+    out = StringIO()
+    Printer(stream=out, print_generic_format=generic).print_op(module)
+    return out.getvalue() + "\n"
+
+
+def _read_input(path: str) -> SourceFile:
+    if path == "-":
+        return SourceFile("<stdin>", sys.stdin.read())
+    try:
+        with open(path, encoding="utf-8") as f:
+            return SourceFile(path, f.read())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ToolError(Diagnostic(f"cannot read input: {exc}")) from None
+
+
+def parse_source(ctx: Context, src: SourceFile) -> tuple[ModuleOp, dict]:
+    """Parse and verify the input; every failure becomes a located ToolError."""
+    parser = LocatingParser(ctx, src.text, src.name)
+    try:
+        module = parser.parse_module()
+    except ParseError as exc:
+        line, col = src.line_col(exc.span.start)
+        raise ToolError(Diagnostic(exc.msg, line, col)) from None
+    except Exception as exc:  # noqa: BLE001 - dialect parsers raise all sorts
+        raise ToolError(Diagnostic(_describe(exc))) from None
+    verify_module(module, parser.op_positions, src, after=None)
+    return module, parser.op_positions
+
+
+def verify_module(module: ModuleOp, positions: dict, src: SourceFile, after: str | None) -> None:
+    """Run the verifier; on failure pin the error to the op that fails on its own."""
+    try:
+        module.verify()
+    except Exception as exc:  # noqa: BLE001 - verifiers raise VerifyException, ValueError, ...
+        failing = find_failing_op(module)
+        op, err = failing if failing is not None else (None, exc)
+        message = _describe(err)
+        if op is not None and f"'{op.name}'" not in message and op.name not in message:
+            message = f"'{op.name}' op {message}"
+        if after is not None:
+            message += f" (after pass '{after}')"
+        raise ToolError(_at(op, message, positions, src)) from None
+
+
+def _at(op, message: str, positions: dict, src: SourceFile) -> Diagnostic:
+    loc = locate(op, positions, src)
+    return Diagnostic(message, *loc) if loc else Diagnostic(message)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def build_pipeline(
+    spec: str, passes: dict[str, Callable[[], type[ModulePass]]]
+) -> list[tuple[str, ModulePass]]:
+    """Parse `-p` into pass instances; unknown passes and bad options are ToolErrors."""
+    if not spec.strip():
+        return []
+    try:
+        specs = list(parse_pipeline(spec))
+    except BaseException as exc:  # noqa: BLE001 - ArgSpecParseError derives from BaseException
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        raise ToolError(Diagnostic(f"invalid pass pipeline '{spec}': {_describe(exc)}")) from None
+    result = []
+    for s in specs:
+        if s.name not in passes:
+            known = ", ".join(sorted(passes))
+            raise ToolError(Diagnostic(f"unknown pass '{s.name}'; known passes: {known}"))
+        try:
+            result.append((s.name, passes[s.name]().from_pass_spec(s)))
+        except Exception as exc:  # noqa: BLE001 - bad options raise ValueError and friends
+            raise ToolError(
+                Diagnostic(f"invalid options for pass '{s.name}': {_describe(exc)}")
+            ) from None
+    return result
+
+
+def run_pipeline(
+    ctx: Context,
+    module: ModuleOp,
+    pipeline: list[tuple[str, ModulePass]],
+    positions: dict,
+    src: SourceFile,
+    args: argparse.Namespace,
+) -> None:
+    for name, pass_ in pipeline:
+        if args.print_ir_before_all:
+            _dump(f"Before {name}", module, args.print_op_generic)
+        try:
+            pass_.apply(ctx, module)
+        except Exception as exc:  # noqa: BLE001 - passes raise Verify/Diagnostic/ValueError
+            op = getattr(exc, "op", None)
+            message = _describe(exc)
+            raise ToolError(_at(op, f"pass '{name}' failed: {message}", positions, src)) from None
+        if args.print_ir_after_all:
+            _dump(f"After {name}", module, args.print_op_generic)
+        verify_module(module, positions, src, after=name)
+
+
+def _dump(what: str, module: ModuleOp, generic: bool) -> None:
+    sys.stderr.write(f"// -----// IR Dump {what} //----- //\n")
+    sys.stderr.write(print_module(module, generic))
+    sys.stderr.flush()
+
+
+def write_output(path: str, text: str) -> None:
+    """stdout, or atomically to a file: a temp file beside it, then os.replace."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".sparsecc-opt-", suffix=".tmp")
+    except OSError as exc:
+        raise ToolError(Diagnostic(f"cannot write output '{path}': {exc}")) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ToolError(Diagnostic(f"cannot write output '{path}': {exc}")) from None
+
+
+def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
+    """Parse, verify, run the passes; the printed module, or a ToolError."""
+    from sparsecc.dialects import make_context
+    from sparsecc.passes import get_all_passes
+
+    pipeline = build_pipeline(args.passes, get_all_passes())
+    ctx = make_context()
+    module, positions = parse_source(ctx, src)
+    run_pipeline(ctx, module, pipeline, positions, src, args)
+    return print_module(module, args.print_op_generic)
+
+
+# --verify-diagnostics --------------------------------------------------------------
+
+_EXPECTED = re.compile(r"//\s*expected-error\s*(@(?:[+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
+
+
+def expected_errors(src: SourceFile) -> list[tuple[int, str]]:
+    """(line, text) of each `// expected-error[@+N|@-N] {{text}}` comment."""
+    result = []
+    for lineno, line in enumerate(src.text.split("\n"), start=1):
+        for m in _EXPECTED.finditer(line):
+            offset = m.group(1)
+            target = lineno
+            if offset in ("@above",):
+                target -= 1
+            elif offset in ("@below",):
+                target += 1
+            elif offset:
+                target += int(offset[1:])
+            result.append((target, m.group(2).strip()))
+    return result
+
+
+def check_diagnostics(src: SourceFile, produced: list[Diagnostic]) -> int:
+    """Match produced errors to expected ones by line and text; report every mismatch."""
+    expected = expected_errors(src)
+    unmatched = list(produced)
+    failures = []
+    for line, text in expected:
+        hit = next((d for d in unmatched if d.line == line and text in d.message), None)
+        if hit is None:
+            failures.append(Diagnostic(f'expected error "{text}" was not produced', line, 1))
+        else:
+            unmatched.remove(hit)
+    for d in unmatched:
+        failures.append(Diagnostic(f"unexpected error: {d.message}", d.line, d.column))
+    for d in failures:
+        sys.stderr.write(format_error(src, d))
+    return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_arg_parser().parse_args(argv)
+    if args.list_passes:
+        from sparsecc.passes import get_all_passes
+
+        sys.stdout.write("".join(f"{name}\n" for name in sorted(get_all_passes())))
+        return 0
+    src = SourceFile(args.input if args.input != "-" else "<stdin>", "")
+    try:
+        src = _read_input(args.input)
+        text = compile_source(src, args)
+    except ToolError as exc:
+        if args.verify_diagnostics:
+            return check_diagnostics(src, [exc.diag])
+        sys.stderr.write(format_error(src, exc.diag))
+        return 1
+    except Exception as exc:  # noqa: BLE001 - last resort: still no traceback for users
+        diag = Diagnostic(f"internal error: {type(exc).__name__}: {_describe(exc)}")
+        if args.verify_diagnostics:
+            return check_diagnostics(src, [diag])
+        sys.stderr.write(format_error(src, diag))
+        return 1
+    if args.verify_diagnostics:
+        status = check_diagnostics(src, [])
+        if status:
+            return status
+    try:
+        write_output(args.output, text)
+    except ToolError as exc:
+        sys.stderr.write(format_error(src, exc.diag))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
