@@ -786,7 +786,12 @@ class LoadOp(IRDLOperation):
         if len(operands) > 1:
             resolved.append(parser.resolve_operand(operands[1], _mask_type(ty)))
         if len(operands) > 2:
-            resolved.append(parser.resolve_operand(operands[2], loaded_type(ty)))
+            # `other` is a plain fill value: the frontend builds it without the #tt.sparse
+            # encoding the loaded tensor carries (the verifier compares shape and dtype only).
+            lt = loaded_type(ty)
+            if isinstance(lt, TensorType) and is_sparse(lt):
+                lt = with_encoding(lt, None)
+            resolved.append(parser.resolve_operand(operands[2], lt))
         if len(operands) > 3:
             parser.raise_error("tt.load takes at most ptr, mask, other")
         bc = attrs.pop("boundaryCheck", None)

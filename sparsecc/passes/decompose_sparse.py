@@ -7,7 +7,8 @@ Accepts: tt IR where sparse data enters through `tt.func` arguments of type
     `A + rows[:, None] * stride_am + cols[None, :]` (`tt.splat` / `tt.expand_dims` /
     `tt.broadcast` / `tt.addptr`), advanced along K by a scalar (`a_ptrs += BLOCK_K`), and
     loaded with a mask of the form `row_mask[:, None] & col_mask[None, :]` (or either alone),
-  - `scf.for` iter_args and `scf.yield` (e.g. the K loop advancing a block pointer),
+  - `scf.for` iter_args, `scf.if` results and `scf.yield` (e.g. the K loop advancing a
+    block pointer),
   - operand A of `tt.dot`.
 Guarantees afterwards: no `#tt.sparse` type is left anywhere; each sparse argument became two
 arguments in place, a values pointer `!tt.ptr<T>` then a metadata pointer `!tt.ptr<i16>`; each
@@ -45,7 +46,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i16
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -304,6 +305,9 @@ class _Decomposer:
             if isinstance(op, scf.YieldOp):
                 self.rewrite_yield(op)
                 continue
+            if isinstance(op, scf.IfOp) and any(tt.is_sparse(r.type) for r in op.results):
+                self.rewrite_if(op)
+                continue
             for region in op.regions:
                 for inner in region.blocks:
                     self.run_block(inner)
@@ -523,6 +527,34 @@ class _Decomposer:
         for i, init in enumerate(carried):
             old = op.results[i]
             if init in self.split:
+                values, meta = next(results), next(results)
+                if old.name_hint:
+                    values.name_hint = f"{old.name_hint}_values"
+                    meta.name_hint = f"{old.name_hint}_meta"
+                self.split[old] = Split(values, meta)
+            else:
+                r = next(results)
+                r.name_hint = old.name_hint
+                old.replace_all_uses_with(r)
+        self.dead.append(op)
+
+    def rewrite_if(self, op: scf.IfOp) -> None:
+        """An scf.if yielding sparse values: each such result becomes a (values, meta) pair."""
+        if not op.false_region.blocks:
+            raise _fail(op, "an scf.if with sparse results needs an else branch")
+        for region in op.regions:
+            for inner in region.blocks:
+                self.run_block(inner)
+        then_yield = op.true_region.block.last_op
+        assert isinstance(then_yield, scf.YieldOp)
+        true_region, false_region = Region(), Region()
+        op.true_region.move_blocks(true_region)
+        op.false_region.move_blocks(false_region)
+        new_if = scf.IfOp(op.cond, [v.type for v in then_yield.operands], true_region, false_region)
+        self._insert_before(op, new_if)
+        results = iter(new_if.results)
+        for old in op.results:
+            if tt.is_sparse(old.type):
                 values, meta = next(results), next(results)
                 if old.name_hint:
                     values.name_hint = f"{old.name_hint}_values"

@@ -60,6 +60,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check errors against '// expected-error {{...}}' comments",
     )
+    ap.add_argument(
+        "--split-input-file",
+        action="store_true",
+        help="process each '// -----'-separated chunk of the input on its own",
+    )
     return ap
 
 
@@ -246,6 +251,42 @@ def check_diagnostics(src: SourceFile, produced: list[Diagnostic]) -> int:
     return 1 if failures else 0
 
 
+SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
+
+
+def split_chunks(src: SourceFile) -> list[SourceFile]:
+    """The `// -----`-separated chunks of the input. Each chunk is padded with the newlines
+    of the text before it, so its diagnostics keep the line numbers of the whole file."""
+    chunks, start = [], 0
+    for m in SPLIT_MARKER.finditer(src.text):
+        chunks.append((start, m.start()))
+        start = m.end()
+    chunks.append((start, len(src.text)))
+    return [SourceFile(src.name, "\n" * src.text.count("\n", 0, a) + src.text[a:b]) for a, b in chunks]
+
+
+def process(src: SourceFile, args: argparse.Namespace) -> tuple[str | None, int]:
+    """Compile one input (or chunk): (printed module or None, exit status); errors go to stderr."""
+    try:
+        text = compile_source(src, args)
+    except ToolError as exc:
+        if args.verify_diagnostics:
+            return None, check_diagnostics(src, [exc.diag])
+        sys.stderr.write(format_error(src, exc.diag))
+        return None, 1
+    except Exception as exc:  # noqa: BLE001 - last resort: still no traceback for users
+        diag = Diagnostic(f"internal error: {type(exc).__name__}: {_describe(exc)}")
+        if args.verify_diagnostics:
+            return None, check_diagnostics(src, [diag])
+        sys.stderr.write(format_error(src, diag))
+        return None, 1
+    if args.verify_diagnostics:
+        status = check_diagnostics(src, [])
+        if status:
+            return None, status
+    return text, 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
     if args.list_passes:
@@ -256,24 +297,15 @@ def main(argv: list[str] | None = None) -> int:
     src = SourceFile(args.input if args.input != "-" else "<stdin>", "")
     try:
         src = _read_input(args.input)
-        text = compile_source(src, args)
     except ToolError as exc:
-        if args.verify_diagnostics:
-            return check_diagnostics(src, [exc.diag])
         sys.stderr.write(format_error(src, exc.diag))
         return 1
-    except Exception as exc:  # noqa: BLE001 - last resort: still no traceback for users
-        diag = Diagnostic(f"internal error: {type(exc).__name__}: {_describe(exc)}")
-        if args.verify_diagnostics:
-            return check_diagnostics(src, [diag])
-        sys.stderr.write(format_error(src, diag))
-        return 1
-    if args.verify_diagnostics:
-        status = check_diagnostics(src, [])
-        if status:
-            return status
+    results = [process(chunk, args) for chunk in (split_chunks(src) if args.split_input_file else [src])]
+    status = max(code for _, code in results)
+    if status:  # nothing is written unless every chunk succeeded
+        return status
     try:
-        write_output(args.output, text)
+        write_output(args.output, "// -----\n".join(text for text, _ in results if text is not None))
     except ToolError as exc:
         sys.stderr.write(format_error(src, exc.diag))
         return 1

@@ -199,3 +199,21 @@ def test_verify_diagnostics(tmp_path: Path) -> None:
         write(tmp_path, "// expected-error {{never}}\n" + GOOD), "--verify-diagnostics"
     )
     assert missing.returncode == 1 and 'expected error "never" was not produced' in missing.stderr
+
+
+def test_split_input_file_keeps_line_numbers_and_prints_only_on_success(tmp_path: Path) -> None:
+    text = GOOD + "\n// -----\n" + DOT_MISMATCH + "// -----\n" + GOOD.replace("@k", "@k2")
+    path = write(tmp_path, text)
+    whole = run_opt(path)  # without splitting, the three modules are one input
+    assert whole.returncode == 1
+
+    bad = run_opt(path, "--split-input-file")
+    assert bad.returncode == 1 and bad.stdout == ""
+    dot_line = text.splitlines().index(DOT_MISMATCH.splitlines()[2]) + 1
+    assert f"in.mlir:{dot_line}:5: error: 'tt.dot' op dot shapes do not agree" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+    ok_text = GOOD + "// -----\n" + GOOD.replace("@k", "@k2")
+    ok = run_opt(write(tmp_path, ok_text, "ok.mlir"), "--split-input-file")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout == GOOD + "// -----\n" + GOOD.replace("@k", "@k2")
