@@ -167,24 +167,18 @@ def wrap_int(v: int, width: int) -> int:
     return v - (1 << width) if v >= 1 << (width - 1) else v
 
 
-_PROGRAMS: dict[tuple[int, str], tuple[ModuleOp, Program]] = {}
-
-
 def _program(module: ModuleOp, func_name: str) -> Program:
-    key = (id(module), func_name)
-    hit = _PROGRAMS.get(key)
-    if hit is not None and hit[0] is module:
-        return hit[1]
+    """Resolve `func_name` afresh on every call (about 0.1 ms for sparse_mm's kernel).
+
+    No cache across calls on purpose: a module rewritten in place between two runs (a pass, a
+    test editing a constant) must not run its old ops; constants are still made once per run.
+    """
     func = next((op for op in module.walk() if isinstance(op, tt.FuncOp)
                  and op.sym_name.data == func_name), None)
     if func is None:
         names = [op.sym_name.data for op in module.walk() if isinstance(op, tt.FuncOp)]
         raise InterpreterError(f"no tt.func named '{func_name}' in the module (it has: {', '.join(names) or 'none'})")
-    prog = Program(func)
-    if len(_PROGRAMS) > 64:
-        _PROGRAMS.clear()
-    _PROGRAMS[key] = (module, prog)
-    return prog
+    return Program(func)
 
 
 def run(module: ModuleOp, func_name: str, grid: tuple[int, int, int],
@@ -192,9 +186,15 @@ def run(module: ModuleOp, func_name: str, grid: tuple[int, int, int],
     """Execute `func_name` of the (decomposed) `module` once per program id of `grid`.
 
     Pointer parameters take torch tensors (written in place), scalar parameters numbers.
+    Torch runs single-threaded meanwhile: tiles are small, and intra-op threads cost far more
+    than they save on them (a 32x32 matmul took 5.7 ms with 2 busy threads, 15 us with one).
     """
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))  # type: ignore[assignment]
     prog = _program(module, func_name)
-    with torch.no_grad():
-        prog.run(grid, args)
-
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            prog.run(grid, args)
+    finally:
+        torch.set_num_threads(threads)

@@ -450,3 +450,103 @@ def test_int8_dot_and_scf_if(flag: bool) -> None:
     interpreter.run(module, "k", (1, 1, 1), [a, b, z, f, flag, 2.25])
     assert torch.equal(z, a.long().mm(b.long()).int() + 5)
     assert f.item() == pytest.approx(torch.exp(torch.tensor(2.25)).item() if flag else 1.5)
+
+
+# --------------------------------------------------------------------------------------
+# Seed 001's decomposed dot_kernel (its second listing, with real constants)
+# --------------------------------------------------------------------------------------
+
+SEED_DECOMPOSED = """
+builtin.module {
+  tt.func public @dot_kernel(%arg0: !tt.ptr<f16>, %arg1: !tt.ptr<f16>, %arg2: !tt.ptr<i16>, %arg3: !tt.ptr<f16>) {
+    %c0 = arith.constant 0 : i32
+    %l1 = arith.constant 1 : i64
+    %l2 = arith.constant 2 : i64
+    %l16 = arith.constant 16 : i64
+    %l32 = arith.constant 32 : i64
+    %l64 = arith.constant 64 : i64
+    %A_ptrs = tt.make_tensor_ptr %arg1, shape=[%l32, %l32], strides=[%l32, %l1], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<32x32xf16>>
+    %E_ptrs = tt.make_tensor_ptr %arg2, shape=[%l2, %l64], strides=[%l64, %l1], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<2x64xi16>>
+    %B_ptrs = tt.make_tensor_ptr %arg3, shape=[%l64, %l16], strides=[%l16, %l1], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<64x16xf16>>
+    %D_ptrs = tt.make_tensor_ptr %arg0, shape=[%l32, %l16], strides=[%l16, %l1], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<32x16xf16>>
+    %A = tt.load %A_ptrs : !tt.ptr<tensor<32x32xf16>>
+    %E = tt.load %E_ptrs : !tt.ptr<tensor<2x64xi16>>
+    %B = tt.load %B_ptrs : !tt.ptr<tensor<64x16xf16>>
+    %cst = arith.constant dense<0.000000e+00> : tensor<32x16xf32>
+    %D = tt.dot %A, %B, %E, %cst, sparseIndex = 0 : tensor<32x32xf16>, tensor<2x64xi16> * tensor<64x16xf16> -> tensor<32x16xf32>
+    %D_trunc = arith.truncf %D : tensor<32x16xf32> to tensor<32x16xf16>
+    tt.store %D_ptrs, %D_trunc : !tt.ptr<tensor<32x16xf16>>
+    tt.return
+  }
+}
+"""
+
+
+def test_seed_decomposed_dot_kernel() -> None:
+    a, b, d, ref = _sparse_operands(32, 16, 64, torch.float16, seed=11)
+    assert tuple(a.values.shape) == (32, 32) and tuple(a.meta.shape) == (2, 64)
+    interpreter.run(_parse(SEED_DECOMPOSED), "dot_kernel", (1, 1, 1), [d, a.values, a.meta, b])
+    _assert_close(d, ref)
+
+
+NAN_PADDING = """
+builtin.module {
+  tt.func public @k(%X: !tt.ptr<f32>, %Z: !tt.ptr<f32>) {
+    %c0 = arith.constant 0 : i32
+    %c2 = arith.constant 2 : i32
+    %l1 = arith.constant 1 : i64
+    %l3 = arith.constant 3 : i64
+    %l5 = arith.constant 5 : i64
+    %l8 = arith.constant 8 : i64
+    %x = tt.make_tensor_ptr %X, shape=[%l3, %l5], strides=[%l5, %l1], offsets=[%c2, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<2x8xf32>>
+    %z = tt.make_tensor_ptr %Z, shape=[%l3, %l8], strides=[%l8, %l1], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<2x8xf32>>
+    %v = tt.load %x {boundaryCheck = array<i32: 0, 1>, padding = 2 : i32} : !tt.ptr<tensor<2x8xf32>>
+    tt.store %z, %v {boundaryCheck = array<i32: 0, 1>} : !tt.ptr<tensor<2x8xf32>>
+    tt.return
+  }
+}
+"""
+
+
+def test_nan_padding_is_loaded_and_stored() -> None:
+    x = torch.randn(15, generator=torch.Generator().manual_seed(8))
+    z = torch.full((3, 8), 7.0)
+    interpreter.run(_parse(NAN_PADDING), "k", (1, 1, 1), [x, z])
+    assert torch.equal(z[0, :5], x[10:15])  # row 2 of the 3x5 source
+    assert z[0, 5:].isnan().all() and z[1].isnan().all()  # padding=2: out-of-bounds reads are nan
+    assert (z[2] == 7).all()  # a row outside the loaded tile stays untouched
+
+
+def test_module_rewritten_in_place_runs_its_new_ops() -> None:
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IntegerAttr, i32
+    from xdsl.rewriter import Rewriter
+
+    module = _parse("""
+builtin.module {
+  tt.func public @k(%Z: !tt.ptr<i32>) {
+    %c = arith.constant 5 : i32
+    tt.store %Z, %c : !tt.ptr<i32>
+    tt.return
+  }
+}
+""")
+    z = torch.zeros(1, dtype=torch.int32)
+    interpreter.run(module, "k", (1, 1, 1), [z])
+    assert z.item() == 5
+    const = next(op for op in module.walk() if isinstance(op, arith.ConstantOp))
+    Rewriter.replace_op(const, arith.ConstantOp(IntegerAttr(9, i32)))
+    interpreter.run(module, "k", (1, 1, 1), [z])
+    assert z.item() == 9
+
+
+def test_torch_thread_count_is_restored() -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        z = torch.zeros(8, dtype=torch.int32)
+        with pytest.raises(InterpreterError, match="division by zero"):  # restored on errors too
+            interpreter.run(_parse(INT_OPS), "ops", (1, 1, 1), [z, 1, 0])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
