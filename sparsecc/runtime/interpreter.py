@@ -186,15 +186,21 @@ def run(module: ModuleOp, func_name: str, grid: tuple[int, int, int],
     """Execute `func_name` of the (decomposed) `module` once per program id of `grid`.
 
     Pointer parameters take torch tensors (written in place), scalar parameters numbers.
+    Tensors on a GPU (SPARSECC_INTERPRET=1 with CUDA tensors) are run on CPU copies that are
+    written back afterwards, so the interpreter is a drop-in replacement on any device.
     Torch runs single-threaded meanwhile: tiles are small, and intra-op threads cost far more
     than they save on them (a 32x32 matmul took 5.7 ms with 2 busy threads, 15 us with one).
     """
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))  # type: ignore[assignment]
     prog = _program(module, func_name)
+    host_args = [a.cpu() if isinstance(a, torch.Tensor) and a.device.type != "cpu" else a for a in args]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with torch.no_grad():
-            prog.run(grid, args)
+            prog.run(grid, host_args)
     finally:
         torch.set_num_threads(threads)
+    for dev, host in zip(args, host_args):
+        if host is not dev:
+            dev.copy_(host)

@@ -70,3 +70,14 @@ def test_wrong_metadata_changes_the_result():
                                BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
     ref = dense.float() @ b.float()
     assert (out.float() - ref).abs().max() > 0.5
+
+
+@pytest.mark.gpu
+def test_interpreter_takes_cuda_tensors():
+    """SPARSECC_INTERPRET=1 with CUDA tensors runs on CPU copies and writes the results back."""
+    dense, a, b, out = _problem(48, 40, 64, torch.float16, seed=11)
+    a, b, out = a.cuda(), b.cuda(), out.cuda()
+    sparse_gemm_kernel[(2, 2)](out, a, b, 48, 40, 64, a.stride(0), b.stride(0), out.stride(0),
+                               BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+    assert out.is_cuda
+    _check(out.cpu(), dense, b.cpu())
