@@ -36,7 +36,15 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from sparsecc.codegen.layouts import DistLayout, LayoutError, distributed
-from sparsecc.codegen.lower_base import BlockPtr, Emitter, Frag, LoweringError, Regs, Smem
+from sparsecc.codegen.lower_base import (
+    BlockPtr,
+    Emitter,
+    Frag,
+    LoweringError,
+    Regs,
+    Smem,
+    hoist_loop_invariants,
+)
 from sparsecc.codegen.lower_dot import load_frag, lower_dot
 from sparsecc.codegen.lower_mem import (
     async_copy,
@@ -81,6 +89,8 @@ class Lowerer:
     writes_pending: bool = False
     reads_since_bar: bool = False
     _coord_cache: dict = field(default_factory=dict)
+    ldsm_refs: dict = field(default_factory=dict)
+    """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
 
     # ---------------------------------------------------------------- setup
     def build(self) -> ptx.KernelOp:
@@ -297,7 +307,7 @@ class Lowerer:
             bp, sm = self.get(op.src), self.get(op.dst)
             dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
             pad = op.padding.value.data if op.padding is not None else None
-            async_copy(self, bp, sm, dims, pad)
+            async_copy(self, bp, sm, dims, pad, war_barrier="ttg.slot_safe" not in op.attributes)
             self.values[op.token] = None
             return
         if isinstance(op, ttgd.AsyncCommitGroupOp):
@@ -341,7 +351,8 @@ class Lowerer:
         if not isinstance(val, DenseIntOrFPElementsAttr) or not val.is_splat():
             raise LoweringError("only splat tensor constants are supported")
         elt = ty.element_type
-        scalar_attr = val.get_attrs()[0] if hasattr(val, "get_attrs") else None
+        # first element only: get_attrs() would build one attribute per element (16k for 128x128)
+        scalar_attr = next(iter(val.iter_attrs()), None) if hasattr(val, "iter_attrs") else None
         if scalar_attr is None:
             v = list(val.get_values())[0]
             scalar = self.em.c(int(v), elt) if isinstance(elt, IntegerType) else self.em.cf(float(v), elt)
@@ -512,12 +523,21 @@ class Lowerer:
         yielded = [v for a in y.arguments for v in self.flatten(self.get(a))]
         if [v.type for v in yielded] != [v.type for v in flat]:
             raise LoweringError("loop-carried values change their register shape")
-        body.add_op(scf.YieldOp(*yielded))
+        # registers the body yields unchanged (block-pointer bases/shapes/strides) are not
+        # carried: uses read the value from before the loop, so LICM can hoist what they feed
+        keep = [i for i, (a, y) in enumerate(zip(body_args[1:], yielded)) if y is not a]
+        for i in range(len(flat) - 1, -1, -1):
+            if i not in keep:
+                body_args[i + 1].replace_all_uses_with(flat[i])
+                body.erase_arg(body_args[i + 1])
+        body.add_op(scf.YieldOp(*[yielded[i] for i in keep]))
         em.block = outer
-        new = scf.ForOp(lb, ub, step, flat, body)
+        new = scf.ForOp(lb, ub, step, [flat[i] for i in keep], body)
         outer.add_op(new)
         self.writes_pending = self.reads_since_bar = True
-        results = list(new.results)
+        results = list(flat)
+        for pos_new, i in enumerate(keep):
+            results[i] = new.results[pos_new]
         pos = 0
         for res, init in zip(op.results, inits):
             n = len(self.flatten(init))
@@ -616,6 +636,7 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     num_warps = _module_int(module, "ttg.num-warps", 4)
     lw = Lowerer(func, target, num_warps)
     kernel = lw.build()
+    hoist_loop_invariants(kernel)
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
     for i, arg in enumerate(func.body.block.args):
         if arg.name_hint:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32
 from xdsl.ir import SSAValue
 
-from sparsecc.codegen.layouts import distributed, mma_warp_coords
+from sparsecc.codegen.layouts import distributed, mma_warp_coords, swizzled_offset
 from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, Smem
 from sparsecc.codegen.lower_mem import esize, smem_offset
 from sparsecc.dialects import ptx
@@ -36,12 +36,49 @@ def _warp_tile(L: Lowerer, mma: MmaEncodingAttr, dim: int, rep: int, tiles: int)
     return [em.add(wid, r * w) for r in range(rep)]
 
 
-def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool) -> list[SSAValue]:
-    """ldmatrix.x{n}: `rows_cols(matrix, r)` -> (row, col) of matrix row r's first element."""
+def _py_tiles(mma: MmaEncodingAttr, dim: int, rep: int, tiles: int, warp: int) -> list[int]:
+    """Python twin of _warp_tile for one warp id."""
+    w = mma.warps_per_cta[dim]
+    wid = mma_warp_coords(mma)[dim].eval(0, warp)
+    if w * rep > tiles:
+        return [(wid + r * w) % tiles for r in range(rep)]
+    return [wid + r * w for r in range(rep)]
+
+
+def _ldsm_offsets(sm: Smem, py_rc: list, n: int, num_warps: int) -> tuple[int, ...]:
+    """Element offset each (warp, lane) passes to an ldmatrix.x{n} (Python evaluation)."""
+    enc = sm.ty.encoding
+    assert isinstance(enc, SharedEncodingAttr)
+    row_len = sm.ty.get_shape()[1]
+    out = []
+    for warp in range(num_warps):
+        for lane in range(32):
+            mat = lane // 8 if lane // 8 < n else 0  # lanes past the matrices: as _ldmatrix
+            row, col = py_rc[mat](lane % 8, warp)
+            out.append(swizzled_offset(enc, row, col, row_len))
+    return tuple(out)
+
+
+def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool, py_rc: list | None = None) -> list[SSAValue]:
+    """ldmatrix.x{n}: `rows_cols(matrix, r)` -> (row, col) of matrix row r's first element.
+
+    With `py_rc` (the same map in Python, (r, warp) -> (row, col)), an address whose offset
+    differs from an earlier ldmatrix of the same buffer type by one constant for every thread
+    reuses that offset register plus an immediate: few live address registers in the loop.
+    """
     em = L.em
     enc = sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
     shape = sm.ty.get_shape()
+    esz = esize(sm.ty.element_type)
+    if py_rc is not None:
+        offs = _ldsm_offsets(sm, py_rc, n, L.num_warps)
+        refs = L.ldsm_refs.setdefault((sm.ty, id(em.block)), [])
+        for ref_offs, ref_reg in refs:
+            delta = offs[0] - ref_offs[0]
+            if all(a - b == delta for a, b in zip(offs, ref_offs)):
+                addr = em.add(em.add(sm.addr, ref_reg), delta * esz)
+                return list(em.op(ptx.LdMatrixOp(addr, n, trans=trans)).results)
     mat = em.divu(L.lane, 8) if n > 1 else em.c(0)
     r = em.remu(L.lane, 8)
     if n == 1:
@@ -54,8 +91,10 @@ def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool) -> lis
             is_k = em.cmp("eq", mat, k)
             row = em.select(is_k, cands[k][0], row)
             col = em.select(is_k, cands[k][1], col)
-    off = smem_offset(L, enc, row, col, shape[1])
-    addr = em.add(sm.addr, em.mul(off, esize(sm.ty.element_type)))
+    off = em.mul(smem_offset(L, enc, row, col, shape[1]), esz)
+    if py_rc is not None:
+        refs.append((offs, off))
+    addr = em.add(sm.addr, off)
     op = em.op(ptx.LdMatrixOp(addr, n, trans=trans))
     return list(op.results)
 
@@ -85,15 +124,20 @@ def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag:
             n = 4 if left >= 4 else (2 if left >= 2 else 1)
             chunk = keys[pos:pos + n]
             pos += n
-            fns = []
+            fns, pys = [], []
             for i, q in chunk:
                 partial = bk - 64 * q < 64
 
                 def rc(r, i=i, q=q, partial=partial):
                     rr = em.remu(r, 4) if partial else r
                     return tiles[i], em.add(em.mul(rr, 8), 64 * q)
+
+                def py(r, warp, i=i, q=q, partial=partial):
+                    rr = r % 4 if partial else r
+                    return _py_tiles(mma, 0, rep, mb, warp)[i], rr * 8 + 64 * q
                 fns.append(rc)
-            regs = _ldmatrix(L, sm, fns, n, trans=True)
+                pys.append(py)
+            regs = _ldmatrix(L, sm, fns, n, trans=True, py_rc=pys)
             for kidx, key in enumerate(chunk):
                 frags[key] = [regs[kidx]]
         return Frag(ty, frags)
@@ -106,12 +150,16 @@ def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag:
         tiles = _warp_tile(L, mma, 0, rep, m // 16)
         for i in range(rep):
             for kk in range(ka // 16):
-                fns = []
+                fns, pys = [], []
                 for j in range(4):
                     def rc(r, j=j, i=i, kk=kk):
                         return em.add(em.mul(tiles[i], 16), em.add(r, 8 * (j % 2))), em.c(16 * kk + 8 * (j // 2))
+
+                    def py(r, warp, j=j, i=i, kk=kk):
+                        return _py_tiles(mma, 0, rep, m // 16, warp)[i] * 16 + r + 8 * (j % 2), 16 * kk + 8 * (j // 2)
                     fns.append(rc)
-                frags[(i, kk)] = _ldmatrix(L, sm, fns, 4, trans=False)
+                    pys.append(py)
+                frags[(i, kk)] = _ldmatrix(L, sm, fns, 4, trans=False, py_rc=pys)
         return Frag(ty, frags)
     k, n = shape
     if k % 16 or n % 8:
@@ -122,12 +170,16 @@ def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag:
     for j in range(rep):
         for k32 in range(0, k // 16, 2):
             nmat = 4 if k32 + 1 < k // 16 else 2
-            fns = []
+            fns, pys = [], []
             for mt in range(nmat):
                 def rc(r, mt=mt, j=j, k32=k32):
                     return em.add(r, 16 * k32 + 8 * mt), em.mul(tiles[j], 8)
+
+                def py(r, warp, mt=mt, j=j, k32=k32):
+                    return r + 16 * k32 + 8 * mt, _py_tiles(mma, 1, rep, n // 8, warp)[j] * 8
                 fns.append(rc)
-            regs = _ldmatrix(L, sm, fns, nmat, trans=True)
+                pys.append(py)
+            regs = _ldmatrix(L, sm, fns, nmat, trans=True, py_rc=pys)
             frags[(j, k32)] = regs[0:2]
             if nmat == 4:
                 frags[(j, k32 + 1)] = regs[2:4]

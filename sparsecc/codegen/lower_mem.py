@@ -18,13 +18,14 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerType,
     TensorType,
+    UnitAttr,
     i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from sparsecc.codegen.layouts import DistLayout, contiguous_run, distributed
-from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Regs, Smem
+from sparsecc.codegen.layouts import DistLayout, contiguous_run, distributed, swizzled_offset
+from sparsecc.codegen.lower_base import COLD_ELSE, BlockPtr, LoweringError, Regs, Smem
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodingAttr
 
@@ -136,6 +137,7 @@ def _two_paths(L: Lowerer, cond: SSAValue, fast_fn, slow_fn, result_types: list[
         blocks.append(blk)
     L.em.block = outer
     if_op = scf.IfOp(cond, result_types, Region(blocks[0]), Region(blocks[1]))
+    if_op.attributes[COLD_ELSE] = UnitAttr()  # keep LICM out of the scalar fallback
     outer.add_op(if_op)
     return list(if_op.results)
 
@@ -287,9 +289,11 @@ def load_shared(L: Lowerer, sm: Smem, ty: TensorType) -> Regs:
 # Async copies (global -> shared)
 
 
-def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None) -> None:
+def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None,
+               war_barrier: bool = True) -> None:
     """cp.async.cg 16-byte chunks (zero-filled out of bounds) when aligned, else a synchronous
-    ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says."""
+    ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says.
+    `war_barrier=False`: the pipeline proved no read since the last barrier hits this slot."""
     tile = bp.ptr_type.pointee  # type: ignore[attr-defined]
     assert isinstance(tile, TensorType)
     elt = tile.element_type
@@ -303,9 +307,13 @@ def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int
     fast = fast_dim(tile)
     vec16 = 16 // esize(elt)
     run = shared_run(sm.ty, dl, fast, elt)
-    L.before_shared_write()
+    if war_barrier:
+        L.before_shared_write()
 
     def fast_path() -> list[SSAValue]:
+        if not any(dl.wrap):
+            _async_copy_strided(L, bp, sm, dl, dims, vec16)
+            return []
         for r0 in range(0, dl.num_regs, vec16):
             g = global_coords(L, bp, coords[r0])
             src = global_addr(L, bp, g, elt)
@@ -320,9 +328,86 @@ def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int
         return []
 
     if run >= vec16:
-        _two_paths(L, vector_ok(L, bp, fast, vec16, dims), fast_path, slow_path, [])
+        cond = vector_ok(L, bp, fast, vec16, dims)
+        for d in dims:  # the strided fast path folds offsets into limits: needs offsets >= 0
+            cond = L.em.band(cond, L.em.cmp("sge", bp.offsets[d], L.em.c(0)))
+        _two_paths(L, cond, fast_path, slow_path, [])
     else:
         slow_path()
+
+
+def _const_delta(dl: DistLayout, off_fn, r0: int) -> int | None:
+    """off_fn(coord(r0)) - off_fn(coord(0)) if it is the same for every thread, else None."""
+    delta = None
+    for warp in range(max(1, _num_warps(dl))):
+        for lane in range(32):
+            d = off_fn(dl.coord(warp, lane, r0)) - off_fn(dl.coord(warp, lane, 0))
+            if delta is None:
+                delta = d
+            elif d != delta:
+                return None
+    return delta
+
+
+def _num_warps(dl: DistLayout) -> int:
+    n = 1
+    for terms in dl.base:
+        for t in terms:
+            if t.src == "warp":
+                n = max(n, t.div * t.mod)
+    return n
+
+
+def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims: list[int], vec: int) -> None:
+    """The cp.async fast path with few per-iteration instructions and registers.
+
+    A chunk's element is thread base + a compile-time register offset (no wrap), so its
+    address is (block pointer origin: uniform) + (thread base term: loop invariant, hoisted)
+    + (register offset x strides: uniform); its bounds test is `thread base < limit - register
+    offset` with limit = shape - offset (offsets >= 0, checked by the caller). Shared
+    destinations reuse the first chunk's swizzled offset plus a constant when the swizzle
+    allows (checked for every thread at compile time).
+    """
+    em = L.em
+    tile = bp.ptr_type.pointee  # type: ignore[attr-defined]
+    elt = tile.element_type
+    esz = esize(elt)
+    rank = len(dl.shape)
+    bases = [em.term_sum(terms, L.lane, L.warp) for terms in dl.base]
+    toff = em.c(0, i64)
+    origin = em.c(0, i64)
+    for d in range(rank):
+        toff = em.add(toff, em.mul(em.ext64(bases[d]), bp.strides[d]))
+        origin = em.add(origin, em.mul(em.ext64(bp.offsets[d]), bp.strides[d]))
+    tptr = em.add(em.add(bp.base, em.mul(origin, esz)), em.mul(toff, esz))
+    limits = {}
+    for d in dims:
+        lim = em.sub(bp.shape[d], em.ext64(bp.offsets[d]))
+        lim = em.val(arith.MinSIOp(lim, em.c(2**31 - 1, i64)))
+        limits[d] = em.to32(em.val(arith.MaxSIOp(lim, em.c(0, i64))))
+    enc = sm.ty.encoding
+    assert isinstance(enc, SharedEncodingAttr)
+    shape = sm.ty.get_shape()
+    row_len = shape[1] if len(shape) == 2 else 0
+
+    def soff(c: tuple[int, ...]) -> int:
+        return swizzled_offset(enc, c[0], c[1], row_len) if len(c) == 2 else c[0]
+
+    dst0 = smem_addr(L, sm, L.coords(dl)[0])
+    for r0 in range(0, dl.num_regs, vec):
+        roff = dl.regs[r0]
+        delta = em.c(0, i64)
+        for d in range(rank):
+            if roff[d]:
+                delta = em.add(delta, em.mul(bp.strides[d], roff[d] * esz))
+        src = em.add(tptr, delta)
+        pred = None
+        for d in dims:
+            p = em.cmp("slt", bases[d], em.sub(limits[d], roff[d]))
+            pred = p if pred is None else em.band(pred, p)
+        sd = _const_delta(dl, soff, r0) if len(shape) <= 2 else None
+        dst = em.add(dst0, sd * esz) if sd is not None else smem_addr(L, sm, L.coords(dl)[r0])
+        L.em.op(ptx.CpAsyncOp(dst, src, mask=pred, size=16, cache="cg"))
 
 
 def load_block_scalar(L: Lowerer, bp: BlockPtr, tile: TensorType, dl: DistLayout, coords, dims) -> list[SSAValue]:

@@ -27,6 +27,18 @@ ttg.async_wait (as Triton does). The scf.if guard keeps copies of iterations pas
 end from reading memory (simple and correct for any boundaryCheck); the copies keep the
 load's boundaryCheck/padding, so partial tiles are zero-filled as before.
 num-stages = 1, or a loop that does not match, is left unchanged.
+
+With `prefetch` (default), the operand reads move to the end of the previous iteration:
+    prologue ...; ttg.async_wait {num = S-2}; %v0 = ttg.local_load buf[0]
+    scf.for ... iter_args(..., v = %v0) {
+        scf.if (...) { async_copy q -> buf[wr] {ttg.slot_safe} }; commit; ...dot(v)...
+        ttg.async_wait {num = S-2}           group of iteration i+1 has landed (+ barrier)
+        %vn = ttg.local_load buf[(rd+1)%S]; yield ..., %vn
+    }
+so the CTA barrier and the ldmatrix latency of iteration i+1 overlap the mma ops of
+iteration i still running in the tensor pipe. The copy at the top writes slot (i-1)%S, last
+read before the barrier at the end of iteration i-1 (the reads after it are of slot i%S):
+`ttg.slot_safe` tells the lowering it needs no barrier of its own.
 """
 
 from __future__ import annotations
@@ -35,7 +47,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -50,6 +62,10 @@ from sparsecc.dialects.ttg import (
     MemDescSubviewOp,
     MemDescType,
 )
+
+SLOT_SAFE = "ttg.slot_safe"
+"""On an async copy: its slot is none that was read since the last CTA barrier, so the
+lowering needs no barrier before it (the reads since then target the next slot)."""
 
 
 @dataclass
@@ -122,6 +138,8 @@ class PipelinePass(ModulePass):
     name = "tritongpu-pipeline"
 
     num_stages: int = 3
+    prefetch: bool = False
+    """Read iteration i+1's operands at the end of iteration i (see the module docstring)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_stages < 1:
@@ -147,7 +165,8 @@ class PipelinePass(ModulePass):
                 out.append(c.results[0])
         return out
 
-    def _copy(self, s: _Stream, ptr: SSAValue, ring: SSAValue, slot: SSAValue, pred: SSAValue, at: InsertPoint) -> None:
+    def _copy(self, s: _Stream, ptr: SSAValue, ring: SSAValue, slot: SSAValue, pred: SSAValue, at: InsertPoint,
+              slot_safe: bool = False) -> None:
         """`scf.if %pred { async_copy ptr -> ring[slot] }` followed by a commit."""
         ring_ty = ring.type
         assert isinstance(ring_ty, MemDescType)
@@ -157,7 +176,26 @@ class PipelinePass(ModulePass):
         bc = s.load.boundaryCheck.get_values() if s.load.boundaryCheck is not None else ()
         pad = s.load.padding.value.data if s.load.padding is not None else None
         copy = AsyncCopyGlobalToLocalOp(ptr, sub.result, boundary_check=bc, padding=pad)
+        if slot_safe:
+            copy.attributes[SLOT_SAFE] = UnitAttr()
         _insert(scf.IfOp(pred, [], Region(Block([copy, scf.YieldOp()]))), at)
+
+    def _read_slots(self, streams: list[_Stream], rings: list[SSAValue], slot: SSAValue, at: InsertPoint,
+                    replace: bool = False) -> list[SSAValue]:
+        """local_load every stream's operands from ring[slot] (replacing the old loads' uses)."""
+        zero = _const(0, i32, at)
+        out = []
+        for j, s in enumerate(streams):
+            ring_ty = rings[j].type
+            assert isinstance(ring_ty, MemDescType)
+            sub = _insert(MemDescSubviewOp(rings[j], [slot] + [zero] * (len(ring_ty.get_shape()) - 1),
+                                           ring_ty.with_shape(ring_ty.get_shape()[1:])), at)
+            for ll in s.local_loads:
+                new_ll = _insert(LocalLoadOp(sub.results[0], ll.result.type), at)
+                if replace:
+                    ll.result.replace_all_uses_with(new_ll.results[0])
+                out.append(new_ll.results[0])
+        return out
 
     def _pipeline(self, loop: scf.ForOp, streams: list[_Stream]) -> None:
         S = self.num_stages
@@ -198,26 +236,32 @@ class PipelinePass(ModulePass):
         q_args = list(new_body.args[1 + n_old : 1 + n_old + len(streams)])
         rd, wr = new_body.args[-2], new_body.args[-1]
         iv = new_body.args[0]
-        # Top of the body: wait, read the current slots.
         first = new_body.first_op
         assert first is not None
         top = InsertPoint.before(first)
-        _insert(AsyncWaitOp([], S - 2), top)
-        zero = _const(0, i32, top)
-        for j, s in enumerate(streams):
-            ring_ty = rings[j].type
-            assert isinstance(ring_ty, MemDescType)
-            sub = _insert(MemDescSubviewOp(rings[j], [rd] + [zero] * (len(ring_ty.get_shape()) - 1), ring_ty.with_shape(ring_ty.get_shape()[1:])), top)
-            for ll in s.local_loads:
-                new_ll = _insert(LocalLoadOp(sub.results[0], ll.result.type), top)
-                ll.result.replace_all_uses_with(new_ll.results[0])
+        if self.prefetch:
+            # Operands of iteration i arrive as iter_args, read at the end of iteration i-1
+            # (or before the loop), right after that iteration's mma ops were issued.
+            frag_types = [ll.result.type for s in streams for ll in s.local_loads]
+            frag_args = [new_body.insert_arg(t, len(new_body.args)) for t in frag_types]
+            pos = 0
+            for s in streams:
+                for ll in s.local_loads:
+                    ll.result.replace_all_uses_with(frag_args[pos])
+                    pos += 1
+            _insert(AsyncWaitOp([], S - 2), before)
+            frag0 = self._read_slots(streams, rings, rd0, before)
+        else:
+            # Top of the body: wait, read the current slots.
+            _insert(AsyncWaitOp([], S - 2), top)
+            self._read_slots(streams, rings, rd, top, replace=True)
         # Prefetch iteration i + S-1.
         k = _const(S - 1, iv_ty, top)
         ahead = _insert(arith.MuliOp(k, loop.step), top).results[0]
         ahead = _insert(arith.AddiOp(iv, ahead), top).results[0]
         pred = _insert(arith.CmpiOp(ahead, loop.ub, "slt"), top).results[0]
         for j, s in enumerate(streams):
-            self._copy(s, q_args[j], rings[j], wr, pred, top)
+            self._copy(s, q_args[j], rings[j], wr, pred, top, slot_safe=self.prefetch)
         _insert(AsyncCommitGroupOp(), top)
         # Old load chain is dead now.
         for s in streams:
@@ -239,9 +283,14 @@ class PipelinePass(ModulePass):
         for x in (rd, wr):
             inc = _insert(arith.AddiOp(x, one), at).results[0]
             rotated.append(_insert(arith.RemUIOp(inc, ns), at).results[0])
-        new_yield = scf.YieldOp(*yield_op.operands, *new_q, *rotated)
+        frag_next: list[SSAValue] = []
+        if self.prefetch:
+            _insert(AsyncWaitOp([], S - 2), at)  # the group of iteration i+1 has landed
+            frag_next = self._read_slots(streams, rings, rotated[0], at)
+        new_yield = scf.YieldOp(*yield_op.operands, *new_q, *rotated, *frag_next)
         Rewriter.replace_op(yield_op, new_yield)
-        new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, *ptrs, rd0, wr0], Region(new_body))
+        inits = [*loop.iter_args, *ptrs, rd0, wr0, *(frag0 if self.prefetch else [])]
+        new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, Region(new_body))
         Rewriter.insert_op(new_loop, before)
         for old, new in zip(loop.results, new_loop.results[:n_old]):
             old.replace_all_uses_with(new)
@@ -250,4 +299,4 @@ class PipelinePass(ModulePass):
         loop.erase()
 
 
-__all__ = ["PipelinePass"]
+__all__ = ["PipelinePass", "SLOT_SAFE"]
