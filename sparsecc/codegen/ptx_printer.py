@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (
@@ -44,8 +45,18 @@ class PtxEmitError(Exception):
 # Types and registers
 
 
+_REG_CLASS_CACHE: dict[Attribute, tuple[str, str]] = {}
+
+
 def _reg_class(ty: Attribute) -> tuple[str, str]:
-    """(register prefix, `.reg` type) of a value type."""
+    """(register prefix, `.reg` type) of a value type (memoised: types are few and hashable)."""
+    cls = _REG_CLASS_CACHE.get(ty)
+    if cls is None:
+        cls = _REG_CLASS_CACHE[ty] = _compute_reg_class(ty)
+    return cls
+
+
+def _compute_reg_class(ty: Attribute) -> tuple[str, str]:
     if isinstance(ty, IntegerType):
         w = ty.width.data
         if w == 1:
@@ -66,9 +77,15 @@ def _reg_class(ty: Attribute) -> tuple[str, str]:
 _CLASS_ORDER = ("%p", "%rs", "%r", "%rd", "%f")
 
 
+_WIDTH_CACHE: dict[Attribute, int] = {}
+
+
 def _width(ty: Attribute) -> int:
-    _reg_class(ty)  # reject unsupported types with a clear message
-    return ptx.bit_width(ty)
+    w = _WIDTH_CACHE.get(ty)
+    if w is None:
+        _reg_class(ty)  # reject unsupported types with a clear message
+        w = _WIDTH_CACHE[ty] = ptx.bit_width(ty)
+    return w
 
 
 def _ftype(ty: Attribute) -> str:
@@ -87,7 +104,8 @@ def _is_float(ty: Attribute) -> bool:
 
 
 def _is_pred(ty: Attribute) -> bool:
-    return isinstance(ty, IntegerType) and ty.width.data == 1
+    return _reg_class(ty)[0] == "%p" if ty in _REG_CLASS_CACHE else (
+        isinstance(ty, IntegerType) and ty.width.data == 1)
 
 
 _CMPI = {
@@ -171,15 +189,16 @@ class _KernelEmitter:
     # registers -----------------------------------------------------------------------------
 
     def fresh(self, ty: Attribute) -> str:
-        prefix, _ = _reg_class(ty)
-        self.counts[prefix] += 1
-        return f"{prefix}{self.counts[prefix]}"
+        prefix = _reg_class(ty)[0]
+        n = self.counts[prefix] + 1
+        self.counts[prefix] = n
+        return f"{prefix}{n}"
 
     def define(self, value: SSAValue) -> str:
-        if value in self.regs:
+        regs = self.regs
+        if value in regs:
             raise PtxEmitError(f"value {value} defined twice")
-        reg = self.fresh(value.type)
-        self.regs[value] = reg
+        reg = regs[value] = self.fresh(value.type)
         return reg
 
     def alias(self, value: SSAValue, reg: str) -> None:
@@ -198,7 +217,7 @@ class _KernelEmitter:
             ) from None
 
     def emit(self, line: str) -> None:
-        self.lines.append(f"\t{line}")
+        self.lines.append("\t" + line)
 
     def label(self, kind: str) -> str:
         self.labels += 1
@@ -242,23 +261,31 @@ class _KernelEmitter:
         return out
 
     def block(self, block: Block, *, skip_terminator: bool = False) -> None:
+        last = block.last_op if skip_terminator else None
+        handlers = _HANDLERS
         for op in block.ops:
-            if skip_terminator and op is block.last_op and isinstance(op, scf.YieldOp):
+            if op is last and isinstance(op, scf.YieldOp):
                 break
-            self.op(op)
+            handler = handlers.get(op.__class__)
+            if handler is None:
+                handler = _handler_for(self, op)
+            handler(self, op)
 
     # ops -----------------------------------------------------------------------------------
 
     def op(self, op: Operation) -> None:
-        handler = _HANDLERS.get(type(op))
-        if handler is None:
-            for cls in type(op).__mro__[1:]:  # subclasses (e.g. sparsecc's tensor-capable arith)
-                handler = _HANDLERS.get(cls)
-                if handler is not None:
-                    break
-        if handler is None:
-            raise PtxEmitError(f"kernel {self.kernel.kernel_name}: cannot print op '{op.name}' as PTX")
+        handler = _HANDLERS.get(op.__class__) or _handler_for(self, op)
         handler(self, op)
+
+
+def _handler_for(e: _KernelEmitter, op: Operation) -> Callable[[_KernelEmitter, Any], None]:
+    """The handler of a subclass of a known op (e.g. sparsecc's tensor-capable arith), memoised."""
+    for cls in type(op).__mro__[1:]:
+        handler = _HANDLERS.get(cls)
+        if handler is not None:
+            _HANDLERS[type(op)] = handler
+            return handler
+    raise PtxEmitError(f"kernel {e.kernel.kernel_name}: cannot print op '{op.name}' as PTX")
 
 
 # Handlers: (emitter, op) -> None -----------------------------------------------------------------
@@ -288,13 +315,21 @@ def _int_binary(e: _KernelEmitter, op: Operation) -> None:
     ty = op.results[0].type
     a, b = e.use(lhs), e.use(rhs)
     if _is_pred(ty):
-        opcode = next((v for c, v in _PRED_LOGIC.items() if isinstance(op, c)), None)
+        opcode = _lookup(_PRED_LOGIC, op)
         if opcode is None:
             raise PtxEmitError(f"{op.name} on i1 has no PTX form (only andi/ori/xori)")
         e.emit(f"{opcode}.pred {e.define(op.results[0])}, {a}, {b};")
         return
-    opcode, letter = next(v for c, v in _INT_BINARY.items() if isinstance(op, c))
+    opcode, letter = _lookup(_INT_BINARY, op)
     e.emit(f"{opcode}.{letter}{_width(ty)} {e.define(op.results[0])}, {a}, {b};")
+
+
+def _lookup(table: dict[type[Operation], Any], op: Operation) -> Any:
+    """table[type(op)], also for subclasses of a key (None if none matches)."""
+    v = table.get(op.__class__)
+    if v is None:
+        v = next((v for c, v in table.items() if isinstance(op, c)), None)
+    return v
 
 
 def _shift(e: _KernelEmitter, op: Operation) -> None:
@@ -308,14 +343,14 @@ def _shift(e: _KernelEmitter, op: Operation) -> None:
         tmp = e.fresh(IntegerType(32))
         e.emit(f"cvt.u32.u{w} {tmp}, {amount};")
         amount = tmp
-    opcode = next(v for c, v in _SHIFTS.items() if isinstance(op, c))
+    opcode = _lookup(_SHIFTS, op)
     e.emit(f"{opcode}{w} {e.define(op.results[0])}, {e.use(lhs)}, {amount};")
 
 
 def _float_binary(e: _KernelEmitter, op: Operation) -> None:
     lhs, rhs = op.operands
     ty = op.results[0].type
-    opcode = next(v for c, v in _FLOAT_BINARY.items() if isinstance(op, c))
+    opcode = _lookup(_FLOAT_BINARY, op)
     if opcode.startswith("div") and not isinstance(ty, Float32Type):
         raise PtxEmitError(f"{op.name}: division is only printed for f32 (extend to f32 first)")
     e.emit(f"{opcode}.{_ftype(ty)} {e.define(op.results[0])}, {e.use(lhs)}, {e.use(rhs)};")
@@ -603,7 +638,7 @@ def _shared_base(e: _KernelEmitter, op: ptx.SharedBaseOp) -> None:
     e.emit(f"mov.u32 {e.define(op.result)}, {SMEM_SYMBOL};")
 
 
-_HANDLERS: dict[type[Operation], object] = {
+_HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Any], None]] = {
     arith.ConstantOp: _constant,
     **{cls: _int_binary for cls in _INT_BINARY},
     **{cls: _shift for cls in _SHIFTS},
@@ -660,8 +695,13 @@ def kernels_of(module: ModuleOp | ptx.KernelOp) -> list[ptx.KernelOp]:
     return [op for op in module.walk() if isinstance(op, ptx.KernelOp)]
 
 
-def emit_ptx(module: ModuleOp | ptx.KernelOp) -> str:
-    """PTX text for every `ptx.kernel` in `module` (they must share one target)."""
+def emit_ptx(module: ModuleOp | ptx.KernelOp, *, verify: bool = True) -> str:
+    """PTX text for every `ptx.kernel` in `module` (they must share one target).
+
+    `verify=False` skips xDSL's verifier: the compiler's own lowering builds ops it has already
+    checked, and verifying ~12k ops costs more than printing them (`SPARSECC_DEBUG=1` turns it
+    back on there); hand-built modules keep the default.
+    """
     kernels = kernels_of(module)
     if not kernels:
         raise PtxEmitError("emit_ptx: the module holds no ptx.kernel")
@@ -671,7 +711,8 @@ def emit_ptx(module: ModuleOp | ptx.KernelOp) -> str:
     bodies: list[list[str]] = []
     uses_smem = False
     for k in kernels:
-        k.verify()
+        if verify:
+            k.verify()
         emitter = _KernelEmitter(k)
         bodies.append(emitter.run())
         uses_smem |= emitter.uses_smem

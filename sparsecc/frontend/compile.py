@@ -2,6 +2,11 @@
 
 The frontend makes `ttir`; `sparsecc.compiler.compile_module` runs decompose-sparse-tensors
 (`ttir-decomposed`, the module the interpreter runs) and, with a target, the GPU stages.
+
+Target-ful compiles go through the disk cache (`sparsecc.runtime.cache`, `$SPARSECC_CACHE_DIR`,
+`SPARSECC_CACHE=0` to turn it off): a hit returns the stage texts, the cubin and the launch
+metadata without running the frontend or any pass (`module` is then None; a GPU launch does not
+need it). Only entries with a cubin are stored and trusted, so a partial compile is never reused.
 """
 
 from __future__ import annotations
@@ -10,13 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, BlockArgument, Operation
 
 from sparsecc.compiler import CompileOptions, compile_module
 from sparsecc.dialects import tt
 from sparsecc.frontend.codegen import generate_ttir
 from sparsecc.frontend.jit import JITFunction
 from sparsecc.frontend.types import parse_signature_type, signature_string
+from sparsecc.runtime import cache
 
 
 @dataclass
@@ -35,6 +41,10 @@ class CompiledKernel:
     """Parameter types after decomposition: a `*fp16:NV24` becomes `*fp16` (values), `*i16` (meta)."""
     flat_arg_names: list[str] = field(default_factory=list)
     """Names of those parameters: `A` becomes `A.values`, `A.meta`."""
+    contiguous: list[int] | None = None
+    """Indices of flat pointer parameters the kernel addresses as contiguous (None: unknown)."""
+    cache_hit: bool = False
+    """True when this came from the disk cache (then `module` is None)."""
 
     @property
     def arg_names(self) -> list[str]:
@@ -56,6 +66,14 @@ class CompiledKernel:
 def to_ttir(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
             ) -> ModuleOp:
     """The frontend alone: check the signature and constexprs, return the ttir module."""
+    arg_types, constexprs = check_args(kernel, signature, constexprs)
+    return generate_ttir(kernel, arg_types, constexprs)
+
+
+def check_args(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
+               ) -> tuple[dict[str, Attribute], dict[str, Any]]:
+    """Check a signature and constexprs against `kernel`'s parameters (CompilationError naming the
+    problem); return the parameter IR types and the constexprs with defaults filled in."""
     if not isinstance(kernel, JITFunction):
         raise TypeError(f"expected a @sparsecc.jit function, got {type(kernel).__name__}")
     constexprs = dict(constexprs or {})
@@ -86,31 +104,146 @@ def to_ttir(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str
             if default is kernel.signature.parameters[name].empty:
                 raise kernel.error(where, f"missing constexpr '{name}' of {params}")
             constexprs[name] = default
-    return generate_ttir(kernel, arg_types, constexprs)
+    return arg_types, constexprs
 
 
 def compile_kernel(kernel: JITFunction, signature: dict[str, str],
                    constexprs: dict[str, Any] | None = None, target: str | None = None,
                    num_warps: int = 4, num_stages: int = 3) -> CompiledKernel:
     """Compile one specialization of `kernel` through every stage `target` asks for."""
-    constexprs = dict(constexprs or {})
-    ttir = to_ttir(kernel, signature, constexprs)
-    for name in kernel.constexpr_names:
-        constexprs.setdefault(name, kernel.signature.parameters[name].default)
+    arg_types, constexprs = check_args(kernel, signature, constexprs)
     options = CompileOptions(target=target, num_warps=num_warps, num_stages=num_stages)
+    runtime_sig = {n: signature[n] for n in kernel.runtime_names}
+    if target is None or not cache.enabled():
+        return _compile(kernel, runtime_sig, arg_types, constexprs, options)
+    key = cache.key_for(_source_of(kernel), runtime_sig, constexprs, options)
+    entry = cache.get(key)
+    if entry is not None:
+        ck = _from_entry(kernel, runtime_sig, constexprs, options, entry)
+        if ck is not None:
+            return ck
+    ck = _compile(kernel, runtime_sig, arg_types, constexprs, options)
+    if isinstance(ck.asm.get("cubin"), bytes | bytearray):  # only whole compiles are reused
+        cache.put(key, cache.CacheEntry(asm=ck.asm, metadata={
+            **ck.metadata, _PRIVATE: {"flat_signature": ck.flat_signature,
+                                      "flat_arg_names": ck.flat_arg_names,
+                                      "contiguous": ck.contiguous}}))
+    return ck
+
+
+_PRIVATE = "_sparsecc_kernel"
+"""Metadata key under which a cache entry keeps what a CompiledKernel derives from its module."""
+
+
+def _compile(kernel: JITFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
+             constexprs: dict[str, Any], options: CompileOptions) -> CompiledKernel:
+    ttir = generate_ttir(kernel, arg_types, constexprs)
     stages = compile_module(ttir, options)
     ck = CompiledKernel(
         name=kernel.__name__,
-        signature={n: signature[n] for n in kernel.runtime_names},
+        signature=signature,
         constexprs=constexprs,
         options=options,
         asm=stages.asm,
-        metadata={"name": kernel.__name__, "num_warps": num_warps, "num_stages": num_stages,
-                  "target": target, **stages.metadata},
+        metadata={"name": kernel.__name__, "num_warps": options.num_warps,
+                  "num_stages": options.num_stages, "target": options.target, **stages.metadata},
         module=stages.module,
     )
     ck.flat_signature, ck.flat_arg_names = _flat_params(ck)
+    if ck.module is not None:
+        ck.contiguous = sorted(contiguous_params(ck.module, ck.name))
     return ck
+
+
+def _from_entry(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any],
+                options: CompileOptions, entry: cache.CacheEntry) -> CompiledKernel | None:
+    """A CompiledKernel from a disk-cache entry, or None when the entry lacks what a launch needs."""
+    meta = dict(entry.metadata)
+    private = meta.pop(_PRIVATE, None)
+    if not isinstance(entry.asm.get("cubin"), bytes) or not isinstance(private, dict):
+        return None
+    if isinstance(meta.get("params"), list):
+        meta["params"] = [tuple(p) if isinstance(p, list) else p for p in meta["params"]]
+    if isinstance(meta.get("ptxas"), dict):
+        from sparsecc.codegen.ptxas import KernelResources
+
+        try:
+            meta["ptxas"] = {k: KernelResources(**v) for k, v in meta["ptxas"].items()}
+        except TypeError:
+            return None
+    contiguous = private.get("contiguous")
+    return CompiledKernel(
+        name=kernel.__name__, signature=signature, constexprs=constexprs, options=options,
+        asm=entry.asm, metadata=meta, module=None,
+        flat_signature=list(private.get("flat_signature") or []),
+        flat_arg_names=list(private.get("flat_arg_names") or []),
+        contiguous=list(contiguous) if contiguous is not None else None, cache_hit=True,
+    )
+
+
+def _source_of(kernel: JITFunction) -> str:
+    """The cache's view of the kernel source (with its jit callees), computed once per kernel."""
+    src = kernel.__dict__.get("_cache_source")
+    if src is None:
+        src = kernel.__dict__["_cache_source"] = cache.kernel_source(kernel)
+    return src
+
+
+def contiguous_params(module: Any, func_name: str) -> set[int]:
+    """Indices of pointer parameters addressed with compile-time strides/offsets only.
+
+    A pointer whose every tt.make_tensor_ptr has constant strides, and whose every tt.addptr
+    offset is computed without reading a runtime parameter, only addresses the tensor
+    correctly when it is contiguous. Pointers addressed through runtime strides are left alone
+    (views with any strides are fine there). The launcher checks contiguity of these.
+    """
+    func = next((op for op in module.walk()
+                 if isinstance(op, tt.FuncOp) and op.sym_name.data == func_name), None)
+    if func is None:
+        return set()
+    entry = func.body.blocks.first
+    params = list(entry.args)
+
+    def reads_runtime(value: Any, seen: set[int]) -> bool:
+        if id(value) in seen:
+            return False
+        seen.add(id(value))
+        if isinstance(value, BlockArgument):
+            return True  # a kernel parameter, or a loop-carried value: treat as runtime
+        op = value.owner
+        if not isinstance(op, Operation):
+            return True
+        return any(reads_runtime(o, seen) for o in op.operands)
+
+    def pointer_users(value: Any) -> list[tuple[Any, Any]]:
+        """(op, the operand that is the pointer) for each addressing use, through splat/broadcast."""
+        out = []
+        for use in value.uses:
+            op = use.operation
+            if isinstance(op, tt.SplatOp | tt.BroadcastOp | tt.ExpandDimsOp | tt.ReshapeOp):
+                out.extend(pointer_users(op.results[0]))
+            else:
+                out.append((op, value))
+        return out
+
+    result: set[int] = set()
+    for i, p in enumerate(params):
+        if not isinstance(p.type, tt.PointerType):
+            continue
+        users = pointer_users(p)
+        if not users:
+            continue
+        fixed = True
+        for op, _ in users:
+            if isinstance(op, tt.MakeTensorPtrOp):
+                if any(reads_runtime(s, set()) for s in op.strides):
+                    fixed = False
+            elif isinstance(op, tt.AddPtrOp):
+                if reads_runtime(op.offset, set()):
+                    fixed = False
+        if fixed:
+            result.add(i)
+    return result
 
 
 def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:

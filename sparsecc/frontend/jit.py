@@ -4,6 +4,16 @@ A launch specializes on its arguments (torch tensor -> `*fp16`, SparseTensor -> 
 int -> i32/i64, float -> fp32, bool -> i1), compiles once per (signature, constexprs, options,
 target) and dispatches: to the CPU interpreter when `SPARSECC_INTERPRET=1` or the tensors live
 on the CPU, else to the GPU launcher for the current device's architecture.
+
+Launch fast path: the first launch of a specialization goes through the full path above and
+then stores, in a per-kernel dict, a prebuilt launch function under a cheap key: one token per
+positional argument (a tensor's dtype and whether it is on the CPU, an int's i32/i64 range, a
+constexpr's value), the keyword arguments (constexprs and options only) and whether
+`SPARSECC_INTERPRET` is set. Later launches with the same key compute only that key and call
+the stored function, which flattens SparseTensors, resolves the grid and hands the arguments to
+the launcher's per-kernel closure (checks + packing + one driver call). Anything else (keyword
+runtime arguments, unhashable constexprs, bad types) takes the full path, which also reports
+errors.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ import importlib
 import inspect
 import linecache
 import os
+import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,6 +32,53 @@ import sparsecc.language as tl
 from sparsecc.frontend.errors import CompilationError
 
 _OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3}
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def _env_reader(name: str) -> Callable[[], Any]:
+    """A cheap reader of one environment variable: `os.environ.get` re-encodes the name on
+    every call (~1 µs); the mapping's own dict with the pre-encoded key costs ~0.1 µs and sees
+    every change made through os.environ (monkeypatch.setenv included)."""
+    data, encode = getattr(os.environ, "_data", None), getattr(os.environ, "encodekey", None)
+    if isinstance(data, dict) and encode is not None:
+        key = encode(name)
+        return lambda: data.get(key)
+    return lambda: os.environ.get(name)
+
+
+_interpret_env = _env_reader("SPARSECC_INTERPRET")
+_OFF = (None, "", "0", b"", b"0")
+
+
+def interpret_forced() -> bool:
+    """SPARSECC_INTERPRET set to anything but "" or "0"."""
+    return _interpret_env() not in _OFF
+
+
+_TENSOR: Any = None
+"""torch.Tensor, once a launch has seen torch imported (jit itself does not import torch)."""
+_SPARSE_CLASSES: set[type] = set()
+"""Classes seen to be SparseTensor-like (values/meta/encoding), for the fast key."""
+
+
+class _SpecCache(dict):  # type: ignore[type-arg]
+    """Compiled specializations; clearing it also drops the fast-path launch functions."""
+
+    def __init__(self, fast: dict[Any, Any]):
+        super().__init__()
+        self.fast = fast
+
+    def clear(self) -> None:
+        self.fast.clear()
+        super().clear()
+
+    def __delitem__(self, key: Any) -> None:
+        self.fast.clear()
+        super().__delitem__(key)
+
+    def pop(self, *args: Any) -> Any:
+        self.fast.clear()
+        return super().pop(*args)
 
 
 def _is_constexpr_annotation(ann: Any) -> bool:
@@ -49,7 +107,13 @@ class JITFunction:
         self.constexpr_names = [p.name for p in self.signature.parameters.values()
                                 if _is_constexpr_annotation(p.annotation)]
         self.runtime_names = [n for n in self.arg_names if n not in self.constexpr_names]
-        self.cache: dict[Any, Any] = {}
+        self.fast: dict[Any, Callable[[Any, Sequence[Any], dict[str, Any]], None]] = {}
+        """Fast-path key -> prebuilt launch function (see the module docstring)."""
+        self.cache: dict[Any, Any] = _SpecCache(self.fast)
+        self._cx_pos = tuple(n in self.constexpr_names for n in self.arg_names)
+        self._fast_kw = frozenset(self.constexpr_names) | frozenset(_OPTION_DEFAULTS)
+        runtime_pos = [i for i, n in enumerate(self.arg_names) if n not in self.constexpr_names]
+        self._min_args = (runtime_pos[-1] + 1) if runtime_pos else 0
         self._tree: ast.FunctionDef | None = None
         self.file = inspect.getsourcefile(fn) or "<unknown>"
         lines, self.first_line = inspect.getsourcelines(fn)
@@ -100,10 +164,40 @@ class JITFunction:
         )
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
+        fast, key_of = self.fast, self.fast_key
+
         def launcher(*args: Any, **kwargs: Any) -> None:
-            self.run(grid, args, kwargs)
+            try:
+                entry = fast[key_of(args, kwargs)]
+            except (KeyError, TypeError):  # new specialization, or not fast-path material
+                self.run(grid, args, kwargs)
+                return
+            entry(grid, args, kwargs)
 
         return launcher
+
+    def fast_key(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """The fast-path key of a launch (see the module docstring); None when the launch must
+        take the full path. May raise TypeError (unhashable values): also the full path."""
+        if len(args) < self._min_args or (kwargs and not kwargs.keys() <= self._fast_kw):
+            return None
+        tensor, sparse = _TENSOR, _SPARSE_CLASSES
+        toks = []
+        for a, cx in zip(args, self._cx_pos):
+            c = a.__class__
+            if cx:
+                toks.append(a)
+            elif c is tensor:
+                toks.append((a.dtype, a.is_cpu))
+            elif c is int:
+                toks.append(_I32_MIN <= a <= _I32_MAX)
+            elif c is float or c is bool:
+                toks.append(c)
+            elif c in sparse:
+                toks.append((c, a.values.dtype, a.values.is_cpu, a.encoding))
+            else:
+                return None
+        return (len(args), *toks, *kwargs.items(), interpret_forced())
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__name__})"
@@ -125,6 +219,7 @@ class JITFunction:
         """Specialize, compile (cached) and launch."""
         from sparsecc.frontend.compile import compile_kernel
 
+        given = kwargs
         kwargs = dict(kwargs)
         options = {k: int(kwargs.pop(k, d)) for k, d in _OPTION_DEFAULTS.items()}
         named = self.bind_launch(args, kwargs)
@@ -132,7 +227,7 @@ class JITFunction:
                       for n, v in named.items() if n in self.constexpr_names}
         runtime = {n: named[n] for n in self.runtime_names}
         signature = {n: specialize(v, n, self.__name__) for n, v in runtime.items()}
-        interpret = os.environ.get("SPARSECC_INTERPRET", "0") not in ("", "0") or _on_cpu(runtime.values())
+        interpret = interpret_forced() or _on_cpu(runtime.values())
         target = None if interpret else current_target()
         key = (tuple(signature.items()), tuple((k, _hashable(v)) for k, v in constexprs.items()),
                options["num_warps"], options["num_stages"], target)
@@ -149,6 +244,65 @@ class JITFunction:
         else:
             launcher = importlib.import_module("sparsecc.runtime.launcher")
             launcher.launch(compiled, launch_grid, flat, options["num_warps"])
+        self._remember(args, given, compiled, interpret, options["num_warps"])
+
+    def _remember(self, args: Sequence[Any], kwargs: dict[str, Any], compiled: Any, interpret: bool,
+                  num_warps: int) -> None:
+        """After a full-path launch: store the fast-path launch function under its key."""
+        global _TENSOR
+        if _TENSOR is None and "torch" in sys.modules:
+            _TENSOR = sys.modules["torch"].Tensor
+        for a in args:
+            if _is_sparse_tensor(a):
+                _SPARSE_CLASSES.add(a.__class__)
+        try:
+            key = self.fast_key(args, kwargs)
+            if key is None:
+                return
+            hash(key)
+        except TypeError:
+            return
+        self.fast[key] = self._make_entry(compiled, interpret, num_warps, len(args))
+
+    def _make_entry(self, compiled: Any, interpret: bool, num_warps: int,
+                    nargs: int) -> Callable[[Any, Sequence[Any], dict[str, Any]], None]:
+        """A launch function for one fast-path key: flatten + grid + the launcher's closure."""
+        parts = []
+        for i, n in enumerate(self.arg_names):
+            if n in self.constexpr_names:
+                continue
+            parts += ([f"args[{i}].values", f"args[{i}].meta"]
+                      if compiled.signature[n].endswith(":NV24") else [f"args[{i}]"])
+        if interpret:
+            def go(gx: int, gy: int, gz: int, flat: list[Any]) -> None:
+                interpreter = importlib.import_module("sparsecc.runtime.interpreter")
+                interpreter.run(compiled.module, compiled.name, (gx, gy, gz), flat)
+        else:
+            launcher = importlib.import_module("sparsecc.runtime.launcher")
+            make = getattr(launcher, "fast_launcher", None)
+            if make is not None:
+                go = make(compiled, num_warps)
+            else:  # a stand-in launcher module (tests)
+                def go(gx: int, gy: int, gz: int, flat: list[Any]) -> None:
+                    launcher.launch(compiled, (gx, gy, gz), flat, num_warps)
+        env = {"go": go, "grid3": _grid3, "meta_of": self._grid_meta}
+        src = "\n".join([
+            "def entry(grid, args, kwargs):",
+            "    if grid.__class__ is not tuple and callable(grid):",
+            "        grid = grid(meta_of(args, kwargs))",
+            "    gx, gy, gz = grid3(grid)",
+            f"    go(gx, gy, gz, [{', '.join(parts)}])",
+        ])
+        exec(compile(src, f"<sparsecc launch {self.__name__}>", "exec"), env)  # noqa: S102
+        return env["entry"]
+
+    def _grid_meta(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """What a callable grid receives: every parameter by name (constexprs unwrapped) + options."""
+        named = self.bind_launch(args, {k: v for k, v in kwargs.items() if k not in _OPTION_DEFAULTS})
+        meta = {n: (v.value if isinstance(v, tl.constexpr) else v) for n, v in named.items()}
+        for k, d in _OPTION_DEFAULTS.items():
+            meta[k] = int(kwargs.get(k, d))
+        return meta
 
 
 def _hashable(v: Any) -> Any:
@@ -224,6 +378,24 @@ def flatten_args(values: Sequence[Any] | Any) -> list[Any]:
         else:
             flat.append(v)
     return flat
+
+
+def _grid3(g: Any) -> tuple[int, int, int]:
+    """normalize_grid, with the common tuple-of-ints case first."""
+    if g.__class__ is tuple:
+        n = len(g)
+        if n == 1:
+            gx, gy, gz = g[0], 1, 1
+        elif n == 2:
+            gx, gy, gz = g[0], g[1], 1
+        elif n == 3:
+            gx, gy, gz = g
+        else:
+            return normalize_grid(g)
+        if (gx.__class__ is int and gy.__class__ is int and gz.__class__ is int
+                and gx >= 0 and gy >= 0 and gz >= 0):
+            return gx, gy, gz
+    return normalize_grid(g)
 
 
 def normalize_grid(grid: Any) -> tuple[int, int, int]:

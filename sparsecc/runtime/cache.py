@@ -1,8 +1,9 @@
 """The on-disk kernel cache: compiled stages (texts + cubin) keyed by everything that shapes them.
 
 An entry is one file `<dir>/<key[:2]>/<key>.sccache` holding a small header line, the sha256 of
-the body, and the body: JSON with `asm` (stage texts; bytes such as the cubin as base64) and
-`metadata`. It is written to a temporary file in the same folder and moved into place with
+the body, and the body: an 8-byte length, a JSON index (`key`, `metadata`, and where each stage's
+text or bytes lie) and then the stage texts (UTF-8) and bytes (the cubin) stored raw, so a hit
+parses only a small JSON and copies the large blobs (no base64, no escaping of PTX text). It is written to a temporary file in the same folder and moved into place with
 `os.replace`, so readers only ever see a whole entry; concurrent writers of one key each
 replace it with an equally valid file. A read whose checksum or format does not match is
 discarded (the file is removed) and reported as a miss, so a truncated or bit-flipped entry is
@@ -41,7 +42,7 @@ __all__ = [
     "put",
 ]
 
-MAGIC = b"SPARSECC-CACHE 1\n"
+MAGIC = b"SPARSECC-CACHE 2\n"
 SUFFIX = ".sccache"
 _PACKAGE = Path(__file__).resolve().parent.parent
 # Folders whose sources do not change what the compiler produces.
@@ -218,6 +219,47 @@ def _discard(path: Path) -> None:
 # --------------------------------------------------------------------------------------
 
 
+def _encode_body(key: str, asm: Mapping[str, str | bytes], metadata: Mapping[str, Any]) -> bytes:
+    """Index JSON + raw blobs (see the module docstring); TypeError/ValueError if unstorable."""
+    blobs: list[bytes] = []
+    where: dict[str, list[Any]] = {}
+    offset = 0
+    for name, value in asm.items():
+        if not isinstance(name, str):
+            raise TypeError("cache entries need string keys")
+        if isinstance(value, str):
+            data, kind = value.encode("utf-8"), "text"
+        elif isinstance(value, bytes | bytearray):
+            data, kind = bytes(value), "bytes"
+        else:
+            raise TypeError(f"cannot store a {type(value).__name__} stage in the kernel cache")
+        where[name] = [kind, offset, len(data)]
+        blobs.append(data)
+        offset += len(data)
+    index = json.dumps({"key": key, "asm": where, "metadata": _enc(metadata)},
+                       separators=(",", ":")).encode()
+    return b"".join([len(index).to_bytes(8, "little"), index, *blobs])
+
+
+def _decode_body(key: str, body: bytes) -> CacheEntry:
+    n = int.from_bytes(body[:8], "little")
+    if len(body) < 8 + n:
+        raise ValueError("truncated index")
+    obj = json.loads(body[8:8 + n])
+    if obj.get("key") != key:
+        raise ValueError("entry stored under another key")
+    base = 8 + n
+    view = memoryview(body)
+    asm: dict[str, str | bytes] = {}
+    for name, (kind, offset, length) in obj["asm"].items():
+        start, end = base + offset, base + offset + length
+        if end > len(body):
+            raise ValueError("blob past the end")
+        chunk = view[start:end]
+        asm[name] = str(chunk, "utf-8") if kind == "text" else chunk.tobytes()
+    return CacheEntry(asm=asm, metadata=_dec(obj["metadata"]), hit=True)
+
+
 def get(key: str) -> CacheEntry | None:
     """The stored entry for `key`, or None (missing, disabled, or corrupt: then it is removed)."""
     if not enabled():
@@ -233,10 +275,7 @@ def get(key: str) -> CacheEntry | None:
         digest, body = data[len(MAGIC):len(MAGIC) + 64], data[len(MAGIC) + 65:]
         if data[len(MAGIC) + 64:len(MAGIC) + 65] != b"\n" or hashlib.sha256(body).hexdigest().encode() != digest:
             raise ValueError("checksum mismatch")
-        obj = json.loads(body)
-        if obj.get("key") != key:
-            raise ValueError("entry stored under another key")
-        entry = CacheEntry(asm=_dec(obj["asm"]), metadata=_dec(obj["metadata"]), hit=True)
+        entry = _decode_body(key, body)
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
         _discard(path)
         return None
@@ -252,8 +291,7 @@ def put(key: str, entry: CacheEntry | Mapping[str, Any]) -> bool:
     else:
         asm, metadata = entry["asm"], entry.get("metadata", {})
     try:
-        body = json.dumps({"key": key, "asm": _enc(asm), "metadata": _enc(metadata)},
-                          separators=(",", ":")).encode()
+        body = _encode_body(key, asm, metadata)
     except (TypeError, ValueError):
         return False  # metadata we cannot serialise: keep working, just uncached
     data = MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body

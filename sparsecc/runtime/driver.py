@@ -13,15 +13,21 @@ argument may be an int (device address) or anything with `data_ptr()` (a torch t
 cuda-python is imported on first use (`cuda.bindings.driver`, else the older `cuda.cuda`), so
 this module imports on machines without it. The module is loaded into the context current on
 this thread, and when there is none into the device's primary context, which is the one torch
-uses. Launch cost is kept low: each kernel owns one ctypes slot per param and a `void*[]` of
-their addresses, built once; a launch stores the values into the slots and passes the array's
-address (the driver copies the values during `cuLaunchKernel`, so reuse is safe).
+uses. Launch cost is kept low: each kernel owns one 8-byte slot per param in a single buffer and
+a `void*[]` of the slots' addresses, built once; a launch writes all values with one
+`struct.pack_into` and calls `cuLaunchKernel` of libcuda through ctypes (a few µs less than
+cuda-python's wrapper, which converts every argument), passing the array's address (the driver
+copies the values during `cuLaunchKernel`, so reuse is safe). Where libcuda cannot be opened
+with ctypes, cuda-python's `cuLaunchKernel` is used. One kernel's buffer is shared, so launch
+one CudaKernel from one thread at a time (as with the former per-param slots).
 """
 
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+import struct
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 _CTYPE = {
@@ -32,6 +38,8 @@ _CTYPE = {
     "u32": ctypes.c_uint32,
     "f32": ctypes.c_float,
 }
+#: struct format of each kind in its 8-byte slot (little-endian, padded).
+_SLOT_FORMAT = {"ptr": "Q", "u64": "Q", "i64": "q", "i32": "i4x", "u32": "I4x", "f32": "f4x"}
 #: Above this much dynamic shared memory a kernel must opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_...).
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -62,6 +70,25 @@ def cuda_driver() -> Any:
                 ) from e
         _driver_mod = mod
     return _driver_mod
+
+
+_cu_launch: Any = None
+
+
+def libcuda_launch() -> Callable[..., int] | None:
+    """libcuda's `cuLaunchKernel` as a ctypes function (None where libcuda cannot be opened)."""
+    global _cu_launch
+    if _cu_launch is None:
+        try:
+            lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+            fn = lib.cuLaunchKernel
+            u32, ptr = ctypes.c_uint, ctypes.c_void_p
+            fn.argtypes = [ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr]
+            fn.restype = ctypes.c_int
+            _cu_launch = fn
+        except (OSError, AttributeError):
+            _cu_launch = False
+    return _cu_launch or None
 
 
 def _error_text(drv: Any, err: Any) -> str:
@@ -142,13 +169,16 @@ class CudaKernel:
         self._ctx = ensure_context()
         self._module = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", name)
         self._function = check(drv.cuModuleGetFunction(self._module, name.encode()), "cuModuleGetFunction", name)
-        # One slot per param and the void* array pointing at them, reused by every launch.
-        self._slots = [_CTYPE[k]() for k in self.param_kinds]
-        self._ptrs = (ctypes.c_void_p * max(1, len(self._slots)))(
-            *[ctypes.addressof(s) for s in self._slots]
-        )
-        self._params_addr = ctypes.addressof(self._ptrs) if self._slots else 0
+        # One 8-byte slot per param in one buffer, and the void* array pointing at the slots,
+        # reused by every launch.
+        n = len(self.param_kinds)
+        self._buf = ctypes.create_string_buffer(8 * max(1, n))
+        base = ctypes.addressof(self._buf)
+        self._ptrs = (ctypes.c_void_p * max(1, n))(*[base + 8 * i for i in range(n)])
+        self._params_addr = ctypes.addressof(self._ptrs) if n else 0
+        self._pack_into = struct.Struct("<" + "".join(_SLOT_FORMAT[k] for k in self.param_kinds)).pack_into
         self._is_ptr = [k == "ptr" for k in self.param_kinds]
+        self._handle = int(self._function)
         self._shared_limit = DEFAULT_SHARED_LIMIT
         self._stream_key: int | None = None
         self._stream_obj: Any = None
@@ -182,22 +212,66 @@ class CudaKernel:
         stream: int | None = None,
     ) -> None:
         """Launch on `stream` (a CUstream handle as int; None: torch's current stream)."""
-        if len(args) != len(self._slots):
-            raise TypeError(f"kernel '{self.name}' takes {len(self._slots)} arguments {list(self.param_kinds)}, got {len(args)}")
-        for slot, is_ptr, value in zip(self._slots, self._is_ptr, args):
-            if is_ptr and not isinstance(value, int):
-                value = value.data_ptr()
-            slot.value = value
+        if len(args) != len(self.param_kinds):
+            raise TypeError(f"kernel '{self.name}' takes {len(self.param_kinds)} arguments {list(self.param_kinds)}, got {len(args)}")
+        values = [v.data_ptr() if is_ptr and not isinstance(v, int) else v
+                  for is_ptr, v in zip(self._is_ptr, args)]
+        self._pack(values)
         smem = self.default_shared_bytes if shared_bytes is None else shared_bytes
         if smem > self._shared_limit:
             self._allow_shared(smem)
         gx, gy, gz = grid
         bx, by, bz = block
+        cu = libcuda_launch()
+        if cu is not None:
+            s = _current_stream() if stream is None else int(stream)
+            rc = cu(self._handle, gx, gy, gz, bx, by, bz, smem, s, self._params_addr, None)
+            if rc:
+                self._fail(rc, (gx, gy, gz), (bx, by, bz), smem)
+            return
         err = self._drv.cuLaunchKernel(
             self._function, gx, gy, gz, bx, by, bz, smem, self._stream(stream), self._params_addr, 0
         )
         if int(err[0] if isinstance(err, tuple) else err) != 0:
             check(err, f"cuLaunchKernel(grid={tuple(grid)}, block={tuple(block)}, shared={smem})", self.name)
+
+    def _pack(self, values: Sequence[Any]) -> None:
+        try:
+            self._pack_into(self._buf, 0, *values)
+        except struct.error as e:
+            raise TypeError(f"kernel '{self.name}': arguments {list(values)} do not fit the param "
+                            f"kinds {list(self.param_kinds)}: {e}") from None
+
+    def _fail(self, rc: int, grid: Sequence[int], block: Sequence[int], smem: int) -> None:
+        drv = self._drv
+        err = drv.CUresult(rc) if hasattr(drv, "CUresult") else rc
+        raise CudaError(f"kernel '{self.name}': cuLaunchKernel(grid={tuple(grid)}, block={tuple(block)}, "
+                        f"shared={smem}) failed: {_error_text(drv, err)}", rc)
+
+    def raw_launcher(self, block: Sequence[int], shared_bytes: int) -> Callable[[int, int, int, Sequence[Any], int], None]:
+        """`go(gx, gy, gz, values, stream)` with block and shared memory fixed: the fewest steps
+        per launch. `values` are already checked ints/floats (pointers as device addresses)."""
+        if shared_bytes > self._shared_limit:
+            self._allow_shared(shared_bytes)
+        bx, by, bz = (int(d) for d in block)
+        cu = libcuda_launch()
+        if cu is None:
+            def slow(gx: int, gy: int, gz: int, values: Sequence[Any], stream: int) -> None:
+                self.launch((gx, gy, gz), (bx, by, bz), values, shared_bytes, stream)
+
+            return slow
+        pack_into, buf, handle, params, smem = self._pack_into, self._buf, self._handle, self._params_addr, shared_bytes
+
+        def go(gx: int, gy: int, gz: int, values: Sequence[Any], stream: int) -> None:
+            try:
+                pack_into(buf, 0, *values)
+            except struct.error:
+                self._pack(values)
+            rc = cu(handle, gx, gy, gz, bx, by, bz, smem, stream, params, None)
+            if rc:
+                self._fail(rc, (gx, gy, gz), (bx, by, bz), smem)
+
+        return go
 
     __call__ = launch
 

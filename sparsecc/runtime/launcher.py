@@ -17,14 +17,15 @@ Argument rules (checked on every launch, each failure a ValueError naming the ar
 from __future__ import annotations
 
 import contextlib
+import importlib
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-__all__ = ["LaunchPlan", "contiguous_params", "launch", "plan_for"]
+__all__ = ["LaunchPlan", "contiguous_params", "fast_launcher", "launch", "plan_for"]
 
 _TORCH = {
     "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
@@ -149,64 +150,11 @@ def make_packer(kinds: Sequence[str], contiguous: Sequence[bool],
 
 
 def contiguous_params(module: Any, func_name: str) -> set[int]:
-    """Indices of pointer parameters addressed with compile-time strides/offsets only.
+    """See `sparsecc.frontend.compile.contiguous_params` (computed at compile time since the
+    disk cache keeps no module; kept here for callers of the launcher's API)."""
+    from sparsecc.frontend.compile import contiguous_params as analyse
 
-    A pointer whose every tt.make_tensor_ptr has constant strides, and whose every tt.addptr
-    offset is computed without reading a runtime parameter, only addresses the tensor
-    correctly when it is contiguous. Pointers addressed through runtime strides are left alone
-    (views with any strides are fine there).
-    """
-    from xdsl.ir import BlockArgument, Operation
-
-    from sparsecc.dialects import tt
-
-    func = next((op for op in module.walk()
-                 if isinstance(op, tt.FuncOp) and op.sym_name.data == func_name), None)
-    if func is None:
-        return set()
-    entry = func.body.blocks.first
-    params = list(entry.args)
-
-    def reads_runtime(value: Any, seen: set[int]) -> bool:
-        if id(value) in seen:
-            return False
-        seen.add(id(value))
-        if isinstance(value, BlockArgument):
-            return True  # a kernel parameter, or a loop-carried value: treat as runtime
-        op = value.owner
-        if not isinstance(op, Operation):
-            return True
-        return any(reads_runtime(o, seen) for o in op.operands)
-
-    def pointer_users(value: Any) -> list[tuple[Any, Any]]:
-        """(op, the operand that is the pointer) for each addressing use, through splat/broadcast."""
-        out = []
-        for use in value.uses:
-            op = use.operation
-            if isinstance(op, tt.SplatOp | tt.BroadcastOp | tt.ExpandDimsOp | tt.ReshapeOp):
-                out.extend(pointer_users(op.results[0]))
-            else:
-                out.append((op, value))
-        return out
-
-    result: set[int] = set()
-    for i, p in enumerate(params):
-        if not isinstance(p.type, tt.PointerType):
-            continue
-        users = pointer_users(p)
-        if not users:
-            continue
-        fixed = True
-        for op, _ in users:
-            if isinstance(op, tt.MakeTensorPtrOp):
-                if any(reads_runtime(s, set()) for s in op.strides):
-                    fixed = False
-            elif isinstance(op, tt.AddPtrOp):
-                if reads_runtime(op.offset, set()):
-                    fixed = False
-        if fixed:
-            result.add(i)
-    return result
+    return analyse(module, func_name)
 
 
 def _module_of(compiled: Any) -> Any:
@@ -248,6 +196,25 @@ class LaunchPlan:
     kernels: dict[int, Any]
     pointer_index: int
     """Index of the first pointer parameter (its tensor decides the device), -1 if none."""
+    raw: dict[int, Callable[..., None]] = field(default_factory=dict)
+    """device -> `(gx, gy, gz, packed values, stream)` launch function of the loaded kernel."""
+
+    def raw_launch(self, device: int) -> Callable[..., None]:
+        """The fastest launch function of this kernel on `device` (loading it if needed)."""
+        fn = self.raw.get(device)
+        if fn is None:
+            k = self.kernel(device)
+            bind = getattr(k, "raw_launcher", None)
+            if bind is not None:
+                fn = bind(self.block, self.shared_bytes)
+            else:  # a driver without the raw path (tests' stand-ins): its launch()
+                block, smem = self.block, self.shared_bytes
+
+                def fn(gx: int, gy: int, gz: int, values: list[Any], stream: int) -> None:
+                    k.launch((gx, gy, gz), block, values, smem, stream)
+
+            self.raw[device] = fn
+        return fn
 
     def kernel(self, device: int) -> Any:
         k = self.kernels.get(device)
@@ -297,8 +264,7 @@ def _driver_kinds(meta: dict[str, Any], kinds: Sequence[str]) -> list[str]:
 
 def _load_kernel(cubin: bytes, name: str, kinds: list[str], shared_bytes: int, device: int) -> Any:
     """A driver.CudaKernel for `name` in `cubin`, loaded into `device`'s (torch's) context."""
-    from sparsecc.runtime import driver
-
+    driver = importlib.import_module("sparsecc.runtime.driver")  # sys.modules' (stand-ins too)
     on_device = torch.cuda.device(device) if torch.cuda.is_available() else contextlib.nullcontext()
     with on_device:
         return driver.CudaKernel(cubin, name, kinds, shared_bytes=shared_bytes)
@@ -321,7 +287,11 @@ def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
                                f"{getattr(compiled, 'target', None)!r}; asm has "
                                f"{sorted(getattr(compiled, 'asm', {}))})")
         kinds, names = _param_kinds(compiled)
-        contiguous = contiguous_params(module, name) if (module := _module_of(compiled)) else set()
+        known = getattr(compiled, "contiguous", None)
+        if known is not None:  # worked out at compile time (also kept by the disk cache)
+            contiguous = set(known)
+        else:
+            contiguous = contiguous_params(module, name) if (module := _module_of(compiled)) else set()
         contig = [i in contiguous or n.endswith((".values", ".meta")) for i, n in enumerate(names)]
         converters = tuple(_converter(name, n, k, c) for n, k, c in zip(names, kinds, contig))
         warps = int(meta.get("num_warps") or num_warps or getattr(compiled, "num_warps", 4))
@@ -365,9 +335,9 @@ def launch(compiled: Any, grid: Sequence[int], flat_args: Sequence[Any], num_war
     gx, gy, gz = grid
     if gx == 0 or gy == 0 or gz == 0:
         return
-    kernel = plan.kernels.get(device) or plan.kernel(device)
+    fn = plan.raw.get(device) or plan.raw_launch(device)
     try:
-        kernel.launch((gx, gy, gz), plan.block, values, plan.shared_bytes, _raw_stream(device))
+        fn(gx, gy, gz, values, _raw_stream(device))
     except RuntimeError as e:
         if plan.name in str(e):  # driver.CudaError already names the kernel and the call
             raise
@@ -376,3 +346,32 @@ def launch(compiled: Any, grid: Sequence[int], flat_args: Sequence[Any], num_war
     except Exception as e:
         raise RuntimeError(f"{plan.name}: launch failed (grid {tuple(grid)}, block {plan.block}, "
                            f"{plan.shared_bytes} B dynamic shared memory): {e}") from None
+
+
+def fast_launcher(compiled: Any, num_warps: int) -> Callable[[int, int, int, Sequence[Any]], None]:
+    """`go(gx, gy, gz, flat_args)`: `launch` with everything per-kernel bound once, for the
+    `kernel[grid](...)` fast path. Same checks and errors as `launch`; the argument count is
+    the caller's promise (it comes from the specialization that produced `compiled`)."""
+    plan = plan_for(compiled, num_warps)
+    pack, raw, pidx, name = plan.pack, plan.raw, plan.pointer_index, plan.name
+    stream_of = _raw_stream
+    tensor = torch.Tensor
+
+    def go(gx: int, gy: int, gz: int, flat: Sequence[Any]) -> None:
+        a = flat[pidx] if pidx >= 0 else None
+        device = a.get_device() if a.__class__ is tensor else -1
+        if device < 0:
+            device = _device_of(flat, pidx)
+        values = pack(flat, device)
+        if not (gx and gy and gz):
+            return
+        fn = raw.get(device) or plan.raw_launch(device)
+        try:
+            fn(gx, gy, gz, values, stream_of(device))
+        except Exception as e:
+            if name in str(e):
+                raise
+            raise RuntimeError(f"{name}: launch failed (grid {(gx, gy, gz)}, block {plan.block}, "
+                               f"{plan.shared_bytes} B dynamic shared memory): {e}") from None
+
+    return go

@@ -1,0 +1,254 @@
+"""Host-side costs of sparsecc vs Triton on one GPU, in one run (issue 4).
+
+Prints one table:
+  cold compile     sparsecc.compile(sparse_mm_kernel, 128x128x64, 4 warps, 3 stages) with a fresh
+                   SPARSECC_CACHE_DIR (Python stages and ptxas separately), and time to first
+                   result of sparse_mm (compile + launch + sync); Triton: time to first result of
+                   a dense tl.dot matmul with the same tile config and a fresh TRITON_CACHE_DIR
+  cache hit        sparsecc.compile again (disk hit): in this process, and the first compile
+                   in a fresh process (one-time costs included, imports excluded)
+  launch overhead  µs per `kernel[grid](...)` averaged over 10k launches (one sync at the end):
+                   a tiny kernel (1 tensor + 1 int) and sparse_mm_kernel (9 parameters, 11 after
+                   the SparseTensor splits), vs the same tiny kernel and the matmul in Triton
+
+    python bench/host.py [--launches 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(_HERE))
+
+# Fresh caches before anything imports sparsecc or triton.
+os.environ["SPARSECC_CACHE_DIR"] = tempfile.mkdtemp(prefix="sparsecc-host-")
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-host-")
+
+import torch  # noqa: E402
+
+import sparsecc  # noqa: E402
+import sparsecc.language as tl  # noqa: E402
+from sparsecc.ops.sparse_mm import sparse_mm, sparse_mm_kernel  # noqa: E402
+
+SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16", **{n: "i32" for n in (
+    "M", "N", "K", "stride_am", "stride_bk", "stride_bn", "stride_dm", "stride_dn")}}
+CONSTS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
+
+
+@sparsecc.jit
+def tiny_kernel(X, n, BLOCK: tl.constexpr):
+    # A block pointer with boundary_check (the masked `X + offs` form does not compile for GPUs
+    # yet: sparsecc.dialects.arith.CmpiOp drops the operands' layout encoding from its result).
+    p = tl.make_block_ptr(X, shape=(n,), strides=(1,), offsets=(tl.program_id(0) * BLOCK,),
+                          block_shape=(BLOCK,), order=(0,))
+    tl.store(p, tl.load(p, boundary_check=(0,)) + 1.0, boundary_check=(0,))
+
+
+def compile_sparse_mm() -> sparsecc.CompiledKernel:
+    return sparsecc.compile(sparse_mm_kernel, signature=SIG, constexprs=CONSTS, target="sm_90",
+                            num_warps=4, num_stages=3)
+
+
+def cold_compile() -> dict[str, float]:
+    """Seconds: whole compile, of which ptxas (a subprocess) and the Python stages."""
+    from sparsecc.codegen import ptxas
+
+    spent = {"ptxas": 0.0}
+    real = ptxas.assemble
+
+    def timed(*a, **k):
+        t = time.perf_counter()
+        try:
+            return real(*a, **k)
+        finally:
+            spent["ptxas"] += time.perf_counter() - t
+
+    ptxas.assemble = timed
+    try:
+        t0 = time.perf_counter()
+        ck = compile_sparse_mm()
+        total = time.perf_counter() - t0
+    finally:
+        ptxas.assemble = real
+    assert not ck.cache_hit
+    return {"total": total, "ptxas": spent["ptxas"], "python": total - spent["ptxas"],
+            "ptx_lines": ck.asm["ptx"].count("\n")}
+
+
+def sparsecc_first_result() -> float:
+    """sparse_mm at a new shape config: compile (fresh cache dir) + launch + sync."""
+    os.environ["SPARSECC_CACHE_DIR"] = tempfile.mkdtemp(prefix="sparsecc-host-")
+    dense = sparsecc.prune_2to4(torch.randn(512, 512, dtype=torch.float16, device="cuda"))
+    a, b = sparsecc.compress(dense), torch.randn(512, 512, dtype=torch.float16, device="cuda")
+    torch.cuda.synchronize()
+    sparse_mm_kernel.cache.clear()
+    t0 = time.perf_counter()
+    out = sparse_mm(a, b)
+    torch.cuda.synchronize()
+    t = time.perf_counter() - t0
+    ref = dense.float() @ b.float()
+    assert torch.allclose(out.float(), ref, atol=0.5, rtol=2e-2), "sparse_mm gave a wrong result"
+    return t
+
+
+def cache_hits(n: int = 20) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        ck = compile_sparse_mm()
+        times.append(time.perf_counter() - t0)
+        assert ck.cache_hit
+    return sorted(times)[len(times) // 2]
+
+
+_FRESH_HIT = """
+import sys, time
+sys.path.insert(0, {root!r})
+import sparsecc
+from sparsecc.ops.sparse_mm import sparse_mm_kernel
+sig, consts = {sig!r}, {consts!r}
+t0 = time.perf_counter()
+ck = sparsecc.compile(sparse_mm_kernel, signature=sig, constexprs=consts, target="sm_90",
+                      num_warps=4, num_stages=3)
+print((time.perf_counter() - t0) if ck.cache_hit else -1.0)
+"""
+
+
+def fresh_process_hit() -> float:
+    code = _FRESH_HIT.format(root=os.path.dirname(_HERE), sig=SIG, consts=CONSTS)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ,
+                         check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def per_launch_us(fn, n: int) -> float:
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def triton_parts():
+    import triton
+    import triton.language as ttl
+
+    @triton.jit
+    def tiny(X, n, BLOCK: ttl.constexpr):
+        offs = ttl.program_id(0) * BLOCK + ttl.arange(0, BLOCK)
+        mask = offs < n
+        ttl.store(X + offs, ttl.load(X + offs, mask=mask, other=0.0) + 1.0, mask=mask)
+
+    @triton.jit
+    def matmul(A, B, C, M, N, K, sam, sak, sbk, sbn, scm, scn,
+               BM: ttl.constexpr, BN: ttl.constexpr, BK: ttl.constexpr):
+        pm, pn = ttl.program_id(0), ttl.program_id(1)
+        rm = pm * BM + ttl.arange(0, BM)
+        rn = pn * BN + ttl.arange(0, BN)
+        rk = ttl.arange(0, BK)
+        acc = ttl.zeros((BM, BN), dtype=ttl.float32)
+        for k in range(0, ttl.cdiv(K, BK)):
+            kk = k * BK + rk
+            a = ttl.load(A + rm[:, None] * sam + kk[None, :] * sak,
+                         mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
+            b = ttl.load(B + kk[:, None] * sbk + rn[None, :] * sbn,
+                         mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = ttl.dot(a, b, acc)
+        ttl.store(C + rm[:, None] * scm + rn[None, :] * scn, acc.to(ttl.float16),
+                  mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+    return triton, tiny, matmul
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--launches", type=int, default=10_000)
+    args = ap.parse_args()
+    n = args.launches
+    rows: list[tuple[str, str, str]] = []
+    print("| what | sparsecc | triton |\n|---|---|---|", flush=True)
+
+    class Rows(list):  # print each row as soon as it is measured (partial runs still report)
+        def append(self, row: tuple[str, str, str]) -> None:
+            print("| " + " | ".join(row) + " |", flush=True)
+            super().append(row)
+
+    rows = Rows()
+
+    cold = cold_compile()
+    rows.append(("cold compile sparse_mm (fresh cache)", f"{cold['total']:.2f} s "
+                 f"(Python {cold['python']:.2f} s + ptxas {cold['ptxas']:.2f} s; "
+                 f"{cold['ptx_lines']} PTX lines)", ""))
+    hit = cache_hits()
+    fresh = fresh_process_hit()
+    rows.append(("cache hit: sparsecc.compile (disk)", f"{hit * 1e3:.2f} ms in-process median; "
+                 f"{fresh * 1e3:.1f} ms first in a fresh process", ""))
+    first = sparsecc_first_result()
+
+    triton, tiny, matmul = triton_parts()
+    a16 = torch.randn(512, 512, dtype=torch.float16, device="cuda")
+    b16 = torch.randn(512, 512, dtype=torch.float16, device="cuda")
+    c16 = torch.empty(512, 512, dtype=torch.float16, device="cuda")
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    matmul[(4, 4)](a16, b16, c16, 512, 512, 512, 512, 1, 512, 1, 512, 1, BM=128, BN=128, BK=64,
+                   num_warps=4, num_stages=3)
+    torch.cuda.synchronize()
+    triton_first = time.perf_counter() - t0
+    assert torch.allclose(c16.float(), a16.float() @ b16.float(), atol=0.5, rtol=2e-2)
+    rows.append(("time to first result (compile+launch+sync)", f"{first:.2f} s (sparse_mm 512³)",
+                 f"{triton_first:.2f} s (dense tl.dot 512³)"))
+
+    x = torch.zeros(1024, device="cuda")
+    sc_tiny = per_launch_us(lambda: tiny_kernel[(8,)](x, 1024, BLOCK=128), n)
+    assert torch.equal(x, torch.full_like(x, n + 1)), "tiny kernel gave a wrong result"
+    tr_tiny = per_launch_us(lambda: tiny[(8,)](x, 1024, BLOCK=128), n)
+    rows.append(("launch overhead, tiny kernel (2 args)", f"{sc_tiny:.1f} µs", f"{tr_tiny:.1f} µs"))
+
+    dense = sparsecc.prune_2to4(torch.randn(128, 128, dtype=torch.float16, device="cuda"))
+    sa, sb = sparsecc.compress(dense), torch.randn(128, 128, dtype=torch.float16, device="cuda")
+    sd = torch.empty(128, 128, dtype=torch.float16, device="cuda")
+    sc_mm = per_launch_us(lambda: sparse_mm_kernel[(1,)](
+        sd, sa, sb, 128, 128, 128, 128, 128, 1, 128, 1, **CONSTS, num_warps=4, num_stages=3), n)
+    tr_mm = per_launch_us(lambda: matmul[(1, 1)](
+        a16, b16, c16, 128, 128, 128, 512, 1, 512, 1, 512, 1, BM=128, BN=128, BK=64,
+        num_warps=4, num_stages=3), n)
+    rows.append(("launch overhead, matmul (9 / 12 params)", f"{sc_mm:.1f} µs (sparse_mm_kernel)",
+                 f"{tr_mm:.1f} µs (tl.dot matmul)"))
+    ref = dense.float() @ sb.float()
+    assert torch.allclose(sd.float(), ref, atol=0.5, rtol=2e-2), "launch loop gave a wrong result"
+
+    from sparsecc.runtime import launcher
+
+    ck = next(c for c in tiny_kernel.cache.values() if c.target is not None)
+    direct = per_launch_us(lambda: launcher.launch(ck, (8, 1, 1), [x, 1024], 4), n)
+    rows.append(("  of which launcher.launch (no specialization)", f"{direct:.1f} µs", ""))
+    plan = launcher.plan_for(ck)
+    raw = plan.raw_launch(x.get_device())
+    stream = torch.cuda.current_stream().cuda_stream
+    values = [x.data_ptr(), 1024]
+    raw_us = per_launch_us(lambda: raw(8, 1, 1, values, stream), n)
+    rows.append(("  of which pack + ctypes cuLaunchKernel", f"{raw_us:.1f} µs", ""))
+    from sparsecc.runtime import driver
+
+    k = plan.kernels[x.get_device()]
+    cu = driver.libcuda_launch()
+    floor = per_launch_us(lambda: cu(k._handle, 8, 1, 1, plan.block[0], 1, 1, plan.shared_bytes, stream,
+                                     k._params_addr, None), n) if cu else float("nan")
+    rows.append(("  of which bare cuLaunchKernel (ctypes, prebuilt params)", f"{floor:.1f} µs", ""))
+
+    name = torch.cuda.get_device_name()
+    print(f"\n(host costs on {name}, torch {torch.__version__}, triton {triton.__version__}, "
+          f"python {sys.version.split()[0]}, {len(rows)} rows)")
+
+
+if __name__ == "__main__":
+    main()
