@@ -523,20 +523,7 @@ class _Decomposer:
         self.run_block(body)
         new_for = scf.ForOp(op.lb, op.ub, op.step, new_inits, body)
         self._insert_before(op, new_for)
-        results = iter(new_for.results)
-        for i, init in enumerate(carried):
-            old = op.results[i]
-            if init in self.split:
-                values, meta = next(results), next(results)
-                if old.name_hint:
-                    values.name_hint = f"{old.name_hint}_values"
-                    meta.name_hint = f"{old.name_hint}_meta"
-                self.split[old] = Split(values, meta)
-            else:
-                r = next(results)
-                r.name_hint = old.name_hint
-                old.replace_all_uses_with(r)
-        self.dead.append(op)
+        self._adopt_results(op, new_for, [init in self.split for init in carried])
 
     def rewrite_if(self, op: scf.IfOp) -> None:
         """An scf.if yielding sparse values: each such result becomes a (values, meta) pair."""
@@ -552,19 +539,23 @@ class _Decomposer:
         op.false_region.move_blocks(false_region)
         new_if = scf.IfOp(op.cond, [v.type for v in then_yield.operands], true_region, false_region)
         self._insert_before(op, new_if)
-        results = iter(new_if.results)
-        for old in op.results:
-            if tt.is_sparse(old.type):
+        self._adopt_results(op, new_if, [tt.is_sparse(r.type) for r in op.results])
+
+    def _adopt_results(self, old: Operation, new: Operation, sparse: list[bool]) -> None:
+        """Map `old`'s results onto `new`'s, where each sparse result became two (values, meta)."""
+        results = iter(new.results)
+        for res, is_sparse in zip(old.results, sparse):
+            if is_sparse:
                 values, meta = next(results), next(results)
-                if old.name_hint:
-                    values.name_hint = f"{old.name_hint}_values"
-                    meta.name_hint = f"{old.name_hint}_meta"
-                self.split[old] = Split(values, meta)
+                if res.name_hint:
+                    values.name_hint = f"{res.name_hint}_values"
+                    meta.name_hint = f"{res.name_hint}_meta"
+                self.split[res] = Split(values, meta)
             else:
                 r = next(results)
-                r.name_hint = old.name_hint
-                old.replace_all_uses_with(r)
-        self.dead.append(op)
+                r.name_hint = res.name_hint
+                res.replace_all_uses_with(r)
+        self.dead.append(old)
 
     def rewrite_yield(self, op: scf.YieldOp) -> None:
         if not any(v in self.split for v in op.operands):
