@@ -61,6 +61,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
         help="check errors against '// expected-error {{...}}' comments",
     )
     ap.add_argument(
+        "--emit",
+        choices=("mlir", "ptx"),
+        default="mlir",
+        help="what to print: the IR (default) or, for ttgir, the PTX it lowers to",
+    )
+    ap.add_argument(
         "--split-input-file",
         action="store_true",
         help="process each '// -----'-separated chunk of the input on its own",
@@ -208,7 +214,26 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
     ctx = make_context()
     module, positions = parse_source(ctx, src)
     run_pipeline(ctx, module, pipeline, positions, src, args)
+    if getattr(args, "emit", "mlir") == "ptx":
+        return emit_ptx_text(module)
     return print_module(module, args.print_op_generic)
+
+
+def emit_ptx_text(module: ModuleOp) -> str:
+    """Lower a ttgir module (its `ttg.target` names the GPU) to PTX text."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from sparsecc.codegen.lower import lower_to_ptx_text
+
+    target = module.attributes.get("ttg.target")
+    if not isinstance(target, StringAttr):
+        raise ToolError(Diagnostic("--emit=ptx needs ttgir: a module with a "
+                                   "\"ttg.target\" attribute (run convert-tt-to-ttg first)"))
+    try:
+        ptx, _ = lower_to_ptx_text(module, target.data)
+    except Exception as exc:  # a lowering limit is a user-facing diagnostic, not a crash
+        raise ToolError(Diagnostic(f"cannot lower to PTX: {exc}")) from None
+    return ptx
 
 
 # --verify-diagnostics --------------------------------------------------------------
