@@ -54,6 +54,7 @@ from sparsecc.codegen.lower_mem import (
     store_block,
     store_shared,
 )
+from sparsecc.codegen.lower_ptrs import load_ptrs, lower_addptr, store_ptrs
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -264,6 +265,9 @@ class Lowerer:
             offs = [em.add(o, em.to32(self.get(d))) for o, d in zip(bp.offsets, op.offsets)]
             self.values[op.result] = BlockPtr(bp.base, bp.shape, bp.strides, offs, op.result.type)
             return
+        if isinstance(op, tt.AddPtrOp):
+            lower_addptr(self, op)
+            return
         if isinstance(op, tt.LoadOp):
             self._load(op)
             return
@@ -449,6 +453,9 @@ class Lowerer:
 
     def _load(self, op: tt.LoadOp) -> None:
         ptr = self.get(op.ptr)
+        if isinstance(ptr, Regs):
+            load_ptrs(self, op, ptr)
+            return
         if not isinstance(ptr, BlockPtr):
             raise LoweringError("only block-pointer loads are supported (tensor-of-pointers loads are not)")
         dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
@@ -460,6 +467,9 @@ class Lowerer:
 
     def _store(self, op: tt.StoreOp) -> None:
         ptr = self.get(op.ptr)
+        if isinstance(ptr, Regs):
+            store_ptrs(self, op, ptr)
+            return
         if not isinstance(ptr, BlockPtr):
             raise LoweringError("only block-pointer stores are supported (tensor-of-pointers stores are not)")
         if op.mask is not None:

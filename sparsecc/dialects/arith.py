@@ -174,7 +174,10 @@ class SelectOp(arith.SelectOp):
 
 
 def _i1_like(ty: Attribute) -> Attribute:
-    return TensorType(IntegerType(1), ty.get_shape()) if isinstance(ty, TensorType) else IntegerType(1)
+    """i1 shaped like `ty`, keeping its layout encoding (ttgir tensors carry one)."""
+    if not isinstance(ty, TensorType):
+        return IntegerType(1)
+    return TensorType(IntegerType(1), ty.get_shape(), ty.encoding)
 
 
 @irdl_op_definition

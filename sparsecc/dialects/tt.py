@@ -701,7 +701,13 @@ def loaded_type(ptr_type: Attribute) -> Attribute:
 
 def _mask_type(ptr_type: Attribute) -> Attribute:
     shape = shape_of(ptr_type)
-    return TensorType(IntegerType(1), shape) if shape else IntegerType(1)
+    if not shape:
+        return IntegerType(1)
+    # a ttgir pointer tensor's layout (not a #tt.sparse storage encoding) applies to its mask
+    enc = ptr_type.encoding if isinstance(ptr_type, TensorType) else None
+    if enc is None or isinstance(enc, SparseEncodingAttr):
+        return TensorType(IntegerType(1), shape)
+    return TensorType(IntegerType(1), shape, enc)
 
 
 def _parse_ptr_mask_other(parser: Parser) -> tuple[list, dict, Attribute]:

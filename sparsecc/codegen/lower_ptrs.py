@@ -1,0 +1,87 @@
+"""Tensors of pointers: `tt.addptr` and masked `tt.load`/`tt.store` through them, per element.
+
+A pointer tensor lowers like any distributed tensor (lower_base.Regs): one 64-bit address per
+register of its layout, so `tl.load(X + offs, mask=offs < n, other=0.0)` becomes, per register,
+`addr = base + sext(off) * elem_bytes` and one predicated `ld.global`/`st.global` (a false mask
+skips the access; a load then yields `other`). No vectorization: correctness first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import TensorType, i64
+from xdsl.ir import SSAValue
+
+from sparsecc.codegen.lower_base import LoweringError, Regs
+from sparsecc.codegen.lower_mem import esize
+from sparsecc.dialects import ptx, tt
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower import Lowerer
+
+
+def _per_reg(x: object, n: int, what: str) -> list[SSAValue]:
+    """`n` per-register values of `x`: a register tensor's own, or a scalar repeated."""
+    if isinstance(x, Regs):
+        if len(x.regs) != n:
+            raise LoweringError(f"{what} holds {len(x.regs)} registers per thread, the pointers {n}"
+                                " (layouts differ)")
+        return list(x.regs)
+    if isinstance(x, SSAValue):
+        return [x] * n
+    raise LoweringError(f"{what}: expected a register tensor or a scalar, got {type(x).__name__}")
+
+
+def _pointee(ptr_type: object) -> object:
+    pt = ptr_type.element_type if isinstance(ptr_type, TensorType) else ptr_type
+    if not isinstance(pt, tt.PointerType) or pt.is_block:
+        raise LoweringError("expected a pointer or a tensor of (non-block) pointers")
+    return pt.pointee
+
+
+def lower_addptr(L: Lowerer, op: tt.AddPtrOp) -> None:
+    """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element."""
+    em = L.em
+    nbytes = esize(_pointee(op.result.type))
+    ptr, off = L.get(op.ptr), L.get(op.offset)
+    if not isinstance(ptr, Regs) and not isinstance(off, Regs):
+        assert isinstance(ptr, SSAValue) and isinstance(off, SSAValue)
+        L.values[op.result] = em.add(ptr, em.mul(em.ext64(off), nbytes))
+        return
+    n = len((ptr if isinstance(ptr, Regs) else off).regs)
+    ptrs, offs = _per_reg(ptr, n, "tt.addptr pointer"), _per_reg(off, n, "tt.addptr offset")
+    out = [em.add(p, em.mul(em.ext64(o), nbytes)) for p, o in zip(ptrs, offs)]
+    L.values[op.result] = Regs(op.result.type, out)
+
+
+def load_ptrs(L: Lowerer, op: tt.LoadOp, ptrs: Regs) -> None:
+    """One (predicated) scalar `ld.global` per register; masked-off registers get `other`."""
+    n = len(ptrs.regs)
+    elt = _pointee(op.ptr.type)
+    masks = _per_reg(L.get(op.mask), n, "load mask") if op.mask is not None else [None] * n
+    others = _per_reg(L.get(op.other), n, "load other") if op.other is not None else [None] * n
+    out = []
+    for addr, m, o in zip(ptrs.regs, masks, others):
+        _check_addr(addr)
+        other = [o] if (m is not None and o is not None) else []
+        out.append(L.em.val(ptx.LdGlobalOp(addr, elt, 1, mask=m, other=other)))
+    L.values[op.result] = Regs(op.result.type, out)
+
+
+def store_ptrs(L: Lowerer, op: tt.StoreOp, ptrs: Regs) -> None:
+    """One (predicated) scalar `st.global` per register; masked-off elements are not written."""
+    n = len(ptrs.regs)
+    vals = _per_reg(L.get(op.value), n, "stored value")
+    masks = _per_reg(L.get(op.mask), n, "store mask") if op.mask is not None else [None] * n
+    for addr, v, m in zip(ptrs.regs, vals, masks):
+        _check_addr(addr)
+        L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
+
+
+def _check_addr(addr: SSAValue) -> None:
+    if addr.type != i64:
+        raise LoweringError(f"pointer registers must be 64-bit addresses, got {addr.type}")
+
+
+__all__ = ["lower_addptr", "load_ptrs", "store_ptrs"]
