@@ -79,12 +79,16 @@ def _triton_matmul():
 
 
 def sparse_configs(n: int) -> list:
+    """sparse_mm's default pick for the shape first, then the runners-up it was chosen over."""
     from sparsecc.ops.sparse_mm import MMConfig
 
-    if n <= 128:  # decode: narrow N tiles
-        return [MMConfig(64, 16, 64, num_warps=4, num_stages=3), MMConfig(128, 32, 64, num_warps=4, num_stages=3),
-                MMConfig(64, 64, 64, num_warps=4, num_stages=3)]
-    return [MMConfig(128, 128, 64, num_warps=4, num_stages=3), MMConfig(128, 128, 64, num_warps=4, num_stages=4),
+    if n <= 16:  # decode: mma.sp on narrow tiles (many CTAs), or a one-warpgroup wgmma tile
+        return [MMConfig(32, 16, 256, num_warps=4, num_stages=4), MMConfig(32, 16, 256, num_warps=4, num_stages=6),
+                MMConfig(64, 16, 256, num_warps=4, num_stages=4)]
+    if n <= 256:
+        return [MMConfig(64, 64, 128, num_warps=4, num_stages=4), MMConfig(64, 32, 128, num_warps=4, num_stages=4),
+                MMConfig(64, 128, 128, num_warps=4, num_stages=3)]
+    return [MMConfig(256, 128, 64, num_warps=8, num_stages=4), MMConfig(128, 256, 64, num_warps=8, num_stages=3),
             MMConfig(256, 128, 64, num_warps=8, num_stages=3)]
 
 

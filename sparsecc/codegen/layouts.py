@@ -185,12 +185,12 @@ def mma_warp_coords(layout: MmaEncodingAttr) -> tuple[Term, Term]:
     return Term("warp", wn, wm, 1), Term("warp", 1, wn, 1)
 
 
-def swizzled_offset(enc: SharedEncodingAttr, row: int, col: int, row_len: int) -> int:
-    """Element offset of (row, col) in a row-major tile under `enc` (metaPack = plain)."""
-    if enc.meta_pack or enc.max_phase == 1:
+def swizzled_offset(enc: SharedEncodingAttr, row: int, col: int, row_len: int, rows: int = 0) -> int:
+    """Element offset of (row, col) in a row-major tile of `rows` rows under `enc` (metaPack =
+    plain; colBlock cuts the rows into rows x colBlock sub-tiles)."""
+    if enc.meta_pack:
         return row * row_len + col
-    phase = (row // enc.per_phase) % enc.max_phase
-    return row * row_len + ((col // enc.vec) ^ phase) * enc.vec + col % enc.vec
+    return enc.swizzled_offset(row, col, row_len, rows)
 
 
 def contiguous_run(dl: DistLayout, fast: int, limit: int) -> int:

@@ -43,6 +43,7 @@ from sparsecc.codegen.lower_base import (
     LoweringError,
     Regs,
     Smem,
+    SmemOperand,
     hoist_loop_invariants,
 )
 from sparsecc.codegen.lower_dot import load_frag, lower_dot
@@ -57,8 +58,10 @@ from sparsecc.codegen.lower_mem import (
 from sparsecc.codegen.lower_ptrs import load_ptrs, lower_addptr, store_ptrs
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
+from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
 
 SMEM_ALIGN = 128
+WGMMA_ALIGN = 1024
 _ARITH_CLASSES = {cls.name: cls for cls in Arith.operations}
 _SUPPORTED_ARITH = {
     "arith." + n for n in (
@@ -90,11 +93,18 @@ class Lowerer:
     writes_pending: bool = False
     reads_since_bar: bool = False
     _coord_cache: dict = field(default_factory=dict)
+    wgmma: bool = False
+    """The kernel issues sm_90a warpgroup MMAs (a #ttg.mma version 3 dot)."""
+    wgmma_pending: bool = False
+    """A committed wgmma group may still be running (a K-loop dot left it in flight)."""
+    wgmma_drained: list = field(default_factory=list)
+    """Blocks that already waited for every wgmma group issued so far (no second wait)."""
     ldsm_refs: dict = field(default_factory=dict)
     """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
 
     # ---------------------------------------------------------------- setup
     def build(self) -> ptx.KernelOp:
+        self.wgmma = _uses_wgmma(self.func)
         self._plan_smem()
         params = []
         for i, ty in enumerate(self.func.function_type.inputs.data):
@@ -111,10 +121,14 @@ class Lowerer:
         self.lane = self.em.remu(self.tid, 32)
         self.warp = self.em.divu(self.tid, 32)
         self.smem = self.em.val(ptx.SharedBaseOp()) if self.smem_bytes else None
+        if self.smem is not None and self.wgmma:
+            # wgmma's swizzle atoms (8 rows x 128 B) must start on 1 KiB boundaries
+            self.smem = self.em.band(self.em.add(self.smem, WGMMA_ALIGN - 1), self.em.c(-WGMMA_ALIGN))
         self.lower_block(self.func.body.block)
         return self.kernel
 
     def _plan_smem(self) -> None:
+        align = WGMMA_ALIGN if self.wgmma else SMEM_ALIGN
         off = 0
         for op in self.func.walk():
             size = 0
@@ -125,16 +139,31 @@ class Lowerer:
                 ty = op.src.type
                 size = math.prod(ty.get_shape()) * esize(ty.element_type)
             if size:
-                off = -(-off // SMEM_ALIGN) * SMEM_ALIGN
+                off = -(-off // align) * align
                 self.smem_plan[op] = off
                 off += size
-        self.smem_bytes = -(-off // SMEM_ALIGN) * SMEM_ALIGN if off else 0
+        self.smem_bytes = -(-off // align) * align if off else 0
+        if self.smem_bytes and self.wgmma:
+            self.smem_bytes += WGMMA_ALIGN  # room to align the base at run time
 
     # ---------------------------------------------------------------- barriers
     def bar(self) -> None:
+        if self.wgmma:
+            # shared stores and cp.async writes are generic-proxy writes; wgmma reads through
+            # the async proxy: every writing thread fences before the barrier that publishes them
+            self.em.op(FenceProxyAsyncOp())
         self.em.op(ptx.BarSyncOp(0))
         self.writes_pending = False
         self.reads_since_bar = False
+
+    def wgmma_drain(self) -> None:
+        """`wgmma.wait_group 0` if a wgmma group may still be in flight: before shared memory it
+        reads is overwritten and before its accumulators are read by anything but a wgmma."""
+        if self.wgmma_pending and self.em.block not in self.wgmma_drained:
+            self.em.op(WgmmaWaitGroupOp(0))
+            self.wgmma_drained.append(self.em.block)
+            if self.em.block is self.kernel.body.block:
+                self.wgmma_pending = False
 
     def before_shared_write(self) -> None:
         if self.reads_since_bar:
@@ -277,11 +306,12 @@ class Lowerer:
         if isinstance(op, tt.DotOp):
             a, b, c = self.get(op.a), self.get(op.b), self.get(op.c)
             meta = self.get(op.meta) if op.meta is not None else None
-            if not isinstance(a, Frag) or not isinstance(b, Frag) or (meta is not None and not isinstance(meta, Frag)):
+            if not isinstance(a, Frag) or not isinstance(b, Frag | SmemOperand) or (meta is not None and not isinstance(meta, Frag)):
                 raise LoweringError("operands must be in #ttg.dot_op layouts (run sparse-gpu-encoding)")
             if not isinstance(c, Regs):
                 raise LoweringError("the accumulator must be a register tensor in #ttg.mma")
-            self.values[op.result] = lower_dot(self, a, b, c, meta, op.result.type)
+            self.values[op.result] = lower_dot(self, a, b, c, meta, op.result.type,
+                                               defer_wait=_only_feeds_next_iteration(op))
             return
         if isinstance(op, ttgd.LocalAllocOp):
             sm = Smem(em.add(self.smem, self.smem_plan[op]), op.result.type)
@@ -527,6 +557,8 @@ class Lowerer:
             pos += n
         em.block = body
         self.writes_pending = self.reads_since_bar = True
+        if any(isinstance(o, tt.DotOp) and _only_feeds_next_iteration(o) for o in op.body.block.ops) and self.wgmma:
+            self.wgmma_pending = True  # from the second iteration on, the last group may be in flight
         self.lower_block(op.body.block)
         y = op.body.block.last_op
         assert isinstance(y, scf.YieldOp)
@@ -545,6 +577,7 @@ class Lowerer:
         new = scf.ForOp(lb, ub, step, [flat[i] for i in keep], body)
         outer.add_op(new)
         self.writes_pending = self.reads_since_bar = True
+        self.wgmma_drain()  # the accumulators leave the loop: the last wgmma group must land
         results = list(flat)
         for pos_new, i in enumerate(keep):
             results[i] = new.results[pos_new]
@@ -595,6 +628,31 @@ class Lowerer:
             pos += n
 
 
+def _uses_wgmma(root: Operation) -> bool:
+    """Whether a tt.dot under `root` has a #ttg.mma version 3 (wgmma) result."""
+    return any(
+        isinstance(o, tt.DotOp) and isinstance(enc := o.result.type.encoding, ttgd.MmaEncodingAttr)
+        and enc.version_major == 3
+        for o in root.walk()
+    )
+
+
+def _only_feeds_next_iteration(dot: tt.DotOp) -> bool:
+    """Whether `dot` is a K-loop accumulation: its accumulator is an iter_arg of the enclosing
+    scf.for and its result only goes back to that iter_arg. Then nothing but the next
+    iteration's dot reads the result inside the loop, so a wgmma may stay in flight across the
+    back edge (the lowering waits for it before shared writes and after the loop)."""
+    loop = dot.parent_op()
+    if not isinstance(loop, scf.ForOp) or dot.parent_block() is not loop.body.block:
+        return False
+    uses = list(dot.result.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, scf.YieldOp):
+        return False
+    j = uses[0].index
+    acc = dot.c
+    return acc is loop.body.block.args[j + 1] and len(list(acc.uses)) == 1
+
+
 def _param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
     if isinstance(ty, tt.PointerType):
         return "ptr"
@@ -638,7 +696,10 @@ def sink_local_loads(root: Operation) -> None:
 def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     """ttgir module -> (module of one ptx.kernel, launch metadata)."""
     module = module.clone()
-    sink_local_loads(module)
+    if not (_uses_wgmma(module) and any(isinstance(o, ttgd.AsyncWaitOp) for o in module.walk())):
+        # (a pipelined wgmma loop keeps its reads at the top of the body, right after the
+        # async_wait barrier: the fragment loads then overlap the previous wgmma group)
+        sink_local_loads(module)
     funcs = [op for op in module.ops if isinstance(op, tt.FuncOp)]
     if len(funcs) != 1:
         raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}")

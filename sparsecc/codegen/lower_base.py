@@ -50,6 +50,15 @@ class Frag:
 
 
 @dataclass
+class SmemOperand:
+    """A dot operand the tensor core reads from shared memory itself (wgmma's B): no registers,
+    just the buffer, whose matrix descriptor the dot builds."""
+
+    sm: Smem
+    ty: TensorType
+
+
+@dataclass
 class BlockPtr:
     base: SSAValue
     shape: list[SSAValue]
@@ -309,4 +318,4 @@ def hoist_loop_invariants(root: Operation) -> int:
     return moved
 
 
-__all__ = ["LoweringError", "Regs", "Frag", "BlockPtr", "Smem", "Emitter", "hoist_loop_invariants", "COLD_ELSE"]
+__all__ = ["LoweringError", "Regs", "Frag", "SmemOperand", "BlockPtr", "Smem", "Emitter", "hoist_loop_invariants", "COLD_ELSE"]

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i64
 from xdsl.ir import SSAValue
 
 from sparsecc.codegen.layouts import distributed, mma_warp_coords, swizzled_offset
-from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, Smem
+from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, Smem, SmemOperand
 from sparsecc.codegen.lower_mem import esize, smem_offset
 from sparsecc.dialects import ptx
+from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
 
 if TYPE_CHECKING:
@@ -55,7 +57,7 @@ def _ldsm_offsets(sm: Smem, py_rc: list, n: int, num_warps: int) -> tuple[int, .
         for lane in range(32):
             mat = lane // 8 if lane // 8 < n else 0  # lanes past the matrices: as _ldmatrix
             row, col = py_rc[mat](lane % 8, warp)
-            out.append(swizzled_offset(enc, row, col, row_len))
+            out.append(swizzled_offset(enc, row, col, row_len, sm.ty.get_shape()[0]))
     return tuple(out)
 
 
@@ -91,7 +93,7 @@ def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool, py_rc:
             is_k = em.cmp("eq", mat, k)
             row = em.select(is_k, cands[k][0], row)
             col = em.select(is_k, cands[k][1], col)
-    off = em.mul(smem_offset(L, enc, row, col, shape[1]), esz)
+    off = em.mul(smem_offset(L, enc, row, col, shape[1], shape[0]), esz)
     if py_rc is not None:
         refs.append((offs, off))
     addr = em.add(sm.addr, off)
@@ -99,11 +101,17 @@ def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool, py_rc:
     return list(op.results)
 
 
-def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag:
+def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
     enc = ty.encoding
     assert isinstance(enc, DotOperandEncodingAttr)
     mma = enc.parent
     assert isinstance(mma, MmaEncodingAttr)
+    if mma.version_major == 3:
+        if enc.op_idx == 1:
+            return SmemOperand(sm, ty)  # wgmma reads B from shared memory through a descriptor
+        # A and metadata registers are read by wgmma asynchronously; a loop body rewrites the
+        # same PTX registers every iteration, so the previous group must be done first
+        L.wgmma_drain()
     shape = sm.ty.get_shape()
     if len(shape) != 2:
         raise LoweringError("ttg.local_load to #ttg.dot_op needs a 2-D memdesc")
@@ -194,12 +202,76 @@ def _ab_type(elt) -> str:
     raise LoweringError(f"tt.dot: operands must be f16 or bf16, got {elt}")
 
 
-def lower_dot(L: Lowerer, a: Frag, b: Frag, c: Regs, meta: Frag | None, result_ty: TensorType) -> Regs:
+_SWIZZLE_NAME = {128: "128B", 64: "64B", 32: "32B"}
+
+
+def _wgmma_b_desc(L: Lowerer, b: SmemOperand) -> tuple[int, int, int]:
+    """(descriptor bits without the address, bytes per 32-row K step, swizzle width) of B."""
+    enc = b.sm.ty.encoding
+    assert isinstance(enc, SharedEncodingAttr)
+    k, _ = b.sm.ty.get_shape()
+    width = enc.col_block * esize(b.sm.ty.element_type)
+    if width not in _SWIZZLE_NAME:
+        raise LoweringError(f"wgmma B must be staged in a 32/64/128-byte swizzled colBlock layout, got {enc}")
+    # MN-major canonical layout: LBO = from one column block to the next, SBO = 8 K rows.
+    bits = wg.smem_desc_bits(0, lbo=k * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
+    return bits, 32 * width, width
+
+
+def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
+                defer_wait: bool = False) -> Regs:
+    """A sparse tt.dot as sm_90a `wgmma.mma_async.sp.m64nNk32`s.
+
+    A values and metadata come in registers (the per-warp mma.sp layouts, which wgmma's
+    register-A form shares); B is read from shared memory through a descriptor. Each
+    warpgroup issues, per k32 step, one wgmma per m64 block it owns, then commits. Without
+    `defer_wait` it waits for the group, so the accumulators are ordinary values after the
+    dot. With it (a K-loop accumulation, see lower._only_feeds_next_iteration) the group stays
+    in flight: the next iteration's barrier and fragment loads overlap it, and the lowering
+    drains it (`wgmma.wait_group 0`) before the next shared-memory write and after the loop.
+    """
+    em = L.em
+    m, n = result_ty.get_shape()
+    rep_m = m // (16 * L.num_warps)
+    k = b.sm.ty.get_shape()[0]
+    if k % 32:
+        raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of 32")
+    bits, step_bytes, _ = _wgmma_b_desc(L, b)
+    const = em.c(bits - (1 << 64) if bits >> 63 else bits, i64)
+    t = _ab_type(a.ty.element_type)
+    L.before_shared_read()
+    em.op(wg.WgmmaFenceOp())
+    acc = list(c.regs)
+    per = n // 2
+    for s in range(k // 32):
+        field = em.band(em.divu(em.add(b.sm.addr, s * step_bytes), 16), em.c(0x3FFF))
+        desc = em.val(arith.OrIOp(em.ext64(field, signed=False), const))
+        for i in range(rep_m):
+            op = em.op(wg.WgmmaMmaAsyncSpOp(a.frags[(i, s)], desc, meta.frags[(i, s // 2)][0], n=n, ab_type=t,
+                                            acc=acc[i * per:(i + 1) * per], selector=s % 2, trans_b=1))
+            acc[i * per:(i + 1) * per] = list(op.results)
+    em.op(wg.WgmmaCommitGroupOp())
+    L.wgmma_drained.clear()
+    if defer_wait:
+        L.wgmma_pending = True
+    else:
+        em.op(wg.WgmmaWaitGroupOp(0))
+    return Regs(result_ty, acc)
+
+
+def lower_dot(L: Lowerer, a: Frag, b: Frag | SmemOperand, c: Regs, meta: Frag | None, result_ty: TensorType,
+              defer_wait: bool = False) -> Regs:
     enc = result_ty.encoding
     if not isinstance(enc, MmaEncodingAttr):
         raise LoweringError("tt.dot: the result must have a #ttg.mma layout")
     if c.ty.element_type != f32:
         raise LoweringError("tt.dot: only f32 accumulators are supported")
+    if enc.version_major == 3:
+        if meta is None or not isinstance(b, SmemOperand):
+            raise LoweringError("tt.dot: #ttg.mma version 3 (wgmma) needs a sparse dot with B in shared memory")
+        return lower_wgmma(L, a, b, c, meta, result_ty, defer_wait)
+    if isinstance(b, SmemOperand):
+        raise LoweringError("tt.dot: B in shared memory needs a #ttg.mma version 3 result")
     m, n = result_ty.get_shape()
     wm, wn = enc.warps_per_cta
     rep_m, rep_n = max(1, m // (16 * wm)), max(1, n // (8 * wn))
@@ -232,4 +304,4 @@ def lower_dot(L: Lowerer, a: Frag, b: Frag, c: Regs, meta: Frag | None, result_t
     return Regs(result_ty, acc)
 
 
-__all__ = ["load_frag", "lower_dot"]
+__all__ = ["load_frag", "lower_dot", "lower_wgmma"]

@@ -218,16 +218,26 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int]) -> None:
 # Shared memory
 
 
-def smem_offset(L: Lowerer, enc: SharedEncodingAttr, row: SSAValue, col: SSAValue, row_len: int) -> SSAValue:
-    """Element offset of (row, col) under the swizzle (col's low log2(vec) bits pass through)."""
+def smem_offset(L: Lowerer, enc: SharedEncodingAttr, row: SSAValue, col: SSAValue, row_len: int,
+                rows: int = 0) -> SSAValue:
+    """Element offset of (row, col) under the swizzle (col's low log2(vec) bits pass through);
+    the IR twin of `SharedEncodingAttr.swizzled_offset`."""
     em = L.em
-    if enc.meta_pack or enc.max_phase == 1:
+    if enc.meta_pack:
         return em.add(em.mul(row, row_len), col)
     if tuple(enc.order) != (1, 0):
         raise LoweringError(f"#ttg.shared with order {list(enc.order)} is not supported (only [1, 0])")
-    phase = em.remu(em.divu(row, enc.per_phase), enc.max_phase)
-    grp = em.xor(em.divu(col, enc.vec), phase)
-    return em.add(em.add(em.mul(row, row_len), em.mul(grp, enc.vec)), em.remu(col, enc.vec))
+    base = None
+    if enc.col_block:
+        base = em.mul(em.divu(col, enc.col_block), rows * enc.col_block)
+        col, row_len = em.remu(col, enc.col_block), enc.col_block
+    if enc.max_phase == 1:
+        off = em.add(em.mul(row, row_len), col)
+    else:
+        phase = em.remu(em.divu(row, enc.per_phase), enc.max_phase)
+        grp = em.xor(em.divu(col, enc.vec), phase)
+        off = em.add(em.add(em.mul(row, row_len), em.mul(grp, enc.vec)), em.remu(col, enc.vec))
+    return off if base is None else em.add(base, off)
 
 
 def smem_addr(L: Lowerer, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
@@ -239,7 +249,7 @@ def smem_addr(L: Lowerer, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
     if len(shape) == 1:
         off = idx[0]
     elif len(shape) == 2:
-        off = smem_offset(L, enc, idx[0], idx[1], shape[1])
+        off = smem_offset(L, enc, idx[0], idx[1], shape[1], shape[0])
     else:
         raise LoweringError(f"shared-memory access of rank {len(shape)} (use ttg.memdesc_subview first)")
     return em.add(sm.addr, em.mul(off, esize(sm.ty.element_type)))
@@ -253,11 +263,14 @@ def shared_run(sm_ty: MemDescType, dl: DistLayout, fast: int, elt: Attribute) ->
         return 1
     if enc.max_phase > 1 and not enc.meta_pack:
         limit = min(limit, enc.vec)
+    if enc.col_block:
+        limit = min(limit, enc.col_block)
     return contiguous_run(dl, fast, limit)
 
 
 def store_shared(L: Lowerer, sm: Smem, val: Regs) -> None:
     """Registers -> shared buffer with its swizzle (vectorized along the contiguous dim)."""
+    L.wgmma_drain()
     ty = val.ty
     elt = ty.element_type
     dl = distributed(ty.encoding, ty.get_shape())
@@ -307,6 +320,7 @@ def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int
     fast = fast_dim(tile)
     vec16 = 16 // esize(elt)
     run = shared_run(sm.ty, dl, fast, elt)
+    L.wgmma_drain()
     if war_barrier:
         L.before_shared_write()
 
@@ -391,7 +405,7 @@ def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims
     row_len = shape[1] if len(shape) == 2 else 0
 
     def soff(c: tuple[int, ...]) -> int:
-        return swizzled_offset(enc, c[0], c[1], row_len) if len(c) == 2 else c[0]
+        return swizzled_offset(enc, c[0], c[1], row_len, shape[0]) if len(c) == 2 else c[0]
 
     dst0 = smem_addr(L, sm, L.coords(dl)[0])
     for r0 in range(0, dl.num_regs, vec):

@@ -279,6 +279,12 @@ class MmaEncodingAttr(_CheckedParse, ParametrizedAttribute):
 
     The accumulator layout of mma.sync / mma.sp m16n8: lane l of a warp holds, per
     m16n8 tile, (row l/4, cols 2*(l%4)+{0,1}) and (row l/4+8, same cols).
+
+    `versionMajor = 3, warpsPerCTA = [4k, 1], instrShape = [64, N]`: the accumulator of Hopper
+    `wgmma.mma_async(.sp).m64nN`. Warp w of warpgroup G owns rows 16w.. of the 64-row block, with
+    the same per-thread map as version 2, so it is version 2's register layout with
+    warpsPerCTA [4k, 1]: warp w's i-th m16 tile is tile i*4k + w, and the N/2 registers of one
+    wgmma are one row of m16n8 tiles (layouts.mma needs no second formula).
     """
 
     name = "ttg.mma"
@@ -311,10 +317,19 @@ class MmaEncodingAttr(_CheckedParse, ParametrizedAttribute):
         return math.prod(self.warps_per_cta)
 
     def verify(self) -> None:
-        _require(self.version_major == 2, f"#ttg.mma: only versionMajor = 2 (mma.sync/mma.sp) is supported, got {self.version_major}")
+        _require(self.version_major in (2, 3),
+                 f"#ttg.mma: versionMajor must be 2 (mma.sync/mma.sp) or 3 (wgmma), got {self.version_major}")
         _require(len(self.warps_per_cta) == 2, "#ttg.mma: warpsPerCTA must have 2 entries (M, N)")
         _require(all(w >= 1 for w in self.warps_per_cta), "#ttg.mma: warpsPerCTA entries must be >= 1")
-        _require(self.instr_shape == (16, 8), f"#ttg.mma: instrShape must be [16, 8], got {list(self.instr_shape)}")
+        if self.version_major == 2:
+            _require(self.instr_shape == (16, 8), f"#ttg.mma: instrShape must be [16, 8], got {list(self.instr_shape)}")
+            return
+        wm, wn = self.warps_per_cta
+        _require(wn == 1 and wm % 4 == 0,
+                 f"#ttg.mma: versionMajor = 3 stacks whole warpgroups along M: warpsPerCTA must be [4k, 1], got {list(self.warps_per_cta)}")
+        _require(len(self.instr_shape) == 2 and self.instr_shape[0] == 64 and self.instr_shape[1] % 8 == 0
+                 and 8 <= self.instr_shape[1] <= 256,
+                 f"#ttg.mma: versionMajor = 3 needs instrShape [64, N] with N a multiple of 8 up to 256, got {list(self.instr_shape)}")
 
     @classmethod
     def _parse_params(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -491,6 +506,12 @@ class SharedEncodingAttr(_CheckedParse, ParametrizedAttribute):
     vec = perPhase = maxPhase = 1 is no swizzle. Higher-rank memdescs (a leading ring
     buffer dim) apply this per 2-D slice.
 
+    `colBlock = C` (printed only when set): the contiguous dim is cut into blocks of C columns,
+    each stored as its own rows x C sub-tile (block after block), with the swizzle above inside
+    it (ROWLEN = C). With C*elementBytes = 128, vec = 8, perPhase = 1, maxPhase = 8 this is the
+    Hopper wgmma "128B swizzle" canonical layout of an MN-major operand (64B: C = 32, perPhase
+    2, maxPhase 4; 32B: C = 16, perPhase 4, maxPhase 2); the tile base must be 1024-aligned.
+
     `metaPack = 1` (Deviation, printed only when set; see the contract's "Deviations"):
     a marker on the NV24 metadata tile (R x BK i16, BK % 64 == 0, no swizzle). Storage is
     plain row-major; the marker says every aligned 64-word group [64q, 64q+64) of a row is
@@ -508,9 +529,17 @@ class SharedEncodingAttr(_CheckedParse, ParametrizedAttribute):
     maxPhase: IntAttr
     order_attr: ArrayAttr[IntAttr]
     metaPack: IntAttr
+    colBlock: IntAttr
 
-    def __init__(self, vec: int, per_phase: int, max_phase: int, order: Sequence[int], meta_pack: int = 0):
-        super().__init__(IntAttr(vec), IntAttr(per_phase), IntAttr(max_phase), _ints(order), IntAttr(meta_pack))
+    def __init__(self, vec: int, per_phase: int, max_phase: int, order: Sequence[int], meta_pack: int = 0,
+                 col_block: int = 0):
+        super().__init__(IntAttr(vec), IntAttr(per_phase), IntAttr(max_phase), _ints(order), IntAttr(meta_pack),
+                         IntAttr(col_block))
+
+    @property
+    def col_block(self) -> int:
+        """Column-block width in elements (0: the rows are not cut; see the class docstring)."""
+        return self.colBlock.data
 
     @property
     def vec(self) -> int:
@@ -545,15 +574,22 @@ class SharedEncodingAttr(_CheckedParse, ParametrizedAttribute):
             self.meta_pack == 0 or (self.vec, self.per_phase, self.max_phase) == (1, 1, 1),
             "#ttg.shared: metaPack = 1 marks an unswizzled metadata tile (vec = perPhase = maxPhase = 1)",
         )
+        _require(self.col_block >= 0 and (self.col_block == 0 or self.col_block % self.vec == 0),
+                 f"#ttg.shared: colBlock must be 0 or a multiple of vec, got {self.col_block}")
+        _require(self.col_block == 0 or self.meta_pack == 0, "#ttg.shared: colBlock and metaPack exclude each other")
 
-    def swizzled_offset(self, row: int, col: int, row_len: int) -> int:
-        """Element offset of (row, col) in a row-major 2-D tile (order [1, 0])."""
+    def swizzled_offset(self, row: int, col: int, row_len: int, rows: int = 0) -> int:
+        """Element offset of (row, col) in a row-major 2-D tile (order [1, 0]) of `rows` rows."""
+        base = 0
+        if self.col_block:
+            base, col = (col // self.col_block) * rows * self.col_block, col % self.col_block
+            row_len = self.col_block
         phase = (row // self.per_phase) % self.max_phase
-        return row * row_len + ((col // self.vec) ^ phase) * self.vec + col % self.vec
+        return base + row * row_len + ((col // self.vec) ^ phase) * self.vec + col % self.vec
 
     @classmethod
     def _parse_params(cls, parser: AttrParser) -> Sequence[Attribute]:
-        e = _parse_struct(parser, "#ttg.shared", ("vec", "perPhase", "maxPhase", "order"), ("metaPack",))
+        e = _parse_struct(parser, "#ttg.shared", ("vec", "perPhase", "maxPhase", "order"), ("metaPack", "colBlock"))
         try:
             return [
                 IntAttr(_as_int(e["vec"], "vec")),
@@ -561,6 +597,7 @@ class SharedEncodingAttr(_CheckedParse, ParametrizedAttribute):
                 IntAttr(_as_int(e["maxPhase"], "maxPhase")),
                 _ints(_as_ints(e["order"], "order")),
                 IntAttr(_as_int(e.get("metaPack", 0), "metaPack")),
+                IntAttr(_as_int(e.get("colBlock", 0), "colBlock")),
             ]
         except VerifyException as err:
             parser.raise_error(f"#ttg.shared: {err}")
@@ -574,6 +611,8 @@ class SharedEncodingAttr(_CheckedParse, ParametrizedAttribute):
         ]
         if self.meta_pack:
             entries.append(("metaPack", self.meta_pack))
+        if self.col_block:
+            entries.append(("colBlock", self.col_block))
         _print_struct(printer, entries)
 
 

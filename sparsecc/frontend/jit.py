@@ -422,8 +422,10 @@ def _on_cpu(values: Any) -> bool:
 
 
 def current_target() -> str:
-    """`sm_XY` of the current CUDA device."""
+    """`sm_XY` of the current CUDA device (`sm_90a` on Hopper)."""
     import torch
 
     major, minor = torch.cuda.get_device_capability()
+    if (major, minor) == (9, 0):
+        return "sm_90a"  # Hopper: the arch-specific target, which adds wgmma.mma_async.sp
     return f"sm_{major}{minor}"

@@ -18,7 +18,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 
-__all__ = ["MMConfig", "default_config", "sparse_mm", "sparse_mm_kernel"]
+__all__ = ["MMConfig", "default_config", "has_wgmma", "sparse_mm", "sparse_mm_kernel"]
 
 
 @sparsecc.jit
@@ -66,22 +66,37 @@ class MMConfig:
 
 
 # One m16n8k32 mma.sp step needs BLOCK_M % 16 == 0 and BLOCK_K % 32 == 0; metadata tiles need
-# BLOCK_M % 16 == 0 (16-row word blocks). fp16 and bf16 share the tile shapes.
-_DEFAULTS: dict[torch.dtype, MMConfig] = {
-    torch.float16: MMConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=3),
-    torch.bfloat16: MMConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=3),
-}
-_SMALL = MMConfig(64, 64, 64, group_m=8, num_warps=4, num_stages=2)
+# BLOCK_M % 16 == 0 (16-row word blocks). fp16 and bf16 share the tile shapes. On sm_90a a tile
+# with BLOCK_M % (16 * num_warps) == 0 and BLOCK_N <= 256 runs on wgmma.mma_async.sp (see
+# convert-tt-to-ttg); the others on mma.sp. Picks measured on the H100 (bench/results/NOTES.md):
+# large problems: 256x128x64, 8 warps (two warpgroups, 4 stages): ~630 TFLOP/s at 8192^3 against
+# ~440 for the best mma.sp tile; decode (N <= 16): 32x16x256, 4 stages, mma.sp: many CTAs and
+# 16 KB of A in flight per stage, memory-bound at ~1.5x cuBLAS; N <= 256: 64x64x128 (wgmma).
+_LARGE = {True: MMConfig(256, 128, 64, group_m=8, num_warps=8, num_stages=4),
+          False: MMConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=3)}
+_DECODE = MMConfig(32, 16, 256, group_m=8, num_warps=4, num_stages=4)
+_SMALL = {True: MMConfig(64, 64, 128, group_m=8, num_warps=4, num_stages=4),
+          False: MMConfig(64, 64, 64, group_m=8, num_warps=4, num_stages=2)}
 _CPU = MMConfig(32, 32, 32, group_m=4, num_warps=4, num_stages=1)
 
 
-def default_config(m: int, n: int, k: int, dtype: torch.dtype, device_type: str = "cuda") -> MMConfig:
-    """The tile config sparse_mm uses for an (m, n, k) problem of `dtype` on `device_type`."""
+def has_wgmma(target: str | None) -> bool:
+    """Whether `target` (e.g. "sm_90a") has Hopper's warpgroup MMA."""
+    return target == "sm_90a"
+
+
+def default_config(m: int, n: int, k: int, dtype: torch.dtype, device_type: str = "cuda",
+                   target: str | None = "sm_90a") -> MMConfig:
+    """The tile config sparse_mm uses for an (m, n, k) problem of `dtype` on `device_type`
+    compiled for `target`."""
     if device_type == "cpu":
         return _CPU  # the interpreter: small tiles keep the per-program work cheap
+    hopper = has_wgmma(target)
+    if n <= 16:
+        return _DECODE
     if m <= 256 or n <= 256:
-        return _SMALL
-    return _DEFAULTS[dtype]
+        return _SMALL[hopper]
+    return _LARGE[hopper]
 
 
 def _check(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtype:
@@ -142,7 +157,12 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
         d = out
     if m == 0 or n == 0:
         return d
-    cfg = config or default_config(m, n, k, a.dtype, b.device.type)
+    if config is None:
+        from sparsecc.frontend.jit import current_target
+
+        target = current_target() if b.device.type == "cuda" else None
+        config = default_config(m, n, k, a.dtype, b.device.type, target)
+    cfg = config
     if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "
                          "BLOCK_K a multiple of 32")

@@ -37,6 +37,9 @@ bank groups (modulo 128 B).
   (vec = perPhase = maxPhase = 1) and carries `metaPack = 1` when BK % 64 == 0 to tell the
   lowering the paired-selector ldmatrix read applies (otherwise per-thread ld.shared of
   adjacent words, which is also conflict-free).
+- B of a Hopper warpgroup MMA (parent #ttg.mma version 3): wgmma reads it from shared memory
+  itself, through a matrix descriptor, so it must be in one of the hardware's canonical
+  layouts: `wgmma_swizzle` (MN-major, 128/64/32-byte swizzle, `colBlock` sub-tiles).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from sparsecc.dialects.ttg import (
     LocalAllocOp,
     LocalLoadOp,
     MemDescType,
+    MmaEncodingAttr,
     SharedEncodingAttr,
 )
 
@@ -80,11 +84,29 @@ def mma_swizzle(row_len: int, elem_bytes: int, order: tuple[int, ...] = (1, 0)) 
     return SharedEncodingAttr(vec, per_phase, max_phase, order)
 
 
+def wgmma_swizzle(row_len: int, elem_bytes: int) -> SharedEncodingAttr:
+    """The wgmma canonical MN-major layout of a K x N operand tile (rows of `row_len` elements).
+
+    The N columns are cut into blocks as wide as the widest swizzle a row fills (128, 64 or
+    32 bytes), each block a K x block sub-tile with the XOR swizzle of that width: the layout
+    the shared-memory matrix descriptor of `wgmma.mma_async` names with LBO = block pitch and
+    SBO = 8 rows (ptx_wgmma's docstring).
+    """
+    for width, per_phase, max_phase in ((128, 1, 8), (64, 2, 4), (32, 4, 2)):
+        cols = width // elem_bytes
+        if row_len % cols == 0:
+            return SharedEncodingAttr(16 // elem_bytes, per_phase, max_phase, (1, 0), col_block=cols)
+    raise ValueError(f"a wgmma operand row of {row_len} elements fills no 32/64/128-byte swizzle")
+
+
 def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> SharedEncodingAttr:
     """The shared layout a dot operand of this class and type is staged in."""
     shape = ty.get_shape()
     if len(shape) != 2:
         raise ValueError(f"dot operands are 2-D, got shape {list(shape)}")
+    parent = dot_op.parent
+    if dot_op.op_idx == 1 and isinstance(parent, MmaEncodingAttr) and parent.version_major == 3:
+        return wgmma_swizzle(shape[1], _elem_bytes(ty.element_type))
     if dot_op.is_sparse_meta:
         if shape[1] % META_GROUP_WORDS == 0:
             return SharedEncodingAttr(1, 1, 1, (1, 0), meta_pack=1)
@@ -116,4 +138,4 @@ class SparseGPUEncodingPass(ModulePass):
         op.verify()
 
 
-__all__ = ["SparseGPUEncodingPass", "shared_encoding_for", "mma_swizzle"]
+__all__ = ["SparseGPUEncodingPass", "shared_encoding_for", "mma_swizzle", "wgmma_swizzle"]

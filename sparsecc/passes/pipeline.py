@@ -261,7 +261,9 @@ class PipelinePass(ModulePass):
         ahead = _insert(arith.AddiOp(iv, ahead), top).results[0]
         pred = _insert(arith.CmpiOp(ahead, loop.ub, "slt"), top).results[0]
         for j, s in enumerate(streams):
-            self._copy(s, q_args[j], rings[j], wr, pred, top, slot_safe=self.prefetch)
+            # slot wr = (i-1) % S was last read in iteration i-1, before this iteration's
+            # async_wait barrier: the copy needs no barrier of its own (in both modes)
+            self._copy(s, q_args[j], rings[j], wr, pred, top, slot_safe=True)
         _insert(AsyncCommitGroupOp(), top)
         # Old load chain is dead now.
         for s in streams:

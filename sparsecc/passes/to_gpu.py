@@ -268,6 +268,8 @@ class ConvertTTToTTGPass(ModulePass):
             if group.rank != 2:
                 raise ConvertError("convert-tt-to-ttg: tt.dot results must be 2-D")
             m, n = shape
+            if self._use_wgmma(group.dot_results, m, n):
+                return MmaEncodingAttr((self.num_warps, 1), version_major=3, instr_shape=(64, n))
             return MmaEncodingAttr(mma_warps(self.num_warps, m, n))
         for red in group.reduce_of:
             src_layout = groups[uf.find(red.src)].layout
@@ -278,6 +280,25 @@ class ConvertTTToTTGPass(ModulePass):
             if res_layout is not None:
                 return SliceEncodingAttr(ex.axis.value.data, res_layout)
         return default_blocked(shape, group.elem_bytes(), self.num_warps)
+
+    def _use_wgmma(self, dots: list[tt.DotOp], m: int, n: int) -> bool:
+        """Whether these dots become sm_90a `wgmma.mma_async.sp` (#ttg.mma version 3).
+
+        Sparse dots of 16-bit operands only (the dense dot keeps mma.sync), whole warpgroups
+        stacked along M (each warp owns 16 rows of every m64 block: M % (16 * num_warps) == 0),
+        one wgmma wide along N (N a multiple of 16, at most 256; B is staged MN-major with a
+        16/32/64-element column block), K in steps of 32.
+        """
+        if self.target != "sm_90a" or self.num_warps % 4:
+            return False
+        if m % (16 * self.num_warps) or n % 16 or n > 256:
+            return False
+        for d in dots:
+            if d.meta is None or _bytes(tt.element_type(d.a.type)) != 2:
+                return False
+            if tt.shape_of(d.b.type)[0] % 32:
+                return False
+        return True
 
     # -- rewriting ------------------------------------------------------------------
 

@@ -47,14 +47,14 @@ def build_kernel(bm: int, bn: int, bk: int, dtype: str, num_warps: int, num_stag
     return cubin.data, meta
 
 
-def run_case(cfg, dtype: str, shape, seed: int = 0) -> float:
+def run_case(cfg, dtype: str, shape, seed: int = 0, target: str | None = None) -> float:
     """Launch one config on one shape; returns max |D - ref| / max(1, |ref|)."""
     from sparsecc.runtime.compress import compress, prune_2to4
     from sparsecc.runtime.driver import load_kernel
 
     bm, bn, bk, nw, ns = cfg
     major, minor = torch.cuda.get_device_capability()
-    cubin, meta = build_kernel(bm, bn, bk, dtype, nw, ns, f"sm_{major}{minor}")
+    cubin, meta = build_kernel(bm, bn, bk, dtype, nw, ns, target or f"sm_{major}{minor}")
     m, n, k = shape
     g = torch.Generator(device="cuda").manual_seed(seed)
     tdt = DTYPES[dtype]
@@ -78,6 +78,31 @@ def run_case(cfg, dtype: str, shape, seed: int = 0) -> float:
 def test_sparse_gemm_matches_torch(cfg, dtype, shape):
     tol = 2e-2 if dtype == "bf16" else 4e-3
     err = run_case(cfg, dtype, shape)
+    assert err == err and err < tol, f"relative max error {err}"
+
+
+WGMMA_CONFIGS = [  # sm_90a: #ttg.mma version 3 (wgmma.mma_async.sp), B staged MN-major
+    (64, 64, 64, 4, 1),
+    (64, 32, 64, 4, 2),
+    (64, 16, 64, 4, 2),
+    (128, 128, 64, 4, 3),
+    (128, 256, 64, 8, 4),
+    (256, 128, 64, 8, 3),
+]
+
+
+def _is_hopper() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _is_hopper(), reason="wgmma.mma_async.sp needs sm_90a (H100)")
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("cfg", WGMMA_CONFIGS, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_gemm_matches_torch(cfg, dtype, shape):
+    tol = 2e-2 if dtype == "bf16" else 4e-3
+    err = run_case(cfg, dtype, shape, target="sm_90a")
     assert err == err and err < tol, f"relative max error {err}"
 
 

@@ -1,0 +1,145 @@
+"""The sm_90a wgmma path of the compiler (no GPU needed): layouts, shared encodings, the
+lowered PTX's synchronisation and ptxas/SASS for every config the GPU tests run.
+
+GPU correctness of the same kernels: test_gpu_lower.py::test_wgmma_gemm_matches_torch and the
+sparse_mm GPU tests (which compile for sm_90a on the H100)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+from xdsl.parser import Parser
+
+sys.path.insert(0, os.path.dirname(__file__))
+from sgemm_ir import sparse_gemm_ttir  # noqa: E402
+from test_gpu_lower import WGMMA_CONFIGS  # noqa: E402
+
+from sparsecc.codegen.layouts import distributed, swizzled_offset  # noqa: E402
+from sparsecc.codegen.lower import lower_to_ptx_text  # noqa: E402
+from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass  # noqa: E402
+from sparsecc.compiler import run_passes  # noqa: E402
+from sparsecc.dialects import make_context  # noqa: E402
+from sparsecc.dialects import ptx_wgmma as wg  # noqa: E402
+from sparsecc.dialects.ttg import MmaEncodingAttr  # noqa: E402
+from sparsecc.ops.sparse_mm import default_config  # noqa: E402
+from sparsecc.passes.gpu_encoding import wgmma_swizzle  # noqa: E402
+
+
+def ttgir(bm: int, bn: int, bk: int, warps: int, stages: int, target: str = "sm_90a", dtype: str = "f16"):
+    module = Parser(make_context(), sparse_gemm_ttir(bm, bn, bk, dtype)).parse_module()
+    passes = [f"convert-tt-to-ttg{{num-warps={warps} target={target}}}", "sparse-gpu-encoding"]
+    if stages > 1:
+        passes.append(f"tritongpu-pipeline{{num-stages={stages}}}")
+    run_passes(module, passes + ["canonicalize", "cse"])
+    return module
+
+
+@pytest.mark.parametrize("warps, m, n", [(4, 64, 64), (4, 128, 128), (8, 256, 128), (8, 128, 256)])
+def test_version3_layout_is_the_wgmma_accumulator(warps, m, n):
+    """Register r of (warp, lane) holds what wgmma.m64nN's d[r % (N/2)] of m64 block r // (N/2)
+    of that warp's warpgroup holds (ptx_wgmma's docstring, checked on the H100)."""
+    dl = distributed(MmaEncodingAttr((warps, 1), version_major=3, instr_shape=(64, n)), (m, n))
+    per = n // 2
+    assert dl.num_regs == (m // (16 * warps)) * per
+    for warp in range(warps):
+        group, w = divmod(warp, 4)
+        for lane in range(32):
+            g, t = lane // 4, lane % 4
+            for r in range(dl.num_regs):
+                i, d = divmod(r, per)
+                j, q = divmod(d, 4)
+                row = 16 * warps * i + 64 * group + 16 * w + g + (8 if q >= 2 else 0)
+                col = 8 * j + 2 * t + q % 2
+                assert dl.coord(warp, lane, r) == (row, col)
+
+
+@pytest.mark.parametrize("width", [128, 64, 32])
+def test_col_block_layout_is_the_mn_major_canonical_layout(width):
+    """Byte offset of B[k][n] in the colBlock layout = column block * (K x width) + the swizzled
+    offset of (row k, byte 2n) inside a `width`-byte-row atom: what the descriptor with
+    LBO = block pitch, SBO = 8 rows describes."""
+    k_rows, n_cols = 64, 256
+    enc = wgmma_swizzle(n_cols, 2)
+    assert enc.col_block * 2 == 128  # the widest swizzle that fits wins
+    enc = wgmma_swizzle(width // 2, 2)
+    cols = width // 2
+    seen = set()
+    for k in range(k_rows):
+        for n in range(cols * 2 if width != 128 else cols):
+            off = 2 * swizzled_offset(enc, k, n, cols * 2, k_rows)
+            block, nn = divmod(n, cols)
+            want = block * k_rows * width + wg.swizzle_offset(k * width + 2 * nn, f"{width}B")
+            assert off == want
+            seen.add(off)
+    assert len(seen) == len({(k, n) for k in range(k_rows) for n in range(cols * 2 if width != 128 else cols)})
+
+
+def test_ragged_rows_fill_no_swizzle():
+    with pytest.raises(ValueError, match="fills no 32/64/128-byte swizzle"):
+        wgmma_swizzle(8, 2)
+
+
+def test_only_sparse_tiles_of_whole_warpgroups_use_wgmma():
+    def versions(bm, bn, warps, target="sm_90a"):
+        mod = ttgir(bm, bn, 64, warps, 1, target)
+        return set(re.findall(r"versionMajor = (\d)", str(mod)))
+
+    assert versions(64, 64, 4) == {"3"}
+    assert versions(128, 256, 8) == {"3"}
+    assert versions(64, 64, 4, target="sm_90") == {"2"}
+    assert versions(32, 16, 4) == {"2"}  # 32 rows cannot hold a 64-row warpgroup tile
+    assert versions(128, 512, 4) == {"2"}  # N > 256: wider than one wgmma
+
+
+def test_pipelined_loop_keeps_one_group_in_flight_and_drains_it():
+    """The K loop commits its wgmma group without waiting; the next iteration waits (after its
+    async_wait barrier) before it rewrites the A/metadata registers or a shared slot, and the
+    epilogue waits before it reads the accumulators."""
+    ptx, meta = lower_to_ptx_text(ttgir(256, 128, 64, 8, 3), "sm_90a")
+    assert ".target sm_90a" in ptx
+    body = ptx[ptx.index("$L__loop"):]
+    loop, after = body.split("@%p", 1)[0], body
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    top = lines.index(next(ln for ln in lines if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln))
+    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
+    inside = lines[top:end]
+    kinds = [ln.split()[0] for ln in inside if ln.startswith(("cp.async.wait", "bar.sync", "wgmma.", "ldmatrix", "fence"))]
+    first_wait = kinds.index("wgmma.wait_group.sync.aligned")
+    assert kinds.index("bar.sync") < first_wait < kinds.index("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
+    assert kinds.index("fence.proxy.async.shared::cta;") < kinds.index("bar.sync")
+    assert kinds.count("wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16") == 4
+    last = [ln for ln in inside if ln.startswith("wgmma.")][-1]
+    assert last == "wgmma.commit_group.sync.aligned;"  # no wait at the end of the body
+    assert lines[end + 1] == "wgmma.wait_group.sync.aligned 0;"  # drained after the loop
+    assert meta["shared"] % 1024 == 0 and loop and after
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("cfg", WGMMA_CONFIGS, ids=lambda c: "x".join(map(str, c)))
+def test_wgmma_configs_assemble_to_hgmma_sp(cfg, dtype):
+    bm, bn, bk, warps, stages = cfg
+    ptx, _ = lower_to_ptx_text(ttgir(bm, bn, bk, warps, stages, dtype=dtype), "sm_90a")
+    assert f"wgmma.mma_async.sp.sync.aligned.m64n{bn}k32.f32.{dtype}.{dtype}" in ptx
+    cubin = assemble(ptx, "sm_90a")
+    res = cubin.kernel_resources()
+    if (bm * bn) // (warps * 32) < 128:  # one warpgroup holding 128x128 accumulators spills a little
+        assert res.spill_stores == 0, res
+    assert "wgmma.mma_async instructions are serialized" not in cubin.log
+    try:
+        sass = dump_sass(cubin.data)
+    except ToolNotFoundError as e:
+        pytest.skip(f"no cuobjdump: {e}")
+    assert "HGMMA.SP.64x" in sass
+
+
+def test_sparse_mm_picks_wgmma_tiles_on_hopper_only():
+    import torch
+
+    big = default_config(8192, 8192, 8192, torch.float16, "cuda", "sm_90a")
+    assert (big.block_m, big.block_n, big.num_warps) == (256, 128, 8)
+    assert default_config(8192, 8192, 8192, torch.float16, "cuda", "sm_80").num_warps == 4
+    decode = default_config(8192, 16, 8192, torch.bfloat16, "cuda", "sm_90a")
+    assert decode.block_n == 16 and decode.block_k == 256
