@@ -1,7 +1,7 @@
 """Host-side costs of sparsecc vs Triton on one GPU, in one run (issue 4).
 
 Prints one table:
-  cold compile     sparsecc.compile(sparse_mm_kernel, 128x128x64, 4 warps, 3 stages) with a fresh
+  cold compile     sparsecc.compile(sparse_mm_kernel, its default H100 tile, sm_90a) with a fresh
                    SPARSECC_CACHE_DIR (Python stages and ptxas separately), and time to first
                    result of sparse_mm (compile + launch + sync); Triton: time to first result of
                    a dense tl.dot matmul with the same tile config and a fresh TRITON_CACHE_DIR
@@ -34,11 +34,14 @@ import torch  # noqa: E402
 
 import sparsecc  # noqa: E402
 import sparsecc.language as tl  # noqa: E402
-from sparsecc.ops.sparse_mm import sparse_mm, sparse_mm_kernel  # noqa: E402
+from sparsecc.ops.sparse_mm import default_config, sparse_mm, sparse_mm_kernel  # noqa: E402
 
 SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16", **{n: "i32" for n in (
     "M", "N", "K", "stride_am", "stride_bk", "stride_bn", "stride_dm", "stride_dn")}}
-CONSTS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
+# sparse_mm's own pick for a large fp16 problem on the H100 (sm_90a: wgmma.mma_async.sp tiles)
+TARGET = "sm_90a"
+_CFG = default_config(8192, 8192, 8192, torch.float16, "cuda", TARGET)
+CONSTS = {"BLOCK_M": _CFG.block_m, "BLOCK_N": _CFG.block_n, "BLOCK_K": _CFG.block_k, "GROUP_M": _CFG.group_m}
 
 
 @sparsecc.jit
@@ -51,8 +54,8 @@ def tiny_kernel(X, n, BLOCK: tl.constexpr):
 
 
 def compile_sparse_mm() -> sparsecc.CompiledKernel:
-    return sparsecc.compile(sparse_mm_kernel, signature=SIG, constexprs=CONSTS, target="sm_90",
-                            num_warps=4, num_stages=3)
+    return sparsecc.compile(sparse_mm_kernel, signature=SIG, constexprs=CONSTS, target=TARGET,
+                            num_warps=_CFG.num_warps, num_stages=_CFG.num_stages)
 
 
 def cold_compile() -> dict[str, float]:

@@ -18,16 +18,15 @@ from sparsecc.runtime.compress import compress, prune_2to4  # noqa: E402
 from sparsecc.runtime.driver import load_kernel  # noqa: E402
 
 CONFIGS = [  # (target, BM, BN, BK, warps, stages)
-    ("sm_90", 128, 128, 64, 4, 3),
-    ("sm_90a", 128, 128, 64, 4, 3),
-    ("sm_90a", 128, 256, 64, 8, 4),
-    ("sm_90a", 256, 128, 64, 8, 3),
     ("sm_90a", 256, 128, 64, 8, 4),
-    ("sm_90a", 128, 256, 64, 8, 3),
+    ("sm_90a", 256, 128, 128, 8, 3),
+    ("sm_90a", 128, 256, 128, 8, 3),
+    ("sm_90a", 256, 128, 64, 8, 5),
+    ("sm_90a", 128, 256, 64, 8, 5),
 ]
-DECODE = [("sm_90", 32, 16, 256, 4, 4), ("sm_90", 32, 16, 512, 4, 4), ("sm_90", 32, 16, 256, 4, 6),
-          ("sm_90", 16, 16, 256, 4, 4), ("sm_90a", 64, 16, 256, 4, 4), ("sm_90", 32, 32, 256, 4, 4),
-          ("sm_90a", 64, 64, 128, 4, 4), ("sm_90a", 64, 128, 128, 4, 3)]
+DECODE = [("sm_90", 32, 16, 256, 4, 4), ("sm_90a", 64, 16, 512, 4, 3), ("sm_90", 32, 16, 256, 4, 8),
+          ("sm_90a", 64, 16, 256, 4, 6), ("sm_90a", 128, 16, 256, 8, 4), ("sm_90", 16, 16, 512, 4, 4),
+          ("sm_90a", 64, 64, 128, 4, 4), ("sm_90a", 64, 64, 256, 4, 3), ("sm_90a", 128, 64, 128, 8, 4)]
 BIG = [(8192, 8192, 8192), (4096, 4096, 4096)]
 SMALL = [(5120, 16, 4096), (8192, 16, 8192), (8192, 128, 8192)]
 
@@ -56,7 +55,7 @@ def bench(cfg, shape, dtype=torch.float16):
 
 
 def main() -> None:
-    rows = []
+    rows, wrong = [], []
     for cfg in CONFIGS + DECODE:
         for shape in [(200, 136, 192), (37, 70, 96), (1000, 520, 4096)]:
             for dt in ("f16", "bf16"):
@@ -66,7 +65,8 @@ def main() -> None:
                 except Exception as ex:  # report and go on
                     e, ok = f"{type(ex).__name__}: {str(ex)[:200]}", False
                 if not ok:
-                    print(f"WRONG {cfg} {dt} {shape}: {e}", flush=True)
+                    wrong.append(f"WRONG {cfg} {dt} {shape}: {e}")
+                    print(wrong[-1], flush=True)
     for cfg_list, shapes in ((CONFIGS, BIG), (DECODE, SMALL)):
         for shape in shapes:
             for cfg in cfg_list:
@@ -79,6 +79,7 @@ def main() -> None:
                 print(rows[-1], flush=True)
     print("\nshape | config | sparsecc TFLOP/s | torch.mm | ratio")
     print("\n".join(rows))
+    print(f"correctness: {len(wrong)} wrong")
 
 
 if __name__ == "__main__":
