@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ModuleOp, i1, i32, i64
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i1, i32, i64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -625,18 +625,34 @@ class CodeGenerator(ast.NodeVisitor):
 
 
 def generate_ttir(fn: JITFunction, arg_types: dict[str, Attribute],
-                  constexprs: dict[str, Any]) -> ModuleOp:
-    """The `ttir` module of kernel `fn`: runtime params typed by `arg_types`, constexprs bound."""
+                  constexprs: dict[str, Any], hints: dict[str, str | None] | None = None) -> ModuleOp:
+    """The `ttir` module of kernel `fn`: runtime params typed by `arg_types`, constexprs bound.
+
+    `hints` (from signature strings such as "i32:16"): "16" gives the argument
+    `tt.divisibility = 16`; "1" makes the body see the constant 1 instead of the argument.
+    """
+    hints = hints or {}
     runtime = [p for p in fn.arg_names if p in arg_types]
     func = tt.FuncOp(fn.__name__, [arg_types[p] for p in runtime])
     block = func.body.block
+    em = sem.Emitter(block)
     scope: dict[str, Any] = {}
+    arg_attrs = []
     for p, arg in zip(runtime, block.args):
         arg.name_hint = p
         scope[p] = arg
+        attrs: dict[str, Attribute] = {}
+        if hints.get(p) == "16":
+            attrs["tt.divisibility"] = IntegerAttr(16, 32)
+        elif hints.get(p) == "1":
+            one = em.insert(arith.ConstantOp(IntegerAttr(1, arg.type)))
+            one.result.name_hint = p
+            scope[p] = one.result
+        arg_attrs.append(DictionaryAttr(attrs))
+    if any(d.data for d in arg_attrs):
+        func.arg_attrs = ArrayAttr(arg_attrs)
     for k, v in constexprs.items():
         scope[k] = _unwrap(v)
-    em = sem.Emitter(block)
     gen = CodeGenerator(fn, em, scope, is_kernel=True)
     gen.run_body(fn.tree.body)
     em.insert(tt.ReturnOp())

@@ -21,7 +21,7 @@ from sparsecc.compiler import CompileOptions, compile_module
 from sparsecc.dialects import tt
 from sparsecc.frontend.codegen import generate_ttir
 from sparsecc.frontend.jit import JITFunction
-from sparsecc.frontend.types import parse_signature_type, signature_string
+from sparsecc.frontend.types import parse_signature_type, signature_hint, signature_string
 from sparsecc.runtime import cache
 
 
@@ -67,7 +67,11 @@ def to_ttir(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str
             ) -> ModuleOp:
     """The frontend alone: check the signature and constexprs, return the ttir module."""
     arg_types, constexprs = check_args(kernel, signature, constexprs)
-    return generate_ttir(kernel, arg_types, constexprs)
+    return generate_ttir(kernel, arg_types, constexprs, _hints(signature))
+
+
+def _hints(signature: dict[str, str]) -> dict[str, str | None]:
+    return {n: signature_hint(s) for n, s in signature.items()}
 
 
 def check_args(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
@@ -137,7 +141,7 @@ _PRIVATE = "_sparsecc_kernel"
 
 def _compile(kernel: JITFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
              constexprs: dict[str, Any], options: CompileOptions) -> CompiledKernel:
-    ttir = generate_ttir(kernel, arg_types, constexprs)
+    ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
     stages = compile_module(ttir, options)
     ck = CompiledKernel(
         name=kernel.__name__,

@@ -1,14 +1,15 @@
 """`@sparsecc.jit`: a kernel's source, its parameters, and `kernel[grid](*args)` launches.
 
 A launch specializes on its arguments (torch tensor -> `*fp16`, SparseTensor -> `*fp16:NV24`,
-int -> i32/i64, float -> fp32, bool -> i1), compiles once per (signature, constexprs, options,
+int -> i32/i64, with ':16' when it is a multiple of 16 and ':1' when it equals 1, as Triton
+specializes them; float -> fp32, bool -> i1), compiles once per (signature, constexprs, options,
 target) and dispatches: to the CPU interpreter when `SPARSECC_INTERPRET=1` or the tensors live
 on the CPU, else to the GPU launcher for the current device's architecture.
 
 Launch fast path: the first launch of a specialization goes through the full path above and
 then stores, in a per-kernel dict, a prebuilt launch function under a cheap key: one token per
-positional argument (a tensor's dtype and whether it is on the CPU, an int's i32/i64 range, a
-constexpr's value), the keyword arguments (constexprs and options only) and whether
+positional argument (a tensor's dtype and whether it is on the CPU, an int's i32/i64 range and
+hint, a constexpr's value), the keyword arguments (constexprs and options only) and whether
 `SPARSECC_INTERPRET` is set. Later launches with the same key compute only that key and call
 the stored function, which flattens SparseTensors, resolves the grid and hands the arguments to
 the launcher's per-kernel closure (checks + packing + one driver call). Anything else (keyword
@@ -189,8 +190,8 @@ class JITFunction:
                 toks.append(a)
             elif c is tensor:
                 toks.append((a.dtype, a.is_cpu))
-            elif c is int:
-                toks.append(_I32_MIN <= a <= _I32_MAX)
+            elif c is int:  # the range and the ':1' / ':16' hint of `specialize`
+                toks.append(a if a == 1 else (_I32_MIN <= a <= _I32_MAX, a & 15 == 0))
             elif c is float or c is bool:
                 toks.append(c)
             elif c in sparse:
@@ -358,10 +359,11 @@ def specialize(v: Any, param: str, kernel: str) -> str:
     if isinstance(v, bool):
         return "i1"
     if isinstance(v, int):
+        hint = ":1" if v == 1 else (":16" if v % 16 == 0 else "")
         if -(2**31) <= v < 2**31:
-            return "i32"
+            return "i32" + hint
         if -(2**63) <= v < 2**63:
-            return "i64"
+            return "i64" + hint
         raise TypeError(f"{kernel}: integer argument '{param}' = {v} does not fit in 64 bits")
     if isinstance(v, float):
         return "fp32"

@@ -78,10 +78,28 @@ def parse_signature_type(text: str) -> Attribute:
                                  + ", ".join("*" + n for n in SPARSE_POINTEES) + ")")
             return PointerType(_IR[name], SparseEncodingAttr(enc))
         return PointerType(_IR[name])
+    s, _, hint = s.partition(":")
     if s not in SCALAR_NAMES:
         raise ValueError(f"unknown signature type '{text}' (scalars: {', '.join(SCALAR_NAMES)}; "
                          "pointers: *fp16, *bf16, ..., with :NV24 for 2:4-sparse)")
+    if hint and (hint not in INT_HINTS or s not in ("i32", "i64")):
+        raise ValueError(f"'{text}': an integer may carry ':16' (a multiple of 16) or ':1' (equal to 1), "
+                         "nothing else may carry a hint")
     return _IR[s]
+
+
+INT_HINTS = ("1", "16")
+"""Specialization hints of integer parameters: ':16' = a multiple of 16 (the IR argument gets
+`tt.divisibility = 16`, which lets the lowering drop unaligned fallback paths), ':1' = equal to
+1 (the kernel body sees the constant 1; Triton specializes the same two properties)."""
+
+
+def signature_hint(text: str) -> str | None:
+    """The ':16' / ':1' hint of an integer signature string ("i32:16" -> "16"), else None."""
+    s = text.strip()
+    if s.startswith("*"):
+        return None
+    return s.partition(":")[2] or None
 
 
 def signature_string(ty: Attribute) -> str:

@@ -45,7 +45,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i16
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    i16,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -273,6 +281,7 @@ class _Decomposer:
             return
         block = func.body.blocks.first
         assert block is not None
+        old_attrs = dict(zip(block.args, func.arg_attrs.data)) if func.arg_attrs is not None else None
         for arg in list(block.args):
             if not tt.is_sparse(arg.type):
                 continue
@@ -290,6 +299,8 @@ class _Decomposer:
         func.function_type = type(func.function_type).from_lists(
             list(block.arg_types), list(func.function_type.outputs.data)
         )
+        if old_attrs is not None:  # the values and metadata args take the sparse arg's place
+            func.arg_attrs = ArrayAttr([old_attrs.get(a, DictionaryAttr({})) for a in block.args])
 
     def erase_dead(self) -> None:
         for op in reversed(self.dead):

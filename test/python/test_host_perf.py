@@ -222,18 +222,22 @@ def test_fast_path_reuses_one_launch_function_per_specialization(fake_gpu):
     scale.cache.clear()
     x, y = meta_tensor(64), meta_tensor(64)
     for i in range(50):
-        scale[(2,)](x, y, 64 + i, 0.5, BLOCK=32)
+        scale[(2,)](x, y, 65 + 2 * i, 0.5, BLOCK=32)  # odd: one specialization ("i32")
     assert len(compiles) == 1 and len(built) == 1 and len(scale.fast) == 1
     assert len(slow) == 1 and len(launches) == 49  # the first launch took the full path
-    assert launches[-1][1:] == ((2, 1, 1), [x, y, 113, 0.5])
-    scale[(3,)](x, y, 2**40, 0.5, BLOCK=32)  # i64: a new specialization
+    assert launches[-1][1:] == ((2, 1, 1), [x, y, 163, 0.5])
+    scale[(3,)](x, y, 2**40 + 1, 0.5, BLOCK=32)  # i64: a new specialization
     scale[(3,)](x, y, 7, 0.5, BLOCK=64)  # new constexpr
     scale[(3,)](x, y, 7, 0.5, BLOCK=64, num_warps=8)  # new option
     scale[(3,)](meta_tensor(64, torch.float16), y, 7, 0.5, BLOCK=64)  # new dtype
     assert len(compiles) == 5 and len(scale.fast) == 5 and len(slow) == 5
     for _ in range(3):
-        scale[(3,)](x, y, 2**40, 0.5, BLOCK=32)
-    assert len(compiles) == 5 and len(slow) == 5 and launches[-1][2][2] == 2**40
+        scale[(3,)](x, y, 2**40 + 1, 0.5, BLOCK=32)
+    assert len(compiles) == 5 and len(slow) == 5 and launches[-1][2][2] == 2**40 + 1
+    scale[(3,)](x, y, 64, 0.5, BLOCK=32)  # a multiple of 16: "i32:16"
+    scale[(3,)](x, y, 1, 0.5, BLOCK=32)  # equal to 1: "i32:1"
+    scale[(3,)](x, y, 4096, 0.5, BLOCK=32)  # "i32:16" again: no compile
+    assert len(compiles) == 7 and len(slow) == 7 and launches[-1][2][2] == 4096
     scale.cache.clear()  # clearing the compiled kernels drops their launch functions too
     assert scale.fast == {}
 

@@ -131,7 +131,7 @@ def test_scalar_specialization_and_callable_grid(fake_interpreter):
     k[grid](x, y, 100, 0.5, True, BLOCK=32)
     k[grid](x, y, 2**40, 0.5, False, BLOCK=32)
     sigs = sorted((ck.signature["n"], ck.signature["alpha"], ck.signature["flag"]) for ck in k.cache.values())
-    assert sigs == [("i32", "fp32", "i1"), ("i64", "fp32", "i1")]
+    assert sigs == [("i32", "fp32", "i1"), ("i64:16", "fp32", "i1")]  # 2**40 is a multiple of 16
     assert seen["BLOCK"] == 32 and seen["num_warps"] == 4 and seen["num_stages"] == 3
     assert fake_interpreter[0]["grid"] == (4, 1, 1)
     assert fake_interpreter[0]["args"][2:] == [100, 0.5, True]
