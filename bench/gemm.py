@@ -88,7 +88,7 @@ def sparse_configs(n: int) -> list:
     if n <= 256:
         return [MMConfig(64, 64, 128, num_warps=4, num_stages=4), MMConfig(64, 32, 128, num_warps=4, num_stages=4),
                 MMConfig(64, 128, 128, num_warps=4, num_stages=3)]
-    return [MMConfig(256, 128, 64, num_warps=8, num_stages=4), MMConfig(128, 256, 64, num_warps=8, num_stages=3),
+    return [MMConfig(128, 256, 64, num_warps=8, num_stages=3), MMConfig(256, 128, 64, num_warps=8, num_stages=4),
             MMConfig(256, 128, 64, num_warps=8, num_stages=3)]
 
 

@@ -36,8 +36,10 @@ import sparsecc  # noqa: E402
 import sparsecc.language as tl  # noqa: E402
 from sparsecc.ops.sparse_mm import default_config, sparse_mm, sparse_mm_kernel  # noqa: E402
 
-SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16", **{n: "i32" for n in (
-    "M", "N", "K", "stride_am", "stride_bk", "stride_bn", "stride_dm", "stride_dn")}}
+# What sparse_mm's launch specializes to for contiguous operands with M, N, K multiples of 16.
+SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16",
+       **{n: "i32:16" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_dm")},
+       "stride_bn": "i32:1", "stride_dn": "i32:1"}
 # sparse_mm's own pick for a large fp16 problem on the H100 (sm_90a: wgmma.mma_async.sp tiles)
 TARGET = "sm_90a"
 _CFG = default_config(8192, 8192, 8192, torch.float16, "cuda", TARGET)

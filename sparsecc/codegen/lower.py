@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from sparsecc.codegen.divisibility import Divisibility
 from sparsecc.codegen.layouts import DistLayout, LayoutError, distributed
 from sparsecc.codegen.lower_base import (
     BlockPtr,
@@ -105,6 +106,7 @@ class Lowerer:
     # ---------------------------------------------------------------- setup
     def build(self) -> ptx.KernelOp:
         self.wgmma = _uses_wgmma(self.func)
+        self.divs = Divisibility(self.func)
         self._plan_smem()
         params = []
         for i, ty in enumerate(self.func.function_type.inputs.data):
@@ -341,7 +343,8 @@ class Lowerer:
             bp, sm = self.get(op.src), self.get(op.dst)
             dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
             pad = op.padding.value.data if op.padding is not None else None
-            async_copy(self, bp, sm, dims, pad, war_barrier="ttg.slot_safe" not in op.attributes)
+            async_copy(self, bp, sm, dims, pad, war_barrier="ttg.slot_safe" not in op.attributes,
+                       known=self.divs.ptr(op.src))
             self.values[op.token] = None
             return
         if isinstance(op, ttgd.AsyncCommitGroupOp):
@@ -493,7 +496,7 @@ class Lowerer:
         ty = op.result.type
         if isinstance(ty.encoding, ttgd.DotOperandEncodingAttr):
             raise LoweringError("loads straight into #ttg.dot_op are not supported (stage through shared memory)")
-        self.values[op.result] = load_block(self, ptr, ty, dims, pad)
+        self.values[op.result] = load_block(self, ptr, ty, dims, pad, self.divs.ptr(op.ptr))
 
     def _store(self, op: tt.StoreOp) -> None:
         ptr = self.get(op.ptr)
@@ -505,7 +508,7 @@ class Lowerer:
         if op.mask is not None:
             raise LoweringError("masked block-pointer stores are not supported")
         dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
-        store_block(self, ptr, self._regs(op.value), dims)
+        store_block(self, ptr, self._regs(op.value), dims, self.divs.ptr(op.ptr))
 
     def _read_smem(self, sm: Smem, ty: TensorType) -> object:
         if isinstance(ty.encoding, ttgd.DotOperandEncodingAttr):

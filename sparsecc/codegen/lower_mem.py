@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from sparsecc.codegen.divisibility import PtrDiv
 from sparsecc.codegen.layouts import DistLayout, contiguous_run, distributed, swizzled_offset
 from sparsecc.codegen.lower_base import COLD_ELSE, BlockPtr, LoweringError, Regs, Smem
 from sparsecc.dialects import ptx
@@ -142,8 +143,10 @@ def _two_paths(L: Lowerer, cond: SSAValue, fast_fn, slow_fn, result_types: list[
     return list(if_op.results)
 
 
-def load_block(L: Lowerer, bp: BlockPtr, ty: TensorType, dims: list[int], padding: int | None) -> Regs:
-    """tt.load through a block pointer into the registers of `ty`'s layout."""
+def load_block(L: Lowerer, bp: BlockPtr, ty: TensorType, dims: list[int], padding: int | None,
+               known: PtrDiv | None = None) -> Regs:
+    """tt.load through a block pointer into the registers of `ty`'s layout (`known`: what the
+    divisibility analysis proved about the pointer; an aligned one gets the vector path only)."""
     elt = ty.element_type
     dl = distributed(ty.encoding, ty.get_shape())
     coords = L.coords(dl)
@@ -180,13 +183,15 @@ def load_block(L: Lowerer, bp: BlockPtr, ty: TensorType, dims: list[int], paddin
             out += vals
         return out
 
+    if known is not None and known.vectors_aligned(fast, run, dims):
+        return Regs(ty, vector())
     cond = vector_ok(L, bp, fast, run, dims)
     regs = _two_paths(L, cond, vector, scalar, [elt] * dl.num_regs)
     return Regs(ty, regs)
 
 
-def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int]) -> None:
-    """tt.store of a register tensor through a block pointer."""
+def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: PtrDiv | None = None) -> None:
+    """tt.store of a register tensor through a block pointer (`known`: as in load_block)."""
     ty = val.ty
     elt = ty.element_type
     dl = distributed(ty.encoding, ty.get_shape())
@@ -211,6 +216,9 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int]) -> None:
             L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), words, mask=in_bounds(L, bp, g, dims)))
         return []
 
+    if known is not None and known.vectors_aligned(fast, run, dims):
+        vector()
+        return
     _two_paths(L, vector_ok(L, bp, fast, run, dims), vector, scalar, [])
 
 
@@ -303,7 +311,7 @@ def load_shared(L: Lowerer, sm: Smem, ty: TensorType) -> Regs:
 
 
 def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None,
-               war_barrier: bool = True) -> None:
+               war_barrier: bool = True, known: PtrDiv | None = None) -> None:
     """cp.async.cg 16-byte chunks (zero-filled out of bounds) when aligned, else a synchronous
     ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says.
     `war_barrier=False`: the pipeline proved no read since the last barrier hits this slot."""
@@ -341,11 +349,10 @@ def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int
             L.em.op(ptx.StSharedOp(smem_addr(L, sm, coords[r0]), pack_words(L, loaded[r0:r0 + run])))
         return []
 
-    if run >= vec16:
-        cond = vector_ok(L, bp, fast, vec16, dims)
-        for d in dims:  # the strided fast path folds offsets into limits: needs offsets >= 0
-            cond = L.em.band(cond, L.em.cmp("sge", bp.offsets[d], L.em.c(0)))
-        _two_paths(L, cond, fast_path, slow_path, [])
+    if run >= vec16 and known is not None and known.vectors_aligned(fast, vec16, dims):
+        fast_path()
+    elif run >= vec16:
+        _two_paths(L, vector_ok(L, bp, fast, vec16, dims), fast_path, slow_path, [])
     else:
         slow_path()
 
@@ -377,8 +384,8 @@ def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims
 
     A chunk's element is thread base + a compile-time register offset (no wrap), so its
     address is (block pointer origin: uniform) + (thread base term: loop invariant, hoisted)
-    + (register offset x strides: uniform); its bounds test is `thread base < limit - register
-    offset` with limit = shape - offset (offsets >= 0, checked by the caller). Shared
+    + (register offset x strides: uniform); its bounds test is one unsigned compare of the
+    chunk's coordinate (offset + thread base + register offset) with the extent. Shared
     destinations reuse the first chunk's swizzled offset plus a constant when the swizzle
     allows (checked for every thread at compile time).
     """
@@ -394,11 +401,13 @@ def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims
         toff = em.add(toff, em.mul(em.ext64(bases[d]), bp.strides[d]))
         origin = em.add(origin, em.mul(em.ext64(bp.offsets[d]), bp.strides[d]))
     tptr = em.add(em.add(bp.base, em.mul(origin, esz)), em.mul(toff, esz))
-    limits = {}
+    # in bounds along d <=> 0 <= offset + base + roff < shape <=> (u32)(offset + base + roff) <u
+    # min(shape, 2**31 - 1): one add and one unsigned compare per chunk, also for offsets < 0
+    # (coordinates stay below 2**31)
+    limits, gbase = {}, {}
     for d in dims:
-        lim = em.sub(bp.shape[d], em.ext64(bp.offsets[d]))
-        lim = em.val(arith.MinSIOp(lim, em.c(2**31 - 1, i64)))
-        limits[d] = em.to32(em.val(arith.MaxSIOp(lim, em.c(0, i64))))
+        limits[d] = em.to32(em.val(arith.MinSIOp(bp.shape[d], em.c(2**31 - 1, i64))))
+        gbase[d] = em.add(bp.offsets[d], bases[d])
     enc = sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
     shape = sm.ty.get_shape()
@@ -417,7 +426,7 @@ def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims
         src = em.add(tptr, delta)
         pred = None
         for d in dims:
-            p = em.cmp("slt", bases[d], em.sub(limits[d], roff[d]))
+            p = em.cmp("ult", em.add(gbase[d], roff[d]), limits[d])
             pred = p if pred is None else em.band(pred, p)
         sd = _const_delta(dl, soff, r0) if len(shape) <= 2 else None
         dst = em.add(dst0, sd * esz) if sd is not None else smem_addr(L, sm, L.coords(dl)[r0])
