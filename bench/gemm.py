@@ -2,7 +2,7 @@
 
 For A sparse (M×K, 2:4 along K) times B dense (K×N), fp16 and bf16, measures TFLOP/s
 (2·M·N·K / median time of triton.testing.do_bench) of:
-  sparsecc   sparsecc.ops.sparse_mm (best of its configs)
+  sparsecc   sparsecc.ops.sparse_mm(autotune=True) (its autotuner's pick among its candidates)
   cuBLAS     dense torch.mm on the same dense-shaped problem
   torch24    torch.sparse.to_sparse_semi_structured(A) @ B (cuSPARSELt on Hopper)
   triton     a dense Triton tl.dot matmul (a few configs, best taken)
@@ -78,41 +78,25 @@ def _triton_matmul():
     return configs, run
 
 
-def sparse_configs(n: int) -> list:
-    """sparse_mm's default pick for the shape first, then the runners-up it was chosen over."""
-    from sparsecc.ops.sparse_mm import MMConfig
-
-    if n <= 16:  # decode: mma.sp on narrow tiles (many CTAs), or a one-warpgroup wgmma tile
-        return [MMConfig(32, 16, 256, num_warps=4, num_stages=4), MMConfig(32, 16, 256, num_warps=4, num_stages=6),
-                MMConfig(64, 16, 256, num_warps=4, num_stages=4)]
-    if n <= 256:
-        return [MMConfig(64, 64, 128, num_warps=4, num_stages=4), MMConfig(64, 32, 128, num_warps=4, num_stages=4),
-                MMConfig(64, 128, 128, num_warps=4, num_stages=3)]
-    return [MMConfig(128, 256, 64, num_warps=8, num_stages=3), MMConfig(256, 128, 64, num_warps=8, num_stages=4),
-            MMConfig(256, 128, 64, num_warps=8, num_stages=3)]
-
-
 def bench_shape(m: int, n: int, k: int, dtype: torch.dtype, do_bench) -> dict[str, float | None]:
     import sparsecc
     from sparsecc.ops import sparse_mm
+    from sparsecc.ops.sparse_mm import tuned_config
 
     dense = sparsecc.prune_2to4(torch.randn(m, k, dtype=dtype, device="cuda"))
     b = torch.randn(k, n, dtype=dtype, device="cuda")
     a_sp = sparsecc.compress(dense)
     res: dict[str, float | None] = {}
     ref = torch.mm(dense, b)
-    # sparsecc: the best of a few tile configs (what an autotuner over them would pick).
+    # sparsecc: sparse_mm's autotuner picks among its candidate configs, then the pick is timed.
     best_ms, best_cfg, err = None, None, None
-    for cfg in sparse_configs(n):
-        try:
-            out = sparse_mm(a_sp, b, config=cfg)
-            e = (out.float() - ref.float()).abs().max().item()
-            ms = do_bench(lambda cfg=cfg: sparse_mm(a_sp, b, config=cfg))
-        except Exception as ex:  # a config that does not compile is skipped, and said
-            print(f"  sparsecc config {cfg} failed: {type(ex).__name__}: {str(ex)[:100]}", file=sys.stderr)
-            continue
-        if best_ms is None or ms < best_ms:
-            best_ms, best_cfg, err = ms, cfg, e
+    try:
+        best_cfg = tuned_config(a_sp, b)
+        out = sparse_mm(a_sp, b, autotune=True)
+        err = (out.float() - ref.float()).abs().max().item()
+        best_ms = do_bench(lambda: sparse_mm(a_sp, b, autotune=True))
+    except Exception as ex:  # said, and the row shows no sparsecc figure
+        print(f"  sparsecc failed: {type(ex).__name__}: {str(ex)[:200]}", file=sys.stderr)
     res["sparsecc_err"] = err
     res["sparsecc"] = tflops(m, n, k, best_ms) if best_ms else None
     res["sparsecc_cfg"] = best_cfg

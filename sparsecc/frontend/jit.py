@@ -427,7 +427,13 @@ def current_target() -> str:
     """`sm_XY` of the current CUDA device (`sm_90a` on Hopper)."""
     import torch
 
-    major, minor = torch.cuda.get_device_capability()
-    if (major, minor) == (9, 0):
-        return "sm_90a"  # Hopper: the arch-specific target, which adds wgmma.mma_async.sp
-    return f"sm_{major}{minor}"
+    index = torch.cuda.current_device()
+    target = _TARGETS.get(index)
+    if target is None:  # asked on every sparse_mm call: look the device up once
+        major, minor = torch.cuda.get_device_capability(index)
+        # Hopper: the arch-specific target, which adds wgmma.mma_async.sp
+        target = _TARGETS[index] = "sm_90a" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
+    return target
+
+
+_TARGETS: dict[int, str] = {}

@@ -18,7 +18,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 
-__all__ = ["MMConfig", "default_config", "has_wgmma", "sparse_mm", "sparse_mm_kernel"]
+__all__ = ["MMConfig", "candidate_configs", "default_config", "has_wgmma", "sparse_mm", "sparse_mm_kernel", "tuned_config"]
 
 
 @sparsecc.jit
@@ -99,18 +99,87 @@ def default_config(m: int, n: int, k: int, dtype: torch.dtype, device_type: str 
     return _LARGE[hopper]
 
 
+def candidate_configs(m: int, n: int, k: int, dtype: torch.dtype, target: str | None = "sm_90a") -> list[MMConfig]:
+    """What `sparse_mm(..., autotune=True)` times for this problem: the default pick first, then
+    the runners-up it was chosen over on the H100 (bench/results/NOTES.md)."""
+    hopper = has_wgmma(target)
+    first = default_config(m, n, k, dtype, "cuda", target)
+    if n <= 16:
+        rest = [MMConfig(32, 16, 256, num_warps=4, num_stages=6), MMConfig(64, 16, 256, num_warps=4, num_stages=4)]
+    elif m <= 256 or n <= 256:
+        rest = ([MMConfig(64, 32, 128, num_warps=4, num_stages=4), MMConfig(64, 128, 128, num_warps=4, num_stages=3)]
+                if hopper else [MMConfig(64, 32, 64, num_warps=4, num_stages=3), MMConfig(64, 64, 64, num_warps=4, num_stages=3)])
+    else:
+        rest = ([MMConfig(256, 128, 64, num_warps=8, num_stages=4), MMConfig(256, 128, 64, num_warps=8, num_stages=3)]
+                if hopper else [MMConfig(128, 128, 64, num_warps=4, num_stages=4), MMConfig(256, 128, 64, num_warps=8, num_stages=3)])
+    return [first] + [c for c in rest if c != first]
+
+
+_TUNERS: dict[tuple[MMConfig, ...], Any] = {}
+
+
+def _tuner(configs: list[MMConfig]) -> Any:
+    """One autotuner per candidate list (keyed by M, N, K and D's dtype; winners kept on disk)."""
+    from sparsecc.runtime.autotune import Autotuner, Config
+
+    key = tuple(configs)
+    if key not in _TUNERS:
+        _TUNERS[key] = Autotuner(sparse_mm_kernel, [
+            Config({"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k, "GROUP_M": c.group_m},
+                   num_warps=c.num_warps, num_stages=c.num_stages) for c in configs], key=["M", "N", "K", "D"],
+            verbose=False)
+    return _TUNERS[key]
+
+
+def tuned_config(a: Any, b: torch.Tensor) -> MMConfig:
+    """The config `sparse_mm(a, b, autotune=True)` runs (tuning first if this problem is new)."""
+    m, k = a.shape
+    n = b.shape[1]
+    if n < NARROW_N:  # as sparse_mm does: the problem runs on 16 zero-padded columns
+        b, n = b.new_zeros((k, 16)), 16
+    return _autotuned(a, b, torch.empty((m, n), dtype=a.dtype, device=b.device))
+
+
+_PICKED: dict[tuple[Any, ...], MMConfig] = {}
+"""(M, N, K, dtypes, strides) -> the autotuner's pick: later calls pay one dict lookup."""
+
+
+def _autotuned(a: Any, b: torch.Tensor, d: torch.Tensor) -> MMConfig:
+    m, k = a.shape
+    n = b.shape[1]
+    key = (m, n, k, a.dtype, d.dtype, b.stride(), d.stride(), b.device.index)
+    cfg = _PICKED.get(key)
+    if cfg is None:
+        from sparsecc.frontend.jit import current_target
+
+        best = _tuner(candidate_configs(m, n, k, a.dtype, current_target())).choose(_grid(m, n), _args(d, a, b), {})
+        kw = best.kwargs
+        cfg = _PICKED[key] = MMConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], best.num_warps,
+                                      best.num_stages)
+    return cfg
+
+
+def _grid(m: int, n: int) -> Any:
+    return lambda meta: (-(-m // meta["BLOCK_M"]) * -(-n // meta["BLOCK_N"]),)
+
+
+def _args(d: torch.Tensor, a: Any, b: torch.Tensor) -> tuple[Any, ...]:
+    m, k = a.shape
+    return (d, a, b, m, b.shape[1], k, a.stride(0), b.stride(0), b.stride(1), d.stride(0), d.stride(1))
+
+
 NARROW_N = 8
 """Below this many columns, B (and D) are padded to 16 columns: a K x N row-major B with N < 8
 has rows narrower than one 16-byte copy, so its tile loads fall back to per-element loads
 (measured: 8192x1x8192 took 61 us against 40 us for N = 16). Padding costs two small copies."""
 
 
-def _narrow(a: Any, b: torch.Tensor, d: torch.Tensor, config: MMConfig | None) -> torch.Tensor:
+def _narrow(a: Any, b: torch.Tensor, d: torch.Tensor, config: MMConfig | None, autotune: bool) -> torch.Tensor:
     """sparse_mm for N < NARROW_N: run on B padded with zero columns to 16, keep D's first N."""
-    k, n = b.shape
-    wide_b = b.new_zeros((k, 16))
-    wide_b[:, :n] = b
-    wide_d = sparse_mm(a, wide_b, d.dtype, config=config)
+    n = b.shape[1]
+    # one op to pad (these problems are launch-bound: every host microsecond shows)
+    wide_b = torch.nn.functional.pad(b, (0, 16 - n))
+    wide_d = sparse_mm(a, wide_b, d.dtype, config=config, autotune=autotune)
     d.copy_(wide_d[:, :n])
     return d
 
@@ -154,12 +223,15 @@ def _check_out(out: Any, shape: tuple[int, int], dtype: torch.dtype, device: tor
 
 
 def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
-              out: torch.Tensor | None = None, config: MMConfig | None = None) -> torch.Tensor:
+              out: torch.Tensor | None = None, config: MMConfig | None = None,
+              autotune: bool = False) -> torch.Tensor:
     """A_dense @ B for A a 2:4 SparseTensor (M x K) and B dense (K x N), same fp16/bf16 dtype.
 
     Accumulates in fp32 and returns `out_dtype` (default: A's dtype, or `out`'s dtype when `out`
     is given). `out` (M x N, any strides) receives the result. `config` overrides the default
-    tiles (BLOCK_M/BLOCK_N multiples of 16, BLOCK_K a multiple of 32).
+    tiles (BLOCK_M/BLOCK_N multiples of 16, BLOCK_K a multiple of 32). `autotune=True` (CUDA)
+    times `candidate_configs` on the first call for each (M, N, K, dtype) and keeps the fastest,
+    in memory and in the cache folder; without it the measured default pick runs.
     """
     if out is not None and out_dtype is None and isinstance(out, torch.Tensor):
         out_dtype = out.dtype
@@ -174,7 +246,9 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     if m == 0 or n == 0:
         return d
     if n < NARROW_N and b.device.type == "cuda":
-        return _narrow(a, b, d, config)
+        return _narrow(a, b, d, config, autotune)
+    if autotune and config is None and b.device.type == "cuda":
+        config = _autotuned(a, b, d)
     if config is None:
         from sparsecc.frontend.jit import current_target
 

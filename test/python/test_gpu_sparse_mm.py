@@ -348,3 +348,20 @@ def test_launch_overhead():
     assert torch.equal(x, torch.full_like(x, 3 + 2 * n))  # 1 + (1 warm-up + n) per loop
     print(f"\nhost launch overhead: launcher.launch {direct:.1f} us, kernel[grid](...) {jit:.1f} us")
     assert direct < 50.0, f"launcher.launch takes {direct:.1f} us per launch"
+
+
+@pytest.mark.gpu
+def test_sparse_mm_autotune_picks_a_candidate_and_matches_torch(tmp_path, monkeypatch):
+    from sparsecc.frontend.jit import current_target
+    from sparsecc.ops.sparse_mm import candidate_configs, tuned_config
+
+    monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))  # the winners file goes there
+    for i, (m, n, k) in enumerate([(1000, 520, 4096), (4096, 16, 4096), (300, 3, 512)]):
+        dense, a, b = make_operands(m, n, k, torch.float16, "cuda", 200 + i)
+        out = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+        sparse_mm(a, b, out=out, autotune=True)
+        torch.cuda.synchronize()
+        assert_close_to_torch(out, dense, b, k)
+        cfg = tuned_config(a, b)
+        assert cfg in candidate_configs(m, max(n, 16), k, torch.float16, current_target())
+    assert list((tmp_path / "autotune").glob("sparse_mm_kernel-*.json"))

@@ -143,3 +143,15 @@ def test_sparse_mm_picks_wgmma_tiles_on_hopper_only():
     assert default_config(8192, 8192, 8192, torch.float16, "cuda", "sm_80").num_warps == 4
     decode = default_config(8192, 16, 8192, torch.bfloat16, "cuda", "sm_90a")
     assert decode.block_n == 16 and decode.block_k == 256
+
+
+def test_autotune_candidates_start_with_the_default_and_are_distinct():
+    import torch
+
+    from sparsecc.ops.sparse_mm import candidate_configs
+
+    for shape in [(8192, 8192, 8192), (8192, 16, 8192), (5120, 128, 4096), (200, 300, 64)]:
+        for target in ("sm_90a", "sm_80"):
+            cands = candidate_configs(*shape, torch.float16, target)
+            assert cands[0] == default_config(*shape, torch.float16, "cuda", target)
+            assert len(set(cands)) == len(cands) >= 2
