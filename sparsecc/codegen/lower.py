@@ -18,6 +18,7 @@ before its reads (one barrier each way per iteration).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
@@ -34,6 +35,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from sparsecc.codegen.divisibility import Divisibility
 from sparsecc.codegen.layouts import DistLayout, LayoutError, distributed
@@ -63,6 +65,10 @@ from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
 
 SMEM_ALIGN = 128
 WGMMA_ALIGN = 1024
+UNROLL_WGMMA_LOOPS = os.environ.get("SPARSECC_WGMMA_UNROLL", "0") == "1"
+"""Unroll wgmma K loops by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1). Off by default: it is
+correct on the H100 (the 60 wgmma GEMM cases) but measured no faster (the fragment loads it
+overlaps are not what bounds these kernels; bench/results/NOTES.md) and compiles 0.2-0.4 s slower."""
 _ARITH_CLASSES = {cls.name: cls for cls in Arith.operations}
 _SUPPORTED_ARITH = {
     "arith." + n for n in (
@@ -98,6 +104,10 @@ class Lowerer:
     """The kernel issues sm_90a warpgroup MMAs (a #ttg.mma version 3 dot)."""
     wgmma_pending: bool = False
     """A committed wgmma group may still be running (a K-loop dot left it in flight)."""
+    wgmma_frag_keep: int = 0
+    """Groups that may stay in flight while a dot of this loop reloads its fragment registers."""
+    wgmma_committed_here: bool = False
+    """This loop iteration has already committed its own wgmma group (lowered its dot)."""
     wgmma_drained: list = field(default_factory=list)
     """Blocks that already waited for every wgmma group issued so far (no second wait)."""
     ldsm_refs: dict = field(default_factory=dict)
@@ -158,12 +168,14 @@ class Lowerer:
         self.writes_pending = False
         self.reads_since_bar = False
 
-    def wgmma_drain(self) -> None:
-        """`wgmma.wait_group 0` if a wgmma group may still be in flight: before shared memory it
-        reads is overwritten and before its accumulators are read by anything but a wgmma."""
-        if self.wgmma_pending and self.em.block not in self.wgmma_drained:
-            self.em.op(WgmmaWaitGroupOp(0))
-            self.wgmma_drained.append(self.em.block)
+    def wgmma_drain(self, keep: int = 0) -> None:
+        """`wgmma.wait_group keep` if a wgmma group may still be in flight: before shared memory
+        it reads is overwritten and before its registers are reused or read by anything but a
+        wgmma. `keep = 1` lets the group committed last go on (a copy after this iteration's
+        dot: that group reads another slot)."""
+        if self.wgmma_pending and (self.em.block, keep) not in self.wgmma_drained:
+            self.em.op(WgmmaWaitGroupOp(keep))
+            self.wgmma_drained.append((self.em.block, keep))
             if self.em.block is self.kernel.body.block:
                 self.wgmma_pending = False
 
@@ -560,8 +572,13 @@ class Lowerer:
             pos += n
         em.block = body
         self.writes_pending = self.reads_since_bar = True
-        if any(isinstance(o, tt.DotOp) and _only_feeds_next_iteration(o) for o in op.body.block.ops) and self.wgmma:
+        chained = [d for c in _accumulation_chains(op) for d in c]
+        if chained and self.wgmma:
             self.wgmma_pending = True  # from the second iteration on, the last group may be in flight
+        self.wgmma_committed_here = False
+        # fragment registers: with two dots per body (unroll_by_two) each has its own, and the
+        # group of the other may stay in flight while one reloads
+        self.wgmma_frag_keep = 1 if len(chained) >= 2 else 0
         self.lower_block(op.body.block)
         y = op.body.block.last_op
         assert isinstance(y, scf.YieldOp)
@@ -581,6 +598,7 @@ class Lowerer:
         outer.add_op(new)
         self.writes_pending = self.reads_since_bar = True
         self.wgmma_drain()  # the accumulators leave the loop: the last wgmma group must land
+        self.wgmma_committed_here = False
         results = list(flat)
         for pos_new, i in enumerate(keep):
             results[i] = new.results[pos_new]
@@ -631,6 +649,73 @@ class Lowerer:
             pos += n
 
 
+def _wgmma_loops(root: Operation) -> list[scf.ForOp]:
+    """scf.for loops whose body accumulates with a deferred wgmma dot (one per body)."""
+    out = []
+    for op in root.walk():
+        if isinstance(op, scf.ForOp):
+            chains = _accumulation_chains(op)
+            if len(chains) == 1 and len(chains[0]) == 1 and _uses_wgmma(chains[0][0]):
+                out.append(op)
+    return out
+
+
+def unroll_by_two(loop: scf.ForOp) -> None:
+    """Rewrite `for i in [lb, ub) step s: body` as a loop running the body twice per trip
+    (i, i + s) over [lb, ub - s) plus one guarded last iteration, so that the two copies of
+    the body write different registers: a wgmma group reading the fragments of one copy stays
+    in flight while the other copy loads its own (register double-buffering).
+
+    The main loop carries `next` = the first iteration it did not run; the remainder runs
+    iteration `next` if `next < ub`.
+    """
+    body = loop.body.block
+    yield_op = body.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    before = InsertPoint.before(loop)
+
+    def ins(op: Operation, at: InsertPoint | Block) -> SSAValue:
+        if isinstance(at, Block):
+            at.add_op(op)
+        else:
+            Rewriter.insert_op(op, at)
+        return op.results[0]
+
+    iv_ty = loop.lb.type
+    two = ins(arith.ConstantOp(IntegerAttr(2, iv_ty)), before)
+    step2 = ins(arith.MuliOp(loop.step, two), before)
+    ub2 = ins(arith.SubiOp(loop.ub, loop.step), before)
+    carried = [a.type for a in body.args[1:]]
+    nb = Block(arg_types=[iv_ty, *carried, iv_ty])
+
+    def clone_body(dst: Block, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+        mapper: dict[SSAValue, SSAValue] = {body.args[0]: iv, **dict(zip(body.args[1:], args))}
+        for op in body.ops:
+            if op is yield_op:
+                break
+            dst.add_op(op.clone(value_mapper=mapper))
+        return [mapper.get(v, v) for v in yield_op.operands]
+
+    y1 = clone_body(nb, nb.args[0], list(nb.args[1:-1]))
+    iv2 = ins(arith.AddiOp(nb.args[0], loop.step), nb)
+    y2 = clone_body(nb, iv2, y1)
+    nxt = ins(arith.AddiOp(nb.args[0], step2), nb)
+    nb.add_op(scf.YieldOp(*y2, nxt))
+    main = scf.ForOp(loop.lb, ub2, step2, [*loop.iter_args, loop.lb], Region(nb))
+    Rewriter.insert_op(main, before)
+    rest = list(main.results[:-1])
+    cond = ins(arith.CmpiOp(main.results[-1], loop.ub, "slt"), before)
+    then = Block()
+    y3 = clone_body(then, main.results[-1], rest)
+    then.add_op(scf.YieldOp(*y3))
+    last = scf.IfOp(cond, carried, Region(then), Region(Block([scf.YieldOp(*rest)])))
+    Rewriter.insert_op(last, before)
+    for old, new in zip(loop.results, last.results):
+        old.replace_all_uses_with(new)
+    loop.detach()
+    loop.erase()
+
+
 def _uses_wgmma(root: Operation) -> bool:
     """Whether a tt.dot under `root` has a #ttg.mma version 3 (wgmma) result."""
     return any(
@@ -640,20 +725,42 @@ def _uses_wgmma(root: Operation) -> bool:
     )
 
 
+def _accumulation_chains(loop: scf.ForOp) -> list[list[tt.DotOp]]:
+    """K-loop accumulations of `loop`: for an iter_arg used only as the accumulator of a dot,
+    the dots that pass the sum along (each result used only as the next dot's accumulator)
+    until one result goes straight back to that iter_arg through the yield."""
+    body = loop.body.block
+    y = body.last_op
+    chains = []
+    for j, arg in enumerate(body.args[1:]):
+        uses = list(arg.uses)
+        if len(uses) != 1 or not isinstance(d := uses[0].operation, tt.DotOp) or d.c is not arg:
+            continue
+        chain: list[tt.DotOp] = []
+        while isinstance(d, tt.DotOp) and d.parent_block() is body:
+            chain.append(d)
+            out = list(d.result.uses)
+            if len(out) != 1:
+                break
+            nxt = out[0].operation
+            if nxt is y and out[0].index == j:
+                chains.append(chain)
+                break
+            if not (isinstance(nxt, tt.DotOp) and nxt.c is d.result):
+                break
+            d = nxt
+    return chains
+
+
 def _only_feeds_next_iteration(dot: tt.DotOp) -> bool:
-    """Whether `dot` is a K-loop accumulation: its accumulator is an iter_arg of the enclosing
-    scf.for and its result only goes back to that iter_arg. Then nothing but the next
-    iteration's dot reads the result inside the loop, so a wgmma may stay in flight across the
-    back edge (the lowering waits for it before shared writes and after the loop)."""
+    """Whether `dot` is part of a K-loop accumulation (`_accumulation_chains`): nothing but the
+    next dot of the chain (maybe in the next iteration) reads its result inside the loop, so a
+    wgmma may stay in flight past it (the lowering waits for it before shared writes, before
+    its registers are rewritten and after the loop)."""
     loop = dot.parent_op()
-    if not isinstance(loop, scf.ForOp) or dot.parent_block() is not loop.body.block:
+    if not isinstance(loop, scf.ForOp):
         return False
-    uses = list(dot.result.uses)
-    if len(uses) != 1 or not isinstance(uses[0].operation, scf.YieldOp):
-        return False
-    j = uses[0].index
-    acc = dot.c
-    return acc is loop.body.block.args[j + 1] and len(list(acc.uses)) == 1
+    return any(dot in chain for chain in _accumulation_chains(loop))
 
 
 def _param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
@@ -699,6 +806,9 @@ def sink_local_loads(root: Operation) -> None:
 def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     """ttgir module -> (module of one ptx.kernel, launch metadata)."""
     module = module.clone()
+    if UNROLL_WGMMA_LOOPS:
+        for loop in _wgmma_loops(module):
+            unroll_by_two(loop)
     if not (_uses_wgmma(module) and any(isinstance(o, ttgd.AsyncWaitOp) for o in module.walk())):
         # (a pipelined wgmma loop keeps its reads at the top of the body, right after the
         # async_wait barrier: the fragment loads then overlap the previous wgmma group)

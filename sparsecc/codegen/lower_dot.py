@@ -110,8 +110,9 @@ def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
         if enc.op_idx == 1:
             return SmemOperand(sm, ty)  # wgmma reads B from shared memory through a descriptor
         # A and metadata registers are read by wgmma asynchronously; a loop body rewrites the
-        # same PTX registers every iteration, so the previous group must be done first
-        L.wgmma_drain()
+        # same PTX registers every iteration, so the group that read them must be done first
+        # (with an unrolled body that is the group before the last one)
+        L.wgmma_drain(keep=L.wgmma_frag_keep)
     shape = sm.ty.get_shape()
     if len(shape) != 2:
         raise LoweringError("ttg.local_load to #ttg.dot_op needs a 2-D memdesc")
@@ -252,6 +253,7 @@ def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())
     L.wgmma_drained.clear()
+    L.wgmma_committed_here = True
     if defer_wait:
         L.wgmma_pending = True
     else:

@@ -155,3 +155,39 @@ def test_autotune_candidates_start_with_the_default_and_are_distinct():
             cands = candidate_configs(*shape, torch.float16, target)
             assert cands[0] == default_config(*shape, torch.float16, "cuda", target)
             assert len(set(cands)) == len(cands) >= 2
+
+
+def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers(monkeypatch):
+    """unroll_by_two (SPARSECC_WGMMA_UNROLL=1): two dots per trip plus a guarded last one; each
+    copy reloads its own fragment registers while the other's group may run (wait_group 1),
+    and the kernel still assembles to HGMMA.SP without spills."""
+    from sparsecc.codegen import lower
+
+    monkeypatch.setattr(lower, "UNROLL_WGMMA_LOOPS", True)
+    ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a")
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    top = next(i for i, ln in enumerate(lines) if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln)
+    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
+    inside = lines[top:end]
+    assert sum(ln == "wgmma.commit_group.sync.aligned;" for ln in inside) == 2
+    first_frag = next(i for i, ln in enumerate(inside) if ln.startswith("ldmatrix"))
+    waits = [ln for ln in inside[:first_frag] if ln.startswith("wgmma.wait_group")]
+    assert waits == ["wgmma.wait_group.sync.aligned 1;"]  # the other copy's group may go on
+    assert sum(ln.startswith("wgmma.mma_async.sp") for ln in lines[end:]) == 2  # the last odd iteration
+    assert lines[end + 1] == "wgmma.wait_group.sync.aligned 0;"
+    cubin = assemble(ptx, "sm_90a")
+    assert cubin.kernel_resources().spill_stores == 0
+
+
+def test_unroll_by_two_keeps_the_trip_count():
+    """The rewritten loop runs the body for exactly the original iterations (interpreted in
+    Python on the loop bounds: main trips cover pairs, the guarded remainder the odd one)."""
+    for lb, ub, step in [(0, 1, 1), (0, 2, 1), (0, 7, 1), (3, 20, 4), (0, 0, 1), (5, 4, 1)]:
+        want = list(range(lb, ub, step))
+        got, nxt = [], lb
+        for i in range(lb, ub - step, 2 * step):
+            got += [i, i + step]
+            nxt = i + 2 * step
+        if nxt < ub:
+            got.append(nxt)
+        assert got == want, (lb, ub, step)
