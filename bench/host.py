@@ -119,14 +119,15 @@ import sparsecc
 from sparsecc.ops.sparse_mm import sparse_mm_kernel
 sig, consts = {sig!r}, {consts!r}
 t0 = time.perf_counter()
-ck = sparsecc.compile(sparse_mm_kernel, signature=sig, constexprs=consts, target="sm_90",
-                      num_warps=4, num_stages=3)
+ck = sparsecc.compile(sparse_mm_kernel, signature=sig, constexprs=consts, target={target!r},
+                      num_warps={warps}, num_stages={stages})
 print((time.perf_counter() - t0) if ck.cache_hit else -1.0)
 """
 
 
 def fresh_process_hit() -> float:
-    code = _FRESH_HIT.format(root=os.path.dirname(_HERE), sig=SIG, consts=CONSTS)
+    code = _FRESH_HIT.format(root=os.path.dirname(_HERE), sig=SIG, consts=CONSTS, target=TARGET,
+                             warps=_CFG.num_warps, stages=_CFG.num_stages)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ,
                          check=True)
     return float(out.stdout.strip().splitlines()[-1])
