@@ -139,7 +139,7 @@ def test_sparse_mm_picks_wgmma_tiles_on_hopper_only():
     import torch
 
     big = default_config(8192, 8192, 8192, torch.float16, "cuda", "sm_90a")
-    assert (big.block_m, big.block_n, big.num_warps) == (128, 256, 8)
+    assert (big.block_m, big.block_n, big.block_k, big.num_warps) == (256, 128, 128, 8)
     assert default_config(8192, 8192, 8192, torch.float16, "cuda", "sm_80").num_warps == 4
     decode = default_config(8192, 16, 8192, torch.bfloat16, "cuda", "sm_90a")
     assert decode.block_n == 16 and decode.block_k == 256
