@@ -231,6 +231,10 @@ def main() -> None:
                  f"{tr_mm:.1f} µs (tl.dot matmul)"))
     ref = dense.float() @ sb.float()
     assert torch.allclose(sd.float(), ref, atol=0.5, rtol=2e-2), "launch loop gave a wrong result"
+    op_us = per_launch_us(lambda: sparse_mm(sa, sb), n)  # the library call: checks, output, launch
+    tm_us = per_launch_us(lambda: torch.mm(dense, sb), n)
+    rows.append(("host cost per call, 128³", f"{op_us:.1f} µs (sparsecc.ops.sparse_mm)",
+                 f"{tm_us:.1f} µs (torch.mm, for scale)"))
 
     from sparsecc.runtime import launcher
 

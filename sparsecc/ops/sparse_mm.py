@@ -234,6 +234,19 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     times `candidate_configs` on the first call for each (M, N, K, dtype) and keeps the fastest,
     in memory and in the cache folder; without it the measured default pick runs.
     """
+    hot_key = None
+    if out is None and out_dtype is None and config is None:
+        # Repeated calls on operands like an earlier call's (decode loops): the checks passed for
+        # them already and the launch function is known; these kernels take about as long as
+        # the host path, so its microseconds show.
+        hot_key = (a.__class__, a.shape, a.dtype, a.device, b.__class__, b.shape, b.dtype, b.stride(), b.device,
+                   autotune)
+        hot = _HOT.get(hot_key)
+        if hot is not None:
+            entry, grid, kwargs, m, n, k = hot
+            d = torch.empty((m, n), dtype=a.dtype, device=b.device)
+            entry(grid, (d, a, b, m, n, k, k, b.stride(0), b.stride(1), n, 1), kwargs)
+            return d
     if out is not None and out_dtype is None and isinstance(out, torch.Tensor):
         out_dtype = out.dtype
     dtype = _check(a, b, out_dtype)
@@ -260,9 +273,16 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "
                          "BLOCK_K a multiple of 32")
     grid = (-(-m // cfg.block_m) * -(-n // cfg.block_n),)
-    sparse_mm_kernel[grid](
-        d, a, b, m, n, k, a.stride(0), b.stride(0), b.stride(1), d.stride(0), d.stride(1),
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )
+    args = (d, a, b, m, n, k, a.stride(0), b.stride(0), b.stride(1), d.stride(0), d.stride(1))
+    kwargs = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m,
+              "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+    sparse_mm_kernel[grid](*args, **kwargs)
+    if hot_key is not None and b.device.type == "cuda" and a.stride(0) == k and d.stride() == (n, 1):
+        entry = sparse_mm_kernel.fast.get(sparse_mm_kernel.fast_key(args, kwargs))
+        if entry is not None:
+            _HOT[hot_key] = (entry, grid, kwargs, m, n, k)
     return d
+
+
+_HOT: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+"""Operand description -> (launch function, grid, kwargs, M, N, K) of an earlier checked call."""

@@ -365,3 +365,20 @@ def test_sparse_mm_autotune_picks_a_candidate_and_matches_torch(tmp_path, monkey
         cfg = tuned_config(a, b)
         assert cfg in candidate_configs(m, max(n, 16), k, torch.float16, current_target())
     assert list((tmp_path / "autotune").glob("sparse_mm_kernel-*.json"))
+
+
+@pytest.mark.gpu
+def test_repeated_calls_take_the_hot_path_and_stay_correct():
+    import importlib
+
+    mod = importlib.import_module("sparsecc.ops.sparse_mm")
+    dense, a, b = make_operands(300, 48, 256, torch.float16, "cuda", 300)
+    assert_close_to_torch(sparse_mm(a, b), dense, b, 256)
+    hot = len(mod._HOT)
+    for _ in range(3):  # new B values, same description: the hot path, still correct
+        b2 = torch.randn_like(b)
+        assert_close_to_torch(sparse_mm(a, b2), dense, b2, 256)
+    assert len(mod._HOT) == hot >= 1
+    bt = b.t().contiguous().t()  # other strides: a new description, checked and launched anew
+    assert_close_to_torch(sparse_mm(a, bt), dense, bt, 256)
+    assert len(mod._HOT) == hot + 1
