@@ -1,5 +1,6 @@
-"""Every frontend test kernel compiles through all stages; ptxas accepts it for sm_80 and sm_90
-and its SASS runs the sparse tensor cores (HMMA.SP). Runs in CI without a GPU."""
+"""Every frontend test kernel compiles through all stages; ptxas accepts it for sm_80, sm_90 and
+sm_90a and its SASS runs the sparse tensor cores (HMMA.SP; HGMMA.SP for the sm_90a tiles that
+hold whole warpgroups). Runs in CI without a GPU."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))
 
 
-@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("target", ["sm_80", "sm_90", "sm_90a"])
 @pytest.mark.parametrize("name, kernel, sig, consts, warps, stages", CASES, ids=[c[0] for c in CASES])
 def test_kernel_assembles_to_sparse_tensor_core_code(name, kernel, sig, consts, warps, stages, target):
     ck = sparsecc.compile(kernel, signature=sig, constexprs=consts, target=target,
@@ -45,14 +46,19 @@ def test_kernel_assembles_to_sparse_tensor_core_code(name, kernel, sig, consts, 
     assert "meta = 1" in ck.asm["ttgir"] and "meta = 0" in ck.asm["ttgir"]
     ptx = ck.asm["ptx"]
     assert f".target {target}" in ptx and ".version 8.5" in ptx
-    assert "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32" in ptx
+    wgmma = "#ttg.mma<{versionMajor = 3" in ck.asm["ttgir"]
+    assert wgmma == (target == "sm_90a" and consts.get("BLOCK_M", 0) % (16 * warps) == 0)
+    if wgmma:  # Hopper: whole-warpgroup tiles run on wgmma.mma_async.sp
+        assert "wgmma.mma_async.sp.sync.aligned.m64n" in ptx
+    else:
+        assert "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32" in ptx
     cubin = ck.asm["cubin"]
     assert isinstance(cubin, bytes) and len(cubin) > 1000
     try:
         sass = dump_sass(cubin)
     except ToolNotFoundError as e:
         pytest.skip(f"no cuobjdump: {e}")
-    assert "HMMA.SP" in sass
+    assert ("HGMMA.SP" if wgmma else "HMMA.SP") in sass
 
 
 def test_unsupported_target_names_the_minimum():
