@@ -106,8 +106,6 @@ class Lowerer:
     """A committed wgmma group may still be running (a K-loop dot left it in flight)."""
     wgmma_frag_keep: int = 0
     """Groups that may stay in flight while a dot of this loop reloads its fragment registers."""
-    wgmma_committed_here: bool = False
-    """This loop iteration has already committed its own wgmma group (lowered its dot)."""
     wgmma_drained: list = field(default_factory=list)
     """Blocks that already waited for every wgmma group issued so far (no second wait)."""
     ldsm_refs: dict = field(default_factory=dict)
@@ -171,8 +169,8 @@ class Lowerer:
     def wgmma_drain(self, keep: int = 0) -> None:
         """`wgmma.wait_group keep` if a wgmma group may still be in flight: before shared memory
         it reads is overwritten and before its registers are reused or read by anything but a
-        wgmma. `keep = 1` lets the group committed last go on (a copy after this iteration's
-        dot: that group reads another slot)."""
+        wgmma. `keep = 1` lets the group committed last go on (fragment reloads in an unrolled
+        loop: that group reads the other copy's registers)."""
         if self.wgmma_pending and (self.em.block, keep) not in self.wgmma_drained:
             self.em.op(WgmmaWaitGroupOp(keep))
             self.wgmma_drained.append((self.em.block, keep))
@@ -575,7 +573,6 @@ class Lowerer:
         chained = [d for c in _accumulation_chains(op) for d in c]
         if chained and self.wgmma:
             self.wgmma_pending = True  # from the second iteration on, the last group may be in flight
-        self.wgmma_committed_here = False
         # fragment registers: with two dots per body (unroll_by_two) each has its own, and the
         # group of the other may stay in flight while one reloads
         self.wgmma_frag_keep = 1 if len(chained) >= 2 else 0
@@ -598,7 +595,6 @@ class Lowerer:
         outer.add_op(new)
         self.writes_pending = self.reads_since_bar = True
         self.wgmma_drain()  # the accumulators leave the loop: the last wgmma group must land
-        self.wgmma_committed_here = False
         results = list(flat)
         for pos_new, i in enumerate(keep):
             results[i] = new.results[pos_new]

@@ -253,7 +253,6 @@ def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())
     L.wgmma_drained.clear()
-    L.wgmma_committed_here = True
     if defer_wait:
         L.wgmma_pending = True
     else:

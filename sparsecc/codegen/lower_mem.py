@@ -328,8 +328,9 @@ def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int
     fast = fast_dim(tile)
     vec16 = 16 // esize(elt)
     run = shared_run(sm.ty, dl, fast, elt)
-    # the group committed by this iteration's dot (if it came first) reads another slot
-    L.wgmma_drain(keep=1 if L.wgmma_committed_here else 0)
+    # copies come before the dot: the group in flight is the last iteration's, maybe reading
+    # this very slot
+    L.wgmma_drain()
     if war_barrier:
         L.before_shared_write()
 

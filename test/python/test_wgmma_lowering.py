@@ -111,10 +111,27 @@ def test_pipelined_loop_keeps_one_group_in_flight_and_drains_it():
     assert kinds.index("bar.sync") < first_wait < kinds.index("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
     assert kinds.index("fence.proxy.async.shared::cta;") < kinds.index("bar.sync")
     assert kinds.count("wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16") == 4
+    _assert_copies_wait_for_every_group(inside)
     last = [ln for ln in inside if ln.startswith("wgmma.")][-1]
     assert last == "wgmma.commit_group.sync.aligned;"  # no wait at the end of the body
     assert lines[end + 1] == "wgmma.wait_group.sync.aligned 0;"  # drained after the loop
     assert meta["shared"] % 1024 == 0 and loop and after
+
+
+def _assert_copies_wait_for_every_group(body: list[str]) -> None:
+    """Each cp.async of the loop body comes after a `wgmma.wait_group 0` issued since the last
+    commit: the group of the previous iteration may read the very slot the copy overwrites."""
+    waited = False
+    copies = 0
+    for ln in body:
+        if ln == "wgmma.commit_group.sync.aligned;":
+            waited = False
+        elif ln == "wgmma.wait_group.sync.aligned 0;":
+            waited = True
+        elif ln.startswith("cp.async.cg"):
+            assert waited, "cp.async while a wgmma group may still read its slot"
+            copies += 1
+    assert copies
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
@@ -173,6 +190,7 @@ def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers(monkeypatch):
     first_frag = next(i for i, ln in enumerate(inside) if ln.startswith("ldmatrix"))
     waits = [ln for ln in inside[:first_frag] if ln.startswith("wgmma.wait_group")]
     assert waits == ["wgmma.wait_group.sync.aligned 1;"]  # the other copy's group may go on
+    _assert_copies_wait_for_every_group(inside)
     assert sum(ln.startswith("wgmma.mma_async.sp") for ln in lines[end:]) == 2  # the last odd iteration
     assert lines[end + 1] == "wgmma.wait_group.sync.aligned 0;"
     cubin = assemble(ptx, "sm_90a")
