@@ -9,6 +9,7 @@ guarantees 16-byte aligned base pointers.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, scf
@@ -359,17 +360,31 @@ def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int
         slow_path()
 
 
-def _const_delta(dl: DistLayout, off_fn, r0: int) -> int | None:
-    """off_fn(coord(r0)) - off_fn(coord(0)) if it is the same for every thread, else None."""
-    delta = None
-    for warp in range(max(1, _num_warps(dl))):
-        for lane in range(32):
-            d = off_fn(dl.coord(warp, lane, r0)) - off_fn(dl.coord(warp, lane, 0))
+@functools.lru_cache(maxsize=256)
+def _shared_deltas(dl: DistLayout, enc: SharedEncodingAttr, shape: tuple[int, ...], vec: int) -> tuple[int | None, ...]:
+    """For registers r0 = 0, vec, 2*vec, ...: the shared offset of r0's element minus that of
+    register 0's, when it is the same for every thread (else None). Cached: a pipelined loop
+    copies the same tile into the same ring from the prologue and the body."""
+    rows = shape[0]
+    row_len = shape[1] if len(shape) == 2 else 0
+
+    def soff(c: tuple[int, ...]) -> int:
+        return swizzled_offset(enc, c[0], c[1], row_len, rows) if len(c) == 2 else c[0]
+
+    threads = [(warp, lane) for warp in range(max(1, _num_warps(dl))) for lane in range(32)]
+    base = [soff(dl.coord(warp, lane, 0)) for warp, lane in threads]
+    out: list[int | None] = []
+    for r0 in range(0, dl.num_regs, vec):
+        delta: int | None = None
+        for (warp, lane), b in zip(threads, base):
+            d = soff(dl.coord(warp, lane, r0)) - b
             if delta is None:
                 delta = d
             elif d != delta:
-                return None
-    return delta
+                delta = None
+                break
+        out.append(delta)
+    return tuple(out)
 
 
 def _num_warps(dl: DistLayout) -> int:
@@ -413,11 +428,8 @@ def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims
     enc = sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
     shape = sm.ty.get_shape()
-    row_len = shape[1] if len(shape) == 2 else 0
 
-    def soff(c: tuple[int, ...]) -> int:
-        return swizzled_offset(enc, c[0], c[1], row_len, shape[0]) if len(c) == 2 else c[0]
-
+    deltas = _shared_deltas(dl, enc, tuple(shape), vec) if len(shape) <= 2 else None
     dst0 = smem_addr(L, sm, L.coords(dl)[0])
     for r0 in range(0, dl.num_regs, vec):
         roff = dl.regs[r0]
@@ -430,7 +442,7 @@ def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims
         for d in dims:
             p = em.cmp("ult", em.add(gbase[d], roff[d]), limits[d])
             pred = p if pred is None else em.band(pred, p)
-        sd = _const_delta(dl, soff, r0) if len(shape) <= 2 else None
+        sd = deltas[r0 // vec] if deltas is not None else None
         dst = em.add(dst0, sd * esz) if sd is not None else smem_addr(L, sm, L.coords(dl)[r0])
         L.em.op(ptx.CpAsyncOp(dst, src, mask=pred, size=16, cache="cg"))
 
