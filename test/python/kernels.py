@@ -1,4 +1,5 @@
-"""Kernels several test files share: seed 001's `dot_kernel` (its a_ptr/A slip fixed)."""
+"""Kernels several test files share: seed 001's `dot_kernel` (its a_ptr/A slip fixed) and a
+masked vector add through tensors of pointers."""
 
 from __future__ import annotations
 
@@ -22,3 +23,12 @@ def dot_kernel(D, A, B, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: t
 
 SEED_SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16"}
 SEED_BLOCKS = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 64}
+
+
+@sparsecc.jit
+def masked_add_kernel(X, Y, Z, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(X + offs, mask=mask, other=0.0)
+    y = tl.load(Y + offs, mask=mask, other=0.0)
+    tl.store(Z + offs, x + y, mask=mask)

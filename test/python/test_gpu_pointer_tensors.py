@@ -9,18 +9,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from kernels import masked_add_kernel
 
 import sparsecc
 import sparsecc.language as tl
-
-
-@sparsecc.jit
-def masked_vadd(X, Y, Z, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(X + offs, mask=mask, other=0.0)
-    y = tl.load(Y + offs, mask=mask, other=0.0)
-    tl.store(Z + offs, x + y, mask=mask)
 
 
 @sparsecc.jit
@@ -50,7 +42,7 @@ def _ptxas_available() -> bool:
 def test_masked_pointer_kernels_compile(target):
     if not _ptxas_available():
         pytest.skip("ptxas not found")
-    ck = sparsecc.compile(masked_vadd, VADD_SIG, {"BLOCK": 1024}, target=target)
+    ck = sparsecc.compile(masked_add_kernel, VADD_SIG, {"BLOCK": 1024}, target=target)
     ptx = ck.asm["ptx"]
     assert "ld.global" in ptx and "st.global" in ptx and "@%p" in ptx  # predicated accesses
     assert ck.asm["cubin"]
@@ -67,7 +59,7 @@ def test_masked_vadd_on_gpu(n):
     y = torch.randn(n, generator=gen).cuda()
     z = torch.full((n + 37,), float("nan"), device="cuda")
     grid = (-(-n // 1024),)
-    masked_vadd[grid](x, y, z, n, BLOCK=1024)
+    masked_add_kernel[grid](x, y, z, n, BLOCK=1024)
     torch.cuda.synchronize()
     torch.testing.assert_close(z[:n], x + y, rtol=0, atol=0)
     assert torch.isnan(z[n:]).all(), "masked-off elements were written"
