@@ -203,11 +203,12 @@ def _ab_type(elt) -> str:
     raise LoweringError(f"tt.dot: operands must be f16 or bf16, got {elt}")
 
 
-_SWIZZLE_NAME = {128: "128B", 64: "64B", 32: "32B"}
+_SWIZZLE_NAME = {width: name for name, width in wg.SWIZZLE_BYTES.items() if name != "none"}
+"""Row width in bytes of a swizzled colBlock layout -> the descriptor's swizzle mode."""
 
 
-def _wgmma_b_desc(L: Lowerer, b: SmemOperand) -> tuple[int, int, int]:
-    """(descriptor bits without the address, bytes per 32-row K step, swizzle width) of B."""
+def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int]:
+    """(descriptor bits without the address, bytes per 32-row K step) of B."""
     enc = b.sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
     k, _ = b.sm.ty.get_shape()
@@ -216,7 +217,7 @@ def _wgmma_b_desc(L: Lowerer, b: SmemOperand) -> tuple[int, int, int]:
         raise LoweringError(f"wgmma B must be staged in a 32/64/128-byte swizzled colBlock layout, got {enc}")
     # MN-major canonical layout: LBO = from one column block to the next, SBO = 8 K rows.
     bits = wg.smem_desc_bits(0, lbo=k * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
-    return bits, 32 * width, width
+    return bits, 32 * width
 
 
 def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
@@ -237,8 +238,8 @@ def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result
     k = b.sm.ty.get_shape()[0]
     if k % 32:
         raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of 32")
-    bits, step_bytes, _ = _wgmma_b_desc(L, b)
-    const = em.c(bits - (1 << 64) if bits >> 63 else bits, i64)
+    bits, step_bytes = _wgmma_b_desc(b)
+    const = em.c(wg.as_signed64(bits), i64)
     t = _ab_type(a.ty.element_type)
     L.before_shared_read()
     em.op(wg.WgmmaFenceOp())

@@ -114,10 +114,15 @@ def smem_desc_bits(addr: int, lbo: int, sbo: int, swizzle: str = "none") -> int:
     return ((addr >> 4) & 0x3FFF) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | SWIZZLE_MODES[swizzle] << 62
 
 
+def as_signed64(value: int) -> int:
+    """An unsigned 64-bit pattern (a descriptor) as the signed value an i64 constant holds."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >> 63 else value
+
+
 def _i64_const(value: int) -> arith.ConstantOp:
     """An i64 constant from an unsigned 64-bit pattern (two's complement above 2**63)."""
-    value &= (1 << 64) - 1
-    return arith.ConstantOp.from_int_and_width(value - (1 << 64) if value >> 63 else value, 64)
+    return arith.ConstantOp.from_int_and_width(as_signed64(value), 64)
 
 
 def build_smem_desc(
