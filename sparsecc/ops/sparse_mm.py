@@ -17,6 +17,8 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
+from sparsecc.frontend import jit as _jit
+from sparsecc.passes.to_gpu import has_wgmma
 
 __all__ = ["MMConfig", "candidate_configs", "default_config", "has_wgmma", "sparse_mm", "sparse_mm_kernel", "tuned_config"]
 
@@ -78,11 +80,6 @@ _DECODE = MMConfig(32, 16, 256, group_m=8, num_warps=4, num_stages=4)
 _SMALL = {True: MMConfig(64, 64, 128, group_m=8, num_warps=4, num_stages=4),
           False: MMConfig(64, 64, 64, group_m=8, num_warps=4, num_stages=2)}
 _CPU = MMConfig(32, 32, 32, group_m=4, num_warps=4, num_stages=1)
-
-
-def has_wgmma(target: str | None) -> bool:
-    """Whether `target` (e.g. "sm_90a") has Hopper's warpgroup MMA."""
-    return target == "sm_90a"
 
 
 def default_config(m: int, n: int, k: int, dtype: torch.dtype, device_type: str = "cuda",
@@ -151,9 +148,7 @@ def _autotuned(a: Any, b: torch.Tensor, d: torch.Tensor) -> MMConfig:
     key = (m, n, k, a.dtype, d.dtype, b.stride(), d.stride(), b.device.index)
     cfg = _PICKED.get(key)
     if cfg is None:
-        from sparsecc.frontend.jit import current_target
-
-        best = _tuner(candidate_configs(m, n, k, a.dtype, current_target())).choose(_grid(m, n), _args(d, a, b), {})
+        best = _tuner(candidate_configs(m, n, k, a.dtype, _jit.current_target())).choose(_grid(m, n), _args(d, a, b), {})
         kw = best.kwargs
         cfg = _PICKED[key] = MMConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], best.num_warps,
                                       best.num_stages)
@@ -264,16 +259,14 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     if autotune and config is None and b.device.type == "cuda":
         config = _autotuned(a, b, d)
     if config is None:
-        from sparsecc.frontend.jit import current_target
-
-        target = current_target() if b.device.type == "cuda" else None
+        target = _jit.current_target() if b.device.type == "cuda" else None
         config = default_config(m, n, k, a.dtype, b.device.type, target)
     cfg = config
     if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "
                          "BLOCK_K a multiple of 32")
     grid = (-(-m // cfg.block_m) * -(-n // cfg.block_n),)
-    args = (d, a, b, m, n, k, a.stride(0), b.stride(0), b.stride(1), d.stride(0), d.stride(1))
+    args = _args(d, a, b)
     kwargs = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m,
               "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     sparse_mm_kernel[grid](*args, **kwargs)

@@ -97,6 +97,12 @@ def mma_warps(num_warps: int, m: int, n: int) -> tuple[int, int]:
     return wm, wn
 
 
+def has_wgmma(target: str | None) -> bool:
+    """Whether `target` has Hopper's warpgroup MMA (`wgmma.mma_async.sp`): the arch-specific
+    sm_90a, not plain sm_90."""
+    return target == "sm_90a"
+
+
 # --------------------------------------------------------------------------------------
 # Union-find over values that must share one layout
 # --------------------------------------------------------------------------------------
@@ -289,7 +295,7 @@ class ConvertTTToTTGPass(ModulePass):
         one wgmma wide along N (N a multiple of 16, at most 256; B is staged MN-major with a
         16/32/64-element column block), K in steps of 32.
         """
-        if self.target != "sm_90a" or self.num_warps % 4:
+        if not has_wgmma(self.target) or self.num_warps % 4:
             return False
         if m % (16 * self.num_warps) or n % 16 or n > 256:
             return False
@@ -380,4 +386,4 @@ def _convert_operand(op: Operation, idx: int, layout: Attribute) -> None:
     op.operands[idx] = cvt.result
 
 
-__all__ = ["ConvertTTToTTGPass", "default_blocked", "mma_warps"]
+__all__ = ["ConvertTTToTTGPass", "default_blocked", "has_wgmma", "mma_warps"]
