@@ -10,6 +10,7 @@ on the device), CUDA tensors through the compiled cubin.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +18,11 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.frontend import jit as _jit
 from sparsecc.passes.to_gpu import has_wgmma
+
+# The module, not the decorator: `sparsecc.frontend` exports a function named `jit`, which
+# `from sparsecc.frontend import jit` would bind instead (tests patch the module's current_target).
+_jit = importlib.import_module("sparsecc.frontend.jit")
 
 __all__ = ["MMConfig", "candidate_configs", "default_config", "has_wgmma", "sparse_mm", "sparse_mm_kernel", "tuned_config"]
 
@@ -148,11 +152,16 @@ def _autotuned(a: Any, b: torch.Tensor, d: torch.Tensor) -> MMConfig:
     key = (m, n, k, a.dtype, d.dtype, b.stride(), d.stride(), b.device.index)
     cfg = _PICKED.get(key)
     if cfg is None:
-        best = _tuner(candidate_configs(m, n, k, a.dtype, _jit.current_target())).choose(_grid(m, n), _args(d, a, b), {})
+        best = _tuner(candidate_configs(m, n, k, a.dtype, _target("cuda"))).choose(_grid(m, n), _args(d, a, b), {})
         kw = best.kwargs
         cfg = _PICKED[key] = MMConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], best.num_warps,
                                       best.num_stages)
     return cfg
+
+
+def _target(device_type: str) -> str | None:
+    """The compile target for tensors on `device_type` (None: the CPU interpreter)."""
+    return _jit.current_target() if device_type == "cuda" else None
 
 
 def _grid(m: int, n: int) -> Any:
@@ -259,8 +268,7 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     if autotune and config is None and b.device.type == "cuda":
         config = _autotuned(a, b, d)
     if config is None:
-        target = _jit.current_target() if b.device.type == "cuda" else None
-        config = default_config(m, n, k, a.dtype, b.device.type, target)
+        config = default_config(m, n, k, a.dtype, b.device.type, _target(b.device.type))
     cfg = config
     if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "

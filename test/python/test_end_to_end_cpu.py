@@ -62,6 +62,17 @@ def test_sparse_mm_on_cpu_uses_the_interpreter():
     _check(sparse_mm(a, b), dense, b)
 
 
+def test_sparse_mm_asks_the_jit_module_for_the_cuda_target(monkeypatch):
+    # The CUDA path's tile choice depends on the target: sparse_mm must reach the module's
+    # current_target (the package also exports a function named `jit` that shadows it).
+    import importlib
+
+    smm = importlib.import_module("sparsecc.ops.sparse_mm")
+    monkeypatch.setattr(importlib.import_module("sparsecc.frontend.jit"), "current_target", lambda: "sm_90a")
+    assert smm._target("cuda") == "sm_90a"
+    assert smm._target("cpu") is None
+
+
 def test_wrong_metadata_changes_the_result():
     """The test above could not pass with garbage metadata: flipping it must break the result."""
     dense, a, b, out = _problem(32, 32, 64, torch.float16, seed=3)
