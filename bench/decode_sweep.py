@@ -70,6 +70,10 @@ def main() -> None:
                 line = f"  {cfg}: FAILED {type(e).__name__}: {str(e)[:120]}"
             print(line, flush=True)
             rows.append(line)
+            if n > 1:  # the same problem with B column-major (x.T): K-major tiles
+                bt = b.t().contiguous().t()
+                ms = bench(lambda cfg=cfg, a=a, bt=bt: sparse_mm(a, bt, config=cfg))
+                print(f"    B column-major: {ms * 1e3:6.1f} us {gb / ms:5.2f} TB/s {dn / ms:5.2f}x cuBLAS", flush=True)
         if n == 16 and not quick:  # split-K proxy: same bytes, S times the CTAs
             for s in (2, 4):
                 pa = compress(prune_2to4(torch.randn(m * s, k // s, device="cuda", dtype=torch.float16)))

@@ -56,8 +56,10 @@ metadata with ldmatrix.trans (above), which needs no permutation.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
 
 from xdsl.ir import Attribute
 
@@ -185,6 +187,15 @@ def mma_warp_coords(layout: MmaEncodingAttr) -> tuple[Term, Term]:
     return Term("warp", wn, wm, 1), Term("warp", 1, wn, 1)
 
 
+def stored_coords(enc: SharedEncodingAttr, i0: Any, i1: Any, shape: Sequence[int]) -> tuple[Any, Any, int, int]:
+    """(row, col, row_len, rows) of logical element (i0, i1) of a 2-D tile as `enc` stores it:
+    order [1, 0] keeps dim 1 contiguous (rows are dim 0), order [0, 1] stores the transpose
+    (a K-major B tile: rows are its N columns). Works on ints and on IR values alike."""
+    if tuple(enc.order) == (0, 1):
+        return i1, i0, shape[0], shape[1]
+    return i0, i1, shape[1], shape[0]
+
+
 def swizzled_offset(enc: SharedEncodingAttr, row: int, col: int, row_len: int, rows: int = 0) -> int:
     """Element offset of (row, col) in a row-major tile of `rows` rows under `enc` (metaPack =
     plain; colBlock cuts the rows into rows x colBlock sub-tiles)."""
@@ -234,6 +245,7 @@ __all__ = [
     "mma",
     "distributed",
     "mma_warp_coords",
+    "stored_coords",
     "swizzled_offset",
     "contiguous_run",
     "WARP",

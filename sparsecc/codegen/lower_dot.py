@@ -16,7 +16,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i64
 from xdsl.ir import SSAValue
 
-from sparsecc.codegen.layouts import distributed, mma_warp_coords, swizzled_offset
+from sparsecc.codegen.layouts import distributed, mma_warp_coords, stored_coords, swizzled_offset
 from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, Smem, SmemOperand
 from sparsecc.codegen.lower_mem import esize, smem_offset
 from sparsecc.dialects import ptx
@@ -51,13 +51,13 @@ def _ldsm_offsets(sm: Smem, py_rc: list, n: int, num_warps: int) -> tuple[int, .
     """Element offset each (warp, lane) passes to an ldmatrix.x{n} (Python evaluation)."""
     enc = sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
-    row_len = sm.ty.get_shape()[1]
+    shape = sm.ty.get_shape()
     out = []
     for warp in range(num_warps):
         for lane in range(32):
             mat = lane // 8 if lane // 8 < n else 0  # lanes past the matrices: as _ldmatrix
             row, col = py_rc[mat](lane % 8, warp)
-            out.append(swizzled_offset(enc, row, col, row_len, sm.ty.get_shape()[0]))
+            out.append(swizzled_offset(enc, *stored_coords(enc, row, col, shape)))
     return tuple(out)
 
 
@@ -93,7 +93,7 @@ def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool, py_rc:
             is_k = em.cmp("eq", mat, k)
             row = em.select(is_k, cands[k][0], row)
             col = em.select(is_k, cands[k][1], col)
-    off = em.mul(smem_offset(L, enc, row, col, shape[1], shape[0]), esz)
+    off = em.mul(smem_offset(L, enc, *stored_coords(enc, row, col, shape)), esz)
     if py_rc is not None:
         refs.append((offs, off))
     addr = em.add(sm.addr, off)
@@ -176,19 +176,26 @@ def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
     wn = mma.warps_per_cta[1]
     rep = max(1, n // (8 * wn))
     tiles = _warp_tile(L, mma, 1, rep, n // 8)
+    # An N-major tile (rows of N) is read transposed: matrix row r = 8 columns at k + r. A
+    # K-major tile (order [0, 1], stored as N rows of K) already has the fragment's shape:
+    # matrix row r = 8 k's of column n + r, plain ldmatrix.
+    kmajor = tuple(sm.ty.encoding.order) == (0, 1)
     for j in range(rep):
         for k32 in range(0, k // 16, 2):
             nmat = 4 if k32 + 1 < k // 16 else 2
             fns, pys = [], []
             for mt in range(nmat):
                 def rc(r, mt=mt, j=j, k32=k32):
+                    if kmajor:
+                        return em.c(16 * k32 + 8 * mt), em.add(em.mul(tiles[j], 8), r)
                     return em.add(r, 16 * k32 + 8 * mt), em.mul(tiles[j], 8)
 
                 def py(r, warp, mt=mt, j=j, k32=k32):
-                    return r + 16 * k32 + 8 * mt, _py_tiles(mma, 1, rep, n // 8, warp)[j] * 8
+                    col = _py_tiles(mma, 1, rep, n // 8, warp)[j] * 8
+                    return (16 * k32 + 8 * mt, col + r) if kmajor else (r + 16 * k32 + 8 * mt, col)
                 fns.append(rc)
                 pys.append(py)
-            regs = _ldmatrix(L, sm, fns, nmat, trans=True, py_rc=pys)
+            regs = _ldmatrix(L, sm, fns, nmat, trans=not kmajor, py_rc=pys)
             frags[(j, k32)] = regs[0:2]
             if nmat == 4:
                 frags[(j, k32 + 1)] = regs[2:4]

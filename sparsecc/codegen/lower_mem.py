@@ -26,7 +26,13 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from sparsecc.codegen.divisibility import PtrDiv
-from sparsecc.codegen.layouts import DistLayout, contiguous_run, distributed, swizzled_offset
+from sparsecc.codegen.layouts import (
+    DistLayout,
+    contiguous_run,
+    distributed,
+    stored_coords,
+    swizzled_offset,
+)
 from sparsecc.codegen.lower_base import COLD_ELSE, BlockPtr, LoweringError, Regs, Smem
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodingAttr
@@ -234,8 +240,6 @@ def smem_offset(L: Lowerer, enc: SharedEncodingAttr, row: SSAValue, col: SSAValu
     em = L.em
     if enc.meta_pack:
         return em.add(em.mul(row, row_len), col)
-    if tuple(enc.order) != (1, 0):
-        raise LoweringError(f"#ttg.shared with order {list(enc.order)} is not supported (only [1, 0])")
     base = None
     if enc.col_block:
         base = em.mul(em.divu(col, enc.col_block), rows * enc.col_block)
@@ -258,7 +262,7 @@ def smem_addr(L: Lowerer, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
     if len(shape) == 1:
         off = idx[0]
     elif len(shape) == 2:
-        off = smem_offset(L, enc, idx[0], idx[1], shape[1], shape[0])
+        off = smem_offset(L, enc, *stored_coords(enc, idx[0], idx[1], shape))
     else:
         raise LoweringError(f"shared-memory access of rank {len(shape)} (use ttg.memdesc_subview first)")
     return em.add(sm.addr, em.mul(off, esize(sm.ty.element_type)))
@@ -268,7 +272,8 @@ def shared_run(sm_ty: MemDescType, dl: DistLayout, fast: int, elt: Attribute) ->
     enc = sm_ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
     limit = max(1, 16 // esize(elt))
-    if fast != len(dl.shape) - 1:
+    contiguous = enc.order[0] if len(dl.shape) == 2 else len(dl.shape) - 1
+    if fast != contiguous:
         return 1
     if enc.max_phase > 1 and not enc.meta_pack:
         limit = min(limit, enc.vec)
@@ -365,11 +370,8 @@ def _shared_deltas(dl: DistLayout, enc: SharedEncodingAttr, shape: tuple[int, ..
     """For registers r0 = 0, vec, 2*vec, ...: the shared offset of r0's element minus that of
     register 0's, when it is the same for every thread (else None). Cached: a pipelined loop
     copies the same tile into the same ring from the prologue and the body."""
-    rows = shape[0]
-    row_len = shape[1] if len(shape) == 2 else 0
-
     def soff(c: tuple[int, ...]) -> int:
-        return swizzled_offset(enc, c[0], c[1], row_len, rows) if len(c) == 2 else c[0]
+        return swizzled_offset(enc, *stored_coords(enc, c[0], c[1], shape)) if len(c) == 2 else c[0]
 
     threads = [(warp, lane) for warp in range(max(1, _num_warps(dl))) for lane in range(32)]
     base = [soff(dl.coord(warp, lane, 0)) for warp, lane in threads]

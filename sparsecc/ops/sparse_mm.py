@@ -30,7 +30,9 @@ __all__ = ["MMConfig", "candidate_configs", "default_config", "has_wgmma", "spar
 @sparsecc.jit
 def sparse_mm_kernel(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     GROUP_M: tl.constexpr):
+                     GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr = False):
+    # B_KMAJOR: B is column-major (stride_bk == 1, e.g. x.T of a row-major x, or one column):
+    # its tiles are loaded, staged and read K-major
     # Grouped tile order: GROUP_M row-tiles share the same B column panel while it is in L2.
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
@@ -45,7 +47,7 @@ def sparse_mm_kernel(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_d
                               order=(1, 0))
     b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn),
                               offsets=(0, pid_n * BLOCK_N), block_shape=(BLOCK_K, BLOCK_N),
-                              order=(1, 0))
+                              order=(0, 1) if B_KMAJOR else (1, 0))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for _ in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
@@ -128,31 +130,31 @@ def _tuner(configs: list[MMConfig]) -> Any:
     if key not in _TUNERS:
         _TUNERS[key] = Autotuner(sparse_mm_kernel, [
             Config({"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k, "GROUP_M": c.group_m},
-                   num_warps=c.num_warps, num_stages=c.num_stages) for c in configs], key=["M", "N", "K", "D"],
-            verbose=False)
+                   num_warps=c.num_warps, num_stages=c.num_stages) for c in configs],
+            key=["M", "N", "K", "D", "B_KMAJOR"], verbose=False)
     return _TUNERS[key]
 
 
 def tuned_config(a: Any, b: torch.Tensor) -> MMConfig:
     """The config `sparse_mm(a, b, autotune=True)` runs (tuning first if this problem is new)."""
-    m, k = a.shape
+    m = a.shape[0]
     n = b.shape[1]
-    if n < NARROW_N:  # as sparse_mm does: the problem runs on 16 zero-padded columns
-        b, n = b.new_zeros((k, 16)), 16
-    return _autotuned(a, b, torch.empty((m, n), dtype=a.dtype, device=b.device))
+    plan = _b_plan(b, _target(b.device.type))
+    return _autotuned(a, plan.apply(b), torch.empty((m, n), dtype=a.dtype, device=b.device), plan.kmajor)
 
 
 _PICKED: dict[tuple[Any, ...], MMConfig] = {}
 """(M, N, K, dtypes, strides) -> the autotuner's pick: later calls pay one dict lookup."""
 
 
-def _autotuned(a: Any, b: torch.Tensor, d: torch.Tensor) -> MMConfig:
+def _autotuned(a: Any, b: torch.Tensor, d: torch.Tensor, kmajor: bool) -> MMConfig:
     m, k = a.shape
     n = b.shape[1]
-    key = (m, n, k, a.dtype, d.dtype, b.stride(), d.stride(), b.device.index)
+    key = (m, n, k, a.dtype, d.dtype, b.stride(), d.stride(), b.device.index, kmajor)
     cfg = _PICKED.get(key)
     if cfg is None:
-        best = _tuner(candidate_configs(m, n, k, a.dtype, _target("cuda"))).choose(_grid(m, n), _args(d, a, b), {})
+        best = _tuner(candidate_configs(m, n, k, a.dtype, _target("cuda"))).choose(
+            _grid(m, n), _args(d, a, b, kmajor), {"B_KMAJOR": kmajor})
         kw = best.kwargs
         cfg = _PICKED[key] = MMConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], best.num_warps,
                                       best.num_stages)
@@ -168,25 +170,50 @@ def _grid(m: int, n: int) -> Any:
     return lambda meta: (-(-m // meta["BLOCK_M"]) * -(-n // meta["BLOCK_N"]),)
 
 
-def _args(d: torch.Tensor, a: Any, b: torch.Tensor) -> tuple[Any, ...]:
+def _args(d: torch.Tensor, a: Any, b: torch.Tensor, kmajor: bool = False) -> tuple[Any, ...]:
     m, k = a.shape
-    return (d, a, b, m, b.shape[1], k, a.stride(0), b.stride(0), b.stride(1), d.stride(0), d.stride(1))
+    n = b.shape[1]
+    # one column: its N stride addresses nothing; K (a multiple of 16) keeps the copies provably
+    # 16-byte aligned
+    stride_bn = k if kmajor and n == 1 else b.stride(1)
+    return (d, a, b, m, n, k, a.stride(0), b.stride(0), stride_bn, d.stride(0), d.stride(1))
 
 
 NARROW_N = 8
-"""Below this many columns, B (and D) are padded to 16 columns: a K x N row-major B with N < 8
-has rows narrower than one 16-byte copy, so its tile loads fall back to per-element loads
-(measured: 8192x1x8192 took 61 us against 40 us for N = 16). Padding costs two small copies."""
+"""Below this many columns B is read K-major: a row-major K x N B with N < 8 has rows narrower
+than one 16-byte copy (per-element loads: 8192x1x8192 took 61 us against 40 us for N = 16),
+while its columns are K long. One column is both; a wider one is copied column-major first."""
 
 
-def _narrow(a: Any, b: torch.Tensor, d: torch.Tensor, config: MMConfig | None, autotune: bool) -> torch.Tensor:
-    """sparse_mm for N < NARROW_N: run on B padded with zero columns to 16, keep D's first N."""
-    n = b.shape[1]
-    # one op to pad (these problems are launch-bound: every host microsecond shows)
-    wide_b = torch.nn.functional.pad(b, (0, 16 - n))
-    wide_d = sparse_mm(a, wide_b, d.dtype, config=config, autotune=autotune)
-    d.copy_(wide_d[:, :n])
-    return d
+@dataclass(frozen=True)
+class _BPlan:
+    """How sparse_mm reads B: as given or after one copy, row-major or K-major tiles."""
+
+    kmajor: bool = False
+    copy: str = ""  # "": as given; "kmajor": to column-major; "rowmajor": to row-major
+
+    def apply(self, b: torch.Tensor) -> torch.Tensor:
+        if self.copy == "kmajor":
+            return b.t().contiguous().t()
+        if self.copy == "rowmajor":
+            return b.contiguous()
+        return b
+
+
+def _b_plan(b: torch.Tensor, target: str | None) -> _BPlan:
+    """K-major tiles for narrow B and for column-major B on mma.sp; wgmma tiles (sm_90a, N > 16)
+    read B row-major, so a column-major B is copied there (K x N bytes against a GEMM's work)."""
+    if b.device.type == "cpu":
+        return _BPlan()  # the interpreter reads any strides
+    k, n = b.shape
+    column_major = b.stride(0) == 1 and (n == 1 or b.stride(1) >= k)
+    if column_major and (n < NARROW_N or n <= 16 or not has_wgmma(target)):
+        return _BPlan(kmajor=True)
+    if n < NARROW_N:
+        return _BPlan(kmajor=True, copy="kmajor")
+    if column_major:
+        return _BPlan(copy="rowmajor")
+    return _BPlan()
 
 
 def _check(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtype:
@@ -247,9 +274,9 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
                    autotune)
         hot = _HOT.get(hot_key)
         if hot is not None:
-            entry, grid, kwargs, m, n, k = hot
+            entry, grid, kwargs, m, n, k, plan = hot
             d = torch.empty((m, n), dtype=a.dtype, device=b.device)
-            entry(grid, (d, a, b, m, n, k, k, b.stride(0), b.stride(1), n, 1), kwargs)
+            entry(grid, _args(d, a, plan.apply(b), plan.kmajor), kwargs)
             return d
     if out is not None and out_dtype is None and isinstance(out, torch.Tensor):
         out_dtype = out.dtype
@@ -263,27 +290,28 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
         d = out
     if m == 0 or n == 0:
         return d
-    if n < NARROW_N and b.device.type == "cuda":
-        return _narrow(a, b, d, config, autotune)
+    target = _target(b.device.type)
+    plan = _b_plan(b, target)
+    b = plan.apply(b)
     if autotune and config is None and b.device.type == "cuda":
-        config = _autotuned(a, b, d)
+        config = _autotuned(a, b, d, plan.kmajor)
     if config is None:
-        config = default_config(m, n, k, a.dtype, b.device.type, _target(b.device.type))
+        config = default_config(m, n, k, a.dtype, b.device.type, target)
     cfg = config
     if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "
                          "BLOCK_K a multiple of 32")
     grid = (-(-m // cfg.block_m) * -(-n // cfg.block_n),)
-    args = _args(d, a, b)
+    args = _args(d, a, b, plan.kmajor)
     kwargs = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m,
-              "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+              "B_KMAJOR": plan.kmajor, "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     sparse_mm_kernel[grid](*args, **kwargs)
     if hot_key is not None and b.device.type == "cuda" and a.stride(0) == k and d.stride() == (n, 1):
         entry = sparse_mm_kernel.fast.get(sparse_mm_kernel.fast_key(args, kwargs))
         if entry is not None:
-            _HOT[hot_key] = (entry, grid, kwargs, m, n, k)
+            _HOT[hot_key] = (entry, grid, kwargs, m, n, k, plan)
     return d
 
 
 _HOT: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-"""Operand description -> (launch function, grid, kwargs, M, N, K) of an earlier checked call."""
+"""Operand description -> (launch function, grid, kwargs, M, N, K, B plan) of an earlier checked call."""

@@ -40,6 +40,9 @@ bank groups (modulo 128 B).
 - B of a Hopper warpgroup MMA (parent #ttg.mma version 3): wgmma reads it from shared memory
   itself, through a matrix descriptor, so it must be in one of the hardware's canonical
   layouts: `wgmma_swizzle` (MN-major, 128/64/32-byte swizzle, `colBlock` sub-tiles).
+- B loaded through a column-major block pointer (its tile's #ttg.blocked order is [0, 1]):
+  staged K-major (`order = [0, 1]`: N rows of K, the same swizzle rule along K), so copies
+  stay 16-byte vectors and plain `ldmatrix` (no .trans) gives the mma.sp B fragments.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from xdsl.rewriter import Rewriter
 
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
+    BlockedEncodingAttr,
     ConvertLayoutOp,
     DotOperandEncodingAttr,
     LocalAllocOp,
@@ -111,6 +115,11 @@ def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> Share
         if shape[1] % META_GROUP_WORDS == 0:
             return SharedEncodingAttr(1, 1, 1, (1, 0), meta_pack=1)
         return SharedEncodingAttr(1, 1, 1, (1, 0))
+    src = ty.encoding
+    if dot_op.op_idx == 1 and isinstance(src, BlockedEncodingAttr) and tuple(src.order) == (0, 1):
+        # K-major B (column-major in memory): keep it so, N rows of K, for 16-byte copies;
+        # ldmatrix without .trans then yields mma's B fragments
+        return mma_swizzle(shape[0], _elem_bytes(ty.element_type), order=(0, 1))
     return mma_swizzle(shape[1], _elem_bytes(ty.element_type))
 
 

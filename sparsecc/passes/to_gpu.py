@@ -9,7 +9,8 @@ Input: tt IR after decompose-sparse-tensors (no #tt.sparse left). Output: ttgir 
   carried values) are grouped with a union-find; each group gets one layout, so no
   convert is needed inside it;
 - default layout: #ttg.blocked vectorised to 16 bytes along the contiguous dim, lanes
-  filling that dim first, warps along dim 0, order [rank-1, ..., 0];
+  filling that dim first, warps along the slowest, order [rank-1, ..., 0], or the order of
+  the group's block pointers (order = [0, 1]: a column-major tile, e.g. B given as x.T);
 - a group holding a tt.dot result gets #ttg.mma: the accumulator stays in registers in the
   mma layout across the K loop and the epilogue (truncf, tt.store through a block pointer
   whose tile type then carries #mma) needs no conversion;
@@ -62,22 +63,25 @@ def _bytes(elt: Attribute) -> int:
     return max(1, (width or 32) // 8)
 
 
-def default_blocked(shape: tuple[int, ...], elem_bytes: int, num_warps: int) -> BlockedEncodingAttr:
-    """16-byte vectors along the last (contiguous) dim, lanes along it first, warps along dim 0."""
+def default_blocked(shape: tuple[int, ...], elem_bytes: int, num_warps: int,
+                    order: tuple[int, ...] | None = None) -> BlockedEncodingAttr:
+    """16-byte vectors along the contiguous dim (order[0]; default the last), lanes along the
+    dims in `order`, warps along the slowest."""
     rank = len(shape)
-    fast = rank - 1
+    order = tuple(range(rank - 1, -1, -1)) if order is None else order
+    fast = order[0]
     spt = [1] * rank
     spt[fast] = max(1, min(16 // elem_bytes, shape[fast]))
     tpw = [1] * rank
     left = THREADS_PER_WARP
-    for d in range(fast, -1, -1):
+    for d in order:
         room = max(1, shape[d] // spt[d]) if d == fast else max(1, shape[d])
-        take = min(left, _pow2_floor(room)) if d > 0 else left
+        take = min(left, _pow2_floor(room)) if d != order[-1] else left
         tpw[d] = take
         left //= take
     wpc = [1] * rank
-    wpc[0] = num_warps
-    return BlockedEncodingAttr(spt, tpw, wpc, list(range(rank - 1, -1, -1)))
+    wpc[order[-1]] = num_warps
+    return BlockedEncodingAttr(spt, tpw, wpc, list(order))
 
 
 def _pow2_floor(n: int) -> int:
@@ -130,7 +134,15 @@ class _Group:
     dot_results: list[tt.DotOp] = field(default_factory=list)
     reduce_of: list[tt.ReduceOp] = field(default_factory=list)
     expand_of: list[tt.ExpandDimsOp] = field(default_factory=list)
+    orders: list[tuple[int, ...]] = field(default_factory=list)
+    """The `order` of each tt.make_tensor_ptr in the group (its memory's fastest dim first)."""
     layout: Attribute | None = None
+
+    def memory_order(self) -> tuple[int, ...] | None:
+        """The block pointers' common order when it is not the default row-major one."""
+        if self.orders and len(set(self.orders)) == 1 and self.orders[0] != tuple(range(self.rank - 1, -1, -1)):
+            return self.orders[0]
+        return None
 
     @property
     def rank(self) -> int:
@@ -266,6 +278,8 @@ class ConvertTTToTTGPass(ModulePass):
                 groups[uf.find(o.result)].reduce_of.append(o)
             elif isinstance(o, tt.ExpandDimsOp):
                 groups[uf.find(o.src)].expand_of.append(o)
+            elif isinstance(o, tt.MakeTensorPtrOp):
+                groups[uf.find(o.result)].orders.append(tuple(o.order.get_values()))
         return groups
 
     def _choose(self, group: _Group, uf: _Layouts, groups: dict[SSAValue, _Group]) -> Attribute:
@@ -274,7 +288,8 @@ class ConvertTTToTTGPass(ModulePass):
             if group.rank != 2:
                 raise ConvertError("convert-tt-to-ttg: tt.dot results must be 2-D")
             m, n = shape
-            if self._use_wgmma(group.dot_results, m, n):
+            if self._use_wgmma(group.dot_results, m, n) and not any(
+                    groups[uf.find(d.b)].memory_order() for d in group.dot_results if d.b in uf.parent):
                 return MmaEncodingAttr((self.num_warps, 1), version_major=3, instr_shape=(64, n))
             return MmaEncodingAttr(mma_warps(self.num_warps, m, n))
         for red in group.reduce_of:
@@ -285,7 +300,7 @@ class ConvertTTToTTGPass(ModulePass):
             res_layout = groups[uf.find(ex.result)].layout
             if res_layout is not None:
                 return SliceEncodingAttr(ex.axis.value.data, res_layout)
-        return default_blocked(shape, group.elem_bytes(), self.num_warps)
+        return default_blocked(shape, group.elem_bytes(), self.num_warps, group.memory_order())
 
     def _use_wgmma(self, dots: list[tt.DotOp], m: int, n: int) -> bool:
         """Whether these dots become sm_90a `wgmma.mma_async.sp` (#ttg.mma version 3).
@@ -293,7 +308,8 @@ class ConvertTTToTTGPass(ModulePass):
         Sparse dots of 16-bit operands only (the dense dot keeps mma.sync), whole warpgroups
         stacked along M (each warp owns 16 rows of every m64 block: M % (16 * num_warps) == 0),
         one wgmma wide along N (N a multiple of 16, at most 256; B is staged MN-major with a
-        16/32/64-element column block), K in steps of 32.
+        16/32/64-element column block), K in steps of 32. A K-major B (block pointer order
+        [0, 1]) stays on mma.sp, which reads it with plain ldmatrix (convert_func checks).
         """
         if not has_wgmma(self.target) or self.num_warps % 4:
             return False

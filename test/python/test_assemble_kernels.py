@@ -64,3 +64,30 @@ def test_kernel_assembles_to_sparse_tensor_core_code(name, kernel, sig, consts, 
 def test_unsupported_target_names_the_minimum():
     with pytest.raises(ValueError, match="sm_80 or newer"):
         sparsecc.compile(dot_kernel, signature=SEED_SIG, constexprs=SEED_BLOCKS, target="sm_75")
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_column_major_b_is_staged_k_major_and_read_without_trans(target):
+    # B given as x.T (stride_bk == 1): 16-byte copies along K into a K-major ring, plain
+    # ldmatrix for its fragments, mma.sp also at a tile wgmma would take (wgmma reads B N-major)
+    sig = _ptrs("fp16") | MM_SIG | {"K": "i32:16", "stride_am": "i32:16", "stride_bk": "i32:1", "stride_bn": "i32:16"}
+    consts = {"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 256, "GROUP_M": 8}
+    kmajor = sparsecc.compile(sparse_mm_kernel, signature=sig, constexprs=consts | {"B_KMAJOR": True},
+                              target=target, num_warps=4, num_stages=4)
+    ttgir, ptx = kmajor.asm["ttgir"], kmajor.asm["ptx"]
+    assert "order = array<i32: 0, 1>} : !tt.ptr<tensor<256x16xf16, #ttg.blocked<{sizePerThread = [8, 1]" in ttgir
+    assert "memdesc<4x256x16xf16, #ttg.shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [0, 1]}>" in ttgir
+    assert "versionMajor = 3" not in ttgir and "mma.sp::ordered_metadata" in ptx
+    assert "ld.global" not in ptx  # every B chunk is a proven-aligned 16-byte cp.async
+    row_major = sparsecc.compile(sparse_mm_kernel, signature=sig | {"stride_bk": "i32:16", "stride_bn": "i32:1"},
+                                 constexprs=consts, target=target, num_warps=4, num_stages=4).asm["ptx"]
+    trans = "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
+    assert ptx.count(trans) < row_major.count(trans) or target == "sm_90a"  # B's ldmatrix lose .trans
+    assert "HMMA.SP" in _sass_or_skip(kmajor.asm["cubin"])
+
+
+def _sass_or_skip(cubin: bytes) -> str:
+    try:
+        return dump_sass(cubin)
+    except ToolNotFoundError as e:
+        pytest.skip(f"no cuobjdump: {e}")

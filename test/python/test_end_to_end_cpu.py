@@ -92,3 +92,28 @@ def test_interpreter_takes_cuda_tensors():
                                BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
     assert out.is_cuda
     _check(out.cpu(), dense, b.cpu())
+
+
+def test_sparse_mm_reads_narrow_and_column_major_b_k_major():
+    # which B layout each GPU problem gets (meta tensors: strides without data)
+    import importlib
+
+    plan = importlib.import_module("sparsecc.ops.sparse_mm")._b_plan
+
+    def col_major(k, n):
+        return torch.empty(n, k, device="meta").t()
+
+    def row_major(k, n):
+        return torch.empty(k, n, device="meta")
+
+    for target in ("sm_80", "sm_90a"):
+        assert plan(row_major(4096, 1), target) == plan(col_major(4096, 1), target)  # one column: both
+        assert plan(row_major(4096, 1), target).kmajor and not plan(row_major(4096, 1), target).copy
+        assert plan(row_major(512, 3), target).copy == "kmajor"  # rows narrower than a 16-byte copy
+        assert plan(col_major(512, 3), target).kmajor and not plan(col_major(512, 3), target).copy
+        assert plan(col_major(4096, 16), target).kmajor
+        assert plan(row_major(4096, 16), target) == plan(row_major(4096, 4096), target)  # as given
+        assert not plan(row_major(4096, 4096), target).kmajor
+    assert plan(col_major(4096, 4096), "sm_80").kmajor  # mma.sp reads it K-major
+    assert plan(col_major(4096, 4096), "sm_90a").copy == "rowmajor"  # wgmma reads B N-major
+    assert not plan(torch.empty(64, 3), "sm_90a").kmajor  # the CPU interpreter: as given

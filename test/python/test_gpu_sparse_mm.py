@@ -246,7 +246,7 @@ SHAPES = [
     (1024, 4000, 1040), (4000, 1024, 2064), (8192, 16, 8192), (16, 8192, 8192),
     (8192, 128, 8192), (5120, 128, 4096), (4096, 4096, 4096), (3000, 5000, 3008),
     (8192, 8192, 8192), (8192, 1000, 16), (1000, 8192, 64), (999, 1001, 8192),
-    (5120, 1, 4096), (8192, 1, 8192), (300, 3, 512), (77, 7, 96),  # N < 8: padded to 16 columns
+    (5120, 1, 4096), (8192, 1, 8192), (300, 3, 512), (77, 7, 96),  # N < 8: B read K-major
 ]
 
 
@@ -263,6 +263,31 @@ def test_sparse_mm_matches_torch(dtype):
             assert_close_to_torch(out, dense, b, k)
         except AssertionError as e:
             failures.append(f"{m}x{n}x{k}: {e}")
+    assert not failures, "\n".join(failures)
+
+
+# B column-major (x.T): narrow decode widths, ragged, wide (sm_90a copies those row-major first)
+KMAJOR_SHAPES = [(16, 1, 16), (77, 1, 96), (5120, 1, 4096), (300, 3, 512), (64, 7, 4096), (1000, 8, 1008),
+                 (33, 16, 80), (4096, 16, 4096), (1000, 40, 1040), (255, 257, 272), (2048, 2048, 2048)]
+KMAJOR_CONFIGS = [None, MMConfig(64, 16, 128, num_warps=4, num_stages=3), MMConfig(32, 32, 64, num_warps=4, num_stages=2),
+                  MMConfig(128, 64, 64, num_warps=8, num_stages=1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_sparse_mm_reads_column_major_b(dtype):
+    failures = []
+    for i, (m, n, k) in enumerate(KMAJOR_SHAPES):
+        dense, a, b = make_operands(m, n, k, dtype, "cuda", 400 + i)
+        bt = b.t().contiguous().t()  # the same values, column-major
+        for cfg in KMAJOR_CONFIGS:
+            out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
+            try:
+                sparse_mm(a, bt, out=out, config=cfg)
+                torch.cuda.synchronize()
+                assert_close_to_torch(out, dense, b, k)
+            except AssertionError as e:
+                failures.append(f"{m}x{n}x{k} {cfg}: {e}")
     assert not failures, "\n".join(failures)
 
 
