@@ -10,7 +10,6 @@ Labels are `$L__<kind><n>` with a per-kernel counter.
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -576,14 +575,9 @@ def _st(e: _KernelEmitter, op: ptx.StGlobalOp | ptx.StSharedOp) -> None:
     )
 
 
-CP_ASYNC_L2_PREFETCH = os.environ.get("SPARSECC_CP_PREFETCH", "")
-"""Experiment switch: '64B', '128B' or '256B' adds `.L2::<size>` (L2 prefetch size) to .cg copies."""
-
-
 def _cp_async(e: _KernelEmitter, op: ptx.CpAsyncOp) -> None:
     size = op.size.value.data
-    hint = f".L2::{CP_ASYNC_L2_PREFETCH}" if CP_ASYNC_L2_PREFETCH and op.cache.data == "cg" else ""
-    head = f"cp.async.{op.cache.data}.shared.global{hint} [{e.use(op.dst)}], [{e.use(op.src)}], {size}"
+    head = f"cp.async.{op.cache.data}.shared.global [{e.use(op.dst)}], [{e.use(op.src)}], {size}"
     if op.mask is None:
         e.emit(f"{head};")
         return
