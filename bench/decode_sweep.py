@@ -16,6 +16,8 @@ from sparsecc.ops.sparse_mm import MMConfig, sparse_mm
 from sparsecc.runtime.compress import compress, prune_2to4
 
 SHAPES = [(5120, 16, 4096), (8192, 16, 8192), (5120, 1, 4096), (8192, 1, 8192)]
+if "--n16" in sys.argv:
+    SHAPES = SHAPES[:2]
 CONFIGS = [
     MMConfig(32, 16, 256, num_warps=4, num_stages=4),
     MMConfig(32, 16, 256, num_warps=4, num_stages=8),
@@ -45,9 +47,22 @@ def sparse_bytes(m: int, n: int, k: int) -> int:
     return m * k + m * k // 8 + 2 * k * n + 2 * m * n
 
 
+def parse_config(text: str) -> MMConfig:
+    """'32x16x256w4s4' -> MMConfig(32, 16, 256, num_warps=4, num_stages=4)."""
+    tile, rest = text.split("w")
+    warps, stages = rest.split("s")
+    m, n, k = (int(x) for x in tile.split("x"))
+    return MMConfig(m, n, k, num_warps=int(warps), num_stages=int(stages))
+
+
 def main() -> None:
-    quick = "--quick" in sys.argv  # two tiles, no split-K proxy: for A/B runs of compiler switches
+    # --quick: two tiles, no split-K proxy (A/B runs of compiler switches); --configs a,b,...:
+    # these tiles instead (no proxy)
+    quick = "--quick" in sys.argv
     configs = [CONFIGS[0], CONFIGS[5]] if quick else CONFIGS
+    if "--configs" in sys.argv:
+        configs = [parse_config(t) for t in sys.argv[sys.argv.index("--configs") + 1].split(",")]
+        quick = True
     copy, read = hbm_bandwidth()
     print(f"HBM: copy {copy:.2f} TB/s, read {read:.2f} TB/s", flush=True)
     rows = []
