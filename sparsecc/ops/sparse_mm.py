@@ -19,6 +19,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.passes.to_gpu import has_wgmma
+from sparsecc.runtime.launcher import ALIGNMENT
 
 # The module, not the decorator: `sparsecc.frontend` exports a function named `jit`, which
 # `from sparsecc.frontend import jit` would bind instead (tests patch the module's current_target).
@@ -206,12 +207,13 @@ def _b_plan(b: torch.Tensor, target: str | None) -> _BPlan:
     if b.device.type == "cpu":
         return _BPlan()  # the interpreter reads any strides
     k, n = b.shape
+    aligned = b.data_ptr() % ALIGNMENT == 0  # a view at an offset is copied (the kernel's vectors)
     column_major = b.stride(0) == 1 and (n == 1 or b.stride(1) >= k)
     if column_major and (n < NARROW_N or n <= 16 or not has_wgmma(target)):
-        return _BPlan(kmajor=True)
+        return _BPlan(kmajor=True, copy="" if aligned else "kmajor")
     if n < NARROW_N:
         return _BPlan(kmajor=True, copy="kmajor")
-    if column_major:
+    if column_major or not aligned:
         return _BPlan(copy="rowmajor")
     return _BPlan()
 
@@ -271,7 +273,7 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
         # them already and the launch function is known; these kernels take about as long as
         # the host path, so its microseconds show.
         hot_key = (a.__class__, a.shape, a.dtype, a.device, b.__class__, b.shape, b.dtype, b.stride(), b.device,
-                   autotune)
+                   autotune, b.data_ptr() % ALIGNMENT)
         hot = _HOT.get(hot_key)
         if hot is not None:
             entry, grid, kwargs, m, n, k, plan = hot
@@ -290,6 +292,9 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
         d = out
     if m == 0 or n == 0:
         return d
+    if d.is_cuda and d.data_ptr() % ALIGNMENT:  # `out` is a view at an offset: via an aligned copy
+        out.copy_(sparse_mm(a, b, dtype, config=config, autotune=autotune))
+        return out
     target = _target(b.device.type)
     plan = _b_plan(b, target)
     b = plan.apply(b)

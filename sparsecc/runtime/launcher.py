@@ -11,6 +11,7 @@ Argument rules (checked on every launch, each failure a ValueError naming the ar
   of the other tensor arguments;
 * the values and metadata of a SparseTensor (`A.values`, `A.meta`) and any pointer the kernel
   addresses with compile-time strides only (it "assumes contiguous") must be contiguous;
+* every tensor's data_ptr() is a multiple of 16 bytes (ALIGNMENT);
 * `i32`/`i64` take Python ints in range, `fp32` a float or int, `i1` a bool or int.
 """
 
@@ -33,6 +34,9 @@ _TORCH = {
     "fp8e4nv": getattr(torch, "float8_e4m3fn", None),
 }
 _INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "i1": (0, 1)}
+ALIGNMENT = 16
+"""Bytes every pointer argument's address is a multiple of: lower_mem emits 16-byte vector
+accesses from the base pointer without a run-time test of it."""
 _SHARED_KEYS = ("shared_bytes", "shared", "dynamic_shared_bytes", "smem_bytes", "shared_mem")
 _PLAN_ATTR = "_sparsecc_launch_plan"
 _LOCK = threading.Lock()
@@ -66,7 +70,12 @@ def _pointer(kernel: str, name: str, kind: str, need_contiguous: bool) -> Conver
             raise ValueError(f"{what} must be contiguous (the kernel addresses it without "
                              f"runtime strides), got strides {tuple(arg.stride())}; pass "
                              ".contiguous()")
-        return arg.data_ptr()
+        ptr = arg.data_ptr()
+        if ptr % ALIGNMENT:
+            raise ValueError(f"{what} must start at a {ALIGNMENT}-byte aligned address (block-pointer "
+                             f"accesses are compiled as 16-byte vectors), but data_ptr() % {ALIGNMENT} "
+                             f"= {ptr % ALIGNMENT} (a view at an offset?); pass .clone()")
+        return ptr
 
     return convert
 
@@ -129,8 +138,9 @@ def make_packer(kinds: Sequence[str], contiguous: Sequence[bool],
         if kind.startswith("*"):
             env[f"D{i}"] = _TORCH.get(kind[1:].split(":")[0])
             cond = (f"{a}.__class__ is T and {a}.dtype is D{i} and {a}.get_device() == device"
-                    + (f" and {a}.is_contiguous()" if contig else ""))
-            lines += [f"    if {cond}:", f"        {a} = {a}.data_ptr()",
+                    + (f" and {a}.is_contiguous()" if contig else "")
+                    + f" and not (p{i} := {a}.data_ptr()) % {ALIGNMENT}")
+            lines += [f"    if {cond}:", f"        {a} = p{i}",
                       "    else:", f"        {a} = C[{i}]({a}, device)"]
         elif kind in _INT_RANGE:
             lo, hi = _INT_RANGE[kind]

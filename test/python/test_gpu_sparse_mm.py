@@ -407,3 +407,29 @@ def test_repeated_calls_take_the_hot_path_and_stay_correct():
     bt = b.t().contiguous().t()  # other strides: a new description, checked and launched anew
     assert_close_to_torch(sparse_mm(a, bt), dense, bt, 256)
     assert len(mod._HOT) == hot + 1
+
+
+@pytest.mark.gpu
+def test_sparse_mm_copies_views_at_an_offset():
+    dense, a, b = make_operands(300, 40, 256, torch.float16, "cuda", 500)
+    wide = torch.randn(256, 41, dtype=torch.float16, device="cuda")
+    wide[:, 1:] = b
+    view = wide[:, 1:]  # 2 bytes past a 16-byte boundary
+    assert view.data_ptr() % 16
+    assert_close_to_torch(sparse_mm(a, view), dense, b, 256)
+    assert_close_to_torch(sparse_mm(a, view), dense, b, 256)  # again: the hot path
+    col = torch.randn(41, 256, dtype=torch.float16, device="cuda")
+    col[1:] = b.t()
+    assert_close_to_torch(sparse_mm(a, col[1:].t()), dense, b, 256)  # column-major at an offset
+    big = torch.full((300, 41), float("nan"), dtype=torch.float16, device="cuda")
+    sparse_mm(a, b, out=big[:, 1:])
+    assert_close_to_torch(big[:, 1:], dense, b, 256)
+    assert torch.isnan(big[:, 0]).all()  # nothing outside `out` was written
+
+
+@pytest.mark.gpu
+def test_launcher_names_a_pointer_at_an_offset(fake_driver):
+    view = torch.zeros(64, dtype=torch.float16, device="cuda")[1:]
+    ck = fake_compiled(["*fp16"], ["X"])
+    with pytest.raises(ValueError, match=r"kern: argument 'X' must start at a 16-byte aligned address .* = 2"):
+        launcher.launch(ck, (1, 1, 1), [view], 4)
