@@ -43,6 +43,10 @@ class CompiledKernel:
     """Names of those parameters: `A` becomes `A.values`, `A.meta`."""
     contiguous: list[int] | None = None
     """Indices of flat pointer parameters the kernel addresses as contiguous (None: unknown)."""
+    aligned: list[int] | None = None
+    """Indices of flat pointer parameters that are block-pointer bases: their accesses are
+    16-byte vectors from the base, so the launcher requires 16-byte aligned tensors (None:
+    unknown, every pointer)."""
     cache_hit: bool = False
     """True when this came from the disk cache (then `module` is None)."""
 
@@ -131,7 +135,7 @@ def compile_kernel(kernel: JITFunction, signature: dict[str, str],
         cache.put(key, cache.CacheEntry(asm=ck.asm, metadata={
             **ck.metadata, _PRIVATE: {"flat_signature": ck.flat_signature,
                                       "flat_arg_names": ck.flat_arg_names,
-                                      "contiguous": ck.contiguous}}))
+                                      "contiguous": ck.contiguous, "aligned": ck.aligned}}))
     return ck
 
 
@@ -156,6 +160,7 @@ def _compile(kernel: JITFunction, signature: dict[str, str], arg_types: dict[str
     ck.flat_signature, ck.flat_arg_names = _flat_params(ck)
     if ck.module is not None:
         ck.contiguous = sorted(contiguous_params(ck.module, ck.name))
+        ck.aligned = sorted(block_pointer_params(ck.module, ck.name))
     return ck
 
 
@@ -176,12 +181,14 @@ def _from_entry(kernel: JITFunction, signature: dict[str, str], constexprs: dict
         except TypeError:
             return None
     contiguous = private.get("contiguous")
+    aligned = private.get("aligned")
     return CompiledKernel(
         name=kernel.__name__, signature=signature, constexprs=constexprs, options=options,
         asm=entry.asm, metadata=meta, module=None,
         flat_signature=list(private.get("flat_signature") or []),
         flat_arg_names=list(private.get("flat_arg_names") or []),
-        contiguous=list(contiguous) if contiguous is not None else None, cache_hit=True,
+        contiguous=list(contiguous) if contiguous is not None else None,
+        aligned=list(aligned) if aligned is not None else None, cache_hit=True,
     )
 
 
@@ -193,6 +200,31 @@ def _source_of(kernel: JITFunction) -> str:
     return src
 
 
+def _func_params(module: Any, func_name: str) -> list[Any]:
+    func = next((op for op in module.walk()
+                 if isinstance(op, tt.FuncOp) and op.sym_name.data == func_name), None)
+    return [] if func is None else list(func.body.blocks.first.args)
+
+
+def _pointer_users(value: Any) -> list[tuple[Any, Any]]:
+    """(op, the operand that is the pointer) for each addressing use, through splat/broadcast."""
+    out = []
+    for use in value.uses:
+        op = use.operation
+        if isinstance(op, tt.SplatOp | tt.BroadcastOp | tt.ExpandDimsOp | tt.ReshapeOp):
+            out.extend(_pointer_users(op.results[0]))
+        else:
+            out.append((op, value))
+    return out
+
+
+def block_pointer_params(module: Any, func_name: str) -> set[int]:
+    """Indices of pointer parameters that some tt.make_tensor_ptr takes as its base."""
+    return {i for i, p in enumerate(_func_params(module, func_name))
+            if isinstance(p.type, tt.PointerType)
+            and any(isinstance(op, tt.MakeTensorPtrOp) for op, _ in _pointer_users(p))}
+
+
 def contiguous_params(module: Any, func_name: str) -> set[int]:
     """Indices of pointer parameters addressed with compile-time strides/offsets only.
 
@@ -201,12 +233,7 @@ def contiguous_params(module: Any, func_name: str) -> set[int]:
     correctly when it is contiguous. Pointers addressed through runtime strides are left alone
     (views with any strides are fine there). The launcher checks contiguity of these.
     """
-    func = next((op for op in module.walk()
-                 if isinstance(op, tt.FuncOp) and op.sym_name.data == func_name), None)
-    if func is None:
-        return set()
-    entry = func.body.blocks.first
-    params = list(entry.args)
+    params = _func_params(module, func_name)
 
     def reads_runtime(value: Any, seen: set[int]) -> bool:
         if id(value) in seen:
@@ -219,22 +246,11 @@ def contiguous_params(module: Any, func_name: str) -> set[int]:
             return True
         return any(reads_runtime(o, seen) for o in op.operands)
 
-    def pointer_users(value: Any) -> list[tuple[Any, Any]]:
-        """(op, the operand that is the pointer) for each addressing use, through splat/broadcast."""
-        out = []
-        for use in value.uses:
-            op = use.operation
-            if isinstance(op, tt.SplatOp | tt.BroadcastOp | tt.ExpandDimsOp | tt.ReshapeOp):
-                out.extend(pointer_users(op.results[0]))
-            else:
-                out.append((op, value))
-        return out
-
     result: set[int] = set()
     for i, p in enumerate(params):
         if not isinstance(p.type, tt.PointerType):
             continue
-        users = pointer_users(p)
+        users = _pointer_users(p)
         if not users:
             continue
         fixed = True

@@ -11,7 +11,8 @@ Argument rules (checked on every launch, each failure a ValueError naming the ar
   of the other tensor arguments;
 * the values and metadata of a SparseTensor (`A.values`, `A.meta`) and any pointer the kernel
   addresses with compile-time strides only (it "assumes contiguous") must be contiguous;
-* every tensor's data_ptr() is a multiple of 16 bytes (ALIGNMENT);
+* a tensor the kernel addresses through a block pointer starts at a multiple of 16 bytes
+  (ALIGNMENT): the lowering's vector accesses assume it;
 * `i32`/`i64` take Python ints in range, `fp32` a float or int, `i1` a bool or int.
 """
 
@@ -50,7 +51,7 @@ Converter = Callable[[Any, int], Any]
 """(argument, device index) -> the value the driver packs (pointer as int, scalar as-is)."""
 
 
-def _pointer(kernel: str, name: str, kind: str, need_contiguous: bool) -> Converter:
+def _pointer(kernel: str, name: str, kind: str, need_contiguous: bool, need_aligned: bool = True) -> Converter:
     elem = kind[1:].split(":")[0]
     dtype = _TORCH.get(elem)
     tensor_type = torch.Tensor
@@ -71,7 +72,7 @@ def _pointer(kernel: str, name: str, kind: str, need_contiguous: bool) -> Conver
                              f"runtime strides), got strides {tuple(arg.stride())}; pass "
                              ".contiguous()")
         ptr = arg.data_ptr()
-        if ptr % ALIGNMENT:
+        if need_aligned and ptr % ALIGNMENT:
             raise ValueError(f"{what} must start at a {ALIGNMENT}-byte aligned address (block-pointer "
                              f"accesses are compiled as 16-byte vectors), but data_ptr() % {ALIGNMENT} "
                              f"= {ptr % ALIGNMENT} (a view at an offset?); pass .clone()")
@@ -110,11 +111,11 @@ def _float(kernel: str, name: str, kind: str) -> Converter:
     return convert
 
 
-def _converter(kernel: str, name: str, kind: str, need_contiguous: bool) -> Converter:
+def _converter(kernel: str, name: str, kind: str, need_contiguous: bool, need_aligned: bool = True) -> Converter:
     if kind.startswith("*"):
         if _TORCH.get(kind[1:].split(":")[0]) is None:
             raise ValueError(f"{kernel}: parameter '{name}' has unsupported pointer type {kind}")
-        return _pointer(kernel, name, kind, need_contiguous)
+        return _pointer(kernel, name, kind, need_contiguous, need_aligned)
     if kind in _INT_RANGE:
         return _integer(kernel, name, kind)
     if kind in ("fp32", "fp16", "bf16", "fp64"):
@@ -122,8 +123,8 @@ def _converter(kernel: str, name: str, kind: str, need_contiguous: bool) -> Conv
     raise ValueError(f"{kernel}: parameter '{name}' has unsupported type {kind}")
 
 
-def make_packer(kinds: Sequence[str], contiguous: Sequence[bool],
-                converters: Sequence[Converter]) -> Callable[[Sequence[Any], int], list[Any]]:
+def make_packer(kinds: Sequence[str], contiguous: Sequence[bool], converters: Sequence[Converter],
+                aligned: Sequence[bool] | None = None) -> Callable[[Sequence[Any], int], list[Any]]:
     """One generated function that checks and packs every argument without a call per argument.
 
     The fast path is inline comparisons (exact type, dtype identity, device, contiguity, int
@@ -133,15 +134,18 @@ def make_packer(kinds: Sequence[str], contiguous: Sequence[bool],
     env: dict[str, Any] = {"T": torch.Tensor, "C": tuple(converters)}
     lines = ["def pack(args, device):", f"    ({''.join(f'a{i}, ' for i in range(len(kinds)))}) = args"]
     out = []
+    aligned = [True] * len(kinds) if aligned is None else aligned
     for i, (kind, contig) in enumerate(zip(kinds, contiguous)):
         a = f"a{i}"
         if kind.startswith("*"):
             env[f"D{i}"] = _TORCH.get(kind[1:].split(":")[0])
             cond = (f"{a}.__class__ is T and {a}.dtype is D{i} and {a}.get_device() == device"
-                    + (f" and {a}.is_contiguous()" if contig else "")
-                    + f" and not (p{i} := {a}.data_ptr()) % {ALIGNMENT}")
-            lines += [f"    if {cond}:", f"        {a} = p{i}",
-                      "    else:", f"        {a} = C[{i}]({a}, device)"]
+                    + (f" and {a}.is_contiguous()" if contig else ""))
+            if aligned[i]:
+                lines += [f"    if {cond} and not (p{i} := {a}.data_ptr()) % {ALIGNMENT}:", f"        {a} = p{i}"]
+            else:
+                lines += [f"    if {cond}:", f"        {a} = {a}.data_ptr()"]
+            lines += ["    else:", f"        {a} = C[{i}]({a}, device)"]
         elif kind in _INT_RANGE:
             lo, hi = _INT_RANGE[kind]
             lines += [f"    if {a}.__class__ is not int or not {lo} <= {a} <= {hi}:",
@@ -303,9 +307,11 @@ def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
         else:
             contiguous = contiguous_params(module, name) if (module := _module_of(compiled)) else set()
         contig = [i in contiguous or n.endswith((".values", ".meta")) for i, n in enumerate(names)]
-        converters = tuple(_converter(name, n, k, c) for n, k, c in zip(names, kinds, contig))
+        bases = getattr(compiled, "aligned", None)  # block-pointer bases (None: unknown, all)
+        aligned = [bases is None or i in bases for i in range(len(names))]
+        converters = tuple(_converter(name, n, k, c, al) for n, k, c, al in zip(names, kinds, contig, aligned))
         warps = int(meta.get("num_warps") or num_warps or getattr(compiled, "num_warps", 4))
-        plan = LaunchPlan(name, bytes(cubin), converters, make_packer(kinds, contig, converters),
+        plan = LaunchPlan(name, bytes(cubin), converters, make_packer(kinds, contig, converters, aligned),
                           tuple(names), (32 * warps, 1, 1),
                           _shared_bytes(meta), _driver_kinds(meta, kinds), {},
                           next((i for i, k in enumerate(kinds) if k.startswith("*")), -1))

@@ -207,6 +207,23 @@ def test_contiguity_analysis_tells_fixed_from_strided_pointers():
     assert launcher.contiguous_params(m, "sparse_mm_kernel") == set()  # runtime strides
 
 
+def test_only_block_pointer_bases_must_be_aligned():
+    from sparsecc.frontend import to_ttir
+    from sparsecc.frontend.compile import block_pointer_params
+
+    sig = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16", **{n: "i32" for n in (
+        "M", "N", "K", "stride_am", "stride_bk", "stride_bn", "stride_dm", "stride_dn")}}
+    ck = sparsecc.compile(sparse_mm_kernel, sig, {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8})
+    assert ck.flat_arg_names[:4] == ["D", "A.values", "A.meta", "B"] and ck.aligned == [0, 1, 2, 3]
+    m = to_ttir(add_one_masked, {"X": "*fp32", "n": "i32"}, {"BLOCK": 64})
+    assert block_pointer_params(m, "add_one_masked") == set()  # X + offs: element accesses
+    ck = fake_compiled(["*fp32", "i32"], ["X", "n"])
+    ck.aligned = []
+    plan = launcher.plan_for(ck)
+    x = torch.zeros(8)[1:]  # 4 bytes past the start: fine for element accesses
+    assert plan.converters[0](x, -1) == x.data_ptr()
+
+
 def test_contiguity_analysis_reparses_cached_ir():
     """A disk-cache hit has no module object, only the stage texts: the analysis re-parses."""
     from sparsecc.compiler import print_ir
@@ -433,3 +450,14 @@ def test_launcher_names_a_pointer_at_an_offset(fake_driver):
     ck = fake_compiled(["*fp16"], ["X"])
     with pytest.raises(ValueError, match=r"kern: argument 'X' must start at a 16-byte aligned address .* = 2"):
         launcher.launch(ck, (1, 1, 1), [view], 4)
+
+
+@pytest.mark.gpu
+def test_element_pointer_kernels_take_views_at_any_offset():
+    x = torch.arange(70, dtype=torch.float32, device="cuda")
+    add_one_masked[(2,)](x[3:], 67, BLOCK=64)  # 12 bytes past a 16-byte boundary
+    torch.cuda.synchronize()
+    want = torch.arange(70, dtype=torch.float32, device="cuda") + (torch.arange(70, device="cuda") >= 3)
+    assert torch.equal(x, want)
+    with pytest.raises(ValueError, match=r"argument 'X' must start at a 16-byte aligned address"):
+        add_one[(2,)](x[3:], 67, BLOCK=64)  # a block pointer's base
