@@ -318,7 +318,8 @@ class Lowerer:
         if isinstance(op, tt.DotOp):
             a, b, c = self.get(op.a), self.get(op.b), self.get(op.c)
             meta = self.get(op.meta) if op.meta is not None else None
-            if not isinstance(a, Frag) or not isinstance(b, Frag | SmemOperand) or (meta is not None and not isinstance(meta, Frag)):
+            if (not isinstance(a, Frag | SmemOperand) or not isinstance(b, Frag | SmemOperand)
+                    or (meta is not None and not isinstance(meta, Frag))):
                 raise LoweringError("operands must be in #ttg.dot_op layouts (run sparse-gpu-encoding)")
             if not isinstance(c, Regs):
                 raise LoweringError("the accumulator must be a register tensor in #ttg.mma")

@@ -10,6 +10,7 @@ Fragment keys (layouts.py documents the register layouts):
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
@@ -22,6 +23,10 @@ from sparsecc.codegen.lower_mem import esize, smem_offset
 from sparsecc.dialects import ptx
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
+
+WGMMA_A_FROM_SHARED = os.environ.get("SPARSECC_WGMMA_A_SMEM", "0") == "1"
+"""wgmma reads A values from shared memory through a descriptor (no ldmatrix, no A registers)
+when they are staged in a canonical K-major layout (SPARSECC_WGMMA_A_SMEM=1)."""
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower import Lowerer
@@ -109,6 +114,8 @@ def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
     if mma.version_major == 3:
         if enc.op_idx == 1:
             return SmemOperand(sm, ty)  # wgmma reads B from shared memory through a descriptor
+        if enc.meta == 0 and WGMMA_A_FROM_SHARED and _canonical_k_major(sm) is not None:
+            return SmemOperand(sm, ty)  # and A values too, when they sit in a canonical layout
         # A and metadata registers are read by wgmma asynchronously; a loop body rewrites the
         # same PTX registers every iteration, so the group that read them must be done first
         # (with an unrolled body that is the group before the last one)
@@ -214,6 +221,42 @@ _SWIZZLE_NAME = {width: name for name, width in wg.SWIZZLE_BYTES.items() if name
 """Row width in bytes of a swizzled colBlock layout -> the descriptor's swizzle mode."""
 
 
+def _canonical_k_major(sm: Smem) -> int | None:
+    """Row width W in bytes when `sm` (rows x K values) is wgmma's canonical K-major layout with
+    a W-byte swizzle: rows of exactly W bytes, 16-byte chunks XORed with (row / (128 / W)) mod
+    W / 16 (mma_swizzle's choice for such rows); None otherwise."""
+    enc = sm.ty.encoding
+    if not isinstance(enc, SharedEncodingAttr) or enc.meta_pack or enc.col_block or tuple(enc.order) != (1, 0):
+        return None
+    esz = esize(sm.ty.element_type)
+    width = sm.ty.get_shape()[1] * esz
+    if width not in _SWIZZLE_NAME or enc.vec * esz != 16:
+        return None
+    if enc.per_phase != 128 // width or enc.max_phase != width // 16:
+        return None
+    return width
+
+
+def _wgmma_a_desc(L: Lowerer, a: SmemOperand, rep_m: int, k: int) -> dict[tuple[int, int], SSAValue]:
+    """The i64 descriptor of A's m64 x k32 block (i, s) for this thread's warpgroup: rows
+    64 * warpgroup + 16 * num_warps * i (the rows the accumulator layout gives the warpgroup's
+    four warps), K-major, SBO = 8 rows, the k32 step (16 values) added to the start address."""
+    em = L.em
+    width = _canonical_k_major(a.sm)
+    assert width is not None
+    rows = a.sm.ty.get_shape()[0]
+    bits = wg.smem_desc_bits(0, lbo=rows * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
+    const = em.c(wg.as_signed64(bits), i64)
+    group_base = em.add(a.sm.addr, em.mul(em.divu(L.warp, 4), 64 * width))
+    out = {}
+    for i in range(rep_m):
+        for s in range(k // 32):
+            addr = em.add(group_base, 16 * L.num_warps * i * width + 32 * s)
+            field = em.band(em.divu(addr, 16), em.c(0x3FFF))
+            out[(i, s)] = em.val(arith.OrIOp(em.ext64(field, signed=False), const))
+    return out
+
+
 def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int]:
     """(descriptor bits without the address, bytes per 32-row K step) of B."""
     enc = b.sm.ty.encoding
@@ -227,12 +270,13 @@ def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int]:
     return bits, 32 * width
 
 
-def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
+def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
                 defer_wait: bool = False) -> Regs:
     """A sparse tt.dot as sm_90a `wgmma.mma_async.sp.m64nNk32`s.
 
-    A values and metadata come in registers (the per-warp mma.sp layouts, which wgmma's
-    register-A form shares); B is read from shared memory through a descriptor. Each
+    Metadata comes in registers (the per-warp mma.sp layout); A values in registers too (the
+    register-A form shares that layout) or, when staged in a canonical K-major swizzled layout
+    (SPARSECC_WGMMA_A_SMEM), through a descriptor; B is read through a descriptor. Each
     warpgroup issues, per k32 step, one wgmma per m64 block it owns, then commits. Without
     `defer_wait` it waits for the group, so the accumulators are ordinary values after the
     dot. With it (a K-loop accumulation, see lower._only_feeds_next_iteration) the group stays
@@ -249,6 +293,7 @@ def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result
     const = em.c(wg.as_signed64(bits), i64)
     t = _ab_type(a.ty.element_type)
     L.before_shared_read()
+    a_ops = _wgmma_a_desc(L, a, rep_m, k) if isinstance(a, SmemOperand) else a.frags
     em.op(wg.WgmmaFenceOp())
     acc = list(c.regs)
     per = n // 2
@@ -256,7 +301,7 @@ def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result
         field = em.band(em.divu(em.add(b.sm.addr, s * step_bytes), 16), em.c(0x3FFF))
         desc = em.val(arith.OrIOp(em.ext64(field, signed=False), const))
         for i in range(rep_m):
-            op = em.op(wg.WgmmaMmaAsyncSpOp(a.frags[(i, s)], desc, meta.frags[(i, s // 2)][0], n=n, ab_type=t,
+            op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, s // 2)][0], n=n, ab_type=t,
                                             acc=acc[i * per:(i + 1) * per], selector=s % 2, trans_b=1))
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())
@@ -268,8 +313,8 @@ def lower_wgmma(L: Lowerer, a: Frag, b: SmemOperand, c: Regs, meta: Frag, result
     return Regs(result_ty, acc)
 
 
-def lower_dot(L: Lowerer, a: Frag, b: Frag | SmemOperand, c: Regs, meta: Frag | None, result_ty: TensorType,
-              defer_wait: bool = False) -> Regs:
+def lower_dot(L: Lowerer, a: Frag | SmemOperand, b: Frag | SmemOperand, c: Regs, meta: Frag | None,
+              result_ty: TensorType, defer_wait: bool = False) -> Regs:
     enc = result_ty.encoding
     if not isinstance(enc, MmaEncodingAttr):
         raise LoweringError("tt.dot: the result must have a #ttg.mma layout")
@@ -279,8 +324,8 @@ def lower_dot(L: Lowerer, a: Frag, b: Frag | SmemOperand, c: Regs, meta: Frag | 
         if meta is None or not isinstance(b, SmemOperand):
             raise LoweringError("tt.dot: #ttg.mma version 3 (wgmma) needs a sparse dot with B in shared memory")
         return lower_wgmma(L, a, b, c, meta, result_ty, defer_wait)
-    if isinstance(b, SmemOperand):
-        raise LoweringError("tt.dot: B in shared memory needs a #ttg.mma version 3 result")
+    if isinstance(b, SmemOperand) or isinstance(a, SmemOperand):
+        raise LoweringError("tt.dot: operands in shared memory need a #ttg.mma version 3 result")
     m, n = result_ty.get_shape()
     wm, wn = enc.warps_per_cta
     rep_m, rep_n = max(1, m // (16 * wm)), max(1, n // (8 * wn))

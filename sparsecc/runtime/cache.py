@@ -162,6 +162,10 @@ def _canonical(x: Any) -> Any:
     return ["repr", repr(x)]
 
 
+COMPILER_SWITCHES = ("SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM")
+"""Environment variables that change the code the compiler emits: part of every cache key."""
+
+
 def key_for(fn_source: str, signature: Mapping[str, str], constexprs: Mapping[str, Any],
             opts: Any) -> str:
     """sha256 hex of everything that determines a compile's output."""
@@ -174,6 +178,7 @@ def key_for(fn_source: str, signature: Mapping[str, str], constexprs: Mapping[st
         "options": _canonical(opts),
         "version": _version(),
         "compiler": compiler_digest(),
+        "switches": {name: os.environ.get(name, "") for name in COMPILER_SWITCHES},
     }, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

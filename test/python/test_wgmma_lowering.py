@@ -209,3 +209,26 @@ def test_unroll_by_two_keeps_the_trip_count():
         if nxt < ub:
             got.append(nxt)
         assert got == want, (lb, ub, step)
+
+
+def test_a_values_from_shared_memory_through_a_descriptor(monkeypatch):
+    """SPARSECC_WGMMA_A_SMEM=1: A values in a canonical K-major swizzled ring are read by wgmma
+    itself (an i64 descriptor operand, no ldmatrix for them); the metadata still comes in
+    registers; every copy still waits for the groups reading the ring."""
+    from sparsecc.codegen import lower_dot
+
+    base, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a")
+    monkeypatch.setattr(lower_dot, "WGMMA_A_FROM_SHARED", True)
+    ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a")
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    mmas = [ln for ln in lines if ln.startswith("wgmma.mma_async.sp")]
+    assert mmas and all(ln.split("}, ")[1].startswith("%rd") for ln in mmas)  # A: a descriptor
+    assert all(ln.endswith(", 0, 1;") for ln in mmas)  # imm-trans-a 0 (K-major), imm-trans-b 1
+    count = lambda text, what: sum(ln.strip().startswith(what) for ln in text.splitlines())  # noqa: E731
+    assert count(ptx, "ldmatrix") < count(base, "ldmatrix")  # only the metadata's remain
+    assert count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared") == 0
+    top = next(i for i, ln in enumerate(lines) if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln)
+    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
+    _assert_copies_wait_for_every_group(lines[top:end])
+    cubin = assemble(ptx, "sm_90a")
+    assert cubin.kernel_resources().spill_stores == 0
