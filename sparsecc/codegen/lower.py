@@ -66,9 +66,10 @@ from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
 SMEM_ALIGN = 128
 WGMMA_ALIGN = 1024
 UNROLL_WGMMA_LOOPS = os.environ.get("SPARSECC_WGMMA_UNROLL", "0") == "1"
-"""Unroll wgmma K loops by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1). Off by default: it is
-correct on the H100 (the 60 wgmma GEMM cases) but measured no faster (the fragment loads it
-overlaps are not what bounds these kernels; bench/results/NOTES.md) and compiles 0.2-0.4 s slower."""
+"""Unroll wgmma K loops by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1). Off by default: it
+measured no faster on the H100 (the fragment loads it overlaps are not what bounds these
+kernels; bench/results/NOTES.md), compiles 0.2-0.4 s slower, and since every barrier drains the
+groups in flight (Lowerer.bar) its second register copy no longer buys any overlap."""
 _ARITH_CLASSES = {cls.name: cls for cls in Arith.operations}
 _SUPPORTED_ARITH = {
     "arith." + n for n in (
@@ -159,6 +160,11 @@ class Lowerer:
     # ---------------------------------------------------------------- barriers
     def bar(self) -> None:
         if self.wgmma:
+            # A barrier tells every warp that this one is done reading shared memory, but a wgmma
+            # group in flight still reads it (B, and A from a descriptor) asynchronously: drain
+            # first, or another warpgroup may overwrite a slot this one's group is reading
+            # (wait_group only waits for the issuing warpgroup's own groups).
+            self.wgmma_drain()
             # shared stores and cp.async writes are generic-proxy writes; wgmma reads through
             # the async proxy: every writing thread fences before the barrier that publishes them
             self.em.op(FenceProxyAsyncOp())
@@ -171,7 +177,8 @@ class Lowerer:
         it reads is overwritten and before its registers are reused or read by anything but a
         wgmma. `keep = 1` lets the group committed last go on (fragment reloads in an unrolled
         loop: that group reads the other copy's registers)."""
-        if self.wgmma_pending and (self.em.block, keep) not in self.wgmma_drained:
+        done = any(block is self.em.block and k <= keep for block, k in self.wgmma_drained)
+        if self.wgmma_pending and not done:
             self.em.op(WgmmaWaitGroupOp(keep))
             self.wgmma_drained.append((self.em.block, keep))
             if self.em.block is self.kernel.body.block:

@@ -95,9 +95,10 @@ def test_only_sparse_tiles_of_whole_warpgroups_use_wgmma():
 
 
 def test_pipelined_loop_keeps_one_group_in_flight_and_drains_it():
-    """The K loop commits its wgmma group without waiting; the next iteration waits (after its
-    async_wait barrier) before it rewrites the A/metadata registers or a shared slot, and the
-    epilogue waits before it reads the accumulators."""
+    """The K loop commits its wgmma group without waiting; the next iteration drains it before
+    its async_wait barrier (so no warpgroup's group still reads a slot when any thread rewrites
+    it, nor the A/metadata registers when they are reloaded), and the epilogue waits before it
+    reads the accumulators."""
     ptx, meta = lower_to_ptx_text(ttgir(256, 128, 64, 8, 3), "sm_90a")
     assert ".target sm_90a" in ptx
     body = ptx[ptx.index("$L__loop"):]
@@ -108,8 +109,8 @@ def test_pipelined_loop_keeps_one_group_in_flight_and_drains_it():
     inside = lines[top:end]
     kinds = [ln.split()[0] for ln in inside if ln.startswith(("cp.async.wait", "bar.sync", "wgmma.", "ldmatrix", "fence"))]
     first_wait = kinds.index("wgmma.wait_group.sync.aligned")
-    assert kinds.index("bar.sync") < first_wait < kinds.index("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
-    assert kinds.index("fence.proxy.async.shared::cta;") < kinds.index("bar.sync")
+    assert first_wait < kinds.index("bar.sync") < kinds.index("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
+    assert first_wait < kinds.index("fence.proxy.async.shared::cta;") < kinds.index("bar.sync")
     assert kinds.count("wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16") == 4
     _assert_copies_wait_for_every_group(inside)
     last = [ln for ln in inside if ln.startswith("wgmma.")][-1]
@@ -120,16 +121,20 @@ def test_pipelined_loop_keeps_one_group_in_flight_and_drains_it():
 
 def _assert_copies_wait_for_every_group(body: list[str]) -> None:
     """Each cp.async of the loop body comes after a `wgmma.wait_group 0` issued since the last
-    commit: the group of the previous iteration may read the very slot the copy overwrites."""
-    waited = False
+    commit and a barrier after that wait: the group of the previous iteration may read the very
+    slot the copy overwrites, and wait_group only waits for the issuing warpgroup's groups, so
+    every warpgroup must have drained (the barrier) before any thread writes."""
+    drained = published = False
     copies = 0
     for ln in body:
         if ln == "wgmma.commit_group.sync.aligned;":
-            waited = False
+            drained = published = False
         elif ln == "wgmma.wait_group.sync.aligned 0;":
-            waited = True
+            drained = True
+        elif ln.startswith("bar.sync") and drained:
+            published = True
         elif ln.startswith("cp.async.cg"):
-            assert waited, "cp.async while a wgmma group may still read its slot"
+            assert published, "cp.async while a wgmma group (this or another warpgroup's) may still read its slot"
             copies += 1
     assert copies
 
@@ -175,9 +180,10 @@ def test_autotune_candidates_start_with_the_default_and_are_distinct():
 
 
 def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers(monkeypatch):
-    """unroll_by_two (SPARSECC_WGMMA_UNROLL=1): two dots per trip plus a guarded last one; each
-    copy reloads its own fragment registers while the other's group may run (wait_group 1),
-    and the kernel still assembles to HGMMA.SP without spills."""
+    """unroll_by_two (SPARSECC_WGMMA_UNROLL=1): two dots per trip plus a guarded last one, each
+    copy with its own fragment registers; every barrier drains the groups in flight (the slots
+    they read are shared by all warpgroups), and the kernel still assembles to HGMMA.SP
+    without spills."""
     from sparsecc.codegen import lower
 
     monkeypatch.setattr(lower, "UNROLL_WGMMA_LOOPS", True)
@@ -189,7 +195,7 @@ def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers(monkeypatch):
     assert sum(ln == "wgmma.commit_group.sync.aligned;" for ln in inside) == 2
     first_frag = next(i for i, ln in enumerate(inside) if ln.startswith("ldmatrix"))
     waits = [ln for ln in inside[:first_frag] if ln.startswith("wgmma.wait_group")]
-    assert waits == ["wgmma.wait_group.sync.aligned 1;"]  # the other copy's group may go on
+    assert waits == ["wgmma.wait_group.sync.aligned 0;"]  # drained before the top barrier
     _assert_copies_wait_for_every_group(inside)
     assert sum(ln.startswith("wgmma.mma_async.sp") for ln in lines[end:]) == 2  # the last odd iteration
     assert lines[end + 1] == "wgmma.wait_group.sync.aligned 0;"
