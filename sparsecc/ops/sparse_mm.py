@@ -278,7 +278,9 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
         if hot is not None:
             entry, grid, kwargs, m, n, k, plan = hot
             d = torch.empty((m, n), dtype=a.dtype, device=b.device)
-            entry(grid, _args(d, a, plan.apply(b), plan.kmajor), kwargs)
+            if plan.copy:
+                b = plan.apply(b)
+            entry(grid, (d, a, b, m, n, k, k, b.stride(0), k if plan.kmajor and n == 1 else b.stride(1), n, 1), kwargs)
             return d
     if out is not None and out_dtype is None and isinstance(out, torch.Tensor):
         out_dtype = out.dtype
