@@ -248,13 +248,16 @@ def _wgmma_a_desc(L: Lowerer, a: SmemOperand, rep_m: int, k: int) -> dict[tuple[
     bits = wg.smem_desc_bits(0, lbo=rows * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
     const = em.c(wg.as_signed64(bits), i64)
     group_base = em.add(a.sm.addr, em.mul(em.divu(L.warp, 4), 64 * width))
-    out = {}
-    for i in range(rep_m):
-        for s in range(k // 32):
-            addr = em.add(group_base, 16 * L.num_warps * i * width + 32 * s)
-            field = em.band(em.divu(addr, 16), em.c(0x3FFF))
-            out[(i, s)] = em.val(arith.OrIOp(em.ext64(field, signed=False), const))
-    return out
+    return {(i, s): _desc(L, em.add(group_base, 16 * L.num_warps * i * width + 32 * s), const)
+            for i in range(rep_m) for s in range(k // 32)}
+
+
+def _desc(L: Lowerer, addr: SSAValue, const: SSAValue) -> SSAValue:
+    """A matrix descriptor: the address field ((addr >> 4) & 0x3FFF) or-ed into the constant
+    fields (LBO, SBO, swizzle; wg.smem_desc_bits with address 0)."""
+    em = L.em
+    field = em.band(em.divu(addr, 16), em.c(0x3FFF))
+    return em.val(arith.OrIOp(em.ext64(field, signed=False), const))
 
 
 def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int]:
@@ -298,8 +301,7 @@ def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta
     acc = list(c.regs)
     per = n // 2
     for s in range(k // 32):
-        field = em.band(em.divu(em.add(b.sm.addr, s * step_bytes), 16), em.c(0x3FFF))
-        desc = em.val(arith.OrIOp(em.ext64(field, signed=False), const))
+        desc = _desc(L, em.add(b.sm.addr, s * step_bytes), const)
         for i in range(rep_m):
             op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, s // 2)][0], n=n, ab_type=t,
                                             acc=acc[i * per:(i + 1) * per], selector=s % 2, trans_b=1))
