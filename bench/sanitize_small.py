@@ -23,19 +23,25 @@ def main() -> int:
 
     torch.manual_seed(0)
     status = 0
+    # (M, N, K, B column-major): row-major B; one column (read K-major); x.T with N < 16; a
+    # 2-warpgroup wgmma tile on sm_90a (M > 128) with K not a multiple of BLOCK_K
+    cases = ((37, 45, 80, False), (37, 1, 80, False), (37, 5, 80, True), (300, 45, 208, False))
+    configs = (None, MMConfig(32, 32, 64, num_stages=1), MMConfig(128, 128, 64, num_stages=3),
+               MMConfig(256, 128, 128, num_warps=8, num_stages=3))
     for dtype in (torch.float16, torch.bfloat16):
-        m, n, k = 37, 45, 80
-        dense = sparsecc.prune_2to4(torch.randn(m, k, dtype=dtype, device="cuda"))
-        b = torch.randn(k, n, dtype=dtype, device="cuda")
-        a = sparsecc.compress(dense)
-        for cfg in (None, MMConfig(32, 32, 64, num_stages=1), MMConfig(128, 128, 64, num_stages=3)):
-            out = sparse_mm(a, b, config=cfg)
-            torch.cuda.synchronize()
-            err = (out.float() - torch.mm(dense, b).float()).abs().max().item()
-            ok = err <= 0.05 * (k ** 0.5)
-            status |= not ok
-            print(f"sparse_mm {dtype} {m}x{n}x{k} config={cfg}: max |err| {err:.3g} "
-                  f"{'ok' if ok else 'MISMATCH'}")
+        for m, n, k, column_major in cases:
+            dense = sparsecc.prune_2to4(torch.randn(m, k, dtype=dtype, device="cuda"))
+            b = torch.randn(n, k, dtype=dtype, device="cuda").t() if column_major else \
+                torch.randn(k, n, dtype=dtype, device="cuda")
+            a = sparsecc.compress(dense)
+            for cfg in configs:
+                out = sparse_mm(a, b, config=cfg)
+                torch.cuda.synchronize()
+                err = (out.float() - torch.mm(dense, b).float()).abs().max().item()
+                ok = err <= 0.05 * (k ** 0.5)
+                status |= not ok
+                print(f"sparse_mm {dtype} {m}x{n}x{k}{' (B column-major)' if column_major else ''} config={cfg}: "
+                      f"max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
     return int(status)
 
 
