@@ -109,7 +109,7 @@ def candidate_configs(m: int, n: int, k: int, dtype: torch.dtype, target: str | 
     hopper = has_wgmma(target)
     first = default_config(m, n, k, dtype, "cuda", target)
     if n <= 16:
-        rest = [MMConfig(32, 16, 256, num_warps=4, num_stages=6), MMConfig(64, 16, 256, num_warps=4, num_stages=4)]
+        rest = [MMConfig(32, 16, 128, num_warps=4, num_stages=8), MMConfig(64, 16, 256, num_warps=4, num_stages=4)]
     elif m <= 256 or n <= 256:
         rest = ([MMConfig(64, 32, 128, num_warps=4, num_stages=4), MMConfig(64, 128, 128, num_warps=4, num_stages=3)]
                 if hopper else [MMConfig(64, 32, 64, num_warps=4, num_stages=3), MMConfig(64, 64, 64, num_warps=4, num_stages=3)])

@@ -461,3 +461,26 @@ def test_element_pointer_kernels_take_views_at_any_offset():
     assert torch.equal(x, want)
     with pytest.raises(ValueError, match=r"argument 'X' must start at a 16-byte aligned address"):
         add_one[(2,)](x[3:], 67, BLOCK=64)  # a block pointer's base
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_every_config_the_autotuner_can_pick_matches_torch(dtype):
+    # one ragged problem per tier (decode, narrow/small, large), every candidate of that tier,
+    # row-major and column-major B, K not a multiple of BLOCK_K
+    from sparsecc.frontend.jit import current_target
+    from sparsecc.ops.sparse_mm import candidate_configs
+
+    failures = []
+    for i, (m, n, k) in enumerate([(1000, 13, 1040), (300, 200, 1040), (1100, 1000, 1040)]):
+        dense, a, b = make_operands(m, n, k, dtype, "cuda", 600 + i)
+        for cfg in candidate_configs(m, n, k, dtype, current_target()):
+            for bb in (b, b.t().contiguous().t()):
+                out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
+                try:
+                    sparse_mm(a, bb, out=out, config=cfg)
+                    torch.cuda.synchronize()
+                    assert_close_to_torch(out, dense, b, k)
+                except AssertionError as e:
+                    failures.append(f"{m}x{n}x{k} {cfg} B strides {bb.stride()}: {e}")
+    assert not failures, "\n".join(failures)
