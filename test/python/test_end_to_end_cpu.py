@@ -117,3 +117,16 @@ def test_sparse_mm_reads_narrow_and_column_major_b_k_major():
     assert plan(col_major(4096, 4096), "sm_80").kmajor  # mma.sp reads it K-major
     assert plan(col_major(4096, 4096), "sm_90a").copy == "rowmajor"  # wgmma reads B N-major
     assert not plan(torch.empty(64, 3), "sm_90a").kmajor  # the CPU interpreter: as given
+
+
+def test_sparse_mm_kernel_with_k_major_b_on_the_interpreter():
+    # the kernel's B_KMAJOR variant (block pointer order (0, 1)) means the same on any strides
+    from sparsecc.ops.sparse_mm import sparse_mm_kernel
+
+    dense, a, b, out = _problem(40, 24, 96, torch.float16, seed=11)
+    bt = b.t().contiguous().t()  # column-major
+    m, k = dense.shape
+    n = b.shape[1]
+    sparse_mm_kernel[(2 * 2,)](out, a, bt, m, n, k, k, bt.stride(0), bt.stride(1), n, 1,
+                               BLOCK_M=32, BLOCK_N=16, BLOCK_K=32, GROUP_M=4, B_KMAJOR=True)
+    _check(out, dense, b)
