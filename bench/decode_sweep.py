@@ -2,7 +2,7 @@
 run, over explicit tiles, plus a split-K proxy (M*S x N x K/S: the same bytes over S times more
 CTAs, no reduction) that says what splitting K would buy before it is built.
 
-    python bench/decode_sweep.py
+    python bench/decode_sweep.py [--quick] [--n16] [--shapes MxNxK,...] [--configs 32x16x256w4s4,...]
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from sparsecc.runtime.compress import compress, prune_2to4
 SHAPES = [(5120, 16, 4096), (8192, 16, 8192), (5120, 1, 4096), (8192, 1, 8192)]
 if "--n16" in sys.argv:
     SHAPES = SHAPES[:2]
+if "--shapes" in sys.argv:  # e.g. --shapes 5120x128x4096,8192x128x8192
+    SHAPES = [tuple(int(x) for x in t.split("x")) for t in sys.argv[sys.argv.index("--shapes") + 1].split(",")]
 CONFIGS = [
     MMConfig(32, 16, 256, num_warps=4, num_stages=4),
     MMConfig(32, 16, 256, num_warps=4, num_stages=8),
