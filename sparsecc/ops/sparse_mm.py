@@ -266,6 +266,10 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     tiles (BLOCK_M/BLOCK_N multiples of 16, BLOCK_K a multiple of 32). `autotune=True` (CUDA)
     times `candidate_configs` on the first call for each (M, N, K, dtype) and keeps the fastest,
     in memory and in the cache folder; without it the measured default pick runs.
+
+    B may have any strides. Row-major B is read as is; column-major B (`x.T`) and B with fewer
+    than 8 columns are read K-major (no padding); a wide column-major B on sm_90a and a B or
+    `out` that starts off a 16-byte boundary are first copied (the kernel's vectors need it).
     """
     hot_key = None
     if out is None and out_dtype is None and config is None:
