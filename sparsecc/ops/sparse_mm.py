@@ -174,10 +174,13 @@ def _grid(m: int, n: int) -> Any:
 def _args(d: torch.Tensor, a: Any, b: torch.Tensor, kmajor: bool = False) -> tuple[Any, ...]:
     m, k = a.shape
     n = b.shape[1]
-    # one column: its N stride addresses nothing; K (a multiple of 16) keeps the copies provably
-    # 16-byte aligned
-    stride_bn = k if kmajor and n == 1 else b.stride(1)
-    return (d, a, b, m, n, k, a.stride(0), b.stride(0), stride_bn, d.stride(0), d.stride(1))
+    return (d, a, b, m, n, k, a.stride(0), b.stride(0), _stride_bn(b, k, kmajor), d.stride(0), d.stride(1))
+
+
+def _stride_bn(b: torch.Tensor, k: int, kmajor: bool) -> int:
+    """B's N stride as the kernel gets it. Read K-major, one column's N stride addresses
+    nothing: K (a multiple of 16) keeps its copies provably 16-byte aligned."""
+    return k if kmajor and b.shape[1] == 1 else b.stride(1)
 
 
 NARROW_N = 8
@@ -209,7 +212,7 @@ def _b_plan(b: torch.Tensor, target: str | None) -> _BPlan:
     k, n = b.shape
     aligned = b.data_ptr() % ALIGNMENT == 0  # a view at an offset is copied (the kernel's vectors)
     column_major = b.stride(0) == 1 and (n == 1 or b.stride(1) >= k)
-    if column_major and (n < NARROW_N or n <= 16 or not has_wgmma(target)):
+    if column_major and (n <= 16 or not has_wgmma(target)):
         return _BPlan(kmajor=True, copy="" if aligned else "kmajor")
     if n < NARROW_N:
         return _BPlan(kmajor=True, copy="kmajor")
@@ -284,7 +287,7 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
             d = torch.empty((m, n), dtype=a.dtype, device=b.device)
             if plan.copy:
                 b = plan.apply(b)
-            entry(grid, (d, a, b, m, n, k, k, b.stride(0), k if plan.kmajor and n == 1 else b.stride(1), n, 1), kwargs)
+            entry(grid, (d, a, b, m, n, k, k, b.stride(0), _stride_bn(b, k, plan.kmajor), n, 1), kwargs)
             return d
     if out is not None and out_dtype is None and isinstance(out, torch.Tensor):
         out_dtype = out.dtype

@@ -288,8 +288,9 @@ class ConvertTTToTTGPass(ModulePass):
             if group.rank != 2:
                 raise ConvertError("convert-tt-to-ttg: tt.dot results must be 2-D")
             m, n = shape
-            if self._use_wgmma(group.dot_results, m, n) and not any(
-                    groups[uf.find(d.b)].memory_order() for d in group.dot_results if d.b in uf.parent):
+            kmajor_b = any(groups[uf.find(d.b)].memory_order() is not None
+                           for d in group.dot_results if d.b in uf.parent)
+            if self._use_wgmma(group.dot_results, m, n, kmajor_b):
                 return MmaEncodingAttr((self.num_warps, 1), version_major=3, instr_shape=(64, n))
             return MmaEncodingAttr(mma_warps(self.num_warps, m, n))
         for red in group.reduce_of:
@@ -302,16 +303,16 @@ class ConvertTTToTTGPass(ModulePass):
                 return SliceEncodingAttr(ex.axis.value.data, res_layout)
         return default_blocked(shape, group.elem_bytes(), self.num_warps, group.memory_order())
 
-    def _use_wgmma(self, dots: list[tt.DotOp], m: int, n: int) -> bool:
+    def _use_wgmma(self, dots: list[tt.DotOp], m: int, n: int, kmajor_b: bool) -> bool:
         """Whether these dots become sm_90a `wgmma.mma_async.sp` (#ttg.mma version 3).
 
         Sparse dots of 16-bit operands only (the dense dot keeps mma.sync), whole warpgroups
         stacked along M (each warp owns 16 rows of every m64 block: M % (16 * num_warps) == 0),
         one wgmma wide along N (N a multiple of 16, at most 256; B is staged MN-major with a
-        16/32/64-element column block), K in steps of 32. A K-major B (block pointer order
-        [0, 1]) stays on mma.sp, which reads it with plain ldmatrix (convert_func checks).
+        16/32/64-element column block), K in steps of 32. A K-major B (`kmajor_b`: block
+        pointer order [0, 1]) stays on mma.sp, which reads it with plain ldmatrix.
         """
-        if not has_wgmma(self.target) or self.num_warps % 4:
+        if not has_wgmma(self.target) or self.num_warps % 4 or kmajor_b:
             return False
         if m % (16 * self.num_warps) or n % 16 or n > 256:
             return False

@@ -36,7 +36,7 @@ _TORCH = {
 }
 _INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "i1": (0, 1)}
 ALIGNMENT = 16
-"""Bytes every pointer argument's address is a multiple of: lower_mem emits 16-byte vector
+"""Bytes every block-pointer base's address is a multiple of: lower_mem emits 16-byte vector
 accesses from the base pointer without a run-time test of it."""
 _SHARED_KEYS = ("shared_bytes", "shared", "dynamic_shared_bytes", "smem_bytes", "shared_mem")
 _PLAN_ATTR = "_sparsecc_launch_plan"

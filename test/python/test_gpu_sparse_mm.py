@@ -95,6 +95,19 @@ def assert_close_to_torch(out, dense, b, k):
                            f"{(got - ref).abs().max().item():.4g}")
 
 
+def sparse_mm_mismatch(a, b, dense, ref_b, k, config=None) -> str | None:
+    """sparse_mm(a, b) into a NaN-poisoned `out`: None when it matches torch.mm(dense, ref_b)
+    (assert_close_to_torch), else that assertion's message."""
+    out = torch.full((dense.shape[0], b.shape[1]), float("nan"), dtype=b.dtype, device=b.device)
+    try:
+        sparse_mm(a, b, out=out, config=config)
+        torch.cuda.synchronize()
+        assert_close_to_torch(out, dense, ref_b, k)
+    except AssertionError as e:
+        return str(e)
+    return None
+
+
 # ---- everywhere: validation ---------------------------------------------------------------
 
 def test_sparse_mm_rejects_bad_inputs():
@@ -273,12 +286,7 @@ def test_sparse_mm_matches_torch(dtype):
     failures = []
     for i, (m, n, k) in enumerate(SHAPES):
         dense, a, b = make_operands(m, n, k, dtype, "cuda", i)
-        out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
-        try:
-            sparse_mm(a, b, out=out)
-            torch.cuda.synchronize()
-            assert_close_to_torch(out, dense, b, k)
-        except AssertionError as e:
+        if (e := sparse_mm_mismatch(a, b, dense, b, k)) is not None:
             failures.append(f"{m}x{n}x{k}: {e}")
     assert not failures, "\n".join(failures)
 
@@ -298,12 +306,7 @@ def test_sparse_mm_reads_column_major_b(dtype):
         dense, a, b = make_operands(m, n, k, dtype, "cuda", 400 + i)
         bt = b.t().contiguous().t()  # the same values, column-major
         for cfg in KMAJOR_CONFIGS:
-            out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
-            try:
-                sparse_mm(a, bt, out=out, config=cfg)
-                torch.cuda.synchronize()
-                assert_close_to_torch(out, dense, b, k)
-            except AssertionError as e:
+            if (e := sparse_mm_mismatch(a, bt, dense, b, k, cfg)) is not None:
                 failures.append(f"{m}x{n}x{k} {cfg}: {e}")
     assert not failures, "\n".join(failures)
 
@@ -476,11 +479,6 @@ def test_every_config_the_autotuner_can_pick_matches_torch(dtype):
         dense, a, b = make_operands(m, n, k, dtype, "cuda", 600 + i)
         for cfg in candidate_configs(m, n, k, dtype, current_target()):
             for bb in (b, b.t().contiguous().t()):
-                out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
-                try:
-                    sparse_mm(a, bb, out=out, config=cfg)
-                    torch.cuda.synchronize()
-                    assert_close_to_torch(out, dense, b, k)
-                except AssertionError as e:
+                if (e := sparse_mm_mismatch(a, bb, dense, b, k, cfg)) is not None:
                     failures.append(f"{m}x{n}x{k} {cfg} B strides {bb.stride()}: {e}")
     assert not failures, "\n".join(failures)
