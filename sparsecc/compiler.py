@@ -53,11 +53,17 @@ def decompose_passes() -> list[str]:
     return ["decompose-sparse-tensors"]
 
 
+MBARRIER_PIPELINE = os.environ.get("SPARSECC_MBARRIERS", "0") == "1"
+"""Pipeline wgmma K loops with per-slot full/empty mbarriers instead of CTA barriers
+(tritongpu-pipeline{mbarriers=true}; SPARSECC_MBARRIERS=1)."""
+
+
 def ttgir_passes(opts: CompileOptions) -> list[str]:
+    pipeline = f"num-stages={opts.num_stages}" + (" mbarriers=true" if MBARRIER_PIPELINE else "")
     return [
         f"convert-tt-to-ttg{{num-warps={opts.num_warps} target={opts.target}}}",
         "sparse-gpu-encoding",
-        f"tritongpu-pipeline{{num-stages={opts.num_stages}}}",
+        f"tritongpu-pipeline{{{pipeline}}}",
         "canonicalize",
         "cse",
     ]

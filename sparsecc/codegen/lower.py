@@ -61,7 +61,15 @@ from sparsecc.codegen.lower_mem import (
 from sparsecc.codegen.lower_ptrs import load_ptrs, lower_addptr, store_ptrs
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
+from sparsecc.dialects.ptx_mbarrier import (
+    CpAsyncMbarrierArriveOp,
+    MbarrierArriveOp,
+    MbarrierInitFenceOp,
+    MbarrierInitOp,
+    MbarrierWaitOp,
+)
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
+from sparsecc.passes.pipeline import SLOT_GUARDED, SLOT_SAFE
 
 SMEM_ALIGN = 128
 WGMMA_ALIGN = 1024
@@ -195,6 +203,37 @@ class Lowerer:
         if self.writes_pending:
             self.bar()
         self.reads_since_bar = True
+
+    def _barrier_op(self, op: Operation) -> None:
+        """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true})."""
+        em = self.em
+        if isinstance(op, ttgd.DotWaitOp):
+            self.wgmma_drain(keep=op.pendings.value.data)
+            return
+        ring = self.get(op.ring)
+        assert isinstance(ring, Smem)
+        if isinstance(op, ttgd.InitBarrierOp):
+            first = em.cmp("eq", self.tid, em.c(0))
+            for s in range(ring.ty.get_shape()[0]):
+                em.op(MbarrierInitOp(em.add(ring.addr, 8 * s), first, op.count.value.data))
+            em.op(MbarrierInitFenceOp())
+            em.op(ptx.BarSyncOp(0))  # every thread sees the initialised barriers
+            self.writes_pending = False
+            self.reads_since_bar = False
+            return
+        addr = em.add(ring.addr, em.mul(em.to32(self.get(op.slot)), 8))
+        if isinstance(op, ttgd.WaitBarrierOp):
+            em.op(MbarrierWaitOp(addr, em.to32(self.get(op.parity))))
+            # the arrivals released the copies' shared writes (the slot's data): no CTA
+            # barrier before reading them; wgmma reads them through the async proxy
+            if self.wgmma:
+                em.op(FenceProxyAsyncOp())
+            self.writes_pending = False
+            return
+        if op.kind.data == "copies":
+            em.op(CpAsyncMbarrierArriveOp(addr))
+        else:
+            em.op(MbarrierArriveOp(addr, em.cmp("eq", self.lane, em.c(0))))
 
     # ---------------------------------------------------------------- coordinates
     def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]:
@@ -361,8 +400,8 @@ class Lowerer:
             bp, sm = self.get(op.src), self.get(op.dst)
             dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
             pad = op.padding.value.data if op.padding is not None else None
-            async_copy(self, bp, sm, dims, pad, war_barrier="ttg.slot_safe" not in op.attributes,
-                       known=self.divs.ptr(op.src))
+            async_copy(self, bp, sm, dims, pad, war_barrier=SLOT_SAFE not in op.attributes,
+                       known=self.divs.ptr(op.src), guarded=SLOT_GUARDED in op.attributes)
             self.values[op.token] = None
             return
         if isinstance(op, ttgd.AsyncCommitGroupOp):
@@ -372,6 +411,9 @@ class Lowerer:
         if isinstance(op, ttgd.AsyncWaitOp):
             em.op(ptx.CpAsyncWaitGroupOp(op.num_))
             self.bar()
+            return
+        if isinstance(op, ttgd.InitBarrierOp | ttgd.WaitBarrierOp | ttgd.ArriveBarrierOp | ttgd.DotWaitOp):
+            self._barrier_op(op)
             return
         if isinstance(op, scf.ForOp):
             self._for(op)
@@ -813,7 +855,7 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     if UNROLL_WGMMA_LOOPS:
         for loop in _wgmma_loops(module):
             unroll_by_two(loop)
-    if not (_uses_wgmma(module) and any(isinstance(o, ttgd.AsyncWaitOp) for o in module.walk())):
+    if not (_uses_wgmma(module) and any(isinstance(o, ttgd.AsyncWaitOp | ttgd.WaitBarrierOp) for o in module.walk())):
         # (a pipelined wgmma loop keeps its reads at the top of the body, right after the
         # async_wait barrier: the fragment loads then overlap the previous wgmma group)
         sink_local_loads(module)

@@ -317,10 +317,11 @@ def load_shared(L: Lowerer, sm: Smem, ty: TensorType) -> Regs:
 
 
 def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None,
-               war_barrier: bool = True, known: PtrDiv | None = None) -> None:
+               war_barrier: bool = True, known: PtrDiv | None = None, guarded: bool = False) -> None:
     """cp.async.cg 16-byte chunks (zero-filled out of bounds) when aligned, else a synchronous
     ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says.
-    `war_barrier=False`: the pipeline proved no read since the last barrier hits this slot."""
+    `war_barrier=False`: the pipeline proved no read since the last barrier hits this slot.
+    `guarded`: an mbarrier wait proved every reader of the slot, wgmma groups included, done."""
     tile = bp.ptr_type.pointee  # type: ignore[attr-defined]
     assert isinstance(tile, TensorType)
     elt = tile.element_type
@@ -334,11 +335,12 @@ def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int
     fast = fast_dim(tile)
     vec16 = 16 // esize(elt)
     run = shared_run(sm.ty, dl, fast, elt)
-    # copies come before the dot: the group in flight is the last iteration's, maybe reading
-    # this very slot
-    L.wgmma_drain()
-    if war_barrier:
-        L.before_shared_write()
+    if not guarded:
+        # copies come before the dot: the group in flight is the last iteration's, maybe
+        # reading this very slot
+        L.wgmma_drain()
+        if war_barrier:
+            L.before_shared_write()
 
     def fast_path() -> list[SSAValue]:
         if not any(dl.wrap):

@@ -380,8 +380,8 @@ def _tied_accumulator(op: _TemplateOp) -> bool:
     return len(set(acc)) == len(acc) and all(len(list(v.uses)) == 1 for v in acc)
 
 
-def _register_printer() -> None:
-    """Add the ops of this module to `emit_ptx`'s dispatch table.
+def _register_printer(ops: Sequence[type[_TemplateOp]] | None = None) -> None:
+    """Add template ops (default: the ones of this module) to `emit_ptx`'s dispatch table.
 
     ptx_printer.py has no public extension hook; its handler table is keyed by op class. Each
     op prints its `asm_template()` with `$i` replaced by registers, like `ptx.asm`; a
@@ -405,7 +405,7 @@ def _register_printer() -> None:
         for line in text.splitlines():
             e.emit(line.strip())
 
-    for op in WGMMA_OPS:
+    for op in WGMMA_OPS if ops is None else ops:
         ptx_printer._HANDLERS.setdefault(op, handler)
 
 

@@ -27,8 +27,10 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     NoneAttr,
+    StringAttr,
     TensorType,
     i32,
+    i64,
 )
 from xdsl.ir import (
     Attribute,
@@ -1085,6 +1087,102 @@ class AsyncWaitOp(IRDLOperation):
         printer.print_op_attributes({"num": self.num} | dict(self.attributes))
 
 
+# ----------------------------------------------------------------------------------------------
+# mbarrier synchronisation of a pipelined K loop (tritongpu-pipeline{mbarriers=true})
+
+
+def _check_barrier_ring(ring: SSAValue, what: str) -> None:
+    ty = ring.type
+    _require(isinstance(ty, MemDescType) and len(ty.get_shape()) == 1 and ty.element_type == i64,
+             f"{what}: the barrier ring must be a rank-1 !ttg.memdesc of i64 (one mbarrier per slot)")
+
+
+@irdl_op_definition
+class InitBarrierOp(IRDLOperation):
+    """`ttg.init_barrier %ring {count = N : i32} : !ttg.memdesc<Sxi64, ...>`: every mbarrier of
+    the ring expects `count` arrivals per phase (initialised once, before any use)."""
+
+    name = "ttg.init_barrier"
+    ring = operand_def(MemDescType)
+    count = prop_def(IntegerAttr[IntegerType])
+    traits = traits_def(MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$ring attr-dict `:` type($ring)"
+
+    def __init__(self, ring: SSAValue, count: int):
+        super().__init__(operands=[ring], properties={"count": IntegerAttr(count, i32)})
+
+    def verify_(self) -> None:
+        _check_barrier_ring(self.ring, "ttg.init_barrier")
+        _require(self.count.value.data > 0, "ttg.init_barrier: count must be > 0")
+
+
+@irdl_op_definition
+class WaitBarrierOp(IRDLOperation):
+    """`ttg.wait_barrier %ring[%slot], %parity : !ttg.memdesc<...>`: wait until the phase of
+    parity `%parity` (0 or 1) of mbarrier `slot` is over (acquire: what the arrivals released
+    is visible afterwards)."""
+
+    name = "ttg.wait_barrier"
+    ring = operand_def(MemDescType)
+    slot = operand_def(i32)
+    parity = operand_def(i32)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$ring `[` $slot `]` `,` $parity attr-dict `:` type($ring)"
+
+    def __init__(self, ring: SSAValue, slot: SSAValue, parity: SSAValue):
+        super().__init__(operands=[ring, slot, parity])
+
+    def verify_(self) -> None:
+        _check_barrier_ring(self.ring, "ttg.wait_barrier")
+
+
+ARRIVAL_KINDS = ("copies", "warps")
+
+
+@irdl_op_definition
+class ArriveBarrierOp(IRDLOperation):
+    """`ttg.arrive_barrier %ring[%slot] {kind = "copies"|"warps"} : !ttg.memdesc<...>`: arrive on
+    mbarrier `slot`. "copies": every thread arrives once the async copies it issued so far have
+    landed (the ring's count is the thread count); "warps": one arrival per warp, once the warp
+    got here (count = warps)."""
+
+    name = "ttg.arrive_barrier"
+    ring = operand_def(MemDescType)
+    slot = operand_def(i32)
+    kind = prop_def(StringAttr)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$ring `[` $slot `]` attr-dict `:` type($ring)"
+
+    def __init__(self, ring: SSAValue, slot: SSAValue, kind: str):
+        super().__init__(operands=[ring, slot], properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        _check_barrier_ring(self.ring, "ttg.arrive_barrier")
+        _require(self.kind.data in ARRIVAL_KINDS,
+                 f"ttg.arrive_barrier: kind must be one of {', '.join(ARRIVAL_KINDS)}, got {self.kind.data!r}")
+
+
+@irdl_op_definition
+class DotWaitOp(IRDLOperation):
+    """`ttg.dot_wait {pendings = N : i32}`: wait until at most N asynchronous dot groups (wgmma)
+    of this warpgroup are still running; the shared memory and registers the others read are
+    free afterwards."""
+
+    name = "ttg.dot_wait"
+    pendings = prop_def(IntegerAttr[IntegerType])
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    def __init__(self, pendings: int):
+        super().__init__(properties={"pendings": IntegerAttr(pendings, i32)})
+
+    def verify_(self) -> None:
+        _require(self.pendings.value.data >= 0, "ttg.dot_wait: pendings must be >= 0")
+
+
 TTG = Dialect(
     "ttg",
     [
@@ -1096,6 +1194,10 @@ TTG = Dialect(
         AsyncCopyGlobalToLocalOp,
         AsyncCommitGroupOp,
         AsyncWaitOp,
+        InitBarrierOp,
+        WaitBarrierOp,
+        ArriveBarrierOp,
+        DotWaitOp,
     ],
     [
         BlockedEncodingAttr,
@@ -1128,6 +1230,10 @@ __all__ = [
     "LocalStoreOp",
     "MemDescSubviewOp",
     "AsyncCopyGlobalToLocalOp",
+    "InitBarrierOp",
+    "WaitBarrierOp",
+    "ArriveBarrierOp",
+    "DotWaitOp",
     "AsyncCommitGroupOp",
     "AsyncWaitOp",
     "LayoutAttr",

@@ -47,25 +47,34 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i32
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
+    ArriveBarrierOp,
     AsyncCommitGroupOp,
     AsyncCopyGlobalToLocalOp,
     AsyncWaitOp,
+    DotWaitOp,
+    InitBarrierOp,
     LocalAllocOp,
     LocalLoadOp,
     MemDescSubviewOp,
     MemDescType,
+    MmaEncodingAttr,
+    SharedEncodingAttr,
+    WaitBarrierOp,
 )
 
 SLOT_SAFE = "ttg.slot_safe"
 """On an async copy: its slot is none that was read since the last CTA barrier, so the
 lowering needs no barrier before it (the reads since then target the next slot)."""
+SLOT_GUARDED = "ttg.slot_guarded"
+"""On an async copy (mbarrier mode): a ttg.wait_barrier on the slot's empty barrier came
+first, so the lowering needs neither a CTA barrier nor a wgmma drain before it."""
 
 
 @dataclass
@@ -120,6 +129,40 @@ def _find_streams(loop: scf.ForOp) -> list[_Stream]:
     return streams
 
 
+def _wgmma_loop(loop: scf.ForOp) -> bool:
+    """Whether the loop body (directly) holds a dot with a #ttg.mma version 3 (wgmma) result."""
+    return any(isinstance(o, tt.DotOp) and isinstance(enc := o.result.type.encoding, MmaEncodingAttr)
+               and enc.version_major == 3 for o in loop.body.block.ops)
+
+
+def _module_warps(module: ModuleOp) -> int:
+    a = module.attributes.get("ttg.num-warps")
+    return a.value.data if isinstance(a, IntegerAttr) else 4
+
+
+def _step_index(iv: SSAValue, loop: scf.ForOp, at: InsertPoint) -> SSAValue:
+    """(iv - lb) / step as i32: the iteration number (plain iv for lb = 0, step = 1)."""
+    def const_of(v: SSAValue) -> int | None:
+        o = v.owner
+        return o.value.value.data if isinstance(o, arith.ConstantOp) and isinstance(o.value, IntegerAttr) else None
+
+    n = iv
+    if const_of(loop.lb) != 0:
+        n = _insert(arith.SubiOp(n, loop.lb), at).results[0]
+    if const_of(loop.step) != 1:
+        n = _insert(arith.DivUIOp(n, loop.step), at).results[0]
+    return n
+
+
+def _parity(step: SSAValue, stages: int, at: InsertPoint, flip: bool = False) -> SSAValue:
+    """((step / stages) & 1) [^ 1]: the parity of the phase a slot's barrier is in at `step`."""
+    use = _insert(arith.DivUIOp(step, _const(stages, i32, at)), at).results[0]
+    bit = _insert(arith.AndIOp(use, _const(1, i32, at)), at).results[0]
+    if flip:
+        bit = _insert(arith.XOrIOp(bit, _const(1, i32, at)), at).results[0]
+    return bit
+
+
 def _const(value: int, ty, at: InsertPoint) -> SSAValue:
     op = arith.ConstantOp(IntegerAttr(value, ty))
     Rewriter.insert_op(op, at)
@@ -140,6 +183,9 @@ class PipelinePass(ModulePass):
     num_stages: int = 3
     prefetch: bool = False
     """Read iteration i+1's operands at the end of iteration i (see the module docstring)."""
+    mbarriers: bool = False
+    """Synchronise wgmma K loops through full/empty mbarriers per slot instead of CTA barriers
+    (see `_pipeline_mbarriers`); loops of other dots keep the barrier form."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_stages < 1:
@@ -149,7 +195,11 @@ class PipelinePass(ModulePass):
         for loop in list(op.walk()):
             if isinstance(loop, scf.ForOp):
                 streams = _find_streams(loop)
-                if streams:
+                if streams and self.mbarriers and _wgmma_loop(loop) and loop.lb.type == i32:
+                    if self.prefetch:
+                        raise ValueError("tritongpu-pipeline: prefetch and mbarriers do not combine")
+                    self._pipeline_mbarriers(loop, streams, _module_warps(op))
+                elif streams:
                     self._pipeline(loop, streams)
         op.verify()
 
@@ -166,7 +216,7 @@ class PipelinePass(ModulePass):
         return out
 
     def _copy(self, s: _Stream, ptr: SSAValue, ring: SSAValue, slot: SSAValue, pred: SSAValue, at: InsertPoint,
-              slot_safe: bool = False) -> None:
+              slot_safe: bool = False, guarded: bool = False) -> None:
         """`scf.if %pred { async_copy ptr -> ring[slot] }` followed by a commit."""
         ring_ty = ring.type
         assert isinstance(ring_ty, MemDescType)
@@ -178,6 +228,8 @@ class PipelinePass(ModulePass):
         copy = AsyncCopyGlobalToLocalOp(ptr, sub.result, boundary_check=bc, padding=pad)
         if slot_safe:
             copy.attributes[SLOT_SAFE] = UnitAttr()
+        if guarded:
+            copy.attributes[SLOT_GUARDED] = UnitAttr()
         _insert(scf.IfOp(pred, [], Region(Block([copy, scf.YieldOp()]))), at)
 
     def _read_slots(self, streams: list[_Stream], rings: list[SSAValue], slot: SSAValue, at: InsertPoint,
@@ -196,6 +248,117 @@ class PipelinePass(ModulePass):
                     ll.result.replace_all_uses_with(new_ll.results[0])
                 out.append(new_ll.results[0])
         return out
+
+    def _barrier_ring(self, at: InsertPoint, count: int) -> SSAValue:
+        """A ring of S mbarriers in shared memory, each expecting `count` arrivals per phase."""
+        enc = SharedEncodingAttr(1, 1, 1, (0,))
+        ring = _insert(LocalAllocOp(MemDescType((self.num_stages,), i64, enc, mutable=True)), at).results[0]
+        _insert(InitBarrierOp(ring, count), at)
+        return ring
+
+    def _pipeline_mbarriers(self, loop: scf.ForOp, streams: list[_Stream], warps: int) -> None:
+        """The ring pipeline of a wgmma K loop, synchronised through two mbarriers per slot.
+
+            full[s]  (count = threads): each thread arrives once its copies into slot s landed
+            empty[s] (count = warps): each warp arrives once the wgmma group reading s retired
+            prologue, for s in 0..S-2:  scf.if (step s exists) { copies -> buf[s] }
+                                        arrive full[s] (copies)
+            scf.for ... iter_args(..., q, rd = 0, wr = S-1) {            (iteration j)
+                wait full[rd], parity (j / S) & 1;  %v = local_load buf[rd]
+                ...original body (dot j)...
+                ttg.dot_wait {pendings = 1}                 the group of step j-1 retired
+                scf.if (j > 0) { arrive empty[wr] (warps) }  slot wr = (j-1) % S is free
+                scf.if (step j+S-1 exists) { wait empty[wr], parity ((j+S-1) / S & 1) ^ 1;
+                                             copies q -> buf[wr] }
+                arrive full[wr] (copies); yield ..., advance(q), (rd+1)%S, (wr+1)%S
+            }
+        No CTA barrier in the loop: a warpgroup waits only for the data it reads and, before
+        overwriting a slot, for the wgmma groups that read it; its own next group keeps the
+        tensor cores busy meanwhile (the barrier form drains every group at each barrier).
+        """
+        S = self.num_stages
+        before = InsertPoint.before(loop)
+        iv_ty = loop.lb.type
+        rings = []
+        for s in streams:
+            mt = s.alloc.result.type
+            assert isinstance(mt, MemDescType)
+            ring = LocalAllocOp(MemDescType((S, *mt.get_shape()), mt.element_type, mt.encoding, mutable=True))
+            _insert(ring, before)
+            rings.append(ring.result)
+        full = self._barrier_ring(before, 32 * warps)
+        empty = self._barrier_ring(before, warps)
+        offsets = [self._offsets_outside(s.advance, loop) for s in streams]
+        ptrs = [loop.iter_args[s.arg_index] for s in streams]
+        for stage in range(S - 1):
+            k = _const(stage, iv_ty, before)
+            iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
+            iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
+            pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
+            slot = _const(stage, i32, before)
+            for j, s in enumerate(streams):
+                self._copy(s, ptrs[j], rings[j], slot, pred, before)
+            _insert(ArriveBarrierOp(full, slot, "copies"), before)
+            ptrs = [_insert(tt.AdvanceOp(p, offsets[j]), before).results[0] for j, p in enumerate(ptrs)]
+        old_body = loop.body.block
+        n_old = len(loop.iter_args)
+        rd0 = _const(0, i32, before)
+        wr0 = _const(S - 1, i32, before)
+        new_body = Block(arg_types=[a.type for a in old_body.args] + [p.type for p in ptrs] + [i32, i32])
+        for old, new in zip(old_body.args, new_body.args):
+            old.replace_all_uses_with(new)
+        for o in list(old_body.ops):
+            o.detach()
+            new_body.add_op(o)
+        q_args = list(new_body.args[1 + n_old : 1 + n_old + len(streams)])
+        rd, wr = new_body.args[-2], new_body.args[-1]
+        iv = new_body.args[0]
+        first = new_body.first_op
+        assert first is not None
+        top = InsertPoint.before(first)
+        step = _step_index(iv, loop, top)
+        _insert(WaitBarrierOp(full, rd, _parity(step, S, top)), top)
+        self._read_slots(streams, rings, rd, top, replace=True)
+        for st in streams:
+            for ll in st.local_loads:
+                ll.detach()
+                ll.erase()
+            st.alloc.detach()
+            st.alloc.erase()
+            st.load.detach()
+            st.load.erase()
+        yield_op = new_body.last_op
+        assert isinstance(yield_op, scf.YieldOp)
+        at = InsertPoint.before(yield_op)
+        _insert(DotWaitOp(1), at)
+        started = _insert(arith.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
+        _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, "warps"), scf.YieldOp()]))), at)
+        k = _const(S - 1, iv_ty, at)
+        ahead = _insert(arith.MuliOp(k, loop.step), at).results[0]
+        ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
+        pred = _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0]
+        wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]
+        guard = Block()
+        _insert(WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True)), InsertPoint.at_end(guard))
+        _insert(scf.IfOp(pred, [], Region(guard)), at)
+        for j, s in enumerate(streams):
+            self._copy(s, q_args[j], rings[j], wr, pred, at, guarded=True)
+        _insert(ArriveBarrierOp(full, wr, "copies"), at)
+        new_q = [_insert(tt.AdvanceOp(q, offsets[j]), at).results[0] for j, q in enumerate(q_args)]
+        one = _const(1, i32, at)
+        ns = _const(S, i32, at)
+        rotated = []
+        for x in (rd, wr):
+            inc = _insert(arith.AddiOp(x, one), at).results[0]
+            rotated.append(_insert(arith.RemUIOp(inc, ns), at).results[0])
+        guard.add_op(scf.YieldOp())
+        Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *new_q, *rotated))
+        new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, *ptrs, rd0, wr0], Region(new_body))
+        Rewriter.insert_op(new_loop, before)
+        for old, new in zip(loop.results, new_loop.results[:n_old]):
+            old.replace_all_uses_with(new)
+        loop.detach()
+        loop.erase()
 
     def _pipeline(self, loop: scf.ForOp, streams: list[_Stream]) -> None:
         S = self.num_stages
@@ -304,4 +467,4 @@ class PipelinePass(ModulePass):
         loop.erase()
 
 
-__all__ = ["PipelinePass", "SLOT_SAFE"]
+__all__ = ["PipelinePass", "SLOT_GUARDED", "SLOT_SAFE"]

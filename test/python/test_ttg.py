@@ -183,6 +183,22 @@ INVALID_OPS = [
         f"    %y = ttg.convert_layout %x : tensor<64x32xf16, {BLOCKED}> -> tensor<64x32xf16, #ttg.slice<{{dim = 0, parent = {BLOCKED}}}>>",
         "layout rank 1 does not match tensor rank 2",
     ),
+    (
+        f"    %c0 = arith.constant 0 : i32\n    %r = ttg.local_alloc : () -> !ttg.memdesc<3x2xi64, {SHARED}, mutable>\n"
+        f"    ttg.wait_barrier %r[%c0], %c0 : !ttg.memdesc<3x2xi64, {SHARED}, mutable>",
+        "ttg.wait_barrier: the barrier ring must be a rank-1 !ttg.memdesc of i64",
+    ),
+    (
+        "    %c0 = arith.constant 0 : i32\n"
+        "    %r = ttg.local_alloc : () -> !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>\n"
+        "    ttg.arrive_barrier %r[%c0] {kind = \"threads\"} : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>",
+        "kind must be one of copies, warps",
+    ),
+    (
+        "    %r = ttg.local_alloc : () -> !ttg.memdesc<3xi32, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>\n"
+        "    ttg.init_barrier %r {count = 4 : i32} : !ttg.memdesc<3xi32, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>",
+        "ttg.init_barrier: the barrier ring must be",
+    ),
 ]
 
 

@@ -28,11 +28,12 @@ from sparsecc.ops.sparse_mm import default_config  # noqa: E402
 from sparsecc.passes.gpu_encoding import wgmma_swizzle  # noqa: E402
 
 
-def ttgir(bm: int, bn: int, bk: int, warps: int, stages: int, target: str = "sm_90a", dtype: str = "f16"):
+def ttgir(bm: int, bn: int, bk: int, warps: int, stages: int, target: str = "sm_90a", dtype: str = "f16",
+          mbarriers: bool = False):
     module = Parser(make_context(), sparse_gemm_ttir(bm, bn, bk, dtype)).parse_module()
     passes = [f"convert-tt-to-ttg{{num-warps={warps} target={target}}}", "sparse-gpu-encoding"]
     if stages > 1:
-        passes.append(f"tritongpu-pipeline{{num-stages={stages}}}")
+        passes.append(f"tritongpu-pipeline{{num-stages={stages}{' mbarriers=true' if mbarriers else ''}}}")
     run_passes(module, passes + ["canonicalize", "cse"])
     return module
 
@@ -238,3 +239,71 @@ def test_a_values_from_shared_memory_through_a_descriptor(monkeypatch):
     _assert_copies_wait_for_every_group(lines[top:end])
     cubin = assemble(ptx, "sm_90a")
     assert cubin.kernel_resources().spill_stores == 0
+
+
+def _loop_lines(ptx: str) -> tuple[list[str], list[str], list[str]]:
+    """(before, inside, after) the first pipelined loop of the PTX, stripped."""
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    top = next(i for i, ln in enumerate(lines) if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln)
+    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
+    return lines[:top], lines[top:end], lines[end:]
+
+
+def _assert_mbarrier_protocol(body: list[str]) -> None:
+    """In an mbarrier-pipelined wgmma loop: no CTA barrier; the first shared read comes after a
+    wait on the full barrier and a proxy fence; every cp.async comes after, since the last
+    commit, a wgmma.wait_group that retires the previous group, the warp's release of the slot
+    (mbarrier.arrive) and a wait on the empty barrier; each copy batch ends in the thread's
+    cp.async arrival on the full barrier."""
+    assert not any(ln.startswith("bar.sync") for ln in body)
+    waited = fenced = False
+    retired = released = free = False
+    copies = arrivals = 0
+    for ln in body:
+        if ln.startswith("mbarrier.try_wait.parity"):
+            waited = True
+            free = released  # the second wait of an iteration is the empty barrier's
+        elif ln == "fence.proxy.async.shared::cta;":
+            fenced = waited
+        elif ln.startswith(("ldmatrix", "ld.shared")):
+            assert waited and fenced, "a shared read before the full barrier's wait + fence"
+        elif ln == "wgmma.commit_group.sync.aligned;":
+            retired = released = free = False
+        elif ln.startswith("wgmma.wait_group.sync.aligned"):
+            retired = True
+        elif "mbarrier.arrive.shared::cta.b64 _," in ln:
+            assert retired, "a slot released before its wgmma group retired"
+            released = True
+        elif ln.startswith("cp.async.cg"):
+            assert free, "cp.async into a slot before every warp released it"
+            copies += 1
+        elif ln.startswith("cp.async.mbarrier.arrive.noinc"):
+            arrivals += 1
+    assert copies and arrivals
+
+
+@pytest.mark.parametrize("unroll", [False, True], ids=["plain", "unrolled"])
+def test_mbarrier_pipeline_lowers_without_cta_barriers(monkeypatch, unroll):
+    """tritongpu-pipeline{mbarriers=true}: full/empty mbarriers initialised once (one thread,
+    then fence + barrier), S-1 prologue arrivals, and a loop that synchronises only through
+    them (GPU runs: test_gpu_sparse_mm.py::test_mbarrier_pipeline_matches_torch)."""
+    from sparsecc.codegen import lower
+
+    monkeypatch.setattr(lower, "UNROLL_WGMMA_LOOPS", unroll)
+    ptx, meta = lower_to_ptx_text(ttgir(256, 128, 128, 8, 3, mbarriers=True), "sm_90a")
+    before, inside, after = _loop_lines(ptx)
+    assert sum(ln.startswith("@") and "mbarrier.init.shared::cta.b64" in ln and ln.endswith(", 256;")
+               for ln in before) == 3
+    assert sum(ln.startswith("@") and "mbarrier.init.shared::cta.b64" in ln and ln.endswith(", 8;")
+               for ln in before) == 3
+    assert sum(ln.startswith("cp.async.mbarrier.arrive.noinc") for ln in before) == 2  # S - 1
+    _assert_mbarrier_protocol(inside)
+    if unroll:
+        assert sum(ln == "wgmma.commit_group.sync.aligned;" for ln in inside) == 2
+    assert not any(ln.startswith("cp.async.wait_group") for ln in inside)
+    cubin = assemble(ptx, "sm_90a")
+    try:
+        sass = dump_sass(cubin)
+    except ToolNotFoundError as e:
+        pytest.skip(f"no cuobjdump: {e}")
+    assert "HGMMA.SP.64x128x32" in sass and "SYNCS" in sass

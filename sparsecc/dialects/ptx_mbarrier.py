@@ -1,0 +1,131 @@
+"""Shared-memory mbarriers for the `ptx` dialect (sm_80+ `cp.async` arrivals, sm_90 parity waits).
+
+A pipelined K loop whose warps synchronise through mbarriers instead of `bar.sync` needs five
+PTX forms; each op here prints one of them as a template (the same mechanism as ptx_wgmma: `$i`
+= results first, then operands; `_register_printer` hooks them into `emit_ptx`):
+
+    ptx.mbarrier.init       `@pred mbarrier.init.shared::cta.b64 [addr], count;` (one thread)
+    ptx.mbarrier.init_fence `fence.mbarrier_init.release.cluster;`           (after the inits)
+    ptx.mbarrier.arrive     `@pred mbarrier.arrive.shared::cta.b64 _, [addr];` (release)
+    ptx.cp.async.mbarrier.arrive
+                            `cp.async.mbarrier.arrive.noinc.shared::cta.b64 [addr];`: one
+                            arrival once every cp.async this thread issued so far has landed
+                            (`noinc`: the arrival is one of the `count` the barrier expects)
+    ptx.mbarrier.wait       spin on `mbarrier.try_wait.parity.shared::cta.b64` until the phase
+                            of parity `parity` has completed (acquire)
+
+A barrier of `count` arrivals completes a phase when `count` arrivals reached it; its phases
+alternate parity 0, 1, 0, ... `try_wait.parity p` succeeds once the phase of parity p is over,
+and on a fresh barrier (phase 0 running) `p = 1` succeeds at once (the "previous" phase): a
+producer's first wait on an empty-slot barrier passes.
+"""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, i1, i32
+from xdsl.ir import Dialect, SSAValue
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def
+from xdsl.utils.exceptions import VerifyException
+
+from sparsecc.dialects.ptx_wgmma import _register_printer, _TemplateOp
+
+
+@irdl_op_definition
+class MbarrierInitOp(_TemplateOp):
+    """`@pred mbarrier.init.shared::cta.b64 [addr], count;` (`pred`: true in one thread)."""
+
+    name = "ptx.mbarrier.init"
+    addr = operand_def(i32)
+    pred = operand_def(i1)
+    count = prop_def(IntegerAttr)
+
+    def __init__(self, addr: SSAValue, pred: SSAValue, count: int):
+        super().__init__(operands=[addr, pred], properties={"count": IntegerAttr(count, 32)})
+
+    def verify_(self) -> None:
+        if not 0 < self.count.value.data < 2**20:
+            raise VerifyException("ptx.mbarrier.init: count must be in 1 .. 2**20 - 1")
+
+    def asm_template(self) -> str:
+        return f"@$1 mbarrier.init.shared::cta.b64 [$0], {self.count.value.data};"
+
+
+@irdl_op_definition
+class MbarrierInitFenceOp(_TemplateOp):
+    """`fence.mbarrier_init.release.cluster;`: publish the inits (before the CTA barrier)."""
+
+    name = "ptx.mbarrier.init_fence"
+
+    def __init__(self):
+        super().__init__()
+
+    def asm_template(self) -> str:
+        return "fence.mbarrier_init.release.cluster;"
+
+
+@irdl_op_definition
+class MbarrierArriveOp(_TemplateOp):
+    """`@pred mbarrier.arrive.shared::cta.b64 _, [addr];`: one arrival (release semantics)."""
+
+    name = "ptx.mbarrier.arrive"
+    addr = operand_def(i32)
+    pred = operand_def(i1)
+
+    def __init__(self, addr: SSAValue, pred: SSAValue):
+        super().__init__(operands=[addr, pred])
+
+    def asm_template(self) -> str:
+        return "@$1 mbarrier.arrive.shared::cta.b64 _, [$0];"
+
+
+@irdl_op_definition
+class CpAsyncMbarrierArriveOp(_TemplateOp):
+    """`cp.async.mbarrier.arrive.noinc.shared::cta.b64 [addr];`: arrive once this thread's
+    cp.async copies issued so far have landed."""
+
+    name = "ptx.cp.async.mbarrier.arrive"
+    addr = operand_def(i32)
+
+    def __init__(self, addr: SSAValue):
+        super().__init__(operands=[addr])
+
+    def asm_template(self) -> str:
+        return "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];"
+
+
+@irdl_op_definition
+class MbarrierWaitOp(_TemplateOp):
+    """Wait (spinning on try_wait) until the barrier's phase of parity `parity` (0/1) is over."""
+
+    name = "ptx.mbarrier.wait"
+    addr = operand_def(i32)
+    parity = operand_def(i32)
+
+    def __init__(self, addr: SSAValue, parity: SSAValue):
+        super().__init__(operands=[addr, parity])
+
+    def asm_template(self) -> str:
+        # the label is local to the braces: the block may be printed many times per kernel
+        return "\n".join([
+            "{",
+            ".reg .pred %done;",
+            "MBAR_WAIT:",
+            "mbarrier.try_wait.parity.shared::cta.b64 %done, [$0], $1;",
+            "@!%done bra.uni MBAR_WAIT;",
+            "}",
+        ])
+
+
+MBARRIER_OPS = (MbarrierInitOp, MbarrierInitFenceOp, MbarrierArriveOp, CpAsyncMbarrierArriveOp, MbarrierWaitOp)
+PTX_MBARRIER = Dialect("ptx_mbarrier", list(MBARRIER_OPS), [])
+
+
+def load_into(ctx: Context) -> None:
+    """Let `ctx` parse the ops of this module."""
+    for op in MBARRIER_OPS:
+        if ctx.get_optional_op(op.name) is None:
+            ctx.load_op(op)
+
+
+_register_printer(MBARRIER_OPS)

@@ -1,0 +1,105 @@
+// RUN: sparsecc-opt %s -p "convert-tt-to-ttg{num-warps=4 target=sm_90a},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 mbarriers=true}" | filecheck %s
+// RUN: sparsecc-opt %s -p "convert-tt-to-ttg{num-warps=4 target=sm_90a},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 mbarriers=true}" --emit ptx | filecheck %s --check-prefix=PTX
+// RUN: sparsecc-opt %s -p "convert-tt-to-ttg{num-warps=4 target=sm_90},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 mbarriers=true}" | filecheck %s --check-prefix=MMA2
+
+// mbarriers=true on a wgmma K loop: two rings of 3 mbarriers (full: 128 thread arrivals, empty:
+// 4 warp arrivals); the prologue's copies arrive on full[s]; in the loop, wait full[rd] with
+// parity (i/3)&1 -> read -> dot -> dot_wait{1} -> release empty[wr] from the second iteration
+// on -> wait empty[wr] with parity ((i+2)/3 & 1) ^ 1 -> guarded copies -> arrive full[wr].
+// No async_wait (no CTA barrier) in the loop.
+
+// CHECK: %[[FULL:.*]] = ttg.local_alloc : () -> !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
+// CHECK-NEXT: ttg.init_barrier %[[FULL]] {count = 128 : i32}
+// CHECK-NEXT: %[[EMPTY:.*]] = ttg.local_alloc : () -> !ttg.memdesc<3xi64
+// CHECK-NEXT: ttg.init_barrier %[[EMPTY]] {count = 4 : i32}
+// CHECK: ttg.async_copy_global_to_local
+// CHECK: ttg.arrive_barrier %[[FULL]][%{{.*}}] {kind = "copies"}
+// CHECK: ttg.arrive_barrier %[[FULL]][%{{.*}}] {kind = "copies"}
+// CHECK-NOT: ttg.async_commit_group
+// CHECK: scf.for %i = {{.*}} iter_args({{.*}}, %[[RD:[0-9]+]] = %{{.*}}, %[[WR:[0-9]+]] = %{{.*}}) -> ({{.*}}, i32, i32) : i32 {
+// CHECK: %[[USE:.*]] = arith.divui %i, %{{.*}} : i32
+// CHECK: %[[PAR:.*]] = arith.andi %[[USE]], %{{.*}} : i32
+// CHECK-NEXT: ttg.wait_barrier %[[FULL]][%[[RD]]], %[[PAR]]
+// CHECK: ttg.local_load
+// CHECK: tt.dot
+// CHECK: ttg.dot_wait {pendings = 1 : i32}
+// CHECK: scf.if
+// CHECK-NEXT: ttg.arrive_barrier %[[EMPTY]][%[[WR]]] {kind = "warps"}
+// CHECK: arith.xori
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: ttg.wait_barrier %[[EMPTY]][%[[WR]]]
+// CHECK: ttg.async_copy_global_to_local {{.*}}ttg.slot_guarded
+// CHECK: ttg.arrive_barrier %[[FULL]][%[[WR]]] {kind = "copies"}
+// CHECK-NOT: ttg.async_wait
+// CHECK: scf.yield
+// CHECK-NOT: ttg.async_wait
+// CHECK: arith.truncf
+
+// PTX: mbarrier.init.shared::cta.b64 [%{{.*}}], 128;
+// PTX: fence.mbarrier_init.release.cluster;
+// PTX: cp.async.mbarrier.arrive.noinc.shared::cta.b64
+// PTX: $L__loop{{[0-9]+}}:
+// PTX-NOT: bar.sync
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
+// PTX: fence.proxy.async.shared::cta;
+// PTX: wgmma.mma_async.sp
+// PTX: wgmma.wait_group.sync.aligned 1;
+// PTX: mbarrier.arrive.shared::cta.b64 _,
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
+// PTX: cp.async.cg.shared.global
+// PTX: cp.async.mbarrier.arrive.noinc.shared::cta.b64
+// PTX-NOT: bar.sync
+// PTX: $L__loop_end
+
+// mma.sp (sm_90) loops keep the CTA-barrier form.
+// MMA2-NOT: ttg.init_barrier
+// MMA2: ttg.async_wait {num = 1 : i32}
+builtin.module {
+  tt.func public @sgemm(%D: !tt.ptr<f16>, %AV: !tt.ptr<f16>, %AE: !tt.ptr<i16>, %B: !tt.ptr<f16>, %M: i32, %N: i32, %K: i32) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c2 = arith.constant 2 : i32
+    %c15 = arith.constant 15 : i32
+    %c16 = arith.constant 16 : i32
+    %cbm = arith.constant 64 : i32
+    %cbn = arith.constant 64 : i32
+    %cbk = arith.constant 64 : i32
+    %cbkh = arith.constant 32 : i32
+    %cbk1 = arith.constant 63 : i32
+    %one = arith.constant 1 : i64
+    %pid_m = tt.get_program_id x : i32
+    %pid_n = tt.get_program_id y : i32
+    %om = arith.muli %pid_m, %cbm : i32
+    %on = arith.muli %pid_n, %cbn : i32
+    %omb = arith.divsi %om, %c16 : i32
+    %kh = arith.divsi %K, %c2 : i32
+    %mp = arith.addi %M, %c15 : i32
+    %mb = arith.divsi %mp, %c16 : i32
+    %M64 = arith.extsi %M : i32 to i64
+    %N64 = arith.extsi %N : i32 to i64
+    %K64 = arith.extsi %K : i32 to i64
+    %kh64 = arith.extsi %kh : i32 to i64
+    %mb64 = arith.extsi %mb : i32 to i64
+    %pa0 = tt.make_tensor_ptr %AV, shape=[%M64, %kh64], strides=[%kh64, %one], offsets=[%om, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<64x32xf16>>
+    %pe0 = tt.make_tensor_ptr %AE, shape=[%mb64, %K64], strides=[%K64, %one], offsets=[%omb, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<4x64xi16>>
+    %pb0 = tt.make_tensor_ptr %B, shape=[%K64, %N64], strides=[%N64, %one], offsets=[%c0, %on] {order = array<i32: 1, 0>} : !tt.ptr<tensor<64x64xf16>>
+    %acc0 = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
+    %kp = arith.addi %K, %cbk1 : i32
+    %nk = arith.divsi %kp, %cbk : i32
+    %r:4 = scf.for %i = %c0 to %nk step %c1 iter_args(%acc = %acc0, %pa = %pa0, %pe = %pe0, %pb = %pb0) -> (tensor<64x64xf32>, !tt.ptr<tensor<64x32xf16>>, !tt.ptr<tensor<4x64xi16>>, !tt.ptr<tensor<64x64xf16>>) : i32 {
+      %a = tt.load %pa {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<64x32xf16>>
+      %e = tt.load %pe {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<4x64xi16>>
+      %b = tt.load %pb {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<64x64xf16>>
+      %d = tt.dot %a, %b, %e, %acc, sparseIndex = 0 : tensor<64x32xf16>, tensor<4x64xi16> * tensor<64x64xf16> -> tensor<64x64xf32>
+      %pa1 = tt.advance %pa, [%c0, %cbkh] : !tt.ptr<tensor<64x32xf16>>
+      %pe1 = tt.advance %pe, [%c0, %cbk] : !tt.ptr<tensor<4x64xi16>>
+      %pb1 = tt.advance %pb, [%cbk, %c0] : !tt.ptr<tensor<64x64xf16>>
+      scf.yield %d, %pa1, %pe1, %pb1 : tensor<64x64xf32>, !tt.ptr<tensor<64x32xf16>>, !tt.ptr<tensor<4x64xi16>>, !tt.ptr<tensor<64x64xf16>>
+    }
+    %out = arith.truncf %r#0 : tensor<64x64xf32> to tensor<64x64xf16>
+    %pd = tt.make_tensor_ptr %D, shape=[%M64, %N64], strides=[%N64, %one], offsets=[%om, %on] {order = array<i32: 1, 0>} : !tt.ptr<tensor<64x64xf16>>
+    tt.store %pd, %out {boundaryCheck = array<i32: 0, 1>} : !tt.ptr<tensor<64x64xf16>>
+    tt.return
+  }
+}
+
