@@ -56,10 +56,18 @@ def decompose_passes() -> list[str]:
 MBARRIER_PIPELINE = os.environ.get("SPARSECC_MBARRIERS", "0") == "1"
 """Pipeline wgmma K loops with per-slot full/empty mbarriers instead of CTA barriers
 (tritongpu-pipeline{mbarriers=true}; SPARSECC_MBARRIERS=1)."""
+TMA_PIPELINE = os.environ.get("SPARSECC_TMA", "1") != "0"
+"""Copy the tiles of wgmma K loops with the tensor memory accelerator, synchronised through
+mbarriers, where every stream of the loop allows it (tritongpu-pipeline{tma=true}); on by
+default, SPARSECC_TMA=0 turns it off (bench/results/NOTES.md, stop 8: +13-27% at large shapes)."""
 
 
 def ttgir_passes(opts: CompileOptions) -> list[str]:
-    pipeline = f"num-stages={opts.num_stages}" + (" mbarriers=true" if MBARRIER_PIPELINE else "")
+    pipeline = f"num-stages={opts.num_stages}"
+    if MBARRIER_PIPELINE:
+        pipeline += " mbarriers=true"
+    if TMA_PIPELINE:
+        pipeline += " tma=true"
     return [
         f"convert-tt-to-ttg{{num-warps={opts.num_warps} target={opts.target}}}",
         "sparse-gpu-encoding",

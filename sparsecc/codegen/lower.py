@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from sparsecc.codegen import lower_dot as lower_dot_module
 from sparsecc.codegen.divisibility import Divisibility
 from sparsecc.codegen.layouts import DistLayout, LayoutError, distributed
 from sparsecc.codegen.lower_base import (
@@ -59,10 +60,13 @@ from sparsecc.codegen.lower_mem import (
     store_shared,
 )
 from sparsecc.codegen.lower_ptrs import load_ptrs, lower_addptr, store_ptrs
+from sparsecc.codegen.tma import box_plan, host_recipe, tensor_ptr_root
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (
+    CpAsyncBulkTensor2dOp,
     CpAsyncMbarrierArriveOp,
+    MbarrierArriveExpectTxOp,
     MbarrierArriveOp,
     MbarrierInitFenceOp,
     MbarrierInitOp,
@@ -74,10 +78,10 @@ from sparsecc.passes.pipeline import SLOT_GUARDED, SLOT_SAFE
 SMEM_ALIGN = 128
 WGMMA_ALIGN = 1024
 UNROLL_WGMMA_LOOPS = os.environ.get("SPARSECC_WGMMA_UNROLL", "0") == "1"
-"""Unroll wgmma K loops by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1). Off by default: it
-measured no faster on the H100 (the fragment loads it overlaps are not what bounds these
-kernels; bench/results/NOTES.md), compiles 0.2-0.4 s slower, and since every barrier drains the
-groups in flight (Lowerer.bar) its second register copy no longer buys any overlap."""
+"""Unroll every wgmma K loop by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1); TMA loops are
+always unrolled. Off elsewhere: in a barrier-synchronised loop it measured no faster on the
+H100 (every barrier drains the groups in flight, Lowerer.bar, so its second register copy buys
+no overlap) and compiles 0.2-0.4 s slower."""
 _ARITH_CLASSES = {cls.name: cls for cls in Arith.operations}
 _SUPPORTED_ARITH = {
     "arith." + n for n in (
@@ -119,6 +123,10 @@ class Lowerer:
     """Blocks that already waited for every wgmma group issued so far (no second wait)."""
     ldsm_refs: dict = field(default_factory=dict)
     """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
+    tensor_maps: dict = field(default_factory=dict)
+    """tt.make_tensor_ptr -> (kernel param index, BoxPlan, TensorMapRecipe) of its TMA copies."""
+    a_from_shared: bool = False
+    """wgmma reads A values through a descriptor (lower_dot.WGMMA_A_FROM_SHARED, TMA kernels)."""
 
     # ---------------------------------------------------------------- setup
     def build(self) -> ptx.KernelOp:
@@ -128,6 +136,9 @@ class Lowerer:
         params = []
         for i, ty in enumerate(self.func.function_type.inputs.data):
             params.append((f"arg{i}", _param_kind(ty, self.func, i)))
+        self._plan_tensor_maps(len(params))
+        self.a_from_shared = lower_dot_module.WGMMA_A_FROM_SHARED or bool(self.tensor_maps)
+        params += [(f"tmap{i}", "tmap") for i in range(len(self.tensor_maps))]
         self.kernel = ptx.KernelOp(self.func.sym_name.data, params, target=self.target,
                                    maxntid=(32 * self.num_warps, 1, 1), shared_bytes=self.smem_bytes)
         block = self.kernel.body.block
@@ -145,6 +156,29 @@ class Lowerer:
             self.smem = self.em.band(self.em.add(self.smem, WGMMA_ALIGN - 1), self.em.c(-WGMMA_ALIGN))
         self.lower_block(self.func.body.block)
         return self.kernel
+
+    def _plan_tensor_maps(self, first_param: int) -> None:
+        """One tensor-map kernel parameter per block pointer (its tt.make_tensor_ptr) that
+        ttg.async_tma_copy reads, after the function's own parameters."""
+        for op in self.func.walk():
+            if not isinstance(op, ttgd.AsyncTmaCopyOp):
+                continue
+            root = tensor_ptr_root(op.src)
+            if root is None:
+                raise LoweringError(f"ttg.async_tma_copy{_where(op)}: the block pointer does not come from a "
+                                    "tt.make_tensor_ptr of this function")
+            mt = op.dst.type
+            plan = box_plan(mt, esize(mt.element_type))
+            recipe = None if plan is None else host_recipe(root, self.func, plan, str(mt.element_type),
+                                                           self.divs.of(root.strides[0]))
+            if plan is None or recipe is None:
+                raise LoweringError(f"ttg.async_tma_copy{_where(op)}: no tensor map describes this copy "
+                                    "(shared layout, base argument, or strides the host cannot compute)")
+            known = self.tensor_maps.get(root)
+            if known is not None and known[1] != plan:
+                raise LoweringError(f"ttg.async_tma_copy{_where(op)}: one block pointer copied into two layouts")
+            if known is None:
+                self.tensor_maps[root] = (first_param + len(self.tensor_maps), plan, recipe)
 
     def _plan_smem(self) -> None:
         align = WGMMA_ALIGN if self.wgmma else SMEM_ALIGN
@@ -232,8 +266,25 @@ class Lowerer:
             return
         if op.kind.data == "copies":
             em.op(CpAsyncMbarrierArriveOp(addr))
+        elif op.kind.data == "tma":
+            em.op(MbarrierArriveExpectTxOp(addr, em.cmp("eq", self.tid, em.c(0)), op.bytes.value.data))
         else:
             em.op(MbarrierArriveOp(addr, em.cmp("eq", self.lane, em.c(0))))
+
+    def _tma_copy(self, op: ttgd.AsyncTmaCopyOp) -> None:
+        """Thread 0 issues the tile's boxes (BoxPlan) at the block pointer's offsets."""
+        em = self.em
+        root = tensor_ptr_root(op.src)
+        index, plan, _ = self.tensor_maps[root]
+        bp, sm, ring = self.get(op.src), self.get(op.dst), self.get(op.ring)
+        assert isinstance(bp, BlockPtr) and isinstance(sm, Smem) and isinstance(ring, Smem)
+        bar = em.add(ring.addr, em.mul(em.to32(self.get(op.slot)), 8))
+        first = em.cmp("eq", self.tid, em.c(0))
+        tmap = self.kernel.args[index]
+        row, col = (em.to32(o) for o in bp.offsets)
+        for j in range(plan.count):
+            em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
+                                        row, bar, first))
 
     # ---------------------------------------------------------------- coordinates
     def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]:
@@ -414,6 +465,9 @@ class Lowerer:
             return
         if isinstance(op, ttgd.InitBarrierOp | ttgd.WaitBarrierOp | ttgd.ArriveBarrierOp | ttgd.DotWaitOp):
             self._barrier_op(op)
+            return
+        if isinstance(op, ttgd.AsyncTmaCopyOp):
+            self._tma_copy(op)
             return
         if isinstance(op, scf.ForOp):
             self._for(op)
@@ -852,8 +906,10 @@ def sink_local_loads(root: Operation) -> None:
 def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     """ttgir module -> (module of one ptx.kernel, launch metadata)."""
     module = module.clone()
-    if UNROLL_WGMMA_LOOPS:
-        for loop in _wgmma_loops(module):
+    for loop in _wgmma_loops(module):
+        # TMA loops wait for nothing but mbarriers: a second register copy of the metadata
+        # lets the group before the last one run while the next step reloads it (+2%)
+        if UNROLL_WGMMA_LOOPS or any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in loop.walk()):
             unroll_by_two(loop)
     if not (_uses_wgmma(module) and any(isinstance(o, ttgd.AsyncWaitOp | ttgd.WaitBarrierOp) for o in module.walk())):
         # (a pipelined wgmma loop keeps its reads at the top of the body, right after the
@@ -879,6 +935,8 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
         "params": params,
         "target": target,
     }
+    if lw.tensor_maps:  # the host builds these per launch (sparsecc.runtime.tensor_map)
+        meta["tensor_maps"] = [recipe.as_json() for _, _, recipe in lw.tensor_maps.values()]
     return ModuleOp([kernel]), meta
 
 

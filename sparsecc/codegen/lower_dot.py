@@ -26,7 +26,8 @@ from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, Share
 
 WGMMA_A_FROM_SHARED = os.environ.get("SPARSECC_WGMMA_A_SMEM", "0") == "1"
 """wgmma reads A values from shared memory through a descriptor (no ldmatrix, no A registers)
-when they are staged in a canonical K-major layout (SPARSECC_WGMMA_A_SMEM=1)."""
+when they are staged in a canonical K-major layout: always in kernels with TMA copies (measured
++2-6% there), elsewhere with SPARSECC_WGMMA_A_SMEM=1 (no gain in the barrier-synchronised loop)."""
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower import Lowerer
@@ -114,7 +115,7 @@ def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
     if mma.version_major == 3:
         if enc.op_idx == 1:
             return SmemOperand(sm, ty)  # wgmma reads B from shared memory through a descriptor
-        if enc.meta == 0 and WGMMA_A_FROM_SHARED and _canonical_k_major(sm) is not None:
+        if enc.meta == 0 and L.a_from_shared and _canonical_k_major(sm) is not None:
             return SmemOperand(sm, ty)  # and A values too, when they sit in a canonical layout
         # A and metadata registers are read by wgmma asynchronously; a loop body rewrites the
         # same PTX registers every iteration, so the group that read them must be done first

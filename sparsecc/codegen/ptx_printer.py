@@ -235,12 +235,17 @@ class _KernelEmitter:
         name = k.kernel_name
         for i, (arg, kind) in enumerate(zip(k.args, k.kinds)):
             reg = self.define(arg)
+            if kind == "tmap":  # the by-value tensor map's generic address (a grid constant)
+                self.emit(f"mov.b64 {reg}, {name}_param_{i};")
+                self.emit(f"cvta.param.u64 {reg}, {reg};")
+                continue
             self.emit(f"ld.param{_PARAM_PTX_TYPE[kind]} {reg}, [{name}_param_{i}];")
         self.block(k.body.block)
         self.emit("ret;")
 
         out = [f"\t// .globl\t{name}", f".visible .entry {name}("]
-        params = [f"\t.param {_PARAM_PTX_TYPE[kind]} {name}_param_{i}" for i, kind in enumerate(k.kinds)]
+        params = [f"\t.param .align 64 .b8 {name}_param_{i}[128]" if kind == "tmap" else
+                  f"\t.param {_PARAM_PTX_TYPE[kind]} {name}_param_{i}" for i, kind in enumerate(k.kinds)]
         out.append(",\n".join(params))
         out.append(")")
         if k.maxntid is not None:

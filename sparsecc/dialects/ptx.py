@@ -142,7 +142,9 @@ _ADDR_TYPES = base(IntegerType)
 MEM_TYPES: tuple[Attribute, ...] = (i16, i32, i64, f16, bf16, f32)
 B16_TYPES: tuple[Attribute, ...] = (i16, f16, bf16)
 
-PARAM_KINDS: dict[str, Attribute] = {"ptr": i64, "i64": i64, "i32": i32, "f32": f32}
+PARAM_KINDS: dict[str, Attribute] = {"ptr": i64, "i64": i64, "i32": i32, "f32": f32, "tmap": i64}
+"""Block-argument type per param kind; a "tmap" is a 128-byte tensor map passed by value
+(`.param .align 64 .b8 [128]`), its block argument the map's generic address."""
 SPECIAL_REGS = tuple(
     [f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz"] + ["laneid", "warpid"]
 )

@@ -13,6 +13,14 @@ PTX forms; each op here prints one of them as a template (the same mechanism as 
                             (`noinc`: the arrival is one of the `count` the barrier expects)
     ptx.mbarrier.wait       spin on `mbarrier.try_wait.parity.shared::cta.b64` until the phase
                             of parity `parity` has completed (acquire)
+    ptx.mbarrier.arrive_expect_tx
+                            `@pred mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], bytes;`:
+                            one arrival that also announces `bytes` of async-proxy writes
+    ptx.cp.async.bulk.tensor
+                            `@pred cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::
+                            complete_tx::bytes [dst], [tmap, {x, y}], [addr];` (sm_90): one TMA
+                            box at coordinates (x innermost, y) of the tensor map at generic
+                            address `tmap`, its bytes counted on the mbarrier at `addr`
 
 A barrier of `count` arrivals completes a phase when `count` arrivals reached it; its phases
 alternate parity 0, 1, 0, ... `try_wait.parity p` succeeds once the phase of parity p is over,
@@ -23,7 +31,7 @@ producer's first wait on an empty-slot barrier passes.
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, i1, i32
+from xdsl.dialects.builtin import IntegerAttr, i1, i32, i64
 from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def
 from xdsl.utils.exceptions import VerifyException
@@ -117,7 +125,48 @@ class MbarrierWaitOp(_TemplateOp):
         ])
 
 
-MBARRIER_OPS = (MbarrierInitOp, MbarrierInitFenceOp, MbarrierArriveOp, CpAsyncMbarrierArriveOp, MbarrierWaitOp)
+@irdl_op_definition
+class MbarrierArriveExpectTxOp(_TemplateOp):
+    """`@pred mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], bytes;`."""
+
+    name = "ptx.mbarrier.arrive_expect_tx"
+    addr = operand_def(i32)
+    pred = operand_def(i1)
+    tx_bytes = prop_def(IntegerAttr)
+
+    def __init__(self, addr: SSAValue, pred: SSAValue, nbytes: int):
+        super().__init__(operands=[addr, pred], properties={"tx_bytes": IntegerAttr(nbytes, 32)})
+
+    def verify_(self) -> None:
+        if not 0 < self.tx_bytes.value.data < 2**20:
+            raise VerifyException("ptx.mbarrier.arrive_expect_tx: bytes must be in 1 .. 2**20 - 1")
+
+    def asm_template(self) -> str:
+        return f"@$1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {self.tx_bytes.value.data};"
+
+
+@irdl_op_definition
+class CpAsyncBulkTensor2dOp(_TemplateOp):
+    """One 2-D TMA box into shared memory, completing on an mbarrier (see the module docstring)."""
+
+    name = "ptx.cp.async.bulk.tensor"
+    dst = operand_def(i32)
+    tmap = operand_def(i64)
+    x = operand_def(i32)
+    y = operand_def(i32)
+    bar = operand_def(i32)
+    pred = operand_def(i1)
+
+    def __init__(self, dst: SSAValue, tmap: SSAValue, x: SSAValue, y: SSAValue, bar: SSAValue, pred: SSAValue):
+        super().__init__(operands=[dst, tmap, x, y, bar, pred])
+
+    def asm_template(self) -> str:
+        return ("@$5 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                "[$0], [$1, {$2, $3}], [$4];")
+
+
+MBARRIER_OPS = (MbarrierInitOp, MbarrierInitFenceOp, MbarrierArriveOp, CpAsyncMbarrierArriveOp, MbarrierWaitOp,
+                MbarrierArriveExpectTxOp, CpAsyncBulkTensor2dOp)
 PTX_MBARRIER = Dialect("ptx_mbarrier", list(MBARRIER_OPS), [])
 
 

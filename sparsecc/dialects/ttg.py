@@ -1137,7 +1137,7 @@ class WaitBarrierOp(IRDLOperation):
         _check_barrier_ring(self.ring, "ttg.wait_barrier")
 
 
-ARRIVAL_KINDS = ("copies", "warps")
+ARRIVAL_KINDS = ("copies", "warps", "tma")
 
 
 @irdl_op_definition
@@ -1145,23 +1145,30 @@ class ArriveBarrierOp(IRDLOperation):
     """`ttg.arrive_barrier %ring[%slot] {kind = "copies"|"warps"} : !ttg.memdesc<...>`: arrive on
     mbarrier `slot`. "copies": every thread arrives once the async copies it issued so far have
     landed (the ring's count is the thread count); "warps": one arrival per warp, once the warp
-    got here (count = warps)."""
+    got here (count = warps); "tma": one thread arrives and announces `bytes` of TMA copies
+    (count = 1; the phase completes when those bytes have landed too)."""
 
     name = "ttg.arrive_barrier"
     ring = operand_def(MemDescType)
     slot = operand_def(i32)
     kind = prop_def(StringAttr)
+    bytes = opt_prop_def(IntegerAttr[IntegerType])
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$ring `[` $slot `]` attr-dict `:` type($ring)"
 
-    def __init__(self, ring: SSAValue, slot: SSAValue, kind: str):
-        super().__init__(operands=[ring, slot], properties={"kind": StringAttr(kind)})
+    def __init__(self, ring: SSAValue, slot: SSAValue, kind: str, nbytes: int | None = None):
+        props: dict[str, Attribute] = {"kind": StringAttr(kind)}
+        if nbytes is not None:
+            props["bytes"] = IntegerAttr(nbytes, i32)
+        super().__init__(operands=[ring, slot], properties=props)
 
     def verify_(self) -> None:
         _check_barrier_ring(self.ring, "ttg.arrive_barrier")
         _require(self.kind.data in ARRIVAL_KINDS,
                  f"ttg.arrive_barrier: kind must be one of {', '.join(ARRIVAL_KINDS)}, got {self.kind.data!r}")
+        _require((self.kind.data == "tma") == (self.bytes is not None),
+                 "ttg.arrive_barrier: kind \"tma\" and only it takes {bytes = N : i32}")
 
 
 @irdl_op_definition
@@ -1183,6 +1190,32 @@ class DotWaitOp(IRDLOperation):
         _require(self.pendings.value.data >= 0, "ttg.dot_wait: pendings must be >= 0")
 
 
+@irdl_op_definition
+class AsyncTmaCopyOp(IRDLOperation):
+    """`ttg.async_tma_copy %ptr, %dst, %ring[%slot] : ptr-type -> memdesc-type, ring-type`: one
+    thread copies the block pointer's tile into `dst` with the tensor memory accelerator (boxes
+    out of bounds read as zero); the bytes count toward mbarrier `slot` of `ring`, whose phase
+    completes once they and its arrivals are in (see `ttg.arrive_barrier {kind = "tma"}`)."""
+
+    name = "ttg.async_tma_copy"
+    src = operand_def(PointerType)
+    dst = operand_def(MemDescType)
+    ring = operand_def(MemDescType)
+    slot = operand_def(i32)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$src `,` $dst `,` $ring `[` $slot `]` attr-dict `:` type($src) `->` type($dst) `,` type($ring)"
+
+    def __init__(self, src: SSAValue, dst: SSAValue, ring: SSAValue, slot: SSAValue):
+        super().__init__(operands=[src, dst, ring, slot])
+
+    def verify_(self) -> None:
+        _check_barrier_ring(self.ring, "ttg.async_tma_copy")
+        pt = self.src.type
+        _require(isinstance(pt, PointerType) and pt.is_block, "ttg.async_tma_copy: the source must be a block pointer")
+        _same_shape_and_elt(loaded_type(pt), self.dst.type, "ttg.async_tma_copy")
+        _require(self.dst.type.is_mutable, "ttg.async_tma_copy needs a mutable memdesc")
+
+
 TTG = Dialect(
     "ttg",
     [
@@ -1198,6 +1231,7 @@ TTG = Dialect(
         WaitBarrierOp,
         ArriveBarrierOp,
         DotWaitOp,
+        AsyncTmaCopyOp,
     ],
     [
         BlockedEncodingAttr,
@@ -1234,6 +1268,7 @@ __all__ = [
     "WaitBarrierOp",
     "ArriveBarrierOp",
     "DotWaitOp",
+    "AsyncTmaCopyOp",
     "AsyncCommitGroupOp",
     "AsyncWaitOp",
     "LayoutAttr",

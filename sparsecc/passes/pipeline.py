@@ -57,6 +57,7 @@ from sparsecc.dialects.ttg import (
     ArriveBarrierOp,
     AsyncCommitGroupOp,
     AsyncCopyGlobalToLocalOp,
+    AsyncTmaCopyOp,
     AsyncWaitOp,
     DotWaitOp,
     InitBarrierOp,
@@ -135,6 +136,46 @@ def _wgmma_loop(loop: scf.ForOp) -> bool:
                and enc.version_major == 3 for o in loop.body.block.ops)
 
 
+def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
+    """Whether every stream's tile can be a TMA copy (sparsecc.codegen.tma: a box layout that
+    matches its shared encoding and a tensor map the host can build)."""
+    from sparsecc.codegen.divisibility import Divisibility
+    from sparsecc.codegen.lower_mem import esize
+    from sparsecc.codegen.tma import box_plan, host_recipe, tensor_ptr_root
+
+    func = loop.parent_op()
+    while func is not None and not isinstance(func, tt.FuncOp):
+        func = func.parent_op()
+    if func is None:
+        return False
+    divs = Divisibility(func)
+    for st in streams:
+        mt = st.alloc.result.type
+        assert isinstance(mt, MemDescType)
+        plan = box_plan(mt, esize(mt.element_type))
+        root = tensor_ptr_root(loop.iter_args[st.arg_index])
+        if plan is None or root is None or len(root.strides) != 2:
+            return False
+        if host_recipe(root, func, plan, str(mt.element_type), divs.of(root.strides[0])) is None:
+            return False
+    return True
+
+
+def _tma_bytes(streams: list[_Stream]) -> int:
+    """Bytes one stage of TMA copies brings (whole tiles: out-of-bounds parts count, as zeros)."""
+    from sparsecc.codegen.lower_mem import esize
+
+    total = 0
+    for st in streams:
+        mt = st.alloc.result.type
+        assert isinstance(mt, MemDescType)
+        n = esize(mt.element_type)
+        for d in mt.get_shape():
+            n *= d
+        total += n
+    return total
+
+
 def _module_warps(module: ModuleOp) -> int:
     a = module.attributes.get("ttg.num-warps")
     return a.value.data if isinstance(a, IntegerAttr) else 4
@@ -186,6 +227,10 @@ class PipelinePass(ModulePass):
     mbarriers: bool = False
     """Synchronise wgmma K loops through full/empty mbarriers per slot instead of CTA barriers
     (see `_pipeline_mbarriers`); loops of other dots keep the barrier form."""
+    tma: bool = False
+    """Pipeline a wgmma loop with TMA copies and mbarriers when every stream of the loop can
+    be a TMA copy (`_tma_streams`; one thread issues the boxes, the full barrier counts their
+    bytes); other loops keep the form the other options say."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_stages < 1:
@@ -195,10 +240,12 @@ class PipelinePass(ModulePass):
         for loop in list(op.walk()):
             if isinstance(loop, scf.ForOp):
                 streams = _find_streams(loop)
-                if streams and self.mbarriers and _wgmma_loop(loop) and loop.lb.type == i32:
+                wgmma = streams and _wgmma_loop(loop) and loop.lb.type == i32
+                tma = wgmma and self.tma and _tma_streams(loop, streams)
+                if wgmma and (self.mbarriers or tma):
                     if self.prefetch:
                         raise ValueError("tritongpu-pipeline: prefetch and mbarriers do not combine")
-                    self._pipeline_mbarriers(loop, streams, _module_warps(op))
+                    self._pipeline_mbarriers(loop, streams, _module_warps(op), tma)
                 elif streams:
                     self._pipeline(loop, streams)
         op.verify()
@@ -256,7 +303,25 @@ class PipelinePass(ModulePass):
         _insert(InitBarrierOp(ring, count), at)
         return ring
 
-    def _pipeline_mbarriers(self, loop: scf.ForOp, streams: list[_Stream], warps: int) -> None:
+    def _tma_group(self, streams: list[_Stream], ptrs: list[SSAValue], rings: list[SSAValue], full: SSAValue,
+                   slot: SSAValue, pred: SSAValue, at: InsertPoint, empty_wait: Operation | None = None) -> None:
+        """`scf.if %pred { [wait empty]; arrive full[slot] (tma, stage bytes); TMA copies }`."""
+        body = Block()
+        end = InsertPoint.at_end(body)
+        if empty_wait is not None:
+            _insert(empty_wait, end)
+        _insert(ArriveBarrierOp(full, slot, "tma", _tma_bytes(streams)), end)
+        zero = _const(0, i32, end)
+        for j in range(len(streams)):
+            ring_ty = rings[j].type
+            assert isinstance(ring_ty, MemDescType)
+            sub = _insert(MemDescSubviewOp(rings[j], [slot] + [zero] * (len(ring_ty.get_shape()) - 1),
+                                           ring_ty.with_shape(ring_ty.get_shape()[1:])), end)
+            _insert(AsyncTmaCopyOp(ptrs[j], sub.results[0], full, slot), end)
+        body.add_op(scf.YieldOp())
+        _insert(scf.IfOp(pred, [], Region(body)), at)
+
+    def _pipeline_mbarriers(self, loop: scf.ForOp, streams: list[_Stream], warps: int, tma: bool = False) -> None:
         """The ring pipeline of a wgmma K loop, synchronised through two mbarriers per slot.
 
             full[s]  (count = threads): each thread arrives once its copies into slot s landed
@@ -286,7 +351,7 @@ class PipelinePass(ModulePass):
             ring = LocalAllocOp(MemDescType((S, *mt.get_shape()), mt.element_type, mt.encoding, mutable=True))
             _insert(ring, before)
             rings.append(ring.result)
-        full = self._barrier_ring(before, 32 * warps)
+        full = self._barrier_ring(before, 1 if tma else 32 * warps)
         empty = self._barrier_ring(before, warps)
         offsets = [self._offsets_outside(s.advance, loop) for s in streams]
         ptrs = [loop.iter_args[s.arg_index] for s in streams]
@@ -296,9 +361,12 @@ class PipelinePass(ModulePass):
             iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
             pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
             slot = _const(stage, i32, before)
-            for j, s in enumerate(streams):
-                self._copy(s, ptrs[j], rings[j], slot, pred, before)
-            _insert(ArriveBarrierOp(full, slot, "copies"), before)
+            if tma:
+                self._tma_group(streams, ptrs, rings, full, slot, pred, before)
+            else:
+                for j, s in enumerate(streams):
+                    self._copy(s, ptrs[j], rings[j], slot, pred, before)
+                _insert(ArriveBarrierOp(full, slot, "copies"), before)
             ptrs = [_insert(tt.AdvanceOp(p, offsets[j]), before).results[0] for j, p in enumerate(ptrs)]
         old_body = loop.body.block
         n_old = len(loop.iter_args)
@@ -338,12 +406,15 @@ class PipelinePass(ModulePass):
         ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
         pred = _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0]
         wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]
-        guard = Block()
-        _insert(WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True)), InsertPoint.at_end(guard))
-        _insert(scf.IfOp(pred, [], Region(guard)), at)
-        for j, s in enumerate(streams):
-            self._copy(s, q_args[j], rings[j], wr, pred, at, guarded=True)
-        _insert(ArriveBarrierOp(full, wr, "copies"), at)
+        empty_wait = WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True))
+        if tma:
+            self._tma_group(streams, q_args, rings, full, wr, pred, at, empty_wait)
+        else:
+            guard = Block([empty_wait, scf.YieldOp()])
+            _insert(scf.IfOp(pred, [], Region(guard)), at)
+            for j, s in enumerate(streams):
+                self._copy(s, q_args[j], rings[j], wr, pred, at, guarded=True)
+            _insert(ArriveBarrierOp(full, wr, "copies"), at)
         new_q = [_insert(tt.AdvanceOp(q, offsets[j]), at).results[0] for j, q in enumerate(q_args)]
         one = _const(1, i32, at)
         ns = _const(S, i32, at)
@@ -351,7 +422,6 @@ class PipelinePass(ModulePass):
         for x in (rd, wr):
             inc = _insert(arith.AddiOp(x, one), at).results[0]
             rotated.append(_insert(arith.RemUIOp(inc, ns), at).results[0])
-        guard.add_op(scf.YieldOp())
         Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *new_q, *rotated))
         new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, *ptrs, rd0, wr0], Region(new_body))
         Rewriter.insert_op(new_loop, before)

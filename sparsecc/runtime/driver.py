@@ -37,9 +37,11 @@ _CTYPE = {
     "i32": ctypes.c_int32,
     "u32": ctypes.c_uint32,
     "f32": ctypes.c_float,
+    "tmap": ctypes.c_ubyte * 128,
 }
-#: struct format of each kind in its 8-byte slot (little-endian, padded).
-_SLOT_FORMAT = {"ptr": "Q", "u64": "Q", "i64": "q", "i32": "i4x", "u32": "I4x", "f32": "f4x"}
+#: struct format of each kind in its slot (little-endian, padded): 8 bytes, a tensor map 128.
+_SLOT_FORMAT = {"ptr": "Q", "u64": "Q", "i64": "q", "i32": "i4x", "u32": "I4x", "f32": "f4x", "tmap": "128s"}
+_SLOT_BYTES = {"tmap": 128}
 #: Above this much dynamic shared memory a kernel must opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_...).
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -169,12 +171,16 @@ class CudaKernel:
         self._ctx = ensure_context()
         self._module = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", name)
         self._function = check(drv.cuModuleGetFunction(self._module, name.encode()), "cuModuleGetFunction", name)
-        # One 8-byte slot per param in one buffer, and the void* array pointing at the slots,
-        # reused by every launch.
+        # One slot per param (8 bytes; a tensor map 128) in one buffer, and the void* array
+        # pointing at the slots, reused by every launch.
         n = len(self.param_kinds)
-        self._buf = ctypes.create_string_buffer(8 * max(1, n))
+        offsets, size = [], 0
+        for k in self.param_kinds:
+            offsets.append(size)
+            size += _SLOT_BYTES.get(k, 8)
+        self._buf = ctypes.create_string_buffer(max(8, size))
         base = ctypes.addressof(self._buf)
-        self._ptrs = (ctypes.c_void_p * max(1, n))(*[base + 8 * i for i in range(n)])
+        self._ptrs = (ctypes.c_void_p * max(1, n))(*[base + o for o in offsets])
         self._params_addr = ctypes.addressof(self._ptrs) if n else 0
         self._pack_into = struct.Struct("<" + "".join(_SLOT_FORMAT[k] for k in self.param_kinds)).pack_into
         self._is_ptr = [k == "ptr" for k in self.param_kinds]

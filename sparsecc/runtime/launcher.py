@@ -265,15 +265,41 @@ def _shared_bytes(meta: dict[str, Any]) -> int:
 _DRIVER_KIND = {"i1": "i32", "i32": "i32", "i64": "i64", "fp32": "f32"}
 
 
-def _driver_kinds(meta: dict[str, Any], kinds: Sequence[str]) -> list[str]:
+def _driver_kinds(meta: dict[str, Any], kinds: Sequence[str], tensor_maps: int = 0) -> list[str]:
     """Param kinds as driver.CudaKernel packs them: the lowering's own list when it gave one
     (`params`: (name, kind) pairs, or `param_kinds`), else derived from the signature (pointers
-    as "ptr"; an i1 travels as a 32-bit word, whose low byte is what a byte-sized param reads)."""
+    as "ptr"; an i1 travels as a 32-bit word, whose low byte is what a byte-sized param reads),
+    followed by the lowering's tensor maps ("tmap", 128 bytes each)."""
     for key in ("param_kinds", "params"):
         given = meta.get(key)
-        if isinstance(given, list | tuple) and len(given) == len(kinds):
+        if isinstance(given, list | tuple) and len(given) == len(kinds) + tensor_maps:
             return [str(k[1] if isinstance(k, list | tuple) else k) for k in given]
-    return ["ptr" if k.startswith("*") else _DRIVER_KIND.get(k, k) for k in kinds]
+    return ["ptr" if k.startswith("*") else _DRIVER_KIND.get(k, k) for k in kinds] + ["tmap"] * tensor_maps
+
+
+def _with_tensor_maps(pack: Callable[[Sequence[Any], int], list[Any]], recipes: list[dict[str, Any]], kernel: str,
+                      names: Sequence[str]) -> Callable[[Sequence[Any], int], list[Any]]:
+    """`pack` followed by the bytes of the kernel's tensor maps, built from the packed values
+    (remembered per value of the arguments they read: a repeated launch pays one lookup)."""
+    from sparsecc.codegen.tma import arguments_of
+    from sparsecc.runtime.tensor_map import encode
+
+    used = sorted({r["arg"] for r in recipes} | {i for r in recipes for e in (*r["dims"], *r["strides"])
+                                                 for i in arguments_of(e)})
+    memo: dict[tuple[Any, ...], list[bytes]] = {}
+
+    def pack_with_maps(args: Sequence[Any], device: int) -> list[Any]:
+        values = pack(args, device)
+        key = tuple(values[i] for i in used)
+        maps = memo.get(key)
+        if maps is None:
+            maps = [encode(r, values, kernel, names) for r in recipes]
+            if len(memo) >= 256:
+                memo.clear()
+            memo[key] = maps
+        return values + maps
+
+    return pack_with_maps
 
 
 def _load_kernel(cubin: bytes, name: str, kinds: list[str], shared_bytes: int, device: int) -> Any:
@@ -311,9 +337,13 @@ def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
         aligned = [bases is None or i in bases for i in range(len(names))]
         converters = tuple(_converter(name, n, k, c, al) for n, k, c, al in zip(names, kinds, contig, aligned))
         warps = int(meta.get("num_warps") or num_warps or getattr(compiled, "num_warps", 4))
-        plan = LaunchPlan(name, bytes(cubin), converters, make_packer(kinds, contig, converters, aligned),
+        pack = make_packer(kinds, contig, converters, aligned)
+        recipes = list(meta.get("tensor_maps") or [])
+        if recipes:
+            pack = _with_tensor_maps(pack, recipes, name, names)
+        plan = LaunchPlan(name, bytes(cubin), converters, pack,
                           tuple(names), (32 * warps, 1, 1),
-                          _shared_bytes(meta), _driver_kinds(meta, kinds), {},
+                          _shared_bytes(meta), _driver_kinds(meta, kinds, len(recipes)), {},
                           next((i for i, k in enumerate(kinds) if k.startswith("*")), -1))
         setattr(compiled, _PLAN_ATTR, plan)
         return plan

@@ -491,9 +491,10 @@ def compiler_switches(tmp_path, monkeypatch):
     or after it."""
     from sparsecc import compiler
     from sparsecc.codegen import lower, lower_dot
-    from sparsecc.ops import sparse_mm as sparse_mm_module
 
-    constants = {"SPARSECC_MBARRIERS": (compiler, "MBARRIER_PIPELINE"),
+    sparse_mm_module = importlib.import_module("sparsecc.ops.sparse_mm")  # (the package exports the function)
+
+    constants = {"SPARSECC_MBARRIERS": (compiler, "MBARRIER_PIPELINE"), "SPARSECC_TMA": (compiler, "TMA_PIPELINE"),
                  "SPARSECC_WGMMA_UNROLL": (lower, "UNROLL_WGMMA_LOOPS"),
                  "SPARSECC_WGMMA_A_SMEM": (lower_dot, "WGMMA_A_FROM_SHARED")}
 
@@ -516,16 +517,19 @@ def compiler_switches(tmp_path, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("switches", [("SPARSECC_MBARRIERS",),
                                       ("SPARSECC_MBARRIERS", "SPARSECC_WGMMA_UNROLL"),
-                                      ("SPARSECC_MBARRIERS", "SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM")],
-                         ids=["mbarriers", "mbarriers+unroll", "mbarriers+unroll+a_smem"])
+                                      ("SPARSECC_MBARRIERS", "SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM"),
+                                      ("SPARSECC_TMA",), ("SPARSECC_TMA", "SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM")],
+                         ids=["mbarriers", "mbarriers+unroll", "mbarriers+unroll+a_smem", "tma", "tma+unroll+a_smem"])
 def test_mbarrier_pipeline_matches_torch(compiler_switches, switches):
-    """tritongpu-pipeline{mbarriers=true} on the wgmma tiles: K loops of 1, 2, S, and many trips
-    (barrier phases wrapping several times, odd trip counts for the unrolled loop), ragged M/N,
-    and a B whose rows are not 16-byte multiples (N = 100: copies through ld.global + st.shared,
-    published by the same mbarrier arrivals)."""
+    """tritongpu-pipeline{mbarriers=true} (and tma=true) on the wgmma tiles: K loops of 1, 2, S,
+    and many trips (barrier phases wrapping several times, odd trip counts for the unrolled
+    loop), ragged M/N (TMA boxes partly out of bounds), and a B whose rows are not 16-byte
+    multiples (N = 100: no tensor map possible, copies through ld.global + st.shared published
+    by the same mbarrier arrivals)."""
     from sparsecc.frontend.jit import current_target
+    from sparsecc.ops.sparse_mm import has_wgmma
 
-    if not sparse_mm.has_wgmma(current_target()):
+    if not has_wgmma(current_target()):
         pytest.skip("the mbarrier pipeline applies to wgmma loops (sm_90a)")
     compiler_switches(*switches)
     configs = [MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3),

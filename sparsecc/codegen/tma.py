@@ -1,0 +1,242 @@
+"""Which block-pointer copies the Hopper tensor memory accelerator (TMA) can do, and how.
+
+A TMA copy (`cp.async.bulk.tensor.2d`) moves one box of a 2-D tensor described by a *tensor
+map* (built on the host by `cuTensorMapEncodeTiled`: base address, dims, byte strides, box
+size, swizzle mode) into shared memory, zero-filling what lies out of bounds, and completes on
+an mbarrier. A block-pointer tile copy can use it when
+
+* the shared tile is laid out exactly as a row of boxes lands (`box_plan`): each box is rows x
+  W elements at consecutive offsets, its rows swizzled by one of the TMA modes (128/64/32-byte,
+  or none): checked element by element against the tile's `#ttg.shared` encoding;
+* the block pointer comes from a `tt.make_tensor_ptr` on a kernel argument whose shape and
+  strides the host can compute from the other arguments (`host_recipe`: small expression
+  trees over integer arguments), with a unit inner stride and an outer stride that is a
+  multiple of 16 bytes for every launch (the divisibility analysis proves it).
+
+The recipes travel in the launch metadata; the launcher evaluates them per launch
+(`evaluate`) and passes each tensor map as a 128-byte kernel parameter.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import BlockArgument, SSAValue
+
+from sparsecc.codegen.layouts import stored_coords, swizzled_offset
+from sparsecc.dialects import tt
+from sparsecc.dialects.ptx_wgmma import swizzle_offset
+from sparsecc.dialects.ttg import MemDescType, SharedEncodingAttr
+
+SWIZZLE_BYTES = (128, 64, 32, 0)
+"""TMA swizzle modes by row width in bytes (0: none), most preferred first."""
+MAX_BOX = 256
+"""Largest box extent per dimension, in elements."""
+DTYPE_NAMES = {"f16": "fp16", "bf16": "bf16", "i16": "u16", "f32": "fp32", "i8": "u8", "i32": "u32"}
+
+
+@dataclass(frozen=True)
+class BoxPlan:
+    """A tile as TMA boxes: `count` boxes of `rows` x `width` elements side by side along the
+    row, box j at byte offset j * rows * width * esize of the tile, rows swizzled by `swizzle`."""
+
+    rows: int
+    width: int
+    count: int
+    swizzle: int  # bytes: 128 / 64 / 32, 0 = none
+    esize: int
+
+    @property
+    def box_bytes(self) -> int:
+        return self.rows * self.width * self.esize
+
+    @property
+    def bytes(self) -> int:
+        return self.box_bytes * self.count
+
+
+def _tma_offset(row: int, col: int, width: int, rows: int, esize: int, swizzle: int) -> int:
+    """Byte offset at which a TMA write of boxes `rows` x `width` puts element (row, col)."""
+    box, c = divmod(col, width)
+    off = row * width * esize + c * esize
+    if swizzle:  # the same address swizzle wgmma descriptors use
+        off = swizzle_offset(off, f"{swizzle}B")
+    return box * rows * width * esize + off
+
+
+@functools.lru_cache(maxsize=64)
+def box_plan(mem_ty: MemDescType, esize: int) -> BoxPlan | None:
+    """How TMA boxes fill a 2-D shared tile of type `mem_ty`, or None if no TMA mode lays it out
+    as its encoding says (checked for every element)."""
+    shape = mem_ty.get_shape()
+    enc = mem_ty.encoding
+    if len(shape) != 2 or not isinstance(enc, SharedEncodingAttr) or tuple(enc.order) != (1, 0):
+        return None
+    rows, cols = shape
+    if rows > MAX_BOX:
+        return None
+    for swizzle in SWIZZLE_BYTES:
+        width = swizzle // esize if swizzle else min(cols, MAX_BOX)
+        if width == 0 or cols % width or (width * esize) % 16 or width > MAX_BOX:
+            continue
+        if swizzle and rows % 8:
+            continue
+        ok = True
+        for r in range(rows):
+            for c in range(cols):
+                row, col, row_len, nrows = stored_coords(enc, r, c, shape)
+                if swizzled_offset(enc, row, col, row_len, nrows) * esize != _tma_offset(r, c, width, rows, esize, swizzle):
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok:
+            return BoxPlan(rows, width, cols // width, swizzle, esize)
+    return None
+
+
+# ------------------------------------------------------------------------------------ recipes
+
+_BINARY = {
+    "arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "divs",
+    "arith.divui": "divu", "arith.remsi": "rems", "arith.remui": "remu", "arith.maxsi": "max",
+    "arith.minsi": "min", "arith.shli": "shl", "arith.shrsi": "shr", "arith.shrui": "shr",
+    "arith.andi": "and", "arith.ori": "or",
+}
+_CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast")
+
+
+def host_expr(v: SSAValue, func: tt.FuncOp) -> Any:
+    """`v` as an expression over the kernel's arguments: ["arg", i], ["const", c] or
+    [op, a, b] (ops of `_BINARY`); None when `v` depends on anything else (a program id, a
+    loop, memory)."""
+    if isinstance(v, BlockArgument):
+        return ["arg", v.index] if v.owner is func.body.block else None
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return ["const", op.value.value.data]
+    if op.name in _CASTS:
+        return host_expr(op.operands[0], func)
+    if op.name in _BINARY:
+        a, b = (host_expr(x, func) for x in op.operands)
+        return None if a is None or b is None else [_BINARY[op.name], a, b]
+    return None
+
+
+def evaluate(expr: Any, args: list[Any]) -> int:
+    """The value of a `host_expr` for the launch's (packed) arguments."""
+    kind = expr[0]
+    if kind == "arg":
+        return int(args[expr[1]])
+    if kind == "const":
+        return int(expr[1])
+    a, b = evaluate(expr[1], args), evaluate(expr[2], args)
+    if kind == "add":
+        return a + b
+    if kind == "sub":
+        return a - b
+    if kind == "mul":
+        return a * b
+    if kind in ("divs", "divu"):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q  # C division truncates toward zero
+    if kind in ("rems", "remu"):
+        return a - b * evaluate(["divs", ["const", a], ["const", b]], args)
+    if kind == "max":
+        return max(a, b)
+    if kind == "min":
+        return min(a, b)
+    if kind == "shl":
+        return a << b
+    if kind == "shr":
+        return a >> b
+    if kind == "and":
+        return a & b
+    if kind == "or":
+        return a | b
+    raise ValueError(f"unknown tensor-map expression {kind!r}")
+
+
+def arguments_of(expr: Any) -> set[int]:
+    """The argument indices a `host_expr` reads."""
+    if expr[0] == "arg":
+        return {expr[1]}
+    if expr[0] == "const":
+        return set()
+    return arguments_of(expr[1]) | arguments_of(expr[2])
+
+
+def tensor_ptr_root(v: SSAValue) -> tt.MakeTensorPtrOp | None:
+    """The tt.make_tensor_ptr a block pointer was advanced from (through tt.advance and the
+    iter_args of scf.for loops), or None."""
+    seen = 0
+    while seen < 64:
+        seen += 1
+        owner = v.owner
+        if isinstance(owner, tt.MakeTensorPtrOp):
+            return owner
+        if isinstance(owner, tt.AdvanceOp):
+            v = owner.ptr
+            continue
+        if isinstance(v, BlockArgument) and isinstance(loop := v.owner.parent_op(), scf.ForOp) and v.index > 0:
+            v = loop.iter_args[v.index - 1]
+            continue
+        if isinstance(owner, scf.ForOp):  # a loop result: what the loop started from
+            v = owner.iter_args[v.index]
+            continue
+        if isinstance(owner, scf.IfOp) and owner.true_region.blocks:  # (unroll_by_two's last trip)
+            y = owner.true_region.block.last_op
+            v = y.operands[v.index]
+            continue
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class TensorMapRecipe:
+    """What the host needs to encode one tensor map (JSON-able through `as_json`)."""
+
+    arg: int  # the kernel argument holding the base address
+    dtype: str  # "fp16", "bf16", "u16", ...
+    dims: tuple[Any, ...]  # innermost first (expressions)
+    strides: tuple[Any, ...]  # byte strides of the outer dims (expressions, element strides x esize)
+    box: tuple[int, int]  # (width, rows)
+    swizzle: int
+    esize: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"arg": self.arg, "dtype": self.dtype, "dims": list(self.dims), "strides": list(self.strides),
+                "box": list(self.box), "swizzle": self.swizzle, "esize": self.esize}
+
+
+def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_name: str,
+                outer_stride_div: int) -> TensorMapRecipe | None:
+    """The tensor-map recipe of a 2-D row-major block pointer made by `root`, or None when the
+    host cannot build it (base not an argument, shape or strides not computable from the
+    arguments, inner stride not 1, outer stride not provably a multiple of 16 bytes)."""
+    base = root.base
+    if not isinstance(base, BlockArgument) or base.owner is not func.body.block:
+        return None
+    if len(root.shape) != 2 or elt_name not in DTYPE_NAMES:
+        return None
+    order = root.attributes.get("order")
+    if order is not None and tuple(order.get_values()) != (1, 0):
+        return None
+    inner = host_expr(root.strides[1], func)
+    if inner != ["const", 1]:
+        return None
+    if (outer_stride_div * plan.esize) % 16:
+        return None
+    rows, cols = (host_expr(s, func) for s in root.shape)
+    stride = host_expr(root.strides[0], func)
+    if rows is None or cols is None or stride is None:
+        return None
+    return TensorMapRecipe(base.index, DTYPE_NAMES[elt_name], (cols, rows), (["mul", stride, ["const", plan.esize]],),
+                           (plan.width, plan.rows), plan.swizzle, plan.esize)
+
+
+__all__ = ["BoxPlan", "TensorMapRecipe", "arguments_of", "box_plan", "evaluate", "host_expr", "host_recipe", "tensor_ptr_root"]

@@ -1,0 +1,156 @@
+"""TMA copies on sm_90a (no GPU needed): which tiles and block pointers qualify, the tensor-map
+recipes the host evaluates, the pipelined loop and its PTX, and the launcher's packing.
+
+GPU runs of the same kernels: test_gpu_sparse_mm.py (every sparse_mm on an H100 takes this
+path for the wgmma tiles) and test_mbarrier_pipeline_matches_torch[tma*]."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.parser import Parser
+
+import sparsecc
+from sparsecc import compiler
+from sparsecc.codegen.lower_mem import esize
+from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass
+from sparsecc.codegen.tma import box_plan, evaluate
+from sparsecc.dialects import make_context
+from sparsecc.dialects import ttg as ttgd
+from sparsecc.ops.sparse_mm import sparse_mm_kernel
+from sparsecc.runtime import launcher
+
+MM_CONSTS = {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 16}
+
+
+def _sig(hinted: bool, dtype: str = "fp16") -> dict[str, str]:
+    i = "i32:16" if hinted else "i32"
+    one = "i32:1" if hinted else "i32"
+    return {"D": f"*{dtype}", "A": f"*{dtype}:NV24", "B": f"*{dtype}", "M": "i32", "N": "i32", "K": i,
+            "stride_am": i, "stride_bk": i, "stride_bn": one, "stride_dm": i, "stride_dn": one}
+
+
+@pytest.fixture(autouse=True)
+def tma_on(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "TMA_PIPELINE", True)
+
+
+def _compile(hinted: bool = True, dtype: str = "fp16", consts: dict | None = None, warps: int = 8, stages: int = 3):
+    return sparsecc.compile(sparse_mm_kernel, signature=_sig(hinted, dtype), constexprs=consts or MM_CONSTS,
+                            target="sm_90a", num_warps=warps, num_stages=stages)
+
+
+def _rings(ck) -> list[ttgd.MemDescType]:
+    module = Parser(make_context(), ck.asm["ttgir"]).parse_module()
+    return [op.result.type for op in module.walk()
+            if isinstance(op, ttgd.LocalAllocOp) and len(op.result.type.get_shape()) == 3]
+
+
+def test_box_plans_of_the_wgmma_tiles():
+    """The A values (128-byte rows: 128B swizzle), metadata (plain rows) and B (64-column
+    blocks of 128B swizzle) rings of the large tile are rows of TMA boxes."""
+    plans = []
+    for ring in _rings(_compile()):
+        tile = ring.with_shape(ring.get_shape()[1:])
+        plans.append(box_plan(tile, esize(tile.element_type)))
+    got = [(p.rows, p.width, p.count, p.swizzle) for p in plans]
+    assert got == [(256, 64, 1, 128), (16, 128, 1, 0), (128, 64, 2, 128)]
+
+
+def test_box_plan_rejects_layouts_tma_cannot_write():
+    # an XOR swizzle of 16-byte chunks by row // 2 over 128-byte rows (mma.sp's A ring shape) is
+    # none of TMA's modes; a transposed (K-major) tile is not a row of boxes either
+    from xdsl.dialects.builtin import f16
+
+    swz = ttgd.SharedEncodingAttr(8, 2, 4, (1, 0))
+    assert box_plan(ttgd.MemDescType((64, 64), f16, swz, mutable=True), 2) is None
+    kmajor = ttgd.SharedEncodingAttr(8, 1, 8, (0, 1))
+    assert box_plan(ttgd.MemDescType((64, 64), f16, kmajor, mutable=True), 2) is None
+    # and the same swizzle on 64-byte rows is TMA's 64B mode
+    assert box_plan(ttgd.MemDescType((64, 32), f16, swz, mutable=True), 2).swizzle == 64
+
+
+def test_recipes_evaluate_to_the_decomposed_operands():
+    """The launch metadata holds one recipe per operand: base argument, dtype, dims (innermost
+    first) and byte strides as expressions over the (decomposed) arguments."""
+    ck = _compile()
+    recipes = ck.metadata["tensor_maps"]
+    names = ck.flat_arg_names
+    # D, A.values, A.meta, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn
+    m, n, k = 1000, 512, 1040
+    values = [0x1000, 0x2000, 0x3000, 0x4000, m, n, k, k, n, 1, n, 1]
+    got = {names[r["arg"]]: ([evaluate(e, values) for e in r["dims"]], [evaluate(e, values) for e in r["strides"]],
+                             r["box"], r["swizzle"], r["dtype"]) for r in recipes}
+    assert got == {
+        "A.values": ([k // 2, m], [k], [64, 256], 128, "fp16"),  # K/2 values per row, 2 bytes each
+        "A.meta": ([k, -(-m // 16)], [2 * k], [128, 16], 0, "u16"),  # one i16 row per 16 rows of A
+        "B": ([n, k], [2 * n], [64, 128], 128, "fp16"),
+    }
+
+
+def test_unhinted_strides_keep_the_cp_async_pipeline():
+    """Without a proof that the row strides are multiples of 16 bytes no tensor map is
+    possible: the loop keeps cp.async and the CTA-barrier form (no mbarriers)."""
+    ck = _compile(hinted=False)
+    assert "ttg.async_tma_copy" not in ck.asm["ttgir"] and "ttg.init_barrier" not in ck.asm["ttgir"]
+    assert "ttg.async_wait" in ck.asm["ttgir"] and "tensor_maps" not in ck.metadata
+
+
+def test_expressions_follow_c_division():
+    func_free = [["divs", ["arg", 0], ["const", 16]], ["rems", ["arg", 0], ["const", 16]]]
+    assert [evaluate(e, [-17]) for e in func_free] == [-1, -1]
+    assert [evaluate(e, [33]) for e in func_free] == [2, 1]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_tma_loop_ptx(dtype):
+    """Parameters: one 128-byte tensor map per operand; prologue and loop: thread 0 announces
+    the stage's 69632 bytes and issues 4 boxes per step (A, metadata, two B column blocks), two
+    steps per trip (the unrolled loop), no cp.async and no CTA barrier; SASS: UTMALDG + HGMMA.SP."""
+    ck = _compile(dtype=dtype)
+    ptx = ck.asm["ptx"]
+    assert ptx.count(".param .align 64 .b8 sparse_mm_kernel_param_") == 3
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    top = next(i for i, ln in enumerate(lines) if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln)
+    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
+    body = lines[top:end]
+    assert sum("cp.async.bulk.tensor.2d" in ln for ln in body) == 8
+    assert sum("mbarrier.arrive.expect_tx.shared::cta.b64" in ln and ln.endswith(", 69632;") for ln in body) == 2
+    assert not any(ln.startswith(("cp.async.cg", "bar.sync")) for ln in body)
+    assert sum(ln.startswith("ldmatrix") for ln in body) == 2  # the metadata only: A via a descriptor
+    assert sum(ln.startswith("wgmma.mma_async.sp") for ln in body) == 16
+    cubin = assemble(ptx, "sm_90a")
+    assert cubin.resources["sparse_mm_kernel"].spill_stores == 0
+    try:
+        sass = dump_sass(cubin)
+    except ToolNotFoundError as e:
+        pytest.skip(f"no cuobjdump: {e}")
+    assert "UTMALDG.2D" in sass and "HGMMA.SP.64x128x32" in sass
+
+
+def test_recipes_survive_the_disk_cache():
+    first = _compile()
+    again = _compile()
+    assert again.cache_hit and again.metadata["tensor_maps"] == first.metadata["tensor_maps"]
+
+
+def test_launcher_appends_tensor_maps_once_per_argument_values(monkeypatch):
+    """The packed launch values end with one 128-byte map per recipe; the maps are built once
+    per distinct value of the arguments they read."""
+    from sparsecc.runtime import tensor_map
+
+    built = []
+
+    def fake_encode(recipe, values, kernel="kernel", names=()):
+        built.append((recipe["arg"], tuple(values)))
+        return bytes([recipe["arg"]]) * 128
+
+    monkeypatch.setattr(tensor_map, "encode", fake_encode)
+    recipes = [{"arg": 0, "dtype": "fp16", "dims": [["arg", 1], ["const", 8]], "strides": [["arg", 1]],
+                "box": [64, 8], "swizzle": 128, "esize": 2}]
+    pack = launcher._with_tensor_maps(lambda args, device: list(args), recipes, "k", ["X", "n", "y"])
+    assert pack([0x100, 64, 7], 0) == [0x100, 64, 7, bytes([0]) * 128]
+    pack([0x100, 64, 9], 0)  # y is not read by the recipe: the same map
+    pack([0x200, 64, 9], 0)  # a new base: a new map
+    assert [b[1] for b in built] == [(0x100, 64, 7), (0x200, 64, 9)]
+    assert launcher._driver_kinds({}, ["*fp16", "i32", "i32"], 1) == ["ptr", "i32", "i32", "tmap"]
