@@ -77,11 +77,15 @@ from sparsecc.passes.pipeline import SLOT_GUARDED, SLOT_SAFE
 
 SMEM_ALIGN = 128
 WGMMA_ALIGN = 1024
+WARP_SPECIALIZE = os.environ.get("SPARSECC_WARP_SPECIALIZE", "1") != "0"
+"""Give a TMA kernel's copies a warp of their own (`Lowerer._lower_specialized`; on by default,
++0.5-2.6% at large shapes on the H100; SPARSECC_WARP_SPECIALIZE=0 turns it off)."""
 UNROLL_WGMMA_LOOPS = os.environ.get("SPARSECC_WGMMA_UNROLL", "0") == "1"
-"""Unroll every wgmma K loop by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1); TMA loops are
-always unrolled. Off elsewhere: in a barrier-synchronised loop it measured no faster on the
-H100 (every barrier drains the groups in flight, Lowerer.bar, so its second register copy buys
-no overlap) and compiles 0.2-0.4 s slower."""
+"""Unroll every wgmma K loop by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1). Off by default:
+in a barrier-synchronised loop it measured no faster on the H100 (every barrier drains the
+groups in flight, Lowerer.bar); in a TMA loop it gains 0.5-2.3% (a second register copy of the
+metadata keeps the group before the last one running) but costs ~0.35 s of compile time, which
+would take the cold compile past its 1 s budget."""
 _ARITH_CLASSES = {cls.name: cls for cls in Arith.operations}
 _SUPPORTED_ARITH = {
     "arith." + n for n in (
@@ -127,6 +131,12 @@ class Lowerer:
     """tt.make_tensor_ptr -> (kernel param index, BoxPlan, TensorMapRecipe) of its TMA copies."""
     a_from_shared: bool = False
     """wgmma reads A values through a descriptor (lower_dot.WGMMA_A_FROM_SHARED, TMA kernels)."""
+    producer_warps: int = 0
+    """Warps after the `num_warps` compute warps that only issue TMA copies (warp specialization)."""
+    mode: str = ""
+    """"producer" / "consumer" while lowering one side of a warp-specialized kernel."""
+    tma_thread: int = 0
+    """The thread that issues TMA copies and announces their bytes."""
 
     # ---------------------------------------------------------------- setup
     def build(self) -> ptx.KernelOp:
@@ -139,8 +149,12 @@ class Lowerer:
         self._plan_tensor_maps(len(params))
         self.a_from_shared = lower_dot_module.WGMMA_A_FROM_SHARED or bool(self.tensor_maps)
         params += [(f"tmap{i}", "tmap") for i in range(len(self.tensor_maps))]
+        split = _specialization_split(self.func) if WARP_SPECIALIZE and self.tensor_maps and self.wgmma else None
+        if split is not None:
+            self.producer_warps = 1
+            self.tma_thread = 32 * self.num_warps
         self.kernel = ptx.KernelOp(self.func.sym_name.data, params, target=self.target,
-                                   maxntid=(32 * self.num_warps, 1, 1), shared_bytes=self.smem_bytes)
+                                   maxntid=(self.threads, 1, 1), shared_bytes=self.smem_bytes)
         block = self.kernel.body.block
         self.em = Emitter(block)
         for arg, karg in zip(self.func.body.block.args, self.kernel.args):
@@ -154,8 +168,61 @@ class Lowerer:
         if self.smem is not None and self.wgmma:
             # wgmma's swizzle atoms (8 rows x 128 B) must start on 1 KiB boundaries
             self.smem = self.em.band(self.em.add(self.smem, WGMMA_ALIGN - 1), self.em.c(-WGMMA_ALIGN))
-        self.lower_block(self.func.body.block)
+        if split is None:
+            self.lower_block(self.func.body.block)
+        else:
+            self._lower_specialized(self.func.body.block, *split)
         return self.kernel
+
+    @property
+    def threads(self) -> int:
+        return 32 * (self.num_warps + self.producer_warps)
+
+    def _lower_specialized(self, block: Block, first: int, last: int) -> None:
+        """Warp specialization of a TMA kernel: the ops before the first TMA copy run in every
+        thread; then one extra warp (the producer) runs the copies of ops first..last with
+        their empty-slot waits, and the compute warps (the consumers) run ops first.. without
+        the copies: they wait only for data (full barriers), never for a slot to free up, so
+        their wgmma groups follow each other while the producer runs up to S stages ahead.
+        After the split, CTA barriers count the consumers only (named barrier 1)."""
+        ops = list(block.ops)
+        for op in ops[:first]:
+            self.lower_op(op)
+        em = self.em
+        outer = em.block
+        # the warp index read from lane 0: provably warp-uniform, so ptxas sees no divergent
+        # path around the consumers' wgmmas (it would serialise them)
+        warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [self.warp], [i32]))
+        is_producer = em.cmp("uge", warp, em.c(self.num_warps))
+        state = (self.writes_pending, self.reads_since_bar, self.wgmma_pending)
+        blocks = []
+        for mode, part in (("producer", ops[first:last + 1]), ("consumer", ops[first:])):
+            blk = Block()
+            em.block = blk
+            self.mode = mode
+            self.writes_pending, self.reads_since_bar, self.wgmma_pending = state
+            for op in part:
+                if not isinstance(op, tt.ReturnOp):
+                    self.lower_op(op)
+            blk.add_op(scf.YieldOp())
+            blocks.append(blk)
+        em.block = outer
+        outer.add_op(scf.IfOp(is_producer, [], Region(blocks[0]), Region(blocks[1])))
+        self.mode = ""
+
+    def _skipped(self, op: Operation) -> bool:
+        """Whether this side of a warp-specialized kernel leaves `op` to the other side."""
+        if self.mode == "consumer":
+            return isinstance(op, scf.IfOp) and _issues_tma(op)
+        if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp):
+            return True
+        if isinstance(op, tt.DotOp):
+            self.values[op.result] = self.get(op.c)  # the producer carries no accumulator
+            return True
+        if isinstance(op, ttgd.WaitBarrierOp):
+            return not _is_empty_ring(op.ring)
+        return isinstance(op, scf.IfOp) and any(
+            isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
 
     def _plan_tensor_maps(self, first_param: int) -> None:
         """One tensor-map kernel parameter per block pointer (its tt.make_tensor_ptr) that
@@ -210,7 +277,8 @@ class Lowerer:
             # shared stores and cp.async writes are generic-proxy writes; wgmma reads through
             # the async proxy: every writing thread fences before the barrier that publishes them
             self.em.op(FenceProxyAsyncOp())
-        self.em.op(ptx.BarSyncOp(0))
+        # after a warp-specialized split only the compute warps meet here
+        self.em.op(ptx.BarSyncOp(1, 32 * self.num_warps) if self.mode == "consumer" else ptx.BarSyncOp(0))
         self.writes_pending = False
         self.reads_since_bar = False
 
@@ -220,7 +288,7 @@ class Lowerer:
         wgmma. `keep = 1` lets the group committed last go on (fragment reloads in an unrolled
         loop: that group reads the other copy's registers)."""
         done = any(block is self.em.block and k <= keep for block, k in self.wgmma_drained)
-        if self.wgmma_pending and not done:
+        if self.wgmma_pending and not done and self.mode != "producer":
             self.em.op(WgmmaWaitGroupOp(keep))
             self.wgmma_drained.append((self.em.block, keep))
             if self.em.block is self.kernel.body.block:
@@ -267,7 +335,7 @@ class Lowerer:
         if op.kind.data == "copies":
             em.op(CpAsyncMbarrierArriveOp(addr))
         elif op.kind.data == "tma":
-            em.op(MbarrierArriveExpectTxOp(addr, em.cmp("eq", self.tid, em.c(0)), op.bytes.value.data))
+            em.op(MbarrierArriveExpectTxOp(addr, em.cmp("eq", self.tid, em.c(self.tma_thread)), op.bytes.value.data))
         else:
             em.op(MbarrierArriveOp(addr, em.cmp("eq", self.lane, em.c(0))))
 
@@ -279,7 +347,7 @@ class Lowerer:
         bp, sm, ring = self.get(op.src), self.get(op.dst), self.get(op.ring)
         assert isinstance(bp, BlockPtr) and isinstance(sm, Smem) and isinstance(ring, Smem)
         bar = em.add(ring.addr, em.mul(em.to32(self.get(op.slot)), 8))
-        first = em.cmp("eq", self.tid, em.c(0))
+        first = em.cmp("eq", self.tid, em.c(self.tma_thread))
         tmap = self.kernel.args[index]
         row, col = (em.to32(o) for o in bp.offsets)
         for j in range(plan.count):
@@ -355,6 +423,8 @@ class Lowerer:
             self.lower_op(op)
 
     def lower_op(self, op: Operation) -> None:
+        if self.mode and self._skipped(op):
+            return
         try:
             self._dispatch(op)
         except (LayoutError, LoweringError) as e:
@@ -749,6 +819,28 @@ class Lowerer:
             pos += n
 
 
+def _issues_tma(op: Operation) -> bool:
+    """An scf.if that holds a stage's TMA copies directly (the pipeline's copy groups)."""
+    return isinstance(op, scf.IfOp) and bool(op.true_region.blocks) and any(
+        isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.true_region.block.ops)
+
+
+def _is_empty_ring(ring: SSAValue) -> bool:
+    """Whether mbarrier ring `ring` is a pipeline's empty-slot ring (no TMA copy counts on it)."""
+    return not any(isinstance(u.operation, ttgd.AsyncTmaCopyOp) for u in ring.uses)
+
+
+def _specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
+    """(first, last): the top-level ops of `func` from the first that issues TMA copies to the
+    last, when warp specialization applies (one pipelined region, nothing after it that a
+    producer would need)."""
+    ops = list(func.body.block.ops)
+    holding = [i for i, op in enumerate(ops) if any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.walk())]
+    if not holding:
+        return None
+    return holding[0], holding[-1]
+
+
 def _wgmma_loops(root: Operation) -> list[scf.ForOp]:
     """scf.for loops whose body accumulates with a deferred wgmma dot (one per body)."""
     out = []
@@ -906,10 +998,8 @@ def sink_local_loads(root: Operation) -> None:
 def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     """ttgir module -> (module of one ptx.kernel, launch metadata)."""
     module = module.clone()
-    for loop in _wgmma_loops(module):
-        # TMA loops wait for nothing but mbarriers: a second register copy of the metadata
-        # lets the group before the last one run while the next step reloads it (+2%)
-        if UNROLL_WGMMA_LOOPS or any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in loop.walk()):
+    if UNROLL_WGMMA_LOOPS:
+        for loop in _wgmma_loops(module):
             unroll_by_two(loop)
     if not (_uses_wgmma(module) and any(isinstance(o, ttgd.AsyncWaitOp | ttgd.WaitBarrierOp) for o in module.walk())):
         # (a pipelined wgmma loop keeps its reads at the top of the body, right after the
@@ -930,7 +1020,7 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     meta = {
         "name": kernel.kernel_name,
         "num_warps": num_warps,
-        "threads": 32 * num_warps,
+        "threads": lw.threads,
         "shared": lw.smem_bytes,
         "params": params,
         "target": target,

@@ -679,7 +679,8 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Any], None]] = {
     ptx.LdMatrixOp: _ldmatrix,
     ptx.MmaSpOp: _mma_sp,
     ptx.MmaOp: _mma,
-    ptx.BarSyncOp: lambda e, op: e.emit(f"bar.sync {op.barrier.value.data};"),
+    ptx.BarSyncOp: lambda e, op: e.emit(f"bar.sync {op.barrier.value.data}"
+                                        f"{'' if op.threads is None else f', {op.threads.value.data}'};"),
     ptx.PackOp: lambda e, op: e.emit(f"mov.b32 {e.define(op.result)}, {{{e.use(op.lo)}, {e.use(op.hi)}}};"),
     ptx.UnpackOp: lambda e, op: e.emit(f"mov.b32 {{{e.define(op.lo)}, {e.define(op.hi)}}}, {e.use(op.input)};"),
     ptx.CvtPackOp: lambda e, op: e.emit(

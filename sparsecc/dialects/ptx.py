@@ -640,14 +640,19 @@ class MmaOp(IRDLOperation):
 
 @irdl_op_definition
 class BarSyncOp(IRDLOperation):
-    """`bar.sync id;` — CTA-wide barrier (id 0 is `__syncthreads`)."""
+    """`bar.sync id;` — CTA-wide barrier (id 0 is `__syncthreads`); `bar.sync id, threads;` — a
+    named barrier of the first `threads` threads that reach it (a multiple of 32)."""
 
     name = "ptx.bar.sync"
 
     barrier = prop_def(IntegerAttr)
+    threads = opt_prop_def(IntegerAttr)
 
-    def __init__(self, barrier: int = 0):
-        super().__init__(properties={"barrier": _int_prop(barrier, 32)})
+    def __init__(self, barrier: int = 0, threads: int | None = None):
+        props = {"barrier": _int_prop(barrier, 32)}
+        if threads is not None:
+            props["threads"] = _int_prop(threads, 32)
+        super().__init__(properties=props)
 
     def verify_(self) -> None:
         if not 0 <= self.barrier.value.data < 16:

@@ -162,7 +162,7 @@ def _canonical(x: Any) -> Any:
     return ["repr", repr(x)]
 
 
-COMPILER_SWITCHES = ("SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM", "SPARSECC_MBARRIERS", "SPARSECC_TMA")
+COMPILER_SWITCHES = ("SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM", "SPARSECC_MBARRIERS", "SPARSECC_TMA", "SPARSECC_WARP_SPECIALIZE")
 """Environment variables that change the code the compiler emits: part of every cache key."""
 
 

@@ -341,8 +341,9 @@ def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
         recipes = list(meta.get("tensor_maps") or [])
         if recipes:
             pack = _with_tensor_maps(pack, recipes, name, names)
+        threads = int(meta.get("threads") or 32 * warps)  # (a warp-specialized kernel has more)
         plan = LaunchPlan(name, bytes(cubin), converters, pack,
-                          tuple(names), (32 * warps, 1, 1),
+                          tuple(names), (threads, 1, 1),
                           _shared_bytes(meta), _driver_kinds(meta, kinds, len(recipes)), {},
                           next((i for i, k in enumerate(kinds) if k.startswith("*")), -1))
         setattr(compiled, _PLAN_ATTR, plan)

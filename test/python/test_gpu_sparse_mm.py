@@ -496,17 +496,18 @@ def compiler_switches(tmp_path, monkeypatch):
 
     constants = {"SPARSECC_MBARRIERS": (compiler, "MBARRIER_PIPELINE"), "SPARSECC_TMA": (compiler, "TMA_PIPELINE"),
                  "SPARSECC_WGMMA_UNROLL": (lower, "UNROLL_WGMMA_LOOPS"),
+                 "SPARSECC_WARP_SPECIALIZE": (lower, "WARP_SPECIALIZE"),
                  "SPARSECC_WGMMA_A_SMEM": (lower_dot, "WGMMA_A_FROM_SHARED")}
 
     def drop_compiled():
         sparse_mm_kernel.cache.clear()
         sparse_mm_module._HOT.clear()
 
-    def switch(*names: str) -> None:
-        for name in names:
+    def switch(**values: bool) -> None:
+        for name, on in values.items():
             module, attr = constants[name]
-            monkeypatch.setenv(name, "1")
-            monkeypatch.setattr(module, attr, True)
+            monkeypatch.setenv(name, "1" if on else "0")
+            monkeypatch.setattr(module, attr, on)
         drop_compiled()
 
     monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))
@@ -515,11 +516,14 @@ def compiler_switches(tmp_path, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("switches", [("SPARSECC_MBARRIERS",),
-                                      ("SPARSECC_MBARRIERS", "SPARSECC_WGMMA_UNROLL"),
-                                      ("SPARSECC_MBARRIERS", "SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM"),
-                                      ("SPARSECC_TMA",), ("SPARSECC_TMA", "SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM")],
-                         ids=["mbarriers", "mbarriers+unroll", "mbarriers+unroll+a_smem", "tma", "tma+unroll+a_smem"])
+@pytest.mark.parametrize("switches", [
+    {"SPARSECC_MBARRIERS": True, "SPARSECC_TMA": False},
+    {"SPARSECC_MBARRIERS": True, "SPARSECC_TMA": False, "SPARSECC_WGMMA_UNROLL": True, "SPARSECC_WGMMA_A_SMEM": True},
+    {"SPARSECC_TMA": True, "SPARSECC_WARP_SPECIALIZE": False},
+    {"SPARSECC_TMA": True, "SPARSECC_WARP_SPECIALIZE": True},
+    {"SPARSECC_TMA": True, "SPARSECC_WARP_SPECIALIZE": True, "SPARSECC_WGMMA_UNROLL": True},
+], ids=["cp.async-mbarriers", "cp.async-mbarriers+unroll+a_smem", "tma", "tma+warp_specialized",
+        "tma+warp_specialized+unroll"])
 def test_mbarrier_pipeline_matches_torch(compiler_switches, switches):
     """tritongpu-pipeline{mbarriers=true} (and tma=true) on the wgmma tiles: K loops of 1, 2, S,
     and many trips (barrier phases wrapping several times, odd trip counts for the unrolled
@@ -531,7 +535,7 @@ def test_mbarrier_pipeline_matches_torch(compiler_switches, switches):
 
     if not has_wgmma(current_target()):
         pytest.skip("the mbarrier pipeline applies to wgmma loops (sm_90a)")
-    compiler_switches(*switches)
+    compiler_switches(**switches)
     configs = [MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3),
                MMConfig(64, 64, 128, num_warps=4, num_stages=4),
                MMConfig(128, 256, 64, group_m=16, num_warps=8, num_stages=3)]

@@ -102,30 +102,64 @@ def test_expressions_follow_c_division():
     assert [evaluate(e, [33]) for e in func_free] == [2, 1]
 
 
+def _loops(ptx: str) -> list[list[str]]:
+    """The bodies of the PTX's loops (stripped lines between `$L__loopN:` and its end label)."""
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    out = []
+    for i, ln in enumerate(lines):
+        if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln:
+            end = next(j for j in range(i, len(lines)) if lines[j].startswith("$L__loop_end"))
+            out.append(lines[i:end])
+    return out
+
+
+def _count(body: list[str], prefix: str) -> int:
+    return sum(ln.startswith(prefix) or f" {prefix}" in ln for ln in body)
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-def test_tma_loop_ptx(dtype):
-    """Parameters: one 128-byte tensor map per operand; prologue and loop: thread 0 announces
-    the stage's 69632 bytes and issues 4 boxes per step (A, metadata, two B column blocks), two
-    steps per trip (the unrolled loop), no cp.async and no CTA barrier; SASS: UTMALDG + HGMMA.SP."""
+def test_warp_specialized_tma_kernel(dtype):
+    """One 128-byte tensor-map parameter per operand and 8 + 1 warps. The producer warp's loop
+    waits for a free slot, announces the stage's 69632 bytes and issues 4 boxes per step (A,
+    metadata, two B column blocks) and nothing else; the compute warps' loop waits for data,
+    reads the metadata (A goes through a descriptor), issues 8 wgmmas and frees the slot, with
+    no copy and no CTA barrier. The split tests a warp-uniform value (no serialised wgmma);
+    SASS has UTMALDG and HGMMA.SP."""
     ck = _compile(dtype=dtype)
     ptx = ck.asm["ptx"]
     assert ptx.count(".param .align 64 .b8 sparse_mm_kernel_param_") == 3
-    lines = [ln.strip() for ln in ptx.splitlines()]
-    top = next(i for i, ln in enumerate(lines) if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln)
-    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
-    body = lines[top:end]
-    assert sum("cp.async.bulk.tensor.2d" in ln for ln in body) == 8
-    assert sum("mbarrier.arrive.expect_tx.shared::cta.b64" in ln and ln.endswith(", 69632;") for ln in body) == 2
-    assert not any(ln.startswith(("cp.async.cg", "bar.sync")) for ln in body)
-    assert sum(ln.startswith("ldmatrix") for ln in body) == 2  # the metadata only: A via a descriptor
-    assert sum(ln.startswith("wgmma.mma_async.sp") for ln in body) == 16
+    assert ".maxntid 288, 1, 1" in ptx and ck.metadata["threads"] == 288
+    assert "shfl.sync.idx.b32" in ptx
+    producer, consumer = _loops(ptx)
+    assert _count(producer, "cp.async.bulk.tensor.2d") == 4
+    assert _count(producer, "mbarrier.arrive.expect_tx.shared::cta.b64") == 1 and "69632;" in "".join(producer)
+    assert _count(producer, "mbarrier.try_wait.parity") == 1  # the empty slot
+    assert not any(_count(producer, p) for p in ("wgmma", "ldmatrix", "bar.sync"))
+    assert _count(consumer, "wgmma.mma_async.sp") == 8 and _count(consumer, "ldmatrix") == 1
+    assert _count(consumer, "mbarrier.try_wait.parity") == 1  # the full slot
+    assert _count(consumer, "mbarrier.arrive.shared::cta.b64") == 1  # the slot read one step ago
+    assert not any(_count(consumer, p) for p in ("cp.async", "bar.sync"))
     cubin = assemble(ptx, "sm_90a")
     assert cubin.resources["sparse_mm_kernel"].spill_stores == 0
+    assert "serialized" not in cubin.log
     try:
         sass = dump_sass(cubin)
     except ToolNotFoundError as e:
         pytest.skip(f"no cuobjdump: {e}")
     assert "UTMALDG.2D" in sass and "HGMMA.SP.64x128x32" in sass
+
+
+def test_without_warp_specialization_thread_0_copies(monkeypatch):
+    """SPARSECC_WARP_SPECIALIZE=0: one loop in 8 warps; thread 0 issues the boxes after the
+    wait for the slot, between the compute steps."""
+    from sparsecc.codegen import lower
+
+    monkeypatch.setattr(lower, "WARP_SPECIALIZE", False)
+    ck = _compile()
+    (body,) = _loops(ck.asm["ptx"])
+    assert ck.metadata["threads"] == 256
+    assert _count(body, "cp.async.bulk.tensor.2d") == 4 and _count(body, "wgmma.mma_async.sp") == 8
+    assert _count(body, "mbarrier.try_wait.parity") == 2 and not _count(body, "bar.sync")
 
 
 def test_recipes_survive_the_disk_cache():
