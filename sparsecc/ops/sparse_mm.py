@@ -79,8 +79,9 @@ class MMConfig:
 # with BLOCK_M % (16 * num_warps) == 0 and BLOCK_N <= 256 runs on wgmma.mma_async.sp (see
 # convert-tt-to-ttg); the others on mma.sp. Picks measured on the H100 (bench/results/NOTES.md):
 # large problems: 256x128x128, 8 warps (two warpgroups, two m64n128 blocks each), 3 stages of
-# 68 KB, GROUP_M 16: 700-775 TFLOP/s at 4096^3-16384^3 (the best mma.sp tile: ~440); decode (N <= 16): 32x16x256, 4 stages, mma.sp: many CTAs and
-# 16 KB of A in flight per stage, memory-bound at ~1.5x cuBLAS; N <= 256: 64x64x128 (wgmma).
+# 68 KB, GROUP_M 16: 820-980 TFLOP/s at 4096^3-16384^3 with TMA copies and a producer warp (the
+# best mma.sp tile: ~440); decode (N <= 16): 32x16x256, 4 stages, mma.sp: many CTAs and 16 KB of
+# A in flight per stage, memory-bound at ~1.5x cuBLAS; N <= 256: 64x64x128 (wgmma).
 _LARGE = {True: MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3),
           False: MMConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=3)}
 _DECODE = MMConfig(32, 16, 256, group_m=8, num_warps=4, num_stages=4)
@@ -114,8 +115,8 @@ def candidate_configs(m: int, n: int, k: int, dtype: torch.dtype, target: str | 
         rest = ([MMConfig(64, 32, 128, num_warps=4, num_stages=4), MMConfig(64, 128, 128, num_warps=4, num_stages=3)]
                 if hopper else [MMConfig(64, 32, 64, num_warps=4, num_stages=3), MMConfig(64, 64, 64, num_warps=4, num_stages=3)])
     else:
-        rest = ([MMConfig(256, 128, 128, group_m=8, num_warps=8, num_stages=2),
-                 MMConfig(128, 256, 64, group_m=16, num_warps=8, num_stages=3)]
+        rest = ([MMConfig(256, 128, 128, group_m=8, num_warps=8, num_stages=3),  # TMA runners-up
+                 MMConfig(256, 128, 64, group_m=16, num_warps=8, num_stages=5)]
                 if hopper else [MMConfig(128, 128, 64, num_warps=4, num_stages=4), MMConfig(256, 128, 64, num_warps=8, num_stages=3)])
     return [first] + [c for c in rest if c != first]
 
