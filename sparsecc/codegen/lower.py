@@ -830,15 +830,31 @@ def _is_empty_ring(ring: SSAValue) -> bool:
     return not any(isinstance(u.operation, ttgd.AsyncTmaCopyOp) for u in ring.uses)
 
 
+_PRODUCER_OPS = frozenset({
+    "scf.for", "scf.if", "scf.yield", "tt.advance", "tt.dot", "tt.get_program_id", "tt.get_num_programs",
+    "ttg.memdesc_subview", "ttg.local_load", "ttg.async_tma_copy", "ttg.wait_barrier", "ttg.arrive_barrier",
+    "ttg.dot_wait",
+})
+"""What the producer side of a warp-specialized kernel may meet from its first TMA copy to its
+last (the rest it skips or runs as plain scalar code): nothing that writes memory, reduces
+across threads or needs a CTA barrier, which the producer warp would run wrongly or alone."""
+
+
 def _specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
     """(first, last): the top-level ops of `func` from the first that issues TMA copies to the
-    last, when warp specialization applies (one pipelined region, nothing after it that a
-    producer would need)."""
+    last, when warp specialization applies: every op in between is one the producer may run
+    (`_PRODUCER_OPS`, arith), so stores, reductions and layout conversions stay with the
+    compute warps after it."""
     ops = list(func.body.block.ops)
     holding = [i for i, op in enumerate(ops) if any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.walk())]
     if not holding:
         return None
-    return holding[0], holding[-1]
+    first, last = holding[0], holding[-1]
+    for op in ops[first:last + 1]:
+        for o in op.walk():
+            if not (o.name.startswith("arith.") or o.name in _PRODUCER_OPS):
+                return None
+    return first, last
 
 
 def _wgmma_loops(root: Operation) -> list[scf.ForOp]:

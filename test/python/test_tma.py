@@ -10,6 +10,7 @@ import pytest
 from xdsl.parser import Parser
 
 import sparsecc
+import sparsecc.language as tl
 from sparsecc import compiler
 from sparsecc.codegen.lower_mem import esize
 from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass
@@ -188,3 +189,36 @@ def test_launcher_appends_tensor_maps_once_per_argument_values(monkeypatch):
     pack([0x200, 64, 9], 0)  # a new base: a new map
     assert [b[1] for b in built] == [(0x100, 64, 7), (0x200, 64, 9)]
     assert launcher._driver_kinds({}, ["*fp16", "i32", "i32"], 1) == ["ptr", "i32", "i32", "tmap"]
+
+
+@sparsecc.jit
+def gemm_storing_every_step(D, P, A, B, M, N, K, stride_am, stride_bk, stride_dm,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """A K loop that also stores its running sum every step (into P): a store the producer
+    warp of a warp-specialized kernel must not run."""
+    a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1), offsets=(0, 0),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, 1), offsets=(0, 0),
+                              block_shape=(BLOCK_K, BLOCK_N), order=(1, 0))
+    p_ptr = tl.make_block_ptr(P, shape=(M, N), strides=(stride_dm, 1), offsets=(0, 0),
+                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        acc = tl.dot(tl.load(a_ptr, boundary_check=(0, 1)), tl.load(b_ptr, boundary_check=(0, 1)), acc)
+        tl.store(p_ptr, acc.to(P.dtype.element_ty), boundary_check=(0, 1))
+        a_ptr = tl.advance(a_ptr, (0, BLOCK_K))
+        b_ptr = tl.advance(b_ptr, (BLOCK_K, 0))
+    d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, 1), offsets=(0, 0),
+                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+    tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
+
+
+def test_a_store_in_the_loop_keeps_the_copies_in_the_compute_warps():
+    """The loop still gets TMA copies, but no producer warp: it would run the store too."""
+    sig = {"D": "*fp16", "P": "*fp16", "A": "*fp16:NV24", "B": "*fp16", "M": "i32", "N": "i32", "K": "i32:16",
+           "stride_am": "i32:16", "stride_bk": "i32:16", "stride_dm": "i32:16"}
+    ck = sparsecc.compile(gemm_storing_every_step, signature=sig, constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64},
+                          target="sm_90a", num_warps=4, num_stages=3)
+    assert "ttg.async_tma_copy" in ck.asm["ttgir"] and ck.metadata["tensor_maps"]
+    assert ck.metadata["threads"] == 128 and "shfl.sync" not in ck.asm["ptx"]
+    assemble(ck.asm["ptx"], "sm_90a")
