@@ -39,10 +39,19 @@ so the CTA barrier and the ldmatrix latency of iteration i+1 overlap the mma ops
 iteration i still running in the tensor pipe. The copy at the top writes slot (i-1)%S, last
 read before the barrier at the end of iteration i-1 (the reads after it are of slot i%S):
 `ttg.slot_safe` tells the lowering it needs no barrier of its own.
+
+wgmma loops (a dot with a #ttg.mma version 3 result) can instead be synchronised through two
+mbarriers per slot (`_pipeline_mbarriers`): with `tma` (on by default in the compiler) when
+every stream can be a TMA copy (sparsecc.codegen.tma: a box layout that matches its shared
+encoding, a tensor map the host can build), then one thread issues `ttg.async_tma_copy`
+boxes whose bytes the full barrier counts; with `mbarriers`, cp.async copies arrive on it.
+Either way the loop has no CTA barrier: warps wait for the data they read and, before a slot
+is overwritten, for the wgmma groups that read it (`ttg.dot_wait` + the empty barrier).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -76,6 +85,20 @@ lowering needs no barrier before it (the reads since then target the next slot).
 SLOT_GUARDED = "ttg.slot_guarded"
 """On an async copy (mbarrier mode): a ttg.wait_barrier on the slot's empty barrier came
 first, so the lowering needs neither a CTA barrier nor a wgmma drain before it."""
+
+
+@dataclass
+class _Body:
+    """A pipelined loop's new body: prefetch pointers, read/write slots (and their initial
+    values before the loop) and the insertion point at its top."""
+
+    block: Block
+    q_args: list[SSAValue]
+    rd: SSAValue
+    wr: SSAValue
+    rd0: SSAValue
+    wr0: SSAValue
+    top: InsertPoint
 
 
 @dataclass
@@ -321,10 +344,97 @@ class PipelinePass(ModulePass):
         body.add_op(scf.YieldOp())
         _insert(scf.IfOp(pred, [], Region(body)), at)
 
+    # ------------------------------------------------------------ shared by both forms
+    def _rings(self, loop: scf.ForOp, streams: list[_Stream]) -> list[SSAValue]:
+        """One S-slot shared ring per stream, before the loop."""
+        rings = []
+        for st in streams:
+            mt = st.alloc.result.type
+            assert isinstance(mt, MemDescType)
+            ring = LocalAllocOp(MemDescType((self.num_stages, *mt.get_shape()), mt.element_type, mt.encoding,
+                                            mutable=True))
+            rings.append(_insert(ring, InsertPoint.before(loop)).results[0])
+        return rings
+
+    def _prologue(self, loop: scf.ForOp, streams: list[_Stream], offsets: list[list[SSAValue]],
+                  issue: Callable[[list[SSAValue], SSAValue, SSAValue], None]) -> list[SSAValue]:
+        """Stages 0..S-2 before the loop: `issue(pointers, slot, step exists)` each, then the
+        pointers advance. Returns the pointers of stage S-1 (the loop's first prefetch)."""
+        before = InsertPoint.before(loop)
+        ptrs = [loop.iter_args[st.arg_index] for st in streams]
+        for stage in range(self.num_stages - 1):
+            k = _const(stage, loop.lb.type, before)
+            iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
+            iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
+            pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
+            issue(ptrs, _const(stage, i32, before), pred)
+            ptrs = [_insert(tt.AdvanceOp(p, offsets[j]), before).results[0] for j, p in enumerate(ptrs)]
+        return ptrs
+
+    def _new_body(self, loop: scf.ForOp, ptrs: list[SSAValue]) -> _Body:
+        """The loop body moved into a block with the prefetch pointers and the read and write
+        slots as extra arguments."""
+        before = InsertPoint.before(loop)
+        old_body = loop.body.block
+        n_old = len(loop.iter_args)
+        rd0 = _const(0, i32, before)
+        wr0 = _const(self.num_stages - 1, i32, before)
+        block = Block(arg_types=[a.type for a in old_body.args] + [p.type for p in ptrs] + [i32, i32])
+        for old, new in zip(old_body.args, block.args):
+            old.replace_all_uses_with(new)
+        for o in list(old_body.ops):
+            o.detach()
+            block.add_op(o)
+        first = block.first_op
+        assert first is not None
+        return _Body(block, list(block.args[1 + n_old: 1 + n_old + len(ptrs)]), block.args[-2], block.args[-1],
+                     rd0, wr0, InsertPoint.before(first))
+
+    def _ahead(self, loop: scf.ForOp, iv: SSAValue, at: InsertPoint) -> SSAValue:
+        """Whether iteration iv + (S-1)*step exists (its copies are issued in this one)."""
+        k = _const(self.num_stages - 1, loop.lb.type, at)
+        ahead = _insert(arith.MuliOp(k, loop.step), at).results[0]
+        ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
+        return _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0]
+
+    def _advance_and_rotate(self, body: _Body, offsets: list[list[SSAValue]], at: InsertPoint) -> list[SSAValue]:
+        """The prefetch pointers advanced and the slots rotated, for the yield."""
+        new_q = [_insert(tt.AdvanceOp(q, offsets[j]), at).results[0] for j, q in enumerate(body.q_args)]
+        one = _const(1, i32, at)
+        ns = _const(self.num_stages, i32, at)
+        rotated = []
+        for x in (body.rd, body.wr):
+            inc = _insert(arith.AddiOp(x, one), at).results[0]
+            rotated.append(_insert(arith.RemUIOp(inc, ns), at).results[0])
+        return new_q + rotated
+
+    @staticmethod
+    def _erase_old_chains(streams: list[_Stream]) -> None:
+        for st in streams:
+            for ll in st.local_loads:
+                ll.detach()
+                ll.erase()
+            st.alloc.detach()
+            st.alloc.erase()
+            st.load.detach()
+            st.load.erase()
+
+    @staticmethod
+    def _replace_loop(loop: scf.ForOp, body: Block, inits: list[SSAValue]) -> scf.ForOp:
+        new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, Region(body))
+        Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+        for old, new in zip(loop.results, new_loop.results[:len(loop.results)]):
+            old.replace_all_uses_with(new)
+        loop.detach()
+        loop.erase()
+        return new_loop
+
+    # ------------------------------------------------------------ the mbarrier form
     def _pipeline_mbarriers(self, loop: scf.ForOp, streams: list[_Stream], warps: int, tma: bool = False) -> None:
         """The ring pipeline of a wgmma K loop, synchronised through two mbarriers per slot.
 
-            full[s]  (count = threads): each thread arrives once its copies into slot s landed
+            full[s]  each thread arrives once its copies into slot s landed (count = threads);
+                     with TMA: one thread announces the stage's bytes (count = 1)
             empty[s] (count = warps): each warp arrives once the wgmma group reading s retired
             prologue, for s in 0..S-2:  scf.if (step s exists) { copies -> buf[s] }
                                         arrive full[s] (copies)
@@ -337,204 +447,108 @@ class PipelinePass(ModulePass):
                                              copies q -> buf[wr] }
                 arrive full[wr] (copies); yield ..., advance(q), (rd+1)%S, (wr+1)%S
             }
+        (TMA: the arrival announcing the bytes and the copies both sit in the guarded scf.if.)
         No CTA barrier in the loop: a warpgroup waits only for the data it reads and, before
         overwriting a slot, for the wgmma groups that read it; its own next group keeps the
         tensor cores busy meanwhile (the barrier form drains every group at each barrier).
         """
         S = self.num_stages
         before = InsertPoint.before(loop)
-        iv_ty = loop.lb.type
-        rings = []
-        for s in streams:
-            mt = s.alloc.result.type
-            assert isinstance(mt, MemDescType)
-            ring = LocalAllocOp(MemDescType((S, *mt.get_shape()), mt.element_type, mt.encoding, mutable=True))
-            _insert(ring, before)
-            rings.append(ring.result)
+        rings = self._rings(loop, streams)
         full = self._barrier_ring(before, 1 if tma else 32 * warps)
         empty = self._barrier_ring(before, warps)
-        offsets = [self._offsets_outside(s.advance, loop) for s in streams]
-        ptrs = [loop.iter_args[s.arg_index] for s in streams]
-        for stage in range(S - 1):
-            k = _const(stage, iv_ty, before)
-            iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
-            iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
-            pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
-            slot = _const(stage, i32, before)
+        offsets = [self._offsets_outside(st.advance, loop) for st in streams]
+
+        def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
             if tma:
                 self._tma_group(streams, ptrs, rings, full, slot, pred, before)
-            else:
-                for j, s in enumerate(streams):
-                    self._copy(s, ptrs[j], rings[j], slot, pred, before)
-                _insert(ArriveBarrierOp(full, slot, "copies"), before)
-            ptrs = [_insert(tt.AdvanceOp(p, offsets[j]), before).results[0] for j, p in enumerate(ptrs)]
-        old_body = loop.body.block
-        n_old = len(loop.iter_args)
-        rd0 = _const(0, i32, before)
-        wr0 = _const(S - 1, i32, before)
-        new_body = Block(arg_types=[a.type for a in old_body.args] + [p.type for p in ptrs] + [i32, i32])
-        for old, new in zip(old_body.args, new_body.args):
-            old.replace_all_uses_with(new)
-        for o in list(old_body.ops):
-            o.detach()
-            new_body.add_op(o)
-        q_args = list(new_body.args[1 + n_old : 1 + n_old + len(streams)])
-        rd, wr = new_body.args[-2], new_body.args[-1]
-        iv = new_body.args[0]
-        first = new_body.first_op
-        assert first is not None
-        top = InsertPoint.before(first)
+                return
+            for j, st in enumerate(streams):
+                self._copy(st, ptrs[j], rings[j], slot, pred, before)
+            _insert(ArriveBarrierOp(full, slot, "copies"), before)
+
+        ptrs = self._prologue(loop, streams, offsets, issue)
+        body = self._new_body(loop, ptrs)
+        rd, wr, iv, top = body.rd, body.wr, body.block.args[0], body.top
         step = _step_index(iv, loop, top)
         _insert(WaitBarrierOp(full, rd, _parity(step, S, top)), top)
         self._read_slots(streams, rings, rd, top, replace=True)
-        for st in streams:
-            for ll in st.local_loads:
-                ll.detach()
-                ll.erase()
-            st.alloc.detach()
-            st.alloc.erase()
-            st.load.detach()
-            st.load.erase()
-        yield_op = new_body.last_op
+        self._erase_old_chains(streams)
+        yield_op = body.block.last_op
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
         _insert(DotWaitOp(1), at)
         started = _insert(arith.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
         _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, "warps"), scf.YieldOp()]))), at)
-        k = _const(S - 1, iv_ty, at)
-        ahead = _insert(arith.MuliOp(k, loop.step), at).results[0]
-        ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
-        pred = _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0]
+        pred = self._ahead(loop, iv, at)
         wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]
         empty_wait = WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True))
         if tma:
-            self._tma_group(streams, q_args, rings, full, wr, pred, at, empty_wait)
+            self._tma_group(streams, body.q_args, rings, full, wr, pred, at, empty_wait)
         else:
-            guard = Block([empty_wait, scf.YieldOp()])
-            _insert(scf.IfOp(pred, [], Region(guard)), at)
-            for j, s in enumerate(streams):
-                self._copy(s, q_args[j], rings[j], wr, pred, at, guarded=True)
+            _insert(scf.IfOp(pred, [], Region(Block([empty_wait, scf.YieldOp()]))), at)
+            for j, st in enumerate(streams):
+                self._copy(st, body.q_args[j], rings[j], wr, pred, at, guarded=True)
             _insert(ArriveBarrierOp(full, wr, "copies"), at)
-        new_q = [_insert(tt.AdvanceOp(q, offsets[j]), at).results[0] for j, q in enumerate(q_args)]
-        one = _const(1, i32, at)
-        ns = _const(S, i32, at)
-        rotated = []
-        for x in (rd, wr):
-            inc = _insert(arith.AddiOp(x, one), at).results[0]
-            rotated.append(_insert(arith.RemUIOp(inc, ns), at).results[0])
-        Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *new_q, *rotated))
-        new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, *ptrs, rd0, wr0], Region(new_body))
-        Rewriter.insert_op(new_loop, before)
-        for old, new in zip(loop.results, new_loop.results[:n_old]):
-            old.replace_all_uses_with(new)
-        loop.detach()
-        loop.erase()
+        carried = self._advance_and_rotate(body, offsets, at)
+        Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried))
+        self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
 
+    # ------------------------------------------------------------ the CTA-barrier form
     def _pipeline(self, loop: scf.ForOp, streams: list[_Stream]) -> None:
         S = self.num_stages
         before = InsertPoint.before(loop)
-        iv_ty = loop.lb.type
-        # Rings.
-        rings = []
-        for s in streams:
-            mt = s.alloc.result.type
-            assert isinstance(mt, MemDescType)
-            ring = LocalAllocOp(MemDescType((S, *mt.get_shape()), mt.element_type, mt.encoding, mutable=True))
-            _insert(ring, before)
-            rings.append(ring.result)
-        offsets = [self._offsets_outside(s.advance, loop) for s in streams]
-        # Prologue: stages 0..S-2.
-        ptrs = [loop.iter_args[s.arg_index] for s in streams]
-        for stage in range(S - 1):
-            k = _const(stage, iv_ty, before)
-            iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
-            iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
-            pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
-            slot = _const(stage, i32, before)
-            for j, s in enumerate(streams):
-                self._copy(s, ptrs[j], rings[j], slot, pred, before)
+        rings = self._rings(loop, streams)
+        offsets = [self._offsets_outside(st.advance, loop) for st in streams]
+
+        def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
+            for j, st in enumerate(streams):
+                self._copy(st, ptrs[j], rings[j], slot, pred, before)
             _insert(AsyncCommitGroupOp(), before)
-            ptrs = [_insert(tt.AdvanceOp(p, offsets[j]), before).results[0] for j, p in enumerate(ptrs)]
-        # New loop: old iter_args + prefetch pointers + read slot + write slot.
-        old_body = loop.body.block
-        n_old = len(loop.iter_args)
-        rd0 = _const(0, i32, before)
-        wr0 = _const(S - 1, i32, before)
-        new_body = Block(arg_types=[a.type for a in old_body.args] + [p.type for p in ptrs] + [i32, i32])
-        for old, new in zip(old_body.args, new_body.args):
-            old.replace_all_uses_with(new)
-        for o in list(old_body.ops):
-            o.detach()
-            new_body.add_op(o)
-        q_args = list(new_body.args[1 + n_old : 1 + n_old + len(streams)])
-        rd, wr = new_body.args[-2], new_body.args[-1]
-        iv = new_body.args[0]
-        first = new_body.first_op
-        assert first is not None
-        top = InsertPoint.before(first)
+
+        ptrs = self._prologue(loop, streams, offsets, issue)
+        body = self._new_body(loop, ptrs)
+        new_body, rd, wr, iv, top = body.block, body.rd, body.wr, body.block.args[0], body.top
         if self.prefetch:
             # Operands of iteration i arrive as iter_args, read at the end of iteration i-1
             # (or before the loop), right after that iteration's mma ops were issued.
-            frag_types = [ll.result.type for s in streams for ll in s.local_loads]
+            frag_types = [ll.result.type for st in streams for ll in st.local_loads]
             frag_args = [new_body.insert_arg(t, len(new_body.args)) for t in frag_types]
             pos = 0
-            for s in streams:
-                for ll in s.local_loads:
+            for st in streams:
+                for ll in st.local_loads:
                     ll.result.replace_all_uses_with(frag_args[pos])
                     pos += 1
             _insert(AsyncWaitOp([], S - 2), before)
-            frag0 = self._read_slots(streams, rings, rd0, before)
+            frag0 = self._read_slots(streams, rings, body.rd0, before)
         else:
             # Top of the body: wait, read the current slots.
             _insert(AsyncWaitOp([], S - 2), top)
             self._read_slots(streams, rings, rd, top, replace=True)
         # Prefetch iteration i + S-1.
-        k = _const(S - 1, iv_ty, top)
-        ahead = _insert(arith.MuliOp(k, loop.step), top).results[0]
-        ahead = _insert(arith.AddiOp(iv, ahead), top).results[0]
-        pred = _insert(arith.CmpiOp(ahead, loop.ub, "slt"), top).results[0]
+        pred = self._ahead(loop, iv, top)
         # (Copies go first also in wgmma loops: issuing them after the dot, so that the
         # asynchronous group runs under the copy issue, measured 13% slower on the H100 — the
         # data gets an iteration less to land.)
-        for j, s in enumerate(streams):
+        for j, st in enumerate(streams):
             # slot wr = (i-1) % S was last read in iteration i-1, before this iteration's
             # async_wait barrier: the copy needs no barrier of its own (in both modes)
-            self._copy(s, q_args[j], rings[j], wr, pred, top, slot_safe=True)
+            self._copy(st, body.q_args[j], rings[j], wr, pred, top, slot_safe=True)
         _insert(AsyncCommitGroupOp(), top)
-        # Old load chain is dead now.
-        for s in streams:
-            for ll in s.local_loads:
-                ll.detach()
-                ll.erase()
-            s.alloc.detach()
-            s.alloc.erase()
-            s.load.detach()
-            s.load.erase()
+        self._erase_old_chains(streams)
         # Yield: advance prefetch pointers, rotate slots.
         yield_op = new_body.last_op
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
-        new_q = [_insert(tt.AdvanceOp(q, offsets[j]), at).results[0] for j, q in enumerate(q_args)]
-        one = _const(1, i32, at)
-        ns = _const(S, i32, at)
-        rotated = []
-        for x in (rd, wr):
-            inc = _insert(arith.AddiOp(x, one), at).results[0]
-            rotated.append(_insert(arith.RemUIOp(inc, ns), at).results[0])
+        carried = self._advance_and_rotate(body, offsets, at)
         frag_next: list[SSAValue] = []
         if self.prefetch:
             _insert(AsyncWaitOp([], S - 2), at)  # the group of iteration i+1 has landed
-            frag_next = self._read_slots(streams, rings, rotated[0], at)
-        new_yield = scf.YieldOp(*yield_op.operands, *new_q, *rotated, *frag_next)
-        Rewriter.replace_op(yield_op, new_yield)
-        inits = [*loop.iter_args, *ptrs, rd0, wr0, *(frag0 if self.prefetch else [])]
-        new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, Region(new_body))
-        Rewriter.insert_op(new_loop, before)
-        for old, new in zip(loop.results, new_loop.results[:n_old]):
-            old.replace_all_uses_with(new)
+            frag_next = self._read_slots(streams, rings, carried[-2], at)
+        Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried, *frag_next))
+        new_loop = self._replace_loop(loop, new_body, [*loop.iter_args, *ptrs, body.rd0, body.wr0,
+                                                       *(frag0 if self.prefetch else [])])
         _insert(AsyncWaitOp([], 0), InsertPoint.after(new_loop))
-        loop.detach()
-        loop.erase()
 
 
 __all__ = ["PipelinePass", "SLOT_GUARDED", "SLOT_SAFE"]
