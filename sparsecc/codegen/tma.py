@@ -127,6 +127,23 @@ def host_expr(v: SSAValue, func: tt.FuncOp) -> Any:
     return None
 
 
+def _trunc_div(a: int, b: int) -> int:
+    """Integer division rounding toward zero (arith.divsi, C)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+_EVAL = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "divs": _trunc_div, "divu": _trunc_div,
+    "rems": lambda a, b: a - b * _trunc_div(a, b), "remu": lambda a, b: a - b * _trunc_div(a, b),
+    "max": max, "min": min, "shl": lambda a, b: a << b, "shr": lambda a, b: a >> b,
+    "and": lambda a, b: a & b, "or": lambda a, b: a | b,
+}
+"""The binary operators of `host_expr` on Python ints (the values are sizes and strides: small
+and non-negative, so signed and unsigned forms agree)."""
+
+
 def evaluate(expr: Any, args: list[Any]) -> int:
     """The value of a `host_expr` for the launch's (packed) arguments."""
     kind = expr[0]
@@ -134,31 +151,10 @@ def evaluate(expr: Any, args: list[Any]) -> int:
         return int(args[expr[1]])
     if kind == "const":
         return int(expr[1])
-    a, b = evaluate(expr[1], args), evaluate(expr[2], args)
-    if kind == "add":
-        return a + b
-    if kind == "sub":
-        return a - b
-    if kind == "mul":
-        return a * b
-    if kind in ("divs", "divu"):
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b >= 0) else -q  # C division truncates toward zero
-    if kind in ("rems", "remu"):
-        return a - b * evaluate(["divs", ["const", a], ["const", b]], args)
-    if kind == "max":
-        return max(a, b)
-    if kind == "min":
-        return min(a, b)
-    if kind == "shl":
-        return a << b
-    if kind == "shr":
-        return a >> b
-    if kind == "and":
-        return a & b
-    if kind == "or":
-        return a | b
-    raise ValueError(f"unknown tensor-map expression {kind!r}")
+    fn = _EVAL.get(kind)
+    if fn is None:
+        raise ValueError(f"unknown tensor-map expression {kind!r}")
+    return fn(evaluate(expr[1], args), evaluate(expr[2], args))
 
 
 def arguments_of(expr: Any) -> set[int]:
