@@ -40,6 +40,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from sparsecc.codegen import lower_dot as lower_dot_module
 from sparsecc.codegen.divisibility import Divisibility
 from sparsecc.codegen.layouts import DistLayout, LayoutError, distributed
+from sparsecc.codegen.lower_async import (
+    lower_barrier_op,
+    lower_specialized,
+    lower_tma_copy,
+    plan_tensor_maps,
+    skipped,
+    specialization_split,
+)
 from sparsecc.codegen.lower_base import (
     BlockPtr,
     Emitter,
@@ -49,6 +57,7 @@ from sparsecc.codegen.lower_base import (
     Smem,
     SmemOperand,
     hoist_loop_invariants,
+    where,
 )
 from sparsecc.codegen.lower_dot import load_frag, lower_dot
 from sparsecc.codegen.lower_mem import (
@@ -60,18 +69,8 @@ from sparsecc.codegen.lower_mem import (
     store_shared,
 )
 from sparsecc.codegen.lower_ptrs import load_ptrs, lower_addptr, store_ptrs
-from sparsecc.codegen.tma import box_plan, host_recipe, tensor_ptr_root
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
-from sparsecc.dialects.ptx_mbarrier import (
-    CpAsyncBulkTensor2dOp,
-    CpAsyncMbarrierArriveOp,
-    MbarrierArriveExpectTxOp,
-    MbarrierArriveOp,
-    MbarrierInitFenceOp,
-    MbarrierInitOp,
-    MbarrierWaitOp,
-)
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
 from sparsecc.passes.pipeline import SLOT_GUARDED, SLOT_SAFE
 
@@ -97,11 +96,6 @@ _SUPPORTED_ARITH = {
 """arith ops the PTX printer has a form for (per element for tensors)."""
 _CASTS = {"arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi",
           "arith.fptoui", "arith.extf", "arith.truncf", "arith.bitcast", "arith.index_cast"}
-
-
-def _where(op: Operation) -> str:
-    loc = op.attributes.get("loc") if hasattr(op, "attributes") else None
-    return f" at {loc}" if loc is not None else ""
 
 
 @dataclass
@@ -146,10 +140,10 @@ class Lowerer:
         params = []
         for i, ty in enumerate(self.func.function_type.inputs.data):
             params.append((f"arg{i}", _param_kind(ty, self.func, i)))
-        self._plan_tensor_maps(len(params))
+        plan_tensor_maps(self, len(params))
         self.a_from_shared = lower_dot_module.WGMMA_A_FROM_SHARED or bool(self.tensor_maps)
         params += [(f"tmap{i}", "tmap") for i in range(len(self.tensor_maps))]
-        split = _specialization_split(self.func) if WARP_SPECIALIZE and self.tensor_maps and self.wgmma else None
+        split = specialization_split(self.func) if WARP_SPECIALIZE and self.tensor_maps and self.wgmma else None
         if split is not None:
             self.producer_warps = 1
             self.tma_thread = 32 * self.num_warps
@@ -171,81 +165,12 @@ class Lowerer:
         if split is None:
             self.lower_block(self.func.body.block)
         else:
-            self._lower_specialized(self.func.body.block, *split)
+            lower_specialized(self, self.func.body.block, *split)
         return self.kernel
 
     @property
     def threads(self) -> int:
         return 32 * (self.num_warps + self.producer_warps)
-
-    def _lower_specialized(self, block: Block, first: int, last: int) -> None:
-        """Warp specialization of a TMA kernel: the ops before the first TMA copy run in every
-        thread; then one extra warp (the producer) runs the copies of ops first..last with
-        their empty-slot waits, and the compute warps (the consumers) run ops first.. without
-        the copies: they wait only for data (full barriers), never for a slot to free up, so
-        their wgmma groups follow each other while the producer runs up to S stages ahead.
-        After the split, CTA barriers count the consumers only (named barrier 1)."""
-        ops = list(block.ops)
-        for op in ops[:first]:
-            self.lower_op(op)
-        em = self.em
-        outer = em.block
-        # the warp index read from lane 0: provably warp-uniform, so ptxas sees no divergent
-        # path around the consumers' wgmmas (it would serialise them)
-        warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [self.warp], [i32]))
-        is_producer = em.cmp("uge", warp, em.c(self.num_warps))
-        state = (self.writes_pending, self.reads_since_bar, self.wgmma_pending)
-        blocks = []
-        for mode, part in (("producer", ops[first:last + 1]), ("consumer", ops[first:])):
-            blk = Block()
-            em.block = blk
-            self.mode = mode
-            self.writes_pending, self.reads_since_bar, self.wgmma_pending = state
-            for op in part:
-                if not isinstance(op, tt.ReturnOp):
-                    self.lower_op(op)
-            blk.add_op(scf.YieldOp())
-            blocks.append(blk)
-        em.block = outer
-        outer.add_op(scf.IfOp(is_producer, [], Region(blocks[0]), Region(blocks[1])))
-        self.mode = ""
-
-    def _skipped(self, op: Operation) -> bool:
-        """Whether this side of a warp-specialized kernel leaves `op` to the other side."""
-        if self.mode == "consumer":
-            return isinstance(op, scf.IfOp) and _issues_tma(op)
-        if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp):
-            return True
-        if isinstance(op, tt.DotOp):
-            self.values[op.result] = self.get(op.c)  # the producer carries no accumulator
-            return True
-        if isinstance(op, ttgd.WaitBarrierOp):
-            return not _is_empty_ring(op.ring)
-        return isinstance(op, scf.IfOp) and any(
-            isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
-
-    def _plan_tensor_maps(self, first_param: int) -> None:
-        """One tensor-map kernel parameter per block pointer (its tt.make_tensor_ptr) that
-        ttg.async_tma_copy reads, after the function's own parameters."""
-        for op in self.func.walk():
-            if not isinstance(op, ttgd.AsyncTmaCopyOp):
-                continue
-            root = tensor_ptr_root(op.src)
-            if root is None:
-                raise LoweringError(f"ttg.async_tma_copy{_where(op)}: the block pointer does not come from a "
-                                    "tt.make_tensor_ptr of this function")
-            mt = op.dst.type
-            plan = box_plan(mt, esize(mt.element_type))
-            recipe = None if plan is None else host_recipe(root, self.func, plan, str(mt.element_type),
-                                                           self.divs.of(root.strides[0]))
-            if plan is None or recipe is None:
-                raise LoweringError(f"ttg.async_tma_copy{_where(op)}: no tensor map describes this copy "
-                                    "(shared layout, base argument, or strides the host cannot compute)")
-            known = self.tensor_maps.get(root)
-            if known is not None and known[1] != plan:
-                raise LoweringError(f"ttg.async_tma_copy{_where(op)}: one block pointer copied into two layouts")
-            if known is None:
-                self.tensor_maps[root] = (first_param + len(self.tensor_maps), plan, recipe)
 
     def _plan_smem(self) -> None:
         align = WGMMA_ALIGN if self.wgmma else SMEM_ALIGN
@@ -305,54 +230,6 @@ class Lowerer:
         if self.writes_pending:
             self.bar()
         self.reads_since_bar = True
-
-    def _barrier_op(self, op: Operation) -> None:
-        """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true})."""
-        em = self.em
-        if isinstance(op, ttgd.DotWaitOp):
-            self.wgmma_drain(keep=op.pendings.value.data)
-            return
-        ring = self.get(op.ring)
-        assert isinstance(ring, Smem)
-        if isinstance(op, ttgd.InitBarrierOp):
-            first = em.cmp("eq", self.tid, em.c(0))
-            for s in range(ring.ty.get_shape()[0]):
-                em.op(MbarrierInitOp(em.add(ring.addr, 8 * s), first, op.count.value.data))
-            em.op(MbarrierInitFenceOp())
-            em.op(ptx.BarSyncOp(0))  # every thread sees the initialised barriers
-            self.writes_pending = False
-            self.reads_since_bar = False
-            return
-        addr = em.add(ring.addr, em.mul(em.to32(self.get(op.slot)), 8))
-        if isinstance(op, ttgd.WaitBarrierOp):
-            em.op(MbarrierWaitOp(addr, em.to32(self.get(op.parity))))
-            # the arrivals released the copies' shared writes (the slot's data): no CTA
-            # barrier before reading them; wgmma reads them through the async proxy
-            if self.wgmma:
-                em.op(FenceProxyAsyncOp())
-            self.writes_pending = False
-            return
-        if op.kind.data == "copies":
-            em.op(CpAsyncMbarrierArriveOp(addr))
-        elif op.kind.data == "tma":
-            em.op(MbarrierArriveExpectTxOp(addr, em.cmp("eq", self.tid, em.c(self.tma_thread)), op.bytes.value.data))
-        else:
-            em.op(MbarrierArriveOp(addr, em.cmp("eq", self.lane, em.c(0))))
-
-    def _tma_copy(self, op: ttgd.AsyncTmaCopyOp) -> None:
-        """Thread 0 issues the tile's boxes (BoxPlan) at the block pointer's offsets."""
-        em = self.em
-        root = tensor_ptr_root(op.src)
-        index, plan, _ = self.tensor_maps[root]
-        bp, sm, ring = self.get(op.src), self.get(op.dst), self.get(op.ring)
-        assert isinstance(bp, BlockPtr) and isinstance(sm, Smem) and isinstance(ring, Smem)
-        bar = em.add(ring.addr, em.mul(em.to32(self.get(op.slot)), 8))
-        first = em.cmp("eq", self.tid, em.c(self.tma_thread))
-        tmap = self.kernel.args[index]
-        row, col = (em.to32(o) for o in bp.offsets)
-        for j in range(plan.count):
-            em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
-                                        row, bar, first))
 
     # ---------------------------------------------------------------- coordinates
     def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]:
@@ -423,14 +300,14 @@ class Lowerer:
             self.lower_op(op)
 
     def lower_op(self, op: Operation) -> None:
-        if self.mode and self._skipped(op):
+        if self.mode and skipped(self, op):
             return
         try:
             self._dispatch(op)
         except (LayoutError, LoweringError) as e:
             msg = str(e)
             if not msg.startswith(op.name):
-                msg = f"{op.name}{_where(op)}: {msg}"
+                msg = f"{op.name}{where(op)}: {msg}"
             raise LoweringError(msg) from None
 
     def _dispatch(self, op: Operation) -> None:
@@ -534,10 +411,10 @@ class Lowerer:
             self.bar()
             return
         if isinstance(op, ttgd.InitBarrierOp | ttgd.WaitBarrierOp | ttgd.ArriveBarrierOp | ttgd.DotWaitOp):
-            self._barrier_op(op)
+            lower_barrier_op(self, op)
             return
         if isinstance(op, ttgd.AsyncTmaCopyOp):
-            self._tma_copy(op)
+            lower_tma_copy(self, op)
             return
         if isinstance(op, scf.ForOp):
             self._for(op)
@@ -817,44 +694,6 @@ class Lowerer:
             n = len(self.flatten(tmpl))
             self.values[res] = self.unflatten(tmpl, results[pos:pos + n])
             pos += n
-
-
-def _issues_tma(op: Operation) -> bool:
-    """An scf.if that holds a stage's TMA copies directly (the pipeline's copy groups)."""
-    return isinstance(op, scf.IfOp) and bool(op.true_region.blocks) and any(
-        isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.true_region.block.ops)
-
-
-def _is_empty_ring(ring: SSAValue) -> bool:
-    """Whether mbarrier ring `ring` is a pipeline's empty-slot ring (no TMA copy counts on it)."""
-    return not any(isinstance(u.operation, ttgd.AsyncTmaCopyOp) for u in ring.uses)
-
-
-_PRODUCER_OPS = frozenset({
-    "scf.for", "scf.if", "scf.yield", "tt.advance", "tt.dot", "tt.get_program_id", "tt.get_num_programs",
-    "ttg.memdesc_subview", "ttg.local_load", "ttg.async_tma_copy", "ttg.wait_barrier", "ttg.arrive_barrier",
-    "ttg.dot_wait",
-})
-"""What the producer side of a warp-specialized kernel may meet from its first TMA copy to its
-last (the rest it skips or runs as plain scalar code): nothing that writes memory, reduces
-across threads or needs a CTA barrier, which the producer warp would run wrongly or alone."""
-
-
-def _specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
-    """(first, last): the top-level ops of `func` from the first that issues TMA copies to the
-    last, when warp specialization applies: every op in between is one the producer may run
-    (`_PRODUCER_OPS`, arith), so stores, reductions and layout conversions stay with the
-    compute warps after it."""
-    ops = list(func.body.block.ops)
-    holding = [i for i, op in enumerate(ops) if any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.walk())]
-    if not holding:
-        return None
-    first, last = holding[0], holding[-1]
-    for op in ops[first:last + 1]:
-        for o in op.walk():
-            if not (o.name.startswith("arith.") or o.name in _PRODUCER_OPS):
-                return None
-    return first, last
 
 
 def _wgmma_loops(root: Operation) -> list[scf.ForOp]:

@@ -275,6 +275,12 @@ def _inside(loop: Operation, v: SSAValue) -> bool:
     return op is not None and loop.is_ancestor(op)
 
 
+def where(op: Operation) -> str:
+    """" at <loc>" for an op that carries a source location (error messages), else ""."""
+    loc = op.attributes.get("loc") if hasattr(op, "attributes") else None
+    return f" at {loc}" if loc is not None else ""
+
+
 COLD_ELSE = "sparsecc.cold_else"
 """Marks an scf.if whose else region is a rarely taken slow path (not worth registers)."""
 

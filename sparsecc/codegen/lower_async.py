@@ -1,0 +1,198 @@
+"""Lowering of a pipelined loop's asynchronous machinery: mbarriers, TMA copies and warp
+specialization (the ops tritongpu-pipeline{mbarriers/tma} emits).
+
+* `lower_barrier_op`: ttg.init_barrier (thread 0 initialises each slot's mbarrier, then fence
+  + CTA barrier), ttg.wait_barrier (spin on the phase parity; a proxy fence before wgmma reads
+  the data), ttg.arrive_barrier ("copies": cp.async arrivals, "warps": lane 0 of each warp,
+  "tma": the TMA thread announces the stage's bytes), ttg.dot_wait (wgmma.wait_group).
+* `plan_tensor_maps` / `lower_tma_copy`: one 128-byte tensor-map kernel parameter per TMA'd
+  block pointer (its recipe goes to the launch metadata), and the boxes of each copy.
+* `specialization_split` / `lower_specialized` / `skipped`: a TMA kernel gets one extra
+  producer warp that runs the copies and their empty-slot waits, while the compute warps run
+  everything else.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import i32
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
+from sparsecc.codegen.lower_mem import esize
+from sparsecc.codegen.tma import box_plan, host_recipe, tensor_ptr_root
+from sparsecc.dialects import ptx, tt
+from sparsecc.dialects import ttg as ttgd
+from sparsecc.dialects.ptx_mbarrier import (
+    CpAsyncBulkTensor2dOp,
+    CpAsyncMbarrierArriveOp,
+    MbarrierArriveExpectTxOp,
+    MbarrierArriveOp,
+    MbarrierInitFenceOp,
+    MbarrierInitOp,
+    MbarrierWaitOp,
+)
+from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower import Lowerer
+
+
+def _issues_tma(op: Operation) -> bool:
+    """An scf.if that holds a stage's TMA copies directly (the pipeline's copy groups)."""
+    return isinstance(op, scf.IfOp) and bool(op.true_region.blocks) and any(
+        isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.true_region.block.ops)
+
+
+def _is_empty_ring(ring: SSAValue) -> bool:
+    """Whether mbarrier ring `ring` is a pipeline's empty-slot ring (no TMA copy counts on it)."""
+    return not any(isinstance(u.operation, ttgd.AsyncTmaCopyOp) for u in ring.uses)
+
+
+_PRODUCER_OPS = frozenset({
+    "scf.for", "scf.if", "scf.yield", "tt.advance", "tt.dot", "tt.get_program_id", "tt.get_num_programs",
+    "ttg.memdesc_subview", "ttg.local_load", "ttg.async_tma_copy", "ttg.wait_barrier", "ttg.arrive_barrier",
+    "ttg.dot_wait",
+})
+"""What the producer side of a warp-specialized kernel may meet from its first TMA copy to its
+last (the rest it skips or runs as plain scalar code): nothing that writes memory, reduces
+across threads or needs a CTA barrier, which the producer warp would run wrongly or alone."""
+
+
+def specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
+    """(first, last): the top-level ops of `func` from the first that issues TMA copies to the
+    last, when warp specialization applies: every op in between is one the producer may run
+    (`_PRODUCER_OPS`, arith), so stores, reductions and layout conversions stay with the
+    compute warps after it."""
+    ops = list(func.body.block.ops)
+    holding = [i for i, op in enumerate(ops) if any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.walk())]
+    if not holding:
+        return None
+    first, last = holding[0], holding[-1]
+    for op in ops[first:last + 1]:
+        for o in op.walk():
+            if not (o.name.startswith("arith.") or o.name in _PRODUCER_OPS):
+                return None
+    return first, last
+
+
+def lower_specialized(L: Lowerer, block: Block, first: int, last: int) -> None:
+    """Warp specialization of a TMA kernel: the ops before the first TMA copy run in every
+    thread; then one extra warp (the producer) runs the copies of ops first..last with
+    their empty-slot waits, and the compute warps (the consumers) run ops first.. without
+    the copies: they wait only for data (full barriers), never for a slot to free up, so
+    their wgmma groups follow each other while the producer runs up to S stages ahead.
+    After the split, CTA barriers count the consumers only (named barrier 1)."""
+    ops = list(block.ops)
+    for op in ops[:first]:
+        L.lower_op(op)
+    em = L.em
+    outer = em.block
+    # the warp index read from lane 0: provably warp-uniform, so ptxas sees no divergent
+    # path around the consumers' wgmmas (it would serialise them)
+    warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [L.warp], [i32]))
+    is_producer = em.cmp("uge", warp, em.c(L.num_warps))
+    state = (L.writes_pending, L.reads_since_bar, L.wgmma_pending)
+    blocks = []
+    for mode, part in (("producer", ops[first:last + 1]), ("consumer", ops[first:])):
+        blk = Block()
+        em.block = blk
+        L.mode = mode
+        L.writes_pending, L.reads_since_bar, L.wgmma_pending = state
+        for op in part:
+            if not isinstance(op, tt.ReturnOp):
+                L.lower_op(op)
+        blk.add_op(scf.YieldOp())
+        blocks.append(blk)
+    em.block = outer
+    outer.add_op(scf.IfOp(is_producer, [], Region(blocks[0]), Region(blocks[1])))
+    L.mode = ""
+
+def skipped(L: Lowerer, op: Operation) -> bool:
+    """Whether this side of a warp-specialized kernel leaves `op` to the other side."""
+    if L.mode == "consumer":
+        return isinstance(op, scf.IfOp) and _issues_tma(op)
+    if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp):
+        return True
+    if isinstance(op, tt.DotOp):
+        L.values[op.result] = L.get(op.c)  # the producer carries no accumulator
+        return True
+    if isinstance(op, ttgd.WaitBarrierOp):
+        return not _is_empty_ring(op.ring)
+    return isinstance(op, scf.IfOp) and any(
+        isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
+
+
+def plan_tensor_maps(L: Lowerer, first_param: int) -> None:
+    """One tensor-map kernel parameter per block pointer (its tt.make_tensor_ptr) that
+    ttg.async_tma_copy reads, after the function's own parameters."""
+    for op in L.func.walk():
+        if not isinstance(op, ttgd.AsyncTmaCopyOp):
+            continue
+        root = tensor_ptr_root(op.src)
+        if root is None:
+            raise LoweringError(f"ttg.async_tma_copy{where(op)}: the block pointer does not come from a "
+                                "tt.make_tensor_ptr of this function")
+        mt = op.dst.type
+        plan = box_plan(mt, esize(mt.element_type))
+        recipe = None if plan is None else host_recipe(root, L.func, plan, str(mt.element_type),
+                                                       L.divs.of(root.strides[0]))
+        if plan is None or recipe is None:
+            raise LoweringError(f"ttg.async_tma_copy{where(op)}: no tensor map describes this copy "
+                                "(shared layout, base argument, or strides the host cannot compute)")
+        known = L.tensor_maps.get(root)
+        if known is not None and known[1] != plan:
+            raise LoweringError(f"ttg.async_tma_copy{where(op)}: one block pointer copied into two layouts")
+        if known is None:
+            L.tensor_maps[root] = (first_param + len(L.tensor_maps), plan, recipe)
+
+
+def lower_barrier_op(L: Lowerer, op: Operation) -> None:
+    """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true})."""
+    em = L.em
+    if isinstance(op, ttgd.DotWaitOp):
+        L.wgmma_drain(keep=op.pendings.value.data)
+        return
+    ring = L.get(op.ring)
+    assert isinstance(ring, Smem)
+    if isinstance(op, ttgd.InitBarrierOp):
+        first = em.cmp("eq", L.tid, em.c(0))
+        for s in range(ring.ty.get_shape()[0]):
+            em.op(MbarrierInitOp(em.add(ring.addr, 8 * s), first, op.count.value.data))
+        em.op(MbarrierInitFenceOp())
+        em.op(ptx.BarSyncOp(0))  # every thread sees the initialised barriers
+        L.writes_pending = False
+        L.reads_since_bar = False
+        return
+    addr = em.add(ring.addr, em.mul(em.to32(L.get(op.slot)), 8))
+    if isinstance(op, ttgd.WaitBarrierOp):
+        em.op(MbarrierWaitOp(addr, em.to32(L.get(op.parity))))
+        # the arrivals released the copies' shared writes (the slot's data): no CTA
+        # barrier before reading them; wgmma reads them through the async proxy
+        if L.wgmma:
+            em.op(FenceProxyAsyncOp())
+        L.writes_pending = False
+        return
+    if op.kind.data == "copies":
+        em.op(CpAsyncMbarrierArriveOp(addr))
+    elif op.kind.data == "tma":
+        em.op(MbarrierArriveExpectTxOp(addr, em.cmp("eq", L.tid, em.c(L.tma_thread)), op.bytes.value.data))
+    else:
+        em.op(MbarrierArriveOp(addr, em.cmp("eq", L.lane, em.c(0))))
+
+def lower_tma_copy(L: Lowerer, op: ttgd.AsyncTmaCopyOp) -> None:
+    """Thread 0 issues the tile's boxes (BoxPlan) at the block pointer's offsets."""
+    em = L.em
+    root = tensor_ptr_root(op.src)
+    index, plan, _ = L.tensor_maps[root]
+    bp, sm, ring = L.get(op.src), L.get(op.dst), L.get(op.ring)
+    assert isinstance(bp, BlockPtr) and isinstance(sm, Smem) and isinstance(ring, Smem)
+    bar = em.add(ring.addr, em.mul(em.to32(L.get(op.slot)), 8))
+    first = em.cmp("eq", L.tid, em.c(L.tma_thread))
+    tmap = L.kernel.args[index]
+    row, col = (em.to32(o) for o in bp.offsets)
+    for j in range(plan.count):
+        em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
+                                    row, bar, first))
