@@ -22,6 +22,7 @@ from xdsl.printer import Printer
 
 from sparsecc.dialects import make_context
 from sparsecc.passes import get_all_passes
+from sparsecc.switches import enabled
 
 STAGES = ("ttir", "ttir-decomposed", "ttgir", "ptx", "cubin")
 MIN_SPARSE_ARCH = 80
@@ -53,10 +54,10 @@ def decompose_passes() -> list[str]:
     return ["decompose-sparse-tensors"]
 
 
-MBARRIER_PIPELINE = os.environ.get("SPARSECC_MBARRIERS", "0") == "1"
+MBARRIER_PIPELINE = enabled("SPARSECC_MBARRIERS")
 """Pipeline wgmma K loops with per-slot full/empty mbarriers instead of CTA barriers
 (tritongpu-pipeline{mbarriers=true}; SPARSECC_MBARRIERS=1)."""
-TMA_PIPELINE = os.environ.get("SPARSECC_TMA", "1") != "0"
+TMA_PIPELINE = enabled("SPARSECC_TMA")
 """Copy the tiles of wgmma K loops with the tensor memory accelerator, synchronised through
 mbarriers, where every stream of the loop allows it (tritongpu-pipeline{tma=true}); on by
 default, SPARSECC_TMA=0 turns it off (bench/results/NOTES.md, stop 8: +13-27% at large shapes)."""

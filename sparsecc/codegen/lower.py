@@ -18,7 +18,6 @@ before its reads (one barrier each way per iteration).
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
@@ -73,13 +72,14 @@ from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
 from sparsecc.passes.pipeline import SLOT_GUARDED, SLOT_SAFE
+from sparsecc.switches import enabled
 
 SMEM_ALIGN = 128
 WGMMA_ALIGN = 1024
-WARP_SPECIALIZE = os.environ.get("SPARSECC_WARP_SPECIALIZE", "1") != "0"
+WARP_SPECIALIZE = enabled("SPARSECC_WARP_SPECIALIZE")
 """Give a TMA kernel's copies a warp of their own (`Lowerer._lower_specialized`; on by default,
 +0.5-2.6% at large shapes on the H100; SPARSECC_WARP_SPECIALIZE=0 turns it off)."""
-UNROLL_WGMMA_LOOPS = os.environ.get("SPARSECC_WGMMA_UNROLL", "0") == "1"
+UNROLL_WGMMA_LOOPS = enabled("SPARSECC_WGMMA_UNROLL")
 """Unroll every wgmma K loop by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1). Off by default:
 in a barrier-synchronised loop it measured no faster on the H100 (every barrier drains the
 groups in flight, Lowerer.bar); in a TMA loop it gains 0.5-2.3% (a second register copy of the

@@ -10,7 +10,6 @@ Fragment keys (layouts.py documents the register layouts):
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
@@ -23,8 +22,9 @@ from sparsecc.codegen.lower_mem import esize, smem_offset
 from sparsecc.dialects import ptx
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
+from sparsecc.switches import enabled
 
-WGMMA_A_FROM_SHARED = os.environ.get("SPARSECC_WGMMA_A_SMEM", "0") == "1"
+WGMMA_A_FROM_SHARED = enabled("SPARSECC_WGMMA_A_SMEM")
 """wgmma reads A values from shared memory through a descriptor (no ldmatrix, no A registers)
 when they are staged in a canonical K-major layout: always in kernels with TMA copies (measured
 +2-6% there), elsewhere with SPARSECC_WGMMA_A_SMEM=1 (no gain in the barrier-synchronised loop)."""

@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from sparsecc import switches
+
 __all__ = [
     "CacheEntry",
     "cache_dir",
@@ -162,7 +164,7 @@ def _canonical(x: Any) -> Any:
     return ["repr", repr(x)]
 
 
-COMPILER_SWITCHES = ("SPARSECC_WGMMA_UNROLL", "SPARSECC_WGMMA_A_SMEM", "SPARSECC_MBARRIERS", "SPARSECC_TMA", "SPARSECC_WARP_SPECIALIZE")
+COMPILER_SWITCHES = switches.NAMES
 """Environment variables that change the code the compiler emits: part of every cache key."""
 
 
