@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from sparsecc import switches
 from sparsecc.compiler import CompileOptions
 from sparsecc.runtime import cache
 
@@ -286,3 +287,17 @@ def test_real_kernel_ttir_round_trips():
     second = cache.cached_compile(src, sig, consts, CompileOptions(), compile_fn)
     assert len(calls) == 1 and second.hit and second.asm == first.asm
     assert '#tt.sparse<"NV24">' in second.asm["ttir"]
+
+
+@pytest.mark.parametrize("name", sorted(switches.NAMES))
+def test_every_compiler_switch_is_part_of_the_key(monkeypatch, name):
+    monkeypatch.delenv(name, raising=False)
+    unset = cache.key_for(SRC, SIG, CONST, OPTS)
+    monkeypatch.setenv(name, "0" if switches.DEFAULTS[name] else "1")
+    assert cache.key_for(SRC, SIG, CONST, OPTS) != unset
+    assert switches.enabled(name) is not switches.DEFAULTS[name]
+    for off in ("0", "false", "OFF", " no "):
+        monkeypatch.setenv(name, off)
+        assert switches.enabled(name) is False
+    monkeypatch.setenv(name, "")
+    assert switches.enabled(name) is switches.DEFAULTS[name]
