@@ -1,7 +1,7 @@
 """The `ttg` dialect: Triton's TritonGPU IR (layouts, shared memory, async copies).
 
-What it models (syntax follows upstream Triton's `ttg` dialect; /work/notes/ttg_spec.md is
-the contract shared with the lowering to PTX):
+What it models (syntax follows upstream Triton's `ttg` dialect; the lit tests under
+test/lit/ttg show every form):
 - Distributed layouts, used as `tensor<...>` encodings: `#ttg.blocked`, `#ttg.slice`,
   `#ttg.mma` (mma.sync / mma.sp m16n8 accumulators) and `#ttg.dot_op` (dot operands, with
   seed 001's `meta` field: -1 dense, 0 the 2:4 values, 1 their metadata).
@@ -9,6 +9,10 @@ the contract shared with the lowering to PTX):
   read them (`local_alloc`, `local_load`, `local_store`, `memdesc_subview`).
 - Asynchronous global->shared copies (`async_copy_global_to_local`, `async_commit_group`,
   `async_wait`) for software pipelining.
+- Hopper pipelines: TMA copies (`async_tma_copy`) and rings of shared-memory mbarriers
+  (`init_barrier`, `wait_barrier`, `arrive_barrier` with kind "copies" / "warps" / "tma")
+  plus `dot_wait` (wgmma groups still running), as tritongpu-pipeline{mbarriers/tma} emits
+  them.
 
 The layout attributes expose their parameters as plain Python ints/tuples
 (`BlockedEncodingAttr.size_per_thread`, ...) for the lowering; the thread -> element

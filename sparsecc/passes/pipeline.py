@@ -7,7 +7,7 @@ Accepts: an `scf.for` whose body (directly) does, for one or more operands,
 and yields `tt.advance %p, [loop-invariant offsets]` for that pointer (the form
 sparse-gpu-encoding leaves for the values, metadata and B tiles of a GEMM K loop).
 
-Produces, for num-stages = S >= 2 (the async form of /work/notes/ttg_spec.md):
+Produces, for num-stages = S >= 2 (the async forms of sparsecc/dialects/ttg.py):
     %buf = ttg.local_alloc : () -> !ttg.memdesc<SxT, #shared, mutable>      (one ring per load)
     prologue, for s in 0..S-2:  scf.if (lb + s*step < ub) { async_copy p_s -> buf[s] };
                                 commit; p_{s+1} = advance(p_s)

@@ -1,7 +1,7 @@
 """convert-tt-to-ttg: give every tensor of a decomposed tt module a GPU layout.
 
-Input: tt IR after decompose-sparse-tensors (no #tt.sparse left). Output: ttgir as in
-/work/notes/ttg_spec.md:
+Input: tt IR after decompose-sparse-tensors (no #tt.sparse left). Output: ttgir (the forms
+of sparsecc/dialects/ttg.py):
 - module attributes "ttg.num-warps", "ttg.threads-per-warp", "ttg.target";
 - every ranked tensor (also block-pointer tile types, scf.for carried values) gets a layout.
   Values that must share a layout (operands/results of elementwise ops, tt.addptr,

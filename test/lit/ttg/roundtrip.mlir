@@ -25,6 +25,20 @@ builtin.module attributes {"ttg.num-warps" = 4 : i32, "ttg.threads-per-warp" = 3
     %bp = tt.make_tensor_ptr %p, shape=[%c64, %c64], strides=[%c64, %c1], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<64x32xf16, #blocked>>
 // CHECK: %tok = ttg.async_copy_global_to_local %bp, %s {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<64x32xf16, #ttg.blocked<{{.*}}>>> -> !ttg.memdesc<64x32xf16, {{.*}}, mutable>
     %tok = ttg.async_copy_global_to_local %bp, %s {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<64x32xf16, #blocked>> -> !ttg.memdesc<64x32xf16, #shared, mutable>
+// CHECK: %bars = ttg.local_alloc : () -> !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
+// CHECK-NEXT: ttg.init_barrier %bars {count = 1 : i32} : !ttg.memdesc<3xi64
+// CHECK-NEXT: ttg.arrive_barrier %bars[%c0] {kind = "tma", bytes = 4096 : i32} : !ttg.memdesc<3xi64
+// CHECK-NEXT: ttg.async_tma_copy %bp, %s, %bars[%c0] : !tt.ptr<tensor<64x32xf16, #ttg.blocked<{{.*}}>>> -> !ttg.memdesc<64x32xf16, {{.*}}, mutable>, !ttg.memdesc<3xi64
+// CHECK-NEXT: ttg.wait_barrier %bars[%c0], %c0 : !ttg.memdesc<3xi64
+// CHECK-NEXT: ttg.arrive_barrier %bars[%c0] {kind = "warps"} : !ttg.memdesc<3xi64
+// CHECK-NEXT: ttg.dot_wait {pendings = 1 : i32}
+    %bars = ttg.local_alloc : () -> !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
+    ttg.init_barrier %bars {count = 1 : i32} : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
+    ttg.arrive_barrier %bars[%c0] {kind = "tma", bytes = 4096 : i32} : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
+    ttg.async_tma_copy %bp, %s, %bars[%c0] : !tt.ptr<tensor<64x32xf16, #blocked>> -> !ttg.memdesc<64x32xf16, #shared, mutable>, !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
+    ttg.wait_barrier %bars[%c0], %c0 : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
+    ttg.arrive_barrier %bars[%c0] {kind = "warps"} : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
+    ttg.dot_wait {pendings = 1 : i32}
 // CHECK: %g = ttg.async_commit_group %tok
 // CHECK-NEXT: %e = ttg.async_commit_group
 // CHECK-NEXT: ttg.async_wait %g, %e {num = 1 : i32}
