@@ -110,6 +110,7 @@ def lower_specialized(L: Lowerer, block: Block, first: int, last: int) -> None:
     outer.add_op(scf.IfOp(is_producer, [], Region(blocks[0]), Region(blocks[1])))
     L.mode = ""
 
+
 def skipped(L: Lowerer, op: Operation) -> bool:
     """Whether this side of a warp-specialized kernel leaves `op` to the other side."""
     if L.mode == "consumer":
@@ -150,7 +151,7 @@ def plan_tensor_maps(L: Lowerer, first_param: int) -> None:
 
 
 def lower_barrier_op(L: Lowerer, op: Operation) -> None:
-    """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true})."""
+    """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true} or {tma=true})."""
     em = L.em
     if isinstance(op, ttgd.DotWaitOp):
         L.wgmma_drain(keep=op.pendings.value.data)
@@ -182,8 +183,10 @@ def lower_barrier_op(L: Lowerer, op: Operation) -> None:
     else:
         em.op(MbarrierArriveOp(addr, em.cmp("eq", L.lane, em.c(0))))
 
+
 def lower_tma_copy(L: Lowerer, op: ttgd.AsyncTmaCopyOp) -> None:
-    """Thread 0 issues the tile's boxes (BoxPlan) at the block pointer's offsets."""
+    """The TMA thread (thread 0, or the producer warp's first) issues the tile's boxes
+    (BoxPlan) at the block pointer's offsets."""
     em = L.em
     root = tensor_ptr_root(op.src)
     index, plan, _ = L.tensor_maps[root]
