@@ -4,7 +4,8 @@ on a model of the hardware (no GPU needed).
 A small interpreter executes the pipelined function as the warp-specialized kernel does: one
 producer agent (the TMA warp: prologue copies, empty-slot waits, copies) and one agent per
 compute warp (full-slot waits, reads, dots, `ttg.dot_wait`, slot releases), interleaved by a
-random scheduler; TMA copies complete at random later points. mbarriers follow the PTX rules
+random scheduler; TMA copies complete at random later points. Without specialization every
+warp runs the whole loop and warp 0 (its thread 0) issues the copies. mbarriers follow the PTX rules
 (arrival count + transaction bytes complete a phase; `try_wait.parity p` passes once the phase
 of parity p is over, a fresh barrier counting as having finished the phase of parity 1).
 
@@ -102,7 +103,10 @@ _CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b
 
 
 def _skip(agent: Agent, op, full_rings: set[int]) -> bool:
-    """What each side of the warp-specialized kernel leaves to the other (lower_async.skipped)."""
+    """What each side of the warp-specialized kernel leaves to the other (lower_async.skipped);
+    without specialization ("warp" agents) every warp runs everything."""
+    if agent.role == "warp":
+        return False
     if agent.role == "consumer":
         return isinstance(op, scf.IfOp) and any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.true_region.block.ops)
     if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp | tt.DotOp):
@@ -166,12 +170,15 @@ def _run(agent: Agent, block, env: dict, world: World, full_rings: set[int]):
         elif isinstance(op, ttgd.ArriveBarrierOp):
             key = (env[op.ring], env[op.slot])
             if op.kind.data == "tma":
-                world.barriers[key].arrive(op.bytes.value.data)
+                if agent.role != "warp" or agent.warp == 0:  # the TMA thread's warp only
+                    world.barriers[key].arrive(op.bytes.value.data)
             elif op.kind.data == "warps":
                 world.barriers[key].arrive()
             else:
                 raise ProtocolError(f"unexpected arrival kind {op.kind.data}")
         elif isinstance(op, ttgd.AsyncTmaCopyOp):
+            if agent.role == "warp" and agent.warp != 0:
+                continue  # issued by thread 0 alone
             ring, slot = env[op.dst]
             _, k = env[op.src]
             for (w, r, s), step in world.in_use.items():
@@ -208,7 +215,7 @@ def _run(agent: Agent, block, env: dict, world: World, full_rings: set[int]):
     return []
 
 
-def _simulate(module, k_steps: int, warps: int, seed: int) -> World:
+def _simulate(module, k_steps: int, warps: int, seed: int, specialized: bool = True) -> World:
     func = next(op for op in module.walk() if isinstance(op, tt.FuncOp))
     world = World()
     rng = random.Random(seed)
@@ -235,7 +242,10 @@ def _simulate(module, k_steps: int, warps: int, seed: int) -> World:
         for _ in gen:
             raise ProtocolError("the common part waited")
     rest = _Block(ops[first:])
-    agents = [Agent("producer", warp=warps)] + [Agent("consumer", warp=w) for w in range(warps)]
+    if specialized:
+        agents = [Agent("producer", warp=warps)] + [Agent("consumer", warp=w) for w in range(warps)]
+    else:
+        agents = [Agent("warp", warp=w) for w in range(warps)]
     runs = {id(a): _run(a, rest, dict(env), world, full_rings) for a in agents}
     waiting = {id(a): None for a in agents}
     live = list(agents)
@@ -278,13 +288,14 @@ def _pipelined(stages: int, unroll: bool):
     return module
 
 
+@pytest.mark.parametrize("specialized", [True, False], ids=["producer-warp", "thread-0-copies"])
 @pytest.mark.parametrize("unroll", [False, True], ids=["loop", "unrolled"])
 @pytest.mark.parametrize("stages", [2, 3, 4])
-def test_tma_pipeline_protocol_holds_under_random_schedules(stages, unroll):
+def test_tma_pipeline_protocol_holds_under_random_schedules(stages, unroll, specialized):
     module = _pipelined(stages, unroll)
     for k_steps in (1, 2, stages, 2 * stages + 1, 9):
         for seed in range(12):
-            world = _simulate(module, k_steps, warps=8, seed=seed * 31 + k_steps)
+            world = _simulate(module, k_steps, warps=8, seed=seed * 31 + k_steps, specialized=specialized)
             assert world.reads == 8 * k_steps * 3  # every warp read values, metadata and B each step
             assert not world.in_use or all(step == k_steps - 1 for step in world.in_use.values())
 
