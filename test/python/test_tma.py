@@ -7,6 +7,7 @@ path for the wgmma tiles) and test_mbarrier_pipeline_matches_torch[tma*]."""
 from __future__ import annotations
 
 import pytest
+from ptx_lines import loop_bodies
 from xdsl.parser import Parser
 
 import sparsecc
@@ -103,17 +104,6 @@ def test_expressions_follow_c_division():
     assert [evaluate(e, [33]) for e in func_free] == [2, 1]
 
 
-def _loops(ptx: str) -> list[list[str]]:
-    """The bodies of the PTX's loops (stripped lines between `$L__loopN:` and its end label)."""
-    lines = [ln.strip() for ln in ptx.splitlines()]
-    out = []
-    for i, ln in enumerate(lines):
-        if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln:
-            end = next(j for j in range(i, len(lines)) if lines[j].startswith("$L__loop_end"))
-            out.append(lines[i:end])
-    return out
-
-
 def _count(body: list[str], prefix: str) -> int:
     return sum(ln.startswith(prefix) or f" {prefix}" in ln for ln in body)
 
@@ -131,7 +121,7 @@ def test_warp_specialized_tma_kernel(dtype):
     assert ptx.count(".param .align 64 .b8 sparse_mm_kernel_param_") == 3
     assert ".maxntid 288, 1, 1" in ptx and ck.metadata["threads"] == 288
     assert "shfl.sync.idx.b32" in ptx
-    producer, consumer = _loops(ptx)
+    producer, consumer = loop_bodies(ptx)
     assert _count(producer, "cp.async.bulk.tensor.2d") == 4
     assert _count(producer, "mbarrier.arrive.expect_tx.shared::cta.b64") == 1 and "69632;" in "".join(producer)
     assert _count(producer, "mbarrier.try_wait.parity") == 1  # the empty slot
@@ -157,7 +147,7 @@ def test_without_warp_specialization_thread_0_copies(monkeypatch):
 
     monkeypatch.setattr(lower, "WARP_SPECIALIZE", False)
     ck = _compile()
-    (body,) = _loops(ck.asm["ptx"])
+    (body,) = loop_bodies(ck.asm["ptx"])
     assert ck.metadata["threads"] == 256
     assert _count(body, "cp.async.bulk.tensor.2d") == 4 and _count(body, "wgmma.mma_async.sp") == 8
     assert _count(body, "mbarrier.try_wait.parity") == 2 and not _count(body, "bar.sync")

@@ -14,6 +14,7 @@ import pytest
 from xdsl.parser import Parser
 
 sys.path.insert(0, os.path.dirname(__file__))
+from ptx_lines import first_loop  # noqa: E402
 from sgemm_ir import sparse_gemm_ttir  # noqa: E402
 from test_gpu_lower import WGMMA_CONFIGS  # noqa: E402
 
@@ -104,10 +105,7 @@ def test_pipelined_loop_keeps_one_group_in_flight_and_drains_it():
     assert ".target sm_90a" in ptx
     body = ptx[ptx.index("$L__loop"):]
     loop, after = body.split("@%p", 1)[0], body
-    lines = [ln.strip() for ln in ptx.splitlines()]
-    top = lines.index(next(ln for ln in lines if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln))
-    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
-    inside = lines[top:end]
+    _, inside, rest = first_loop(ptx)
     kinds = [ln.split()[0] for ln in inside if ln.startswith(("cp.async.wait", "bar.sync", "wgmma.", "ldmatrix", "fence"))]
     first_wait = kinds.index("wgmma.wait_group.sync.aligned")
     assert first_wait < kinds.index("bar.sync") < kinds.index("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
@@ -116,7 +114,7 @@ def test_pipelined_loop_keeps_one_group_in_flight_and_drains_it():
     _assert_copies_wait_for_every_group(inside)
     last = [ln for ln in inside if ln.startswith("wgmma.")][-1]
     assert last == "wgmma.commit_group.sync.aligned;"  # no wait at the end of the body
-    assert lines[end + 1] == "wgmma.wait_group.sync.aligned 0;"  # drained after the loop
+    assert rest[1] == "wgmma.wait_group.sync.aligned 0;"  # drained after the loop
     assert meta["shared"] % 1024 == 0 and loop and after
 
 
@@ -189,17 +187,14 @@ def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers(monkeypatch):
 
     monkeypatch.setattr(lower, "UNROLL_WGMMA_LOOPS", True)
     ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a")
-    lines = [ln.strip() for ln in ptx.splitlines()]
-    top = next(i for i, ln in enumerate(lines) if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln)
-    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
-    inside = lines[top:end]
+    _, inside, rest = first_loop(ptx)
     assert sum(ln == "wgmma.commit_group.sync.aligned;" for ln in inside) == 2
     first_frag = next(i for i, ln in enumerate(inside) if ln.startswith("ldmatrix"))
     waits = [ln for ln in inside[:first_frag] if ln.startswith("wgmma.wait_group")]
     assert waits == ["wgmma.wait_group.sync.aligned 0;"]  # drained before the top barrier
     _assert_copies_wait_for_every_group(inside)
-    assert sum(ln.startswith("wgmma.mma_async.sp") for ln in lines[end:]) == 2  # the last odd iteration
-    assert lines[end + 1] == "wgmma.wait_group.sync.aligned 0;"
+    assert sum(ln.startswith("wgmma.mma_async.sp") for ln in rest) == 2  # the last odd iteration
+    assert rest[1] == "wgmma.wait_group.sync.aligned 0;"
     cubin = assemble(ptx, "sm_90a")
     assert cubin.kernel_resources().spill_stores == 0
 
@@ -234,19 +229,9 @@ def test_a_values_from_shared_memory_through_a_descriptor(monkeypatch):
     count = lambda text, what: sum(ln.strip().startswith(what) for ln in text.splitlines())  # noqa: E731
     assert count(ptx, "ldmatrix") < count(base, "ldmatrix")  # only the metadata's remain
     assert count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared") == 0
-    top = next(i for i, ln in enumerate(lines) if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln)
-    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
-    _assert_copies_wait_for_every_group(lines[top:end])
+    _assert_copies_wait_for_every_group(first_loop(ptx)[1])
     cubin = assemble(ptx, "sm_90a")
     assert cubin.kernel_resources().spill_stores == 0
-
-
-def _loop_lines(ptx: str) -> tuple[list[str], list[str], list[str]]:
-    """(before, inside, after) the first pipelined loop of the PTX, stripped."""
-    lines = [ln.strip() for ln in ptx.splitlines()]
-    top = next(i for i, ln in enumerate(lines) if ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln)
-    end = next(i for i in range(top, len(lines)) if lines[i].startswith("$L__loop_end"))
-    return lines[:top], lines[top:end], lines[end:]
 
 
 def _assert_mbarrier_protocol(body: list[str]) -> None:
@@ -291,7 +276,7 @@ def test_mbarrier_pipeline_lowers_without_cta_barriers(monkeypatch, unroll):
 
     monkeypatch.setattr(lower, "UNROLL_WGMMA_LOOPS", unroll)
     ptx, meta = lower_to_ptx_text(ttgir(256, 128, 128, 8, 3, mbarriers=True), "sm_90a")
-    before, inside, after = _loop_lines(ptx)
+    before, inside, after = first_loop(ptx)
     assert sum(ln.startswith("@") and "mbarrier.init.shared::cta.b64" in ln and ln.endswith(", 256;")
                for ln in before) == 3
     assert sum(ln.startswith("@") and "mbarrier.init.shared::cta.b64" in ln and ln.endswith(", 8;")
