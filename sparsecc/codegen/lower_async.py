@@ -150,6 +150,15 @@ def plan_tensor_maps(L: Lowerer, first_param: int) -> None:
             L.tensor_maps[root] = (first_param + len(L.tensor_maps), plan, recipe)
 
 
+def _barrier_addr(L: Lowerer, ring: Smem, slot: SSAValue) -> SSAValue:
+    """The shared address of mbarrier `slot` of `ring` (8 bytes each)."""
+    return L.em.add(ring.addr, L.em.mul(L.em.to32(L.get(slot)), 8))
+
+
+def _is_tma_thread(L: Lowerer) -> SSAValue:
+    return L.em.cmp("eq", L.tid, L.em.c(L.tma_thread))
+
+
 def lower_barrier_op(L: Lowerer, op: Operation) -> None:
     """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true} or {tma=true})."""
     em = L.em
@@ -167,7 +176,7 @@ def lower_barrier_op(L: Lowerer, op: Operation) -> None:
         L.writes_pending = False
         L.reads_since_bar = False
         return
-    addr = em.add(ring.addr, em.mul(em.to32(L.get(op.slot)), 8))
+    addr = _barrier_addr(L, ring, op.slot)
     if isinstance(op, ttgd.WaitBarrierOp):
         em.op(MbarrierWaitOp(addr, em.to32(L.get(op.parity))))
         # the arrivals released the copies' shared writes (the slot's data): no CTA
@@ -179,7 +188,7 @@ def lower_barrier_op(L: Lowerer, op: Operation) -> None:
     if op.kind.data == "copies":
         em.op(CpAsyncMbarrierArriveOp(addr))
     elif op.kind.data == "tma":
-        em.op(MbarrierArriveExpectTxOp(addr, em.cmp("eq", L.tid, em.c(L.tma_thread)), op.bytes.value.data))
+        em.op(MbarrierArriveExpectTxOp(addr, _is_tma_thread(L), op.bytes.value.data))
     else:
         em.op(MbarrierArriveOp(addr, em.cmp("eq", L.lane, em.c(0))))
 
@@ -192,8 +201,8 @@ def lower_tma_copy(L: Lowerer, op: ttgd.AsyncTmaCopyOp) -> None:
     index, plan, _ = L.tensor_maps[root]
     bp, sm, ring = L.get(op.src), L.get(op.dst), L.get(op.ring)
     assert isinstance(bp, BlockPtr) and isinstance(sm, Smem) and isinstance(ring, Smem)
-    bar = em.add(ring.addr, em.mul(em.to32(L.get(op.slot)), 8))
-    first = em.cmp("eq", L.tid, em.c(L.tma_thread))
+    bar = _barrier_addr(L, ring, op.slot)
+    first = _is_tma_thread(L)
     tmap = L.kernel.args[index]
     row, col = (em.to32(o) for o in bp.offsets)
     for j in range(plan.count):

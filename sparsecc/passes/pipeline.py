@@ -51,6 +51,7 @@ is overwritten, for the wgmma groups that read it (`ttg.dot_wait` + the empty ba
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -188,15 +189,8 @@ def _tma_bytes(streams: list[_Stream]) -> int:
     """Bytes one stage of TMA copies brings (whole tiles: out-of-bounds parts count, as zeros)."""
     from sparsecc.codegen.lower_mem import esize
 
-    total = 0
-    for st in streams:
-        mt = st.alloc.result.type
-        assert isinstance(mt, MemDescType)
-        n = esize(mt.element_type)
-        for d in mt.get_shape():
-            n *= d
-        total += n
-    return total
+    types = [st.alloc.result.type for st in streams]
+    return sum(math.prod(mt.get_shape()) * esize(mt.element_type) for mt in types)
 
 
 def _module_warps(module: ModuleOp) -> int:
@@ -231,6 +225,15 @@ def _const(value: int, ty, at: InsertPoint) -> SSAValue:
     op = arith.ConstantOp(IntegerAttr(value, ty))
     Rewriter.insert_op(op, at)
     return op.result
+
+
+def _slot_view(ring: SSAValue, slot: SSAValue, zero: SSAValue, at: InsertPoint) -> SSAValue:
+    """`ttg.memdesc_subview ring[slot, 0, ...]`: one slot of a ring."""
+    ring_ty = ring.type
+    assert isinstance(ring_ty, MemDescType)
+    shape = ring_ty.get_shape()
+    sub = MemDescSubviewOp(ring, [slot] + [zero] * (len(shape) - 1), ring_ty.with_shape(shape[1:]))
+    return _insert(sub, at).results[0]
 
 
 def _insert(op: Operation, at: InsertPoint) -> Operation:
@@ -288,14 +291,10 @@ class PipelinePass(ModulePass):
     def _copy(self, s: _Stream, ptr: SSAValue, ring: SSAValue, slot: SSAValue, pred: SSAValue, at: InsertPoint,
               slot_safe: bool = False, guarded: bool = False) -> None:
         """`scf.if %pred { async_copy ptr -> ring[slot] }` followed by a commit."""
-        ring_ty = ring.type
-        assert isinstance(ring_ty, MemDescType)
-        zero = _const(0, i32, at)
-        sub = MemDescSubviewOp(ring, [slot] + [zero] * (len(ring_ty.get_shape()) - 1), ring_ty.with_shape(ring_ty.get_shape()[1:]))
-        _insert(sub, at)
+        sub = _slot_view(ring, slot, _const(0, i32, at), at)
         bc = s.load.boundaryCheck.get_values() if s.load.boundaryCheck is not None else ()
         pad = s.load.padding.value.data if s.load.padding is not None else None
-        copy = AsyncCopyGlobalToLocalOp(ptr, sub.result, boundary_check=bc, padding=pad)
+        copy = AsyncCopyGlobalToLocalOp(ptr, sub, boundary_check=bc, padding=pad)
         if slot_safe:
             copy.attributes[SLOT_SAFE] = UnitAttr()
         if guarded:
@@ -308,12 +307,9 @@ class PipelinePass(ModulePass):
         zero = _const(0, i32, at)
         out = []
         for j, s in enumerate(streams):
-            ring_ty = rings[j].type
-            assert isinstance(ring_ty, MemDescType)
-            sub = _insert(MemDescSubviewOp(rings[j], [slot] + [zero] * (len(ring_ty.get_shape()) - 1),
-                                           ring_ty.with_shape(ring_ty.get_shape()[1:])), at)
+            sub = _slot_view(rings[j], slot, zero, at)
             for ll in s.local_loads:
-                new_ll = _insert(LocalLoadOp(sub.results[0], ll.result.type), at)
+                new_ll = _insert(LocalLoadOp(sub, ll.result.type), at)
                 if replace:
                     ll.result.replace_all_uses_with(new_ll.results[0])
                 out.append(new_ll.results[0])
@@ -336,11 +332,7 @@ class PipelinePass(ModulePass):
         _insert(ArriveBarrierOp(full, slot, "tma", _tma_bytes(streams)), end)
         zero = _const(0, i32, end)
         for j in range(len(streams)):
-            ring_ty = rings[j].type
-            assert isinstance(ring_ty, MemDescType)
-            sub = _insert(MemDescSubviewOp(rings[j], [slot] + [zero] * (len(ring_ty.get_shape()) - 1),
-                                           ring_ty.with_shape(ring_ty.get_shape()[1:])), end)
-            _insert(AsyncTmaCopyOp(ptrs[j], sub.results[0], full, slot), end)
+            _insert(AsyncTmaCopyOp(ptrs[j], _slot_view(rings[j], slot, zero, end), full, slot), end)
         body.add_op(scf.YieldOp())
         _insert(scf.IfOp(pred, [], Region(body)), at)
 
