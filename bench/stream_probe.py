@@ -16,13 +16,12 @@ to it. Prints GB/s next to a device copy's and the HBM read bandwidth of the sam
 
 from __future__ import annotations
 
-import ctypes
-
 import torch
 import triton.testing
 
 from sparsecc.codegen.ptxas import assemble
-from sparsecc.runtime.driver import CudaKernel, check, cuda_driver
+from sparsecc.runtime.driver import CudaKernel
+from sparsecc.runtime.tensor_map import encode_tiled
 
 THREADS = 128
 
@@ -100,21 +99,8 @@ def probe_ptx(engine: str, bm: int, boxw: int, nb: int, stages: int) -> str:
 
 def tensor_map(src: torch.Tensor, bm: int, boxw: int) -> torch.Tensor:
     """A CUtensorMap over the 2-D fp16 `src` with bm x boxw boxes, copied to device memory."""
-    drv = cuda_driver()
     rows, cols = src.shape
-    dt = drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-    u64, u32 = drv.cuuint64_t, drv.cuuint32_t
-    rest = ([u64(cols), u64(rows)], [u64(cols * 2)], [u32(boxw), u32(bm)], [u32(1), u32(1)],
-            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
-            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    try:
-        res = drv.cuTensorMapEncodeTiled(dt, 2, src.data_ptr(), *rest)
-    except TypeError:  # bindings that want the rank wrapped
-        res = drv.cuTensorMapEncodeTiled(dt, u32(2), src.data_ptr(), *rest)
-    tmap = check(res, "cuTensorMapEncodeTiled")
-    raw = bytes((ctypes.c_ubyte * 128).from_address(tmap.getPtr()))
+    raw = encode_tiled("fp16", src.data_ptr(), (cols, rows), (cols * 2,), (boxw, bm), swizzle=0)
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).cuda()
 
 

@@ -28,8 +28,10 @@ class TensorMapError(ValueError):
 
 
 @functools.lru_cache(maxsize=1024)
-def _encode(dtype: str, ptr: int, dims: tuple[int, ...], strides: tuple[int, ...], box: tuple[int, ...],
-            swizzle: int) -> bytes:
+def encode_tiled(dtype: str, ptr: int, dims: tuple[int, ...], strides: tuple[int, ...], box: tuple[int, ...],
+                 swizzle: int) -> bytes:
+    """`cuTensorMapEncodeTiled` for `dtype` ("fp16", "bf16", "u16", ...) at `ptr`: dims and box
+    innermost first, byte strides of the outer dims, swizzle in bytes (0: none), zero fill."""
     drv = cuda_driver()
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     dt = getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{_DTYPES[dtype]}")
@@ -60,7 +62,7 @@ def encode(recipe: dict[str, Any], values: Sequence[Any], kernel: str = "kernel"
                              f"got {strides} bytes")
     if ptr % 16:
         raise TensorMapError(f"{what}: a TMA copy needs a 16-byte aligned base address")
-    return _encode(recipe["dtype"], ptr, dims, strides, tuple(recipe["box"]), int(recipe["swizzle"]))
+    return encode_tiled(recipe["dtype"], ptr, dims, strides, tuple(recipe["box"]), int(recipe["swizzle"]))
 
 
-__all__ = ["TensorMapError", "encode"]
+__all__ = ["TensorMapError", "encode", "encode_tiled"]
