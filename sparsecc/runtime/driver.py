@@ -41,7 +41,6 @@ _CTYPE = {
 }
 #: struct format of each kind in its slot (little-endian, padded): 8 bytes, a tensor map 128.
 _SLOT_FORMAT = {"ptr": "Q", "u64": "Q", "i64": "q", "i32": "i4x", "u32": "I4x", "f32": "f4x", "tmap": "128s"}
-_SLOT_BYTES = {"tmap": 128}
 #: Above this much dynamic shared memory a kernel must opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_...).
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -177,7 +176,7 @@ class CudaKernel:
         offsets, size = [], 0
         for k in self.param_kinds:
             offsets.append(size)
-            size += _SLOT_BYTES.get(k, 8)
+            size += struct.calcsize("<" + _SLOT_FORMAT[k])
         self._buf = ctypes.create_string_buffer(max(8, size))
         base = ctypes.addressof(self._buf)
         self._ptrs = (ctypes.c_void_p * max(1, n))(*[base + o for o in offsets])
