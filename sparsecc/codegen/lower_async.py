@@ -21,8 +21,7 @@ from xdsl.dialects.builtin import i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
-from sparsecc.codegen.lower_mem import esize
-from sparsecc.codegen.tma import box_plan, host_recipe, tensor_ptr_root
+from sparsecc.codegen.tma import tensor_ptr_root, tma_copy_plan
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (
@@ -132,17 +131,12 @@ def plan_tensor_maps(L: Lowerer, first_param: int) -> None:
     for op in L.func.walk():
         if not isinstance(op, ttgd.AsyncTmaCopyOp):
             continue
-        root = tensor_ptr_root(op.src)
-        if root is None:
-            raise LoweringError(f"ttg.async_tma_copy{where(op)}: the block pointer does not come from a "
-                                "tt.make_tensor_ptr of this function")
-        mt = op.dst.type
-        plan = box_plan(mt, esize(mt.element_type))
-        recipe = None if plan is None else host_recipe(root, L.func, plan, str(mt.element_type),
-                                                       L.divs.of(root.strides[0]))
-        if plan is None or recipe is None:
-            raise LoweringError(f"ttg.async_tma_copy{where(op)}: no tensor map describes this copy "
-                                "(shared layout, base argument, or strides the host cannot compute)")
+        planned = tma_copy_plan(op.src, op.dst.type, L.func, L.divs)
+        if planned is None:
+            raise LoweringError(f"ttg.async_tma_copy{where(op)}: no tensor map describes this copy (the block "
+                                "pointer's tt.make_tensor_ptr, shared layout, base argument, or strides the host "
+                                "cannot compute)")
+        root, plan, recipe = planned
         known = L.tensor_maps.get(root)
         if known is not None and known[1] != plan:
             raise LoweringError(f"ttg.async_tma_copy{where(op)}: one block pointer copied into two layouts")

@@ -235,4 +235,20 @@ def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_na
                            (plan.width, plan.rows), plan.swizzle, plan.esize)
 
 
-__all__ = ["BoxPlan", "TensorMapRecipe", "arguments_of", "box_plan", "evaluate", "host_expr", "host_recipe", "tensor_ptr_root"]
+def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any
+                  ) -> tuple[tt.MakeTensorPtrOp, BoxPlan, TensorMapRecipe] | None:
+    """(root, boxes, recipe) when a copy of block pointer `ptr` into a shared tile of type
+    `tile` can be a TMA copy, else None. `divs` is the function's Divisibility analysis (the
+    outer stride must be a provable multiple of 16 bytes). The pipeline pass asks it to choose
+    TMA, the lowering to build the tensor-map parameters: one rule for both."""
+    from sparsecc.codegen.lower_mem import esize
+
+    root = tensor_ptr_root(ptr)
+    plan = box_plan(tile, esize(tile.element_type))
+    if root is None or plan is None:
+        return None
+    recipe = host_recipe(root, func, plan, str(tile.element_type), divs.of(root.strides[0]))
+    return None if recipe is None else (root, plan, recipe)
+
+
+__all__ = ["BoxPlan", "TensorMapRecipe", "arguments_of", "tma_copy_plan", "box_plan", "evaluate", "host_expr", "host_recipe", "tensor_ptr_root"]

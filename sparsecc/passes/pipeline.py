@@ -161,11 +161,10 @@ def _wgmma_loop(loop: scf.ForOp) -> bool:
 
 
 def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
-    """Whether every stream's tile can be a TMA copy (sparsecc.codegen.tma: a box layout that
-    matches its shared encoding and a tensor map the host can build)."""
+    """Whether every stream's tile can be a TMA copy (sparsecc.codegen.tma.tma_copy_plan: a box
+    layout that matches its shared encoding and a tensor map the host can build)."""
     from sparsecc.codegen.divisibility import Divisibility
-    from sparsecc.codegen.lower_mem import esize
-    from sparsecc.codegen.tma import box_plan, host_recipe, tensor_ptr_root
+    from sparsecc.codegen.tma import tma_copy_plan
 
     func = loop.parent_op()
     while func is not None and not isinstance(func, tt.FuncOp):
@@ -173,16 +172,8 @@ def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
     if func is None:
         return False
     divs = Divisibility(func)
-    for st in streams:
-        mt = st.alloc.result.type
-        assert isinstance(mt, MemDescType)
-        plan = box_plan(mt, esize(mt.element_type))
-        root = tensor_ptr_root(loop.iter_args[st.arg_index])
-        if plan is None or root is None or len(root.strides) != 2:
-            return False
-        if host_recipe(root, func, plan, str(mt.element_type), divs.of(root.strides[0])) is None:
-            return False
-    return True
+    return all(tma_copy_plan(loop.iter_args[st.arg_index], st.alloc.result.type, func, divs) is not None
+               for st in streams)
 
 
 def _tma_bytes(streams: list[_Stream]) -> int:
