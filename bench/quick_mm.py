@@ -1,7 +1,7 @@
 """sparse_mm (default config) vs torch.mm on a few shapes, one line each: for A/B runs of
 compiler switches (e.g. SPARSECC_WGMMA_UNROLL=0/1) in separate processes.
 
-    python bench/quick_mm.py [label]
+    python bench/quick_mm.py [label] [MxNxK,MxNxK,...]
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from sparsecc.runtime.compress import compress, prune_2to4
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384), (8192, 4096, 28672),
           (8192, 16, 8192), (8192, 128, 8192)]
 label = sys.argv[1] if len(sys.argv) > 1 else ""
+if len(sys.argv) > 2:
+    SHAPES = [tuple(int(x) for x in shape.split("x")) for shape in sys.argv[2].split(",")]
 for dtype in (torch.float16, torch.bfloat16):
     for m, n, k in SHAPES:
         dense = prune_2to4(torch.randn(m, k, device="cuda", dtype=dtype))
