@@ -302,6 +302,8 @@ class Lowerer:
     def lower_op(self, op: Operation) -> None:
         if self.mode and skipped(self, op):
             return
+        if self.wgmma_pending and _reads_wgmma_result(op):
+            self.wgmma_drain()  # e.g. a persistent GEMM's epilogue inside the loop
         try:
             self._dispatch(op)
         except (LayoutError, LoweringError) as e:
@@ -772,10 +774,44 @@ def _uses_wgmma(root: Operation) -> bool:
     )
 
 
+def _reads_wgmma_result(op: Operation) -> bool:
+    """Whether `op` reads a wgmma accumulator's registers (anything but the next dot, or a
+    yield that only passes them on): the group that writes them must have landed first."""
+    if isinstance(op, tt.DotOp | scf.YieldOp | scf.IfOp | scf.ForOp):
+        return False
+    return any(isinstance(t := v.type, TensorType) and isinstance(enc := t.encoding, ttgd.MmaEncodingAttr)
+               and enc.version_major == 3 for v in op.operands)
+
+
+def _epilogue_if(result: SSAValue, body: Block, y: Operation, j: int) -> bool:
+    """Whether `result` goes back to iter_arg j through an scf.if of `body` that passes it on
+    unchanged in its else branch (and may read it in its then branch: a persistent GEMM's
+    per-tile epilogue, which stores the sum and restarts it)."""
+    ifs = {u.operation.parent_op() for u in result.uses if isinstance(u.operation, scf.YieldOp)}
+    if len(ifs) != 1 or not isinstance(e := ifs.pop(), scf.IfOp) or e.parent_block() is not body:
+        return False
+    if not e.false_region.blocks:
+        return False
+    else_yield = e.false_region.block.last_op
+    assert isinstance(else_yield, scf.YieldOp)
+    r = [i for i, v in enumerate(else_yield.operands) if v is result]
+    if len(r) != 1:
+        return False
+    for u in result.uses:
+        user = u.operation
+        while user is not None and user is not e:
+            user = user.parent_op()
+        if user is None:
+            return False
+    out = list(e.results[r[0]].uses)
+    return len(out) == 1 and out[0].operation is y and out[0].index == j
+
+
 def _accumulation_chains(loop: scf.ForOp) -> list[list[tt.DotOp]]:
     """K-loop accumulations of `loop`: for an iter_arg used only as the accumulator of a dot,
     the dots that pass the sum along (each result used only as the next dot's accumulator)
-    until one result goes straight back to that iter_arg through the yield."""
+    until one result goes straight back to that iter_arg through the yield (or through an
+    epilogue scf.if, `_epilogue_if`)."""
     body = loop.body.block
     y = body.last_op
     chains = []
@@ -787,6 +823,9 @@ def _accumulation_chains(loop: scf.ForOp) -> list[list[tt.DotOp]]:
         while isinstance(d, tt.DotOp) and d.parent_block() is body:
             chain.append(d)
             out = list(d.result.uses)
+            if y is not None and _epilogue_if(d.result, body, y, j):
+                chains.append(chain)
+                break
             if len(out) != 1:
                 break
             nxt = out[0].operation

@@ -60,20 +60,46 @@ last (the rest it skips or runs as plain scalar code): nothing that writes memor
 across threads or needs a CTA barrier, which the producer warp would run wrongly or alone."""
 
 
+_PIPELINE_SYNC = (ttgd.AsyncTmaCopyOp, ttgd.WaitBarrierOp, ttgd.ArriveBarrierOp, ttgd.InitBarrierOp, ttgd.DotWaitOp,
+                  ttgd.AsyncCopyGlobalToLocalOp, ttgd.AsyncWaitOp)
+
+
+def consumer_only(op: Operation) -> bool:
+    """An scf.if the producer warp skips: nothing in it takes part in the pipeline's
+    synchronisation, and its else branch passes on values from outside it (a persistent GEMM's
+    per-tile epilogue: store the sum, restart it)."""
+    if not isinstance(op, scf.IfOp) or any(isinstance(o, _PIPELINE_SYNC) for o in op.walk()):
+        return False
+    if not op.results:
+        return True
+    if not op.false_region.blocks:
+        return False
+    passed = op.false_region.block.last_op
+    return isinstance(passed, scf.YieldOp) and all(not op.is_ancestor(v.owner if isinstance(v.owner, Operation)
+                                                                     else v.owner.parent_op())
+                                                   for v in passed.operands)
+
+
+def _producer_may_run(op: Operation) -> bool:
+    if consumer_only(op):
+        return True
+    if not (op.name.startswith("arith.") or op.name in _PRODUCER_OPS):
+        return False
+    return all(_producer_may_run(o) for region in op.regions for block in region.blocks for o in block.ops)
+
+
 def specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
     """(first, last): the top-level ops of `func` from the first that issues TMA copies to the
     last, when warp specialization applies: every op in between is one the producer may run
-    (`_PRODUCER_OPS`, arith), so stores, reductions and layout conversions stay with the
-    compute warps after it."""
+    (`_PRODUCER_OPS`, arith) or skip (`consumer_only`), so stores, reductions and layout
+    conversions stay with the compute warps."""
     ops = list(func.body.block.ops)
     holding = [i for i, op in enumerate(ops) if any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.walk())]
     if not holding:
         return None
     first, last = holding[0], holding[-1]
-    for op in ops[first:last + 1]:
-        for o in op.walk():
-            if not (o.name.startswith("arith.") or o.name in _PRODUCER_OPS):
-                return None
+    if not all(_producer_may_run(op) for op in ops[first:last + 1]):
+        return None
     return first, last
 
 
@@ -121,6 +147,14 @@ def skipped(L: Lowerer, op: Operation) -> bool:
         return True
     if isinstance(op, ttgd.WaitBarrierOp):
         return not _is_empty_ring(op.ring)
+    if consumer_only(op):
+        assert isinstance(op, scf.IfOp)
+        if op.results:  # the producer carries what the else branch passes on (it reads none of it)
+            passed = op.false_region.block.last_op
+            assert isinstance(passed, scf.YieldOp)
+            for res, v in zip(op.results, passed.operands):
+                L.values[res] = L.get(v)
+        return True
     return isinstance(op, scf.IfOp) and any(
         isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
 

@@ -10,6 +10,7 @@ on the device), CUDA tensors through the compiled cubin.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from typing import Any
@@ -31,18 +32,33 @@ __all__ = ["MMConfig", "candidate_configs", "default_config", "has_wgmma", "spar
 @sparsecc.jit
 def sparse_mm_kernel(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr = False):
+                     GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr = False, PERSISTENT: tl.constexpr = False):
     # B_KMAJOR: B is column-major (stride_bk == 1, e.g. x.T of a row-major x, or one column):
-    # its tiles are loaded, staged and read K-major
-    # Grouped tile order: GROUP_M row-tiles share the same B column panel while it is in L2.
-    pid = tl.program_id(0)
-    num_m = tl.cdiv(M, BLOCK_M)
-    num_n = tl.cdiv(N, BLOCK_N)
+    # its tiles are loaded, staged and read K-major.
+    # PERSISTENT: launched with one program per SM (at most), each walks many tiles.
+    if PERSISTENT:
+        _persistent_tiles(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
+                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, B_KMAJOR)
+    else:
+        _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
+                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, B_KMAJOR)
+
+
+@sparsecc.jit
+def _tile_coords(tile, num_m, num_n, GROUP_M: tl.constexpr):
+    # grouped tile order: GROUP_M row-tiles share the same B column panel while it is in L2
     per_group = GROUP_M * num_n
-    first_m = (pid // per_group) * GROUP_M
+    first_m = (tile // per_group) * GROUP_M
     group_rows = min(num_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    return first_m + (tile % per_group) % group_rows, (tile % per_group) // group_rows
+
+
+@sparsecc.jit
+def _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr):
+    # one program per output tile
+    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1),
                               offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K),
                               order=(1, 0))
@@ -62,6 +78,48 @@ def sparse_mm_kernel(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_d
     tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
 
 
+@sparsecc.jit
+def _persistent_tiles(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr):
+    # Program pid walks tiles pid, pid + P, pid + 2P, ... (P programs) in ONE flat loop over
+    # (tile, K step): the pipeline then fetches the next tile's first K steps while this
+    # tile's last ones and its epilogue run, and no program starts or fills per tile.
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_m * num_n
+    my_tiles = (num_tiles - pid + programs - 1) // programs
+    pid_m, pid_n = _tile_coords(min(pid, num_tiles - 1), num_m, num_n, GROUP_M)  # (no tile: no steps)
+    a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1), offsets=(pid_m * BLOCK_M, 0),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn), offsets=(0, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1) if B_KMAJOR else (1, 0))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for step in range(0, my_tiles * k_tiles):
+        a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
+        b = tl.load(b_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(a, b, acc)
+        # where step + 1 reads: the same tile's next K step, or the next tile's first (after
+        # the last step: a tile that exists, so the offsets stay defined)
+        tile = pid + (step // k_tiles) * programs
+        next_tile = min(pid + ((step + 1) // k_tiles) * programs, num_tiles - 1)
+        k_now = (step % k_tiles) * BLOCK_K
+        k_next = ((step + 1) % k_tiles) * BLOCK_K
+        tile_m, tile_n = _tile_coords(tile, num_m, num_n, GROUP_M)
+        next_m, next_n = _tile_coords(next_tile, num_m, num_n, GROUP_M)
+        a_ptr = tl.advance(a_ptr, ((next_m - tile_m) * BLOCK_M, k_next - k_now))
+        b_ptr = tl.advance(b_ptr, (k_next - k_now, (next_n - tile_n) * BLOCK_N))
+        if k_next == 0:  # the tile's last K step: its epilogue, and a fresh sum for the next
+            d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, stride_dn),
+                                      offsets=(tile_m * BLOCK_M, tile_n * BLOCK_N),
+                                      block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+            tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+
+
 @dataclass(frozen=True)
 class MMConfig:
     """Tile sizes and launch options of one sparse_mm launch."""
@@ -72,6 +130,8 @@ class MMConfig:
     group_m: int = 8
     num_warps: int = 4
     num_stages: int = 3
+    persistent: bool = False
+    """One program per SM (at most) walking the tiles, instead of one program per tile."""
 
 
 # One m16n8k32 mma.sp step needs BLOCK_M % 16 == 0 and BLOCK_K % 32 == 0; metadata tiles need
@@ -115,7 +175,8 @@ def candidate_configs(m: int, n: int, k: int, dtype: torch.dtype, target: str | 
         rest = ([MMConfig(64, 32, 128, num_warps=4, num_stages=4), MMConfig(64, 128, 128, num_warps=4, num_stages=3)]
                 if hopper else [MMConfig(64, 32, 64, num_warps=4, num_stages=3), MMConfig(64, 64, 64, num_warps=4, num_stages=3)])
     else:
-        rest = ([MMConfig(256, 128, 128, group_m=8, num_warps=8, num_stages=3),  # TMA runners-up
+        rest = ([MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3, persistent=True),
+                 MMConfig(256, 128, 128, group_m=8, num_warps=8, num_stages=3),  # TMA runners-up
                  MMConfig(256, 128, 64, group_m=16, num_warps=8, num_stages=5)]
                 if hopper else [MMConfig(128, 128, 64, num_warps=4, num_stages=4), MMConfig(256, 128, 64, num_warps=8, num_stages=3)])
     return [first] + [c for c in rest if c != first]
@@ -131,8 +192,8 @@ def _tuner(configs: list[MMConfig]) -> Any:
     key = tuple(configs)
     if key not in _TUNERS:
         _TUNERS[key] = Autotuner(sparse_mm_kernel, [
-            Config({"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k, "GROUP_M": c.group_m},
-                   num_warps=c.num_warps, num_stages=c.num_stages) for c in configs],
+            Config({"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k, "GROUP_M": c.group_m,
+                    "PERSISTENT": c.persistent}, num_warps=c.num_warps, num_stages=c.num_stages) for c in configs],
             key=["M", "N", "K", "D", "B_KMAJOR"], verbose=False)
     return _TUNERS[key]
 
@@ -159,7 +220,7 @@ def _autotuned(a: Any, b: torch.Tensor, d: torch.Tensor, kmajor: bool) -> MMConf
             _grid(m, n), _args(d, a, b, kmajor), {"B_KMAJOR": kmajor})
         kw = best.kwargs
         cfg = _PICKED[key] = MMConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], best.num_warps,
-                                      best.num_stages)
+                                      best.num_stages, bool(kw.get("PERSISTENT", False)))
     return cfg
 
 
@@ -169,7 +230,19 @@ def _target(device_type: str) -> str | None:
 
 
 def _grid(m: int, n: int) -> Any:
-    return lambda meta: (-(-m // meta["BLOCK_M"]) * -(-n // meta["BLOCK_N"]),)
+    return lambda meta: (_programs(m, n, meta["BLOCK_M"], meta["BLOCK_N"], meta.get("PERSISTENT", False)),)
+
+
+def _programs(m: int, n: int, block_m: int, block_n: int, persistent: bool) -> int:
+    """Programs to launch: one per tile, or (persistent) one per SM while there are tiles."""
+    tiles = -(-m // block_m) * -(-n // block_n)
+    return min(tiles, _sm_count()) if persistent else tiles
+
+
+@functools.cache
+def _sm_count() -> int:
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count \
+        if torch.cuda.is_available() else 8
 
 
 def _args(d: torch.Tensor, a: Any, b: torch.Tensor, kmajor: bool = False) -> tuple[Any, ...]:
@@ -316,10 +389,11 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "
                          "BLOCK_K a multiple of 32")
-    grid = (-(-m // cfg.block_m) * -(-n // cfg.block_n),)
+    grid = (_programs(m, n, cfg.block_m, cfg.block_n, cfg.persistent),)
     args = _args(d, a, b, plan.kmajor)
     kwargs = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m,
-              "B_KMAJOR": plan.kmajor, "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+              "B_KMAJOR": plan.kmajor, "PERSISTENT": cfg.persistent, "num_warps": cfg.num_warps,
+              "num_stages": cfg.num_stages}
     sparse_mm_kernel[grid](*args, **kwargs)
     if hot_key is not None and b.device.type == "cuda" and a.stride(0) == k and d.stride() == (n, 1):
         entry = sparse_mm_kernel.fast.get(sparse_mm_kernel.fast_key(args, kwargs))

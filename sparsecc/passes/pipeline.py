@@ -111,6 +111,29 @@ class _Stream:
     alloc: LocalAllocOp
     local_loads: list[LocalLoadOp]
     advance: tt.AdvanceOp
+    invariant: list[SSAValue] | None = None  # offsets hoisted before the loop, when loop-invariant
+
+
+def _offset_slice(adv: tt.AdvanceOp, loop: scf.ForOp) -> list[Operation] | None:
+    """The body ops (arith only, in body order) that `adv`'s offsets are computed from, when
+    those depend on nothing but the induction variable and values from outside the loop;
+    None otherwise. A K loop's offsets are constants (an empty slice); a persistent GEMM's
+    flat (tile, K step) loop computes the jump to the next tile from the step."""
+    body = loop.body.block
+    iv = body.args[0]
+    needed: set[Operation] = set()
+    pending = list(adv.offsets)
+    while pending:
+        v = pending.pop()
+        if v is iv or _defined_outside(v, loop):
+            continue
+        owner = v.owner
+        if not isinstance(owner, Operation) or owner.parent_block() is not body or not owner.name.startswith("arith."):
+            return None
+        if owner not in needed:
+            needed.add(owner)
+            pending.extend(owner.operands)
+    return [o for o in body.ops if o in needed]
 
 
 def _defined_outside(v: SSAValue, loop: scf.ForOp) -> bool:
@@ -146,7 +169,7 @@ def _find_streams(loop: scf.ForOp) -> list[_Stream]:
         adv = yield_op.operands[idx].owner
         if not isinstance(adv, tt.AdvanceOp) or adv.ptr is not ptr:
             continue
-        if not all(_defined_outside(o, loop) or isinstance(o.owner, arith.ConstantOp) for o in adv.offsets):
+        if _offset_slice(adv, loop) is None:
             continue
         if any(u.operation is not load and u.operation is not adv for u in ptr.uses):
             continue
@@ -267,17 +290,31 @@ class PipelinePass(ModulePass):
                     self._pipeline(loop, streams)
         op.verify()
 
-    def _offsets_outside(self, adv: tt.AdvanceOp, loop: scf.ForOp) -> list[SSAValue]:
-        """The advance offsets as values usable before the loop (constants are cloned out)."""
-        out = []
-        for o in adv.offsets:
-            if _defined_outside(o, loop):
-                out.append(o)
-            else:
-                c = o.owner.clone()  # type: ignore[union-attr]
-                Rewriter.insert_op(c, InsertPoint.before(loop))
-                out.append(c.results[0])
-        return out
+    @staticmethod
+    def _hoist_invariant_offsets(loop: scf.ForOp, streams: list[_Stream]) -> None:
+        """Streams whose offsets do not depend on the iteration (a K loop's constants) get them
+        cloned once before the loop (`_Stream.invariant`)."""
+        for st in streams:
+            slice_ops = _offset_slice(st.advance, loop)
+            assert slice_ops is not None
+            if all(isinstance(o, arith.ConstantOp) for o in slice_ops):
+                mapping: dict[SSAValue, SSAValue] = {}
+                for o in slice_ops:
+                    _insert(o.clone(value_mapper=mapping), InsertPoint.before(loop))
+                st.invariant = [mapping.get(o, o) for o in st.advance.offsets]
+
+    def _offsets_at(self, st: _Stream, loop: scf.ForOp, iv: SSAValue, at: InsertPoint) -> list[SSAValue]:
+        """The advance offsets of iteration `iv` (the pointer of iteration iv + step): loop
+        invariants as hoisted, else the offset slice cloned at `at` with `iv` for the
+        induction variable."""
+        if st.invariant is not None:
+            return st.invariant
+        mapping: dict[SSAValue, SSAValue] = {loop.body.block.args[0]: iv}
+        slice_ops = _offset_slice(st.advance, loop)
+        assert slice_ops is not None
+        for o in slice_ops:
+            _insert(o.clone(value_mapper=mapping), at)
+        return [mapping.get(o, o) for o in st.advance.offsets]
 
     def _copy(self, s: _Stream, ptr: SSAValue, ring: SSAValue, slot: SSAValue, pred: SSAValue, at: InsertPoint,
               slot_safe: bool = False, guarded: bool = False) -> None:
@@ -339,7 +376,7 @@ class PipelinePass(ModulePass):
             rings.append(_insert(ring, InsertPoint.before(loop)).results[0])
         return rings
 
-    def _prologue(self, loop: scf.ForOp, streams: list[_Stream], offsets: list[list[SSAValue]],
+    def _prologue(self, loop: scf.ForOp, streams: list[_Stream],
                   issue: Callable[[list[SSAValue], SSAValue, SSAValue], None]) -> list[SSAValue]:
         """Stages 0..S-2 before the loop: `issue(pointers, slot, step exists)` each, then the
         pointers advance. Returns the pointers of stage S-1 (the loop's first prefetch)."""
@@ -351,7 +388,8 @@ class PipelinePass(ModulePass):
             iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
             pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
             issue(ptrs, _const(stage, i32, before), pred)
-            ptrs = [_insert(tt.AdvanceOp(p, offsets[j]), before).results[0] for j, p in enumerate(ptrs)]
+            ptrs = [_insert(tt.AdvanceOp(p, self._offsets_at(streams[j], loop, iv, before)), before).results[0]
+                    for j, p in enumerate(ptrs)]
         return ptrs
 
     def _new_body(self, loop: scf.ForOp, ptrs: list[SSAValue]) -> _Body:
@@ -373,16 +411,20 @@ class PipelinePass(ModulePass):
         return _Body(block, list(block.args[1 + n_old: 1 + n_old + len(ptrs)]), block.args[-2], block.args[-1],
                      rd0, wr0, InsertPoint.before(first))
 
-    def _ahead(self, loop: scf.ForOp, iv: SSAValue, at: InsertPoint) -> SSAValue:
-        """Whether iteration iv + (S-1)*step exists (its copies are issued in this one)."""
+    def _ahead(self, loop: scf.ForOp, iv: SSAValue, at: InsertPoint) -> tuple[SSAValue, SSAValue]:
+        """(whether iteration iv + (S-1)*step exists, that iteration's induction value): its
+        copies are issued in this one."""
         k = _const(self.num_stages - 1, loop.lb.type, at)
         ahead = _insert(arith.MuliOp(k, loop.step), at).results[0]
         ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
-        return _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0]
+        return _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0], ahead
 
-    def _advance_and_rotate(self, body: _Body, offsets: list[list[SSAValue]], at: InsertPoint) -> list[SSAValue]:
-        """The prefetch pointers advanced and the slots rotated, for the yield."""
-        new_q = [_insert(tt.AdvanceOp(q, offsets[j]), at).results[0] for j, q in enumerate(body.q_args)]
+    def _advance_and_rotate(self, loop: scf.ForOp, streams: list[_Stream], body: _Body, iv_ahead: SSAValue,
+                            at: InsertPoint) -> list[SSAValue]:
+        """The prefetch pointers advanced (by the offsets of their iteration, `iv_ahead`) and
+        the slots rotated, for the yield."""
+        new_q = [_insert(tt.AdvanceOp(q, self._offsets_at(streams[j], loop, iv_ahead, at)), at).results[0]
+                 for j, q in enumerate(body.q_args)]
         one = _const(1, i32, at)
         ns = _const(self.num_stages, i32, at)
         rotated = []
@@ -440,7 +482,7 @@ class PipelinePass(ModulePass):
         rings = self._rings(loop, streams)
         full = self._barrier_ring(before, 1 if tma else 32 * warps)
         empty = self._barrier_ring(before, warps)
-        offsets = [self._offsets_outside(st.advance, loop) for st in streams]
+        self._hoist_invariant_offsets(loop, streams)
 
         def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
             if tma:
@@ -450,7 +492,7 @@ class PipelinePass(ModulePass):
                 self._copy(st, ptrs[j], rings[j], slot, pred, before)
             _insert(ArriveBarrierOp(full, slot, "copies"), before)
 
-        ptrs = self._prologue(loop, streams, offsets, issue)
+        ptrs = self._prologue(loop, streams, issue)
         body = self._new_body(loop, ptrs)
         rd, wr, iv, top = body.rd, body.wr, body.block.args[0], body.top
         step = _step_index(iv, loop, top)
@@ -463,7 +505,7 @@ class PipelinePass(ModulePass):
         _insert(DotWaitOp(1), at)
         started = _insert(arith.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
         _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, "warps"), scf.YieldOp()]))), at)
-        pred = self._ahead(loop, iv, at)
+        pred, iv_ahead = self._ahead(loop, iv, at)
         wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]
         empty_wait = WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True))
         if tma:
@@ -473,7 +515,7 @@ class PipelinePass(ModulePass):
             for j, st in enumerate(streams):
                 self._copy(st, body.q_args[j], rings[j], wr, pred, at, guarded=True)
             _insert(ArriveBarrierOp(full, wr, "copies"), at)
-        carried = self._advance_and_rotate(body, offsets, at)
+        carried = self._advance_and_rotate(loop, streams, body, iv_ahead, at)
         Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried))
         self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
 
@@ -482,14 +524,14 @@ class PipelinePass(ModulePass):
         S = self.num_stages
         before = InsertPoint.before(loop)
         rings = self._rings(loop, streams)
-        offsets = [self._offsets_outside(st.advance, loop) for st in streams]
+        self._hoist_invariant_offsets(loop, streams)
 
         def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
             for j, st in enumerate(streams):
                 self._copy(st, ptrs[j], rings[j], slot, pred, before)
             _insert(AsyncCommitGroupOp(), before)
 
-        ptrs = self._prologue(loop, streams, offsets, issue)
+        ptrs = self._prologue(loop, streams, issue)
         body = self._new_body(loop, ptrs)
         new_body, rd, wr, iv, top = body.block, body.rd, body.wr, body.block.args[0], body.top
         if self.prefetch:
@@ -509,7 +551,7 @@ class PipelinePass(ModulePass):
             _insert(AsyncWaitOp([], S - 2), top)
             self._read_slots(streams, rings, rd, top, replace=True)
         # Prefetch iteration i + S-1.
-        pred = self._ahead(loop, iv, top)
+        pred, iv_ahead = self._ahead(loop, iv, top)
         # (Copies go first also in wgmma loops: issuing them after the dot, so that the
         # asynchronous group runs under the copy issue, measured 13% slower on the H100 — the
         # data gets an iteration less to land.)
@@ -523,7 +565,7 @@ class PipelinePass(ModulePass):
         yield_op = new_body.last_op
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
-        carried = self._advance_and_rotate(body, offsets, at)
+        carried = self._advance_and_rotate(loop, streams, body, iv_ahead, at)
         frag_next: list[SSAValue] = []
         if self.prefetch:
             _insert(AsyncWaitOp([], S - 2), at)  # the group of iteration i+1 has landed

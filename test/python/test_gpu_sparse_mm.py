@@ -265,6 +265,19 @@ def test_sparse_mm_on_the_interpreter(m, n, k, dtype, monkeypatch):
     assert_close_to_torch(f32, dense, b, k)
 
 
+@pytest.mark.skipif(not (HAVE_INTERPRETER and HAVE_DECOMPOSE),
+                    reason="needs sparsecc.runtime.interpreter and decompose-sparse-tensors")
+@pytest.mark.parametrize("m,n,k", [(100, 70, 96), (33, 200, 32), (40, 24, 160)])
+def test_persistent_sparse_mm_on_the_interpreter(m, n, k, monkeypatch):
+    # fewer programs than tiles (the CPU grid is capped at 8): each walks several tiles, K
+    # tails and ragged edges included, and K = BLOCK_K (every step ends a tile)
+    monkeypatch.delenv("SPARSECC_INTERPRET", raising=False)
+    dense, a, b = make_operands(m, n, k, torch.float16, "cpu", m + n * k)
+    out = torch.full((m, n), float("nan"), dtype=torch.float16)
+    sparse_mm(a, b, out=out, config=MMConfig(32, 32, 32, group_m=2, num_warps=4, num_stages=1, persistent=True))
+    assert_close_to_torch(out, dense, b, k)
+
+
 # ---- on the GPU ------------------------------------------------------------------------
 
 # (M, N, K): squares, ragged M and N, thin and wide, K not a multiple of BLOCK_K (K % 16 == 0).
@@ -544,6 +557,34 @@ def test_mbarrier_pipeline_matches_torch(compiler_switches, switches):
         for i, (m, n, k) in enumerate([(300, 200, 16), (257, 136, 240), (513, 100, 384), (1100, 1000, 1040),
                                        (640, 384, 4096)]):
             dense, a, b = make_operands(m, n, k, dtype, "cuda", 700 + i)
+            for cfg in configs:
+                if (e := sparse_mm_mismatch(a, b, dense, b, k, cfg)) is not None:
+                    failures.append(f"{dtype} {m}x{n}x{k} {cfg}: {e}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("switches", [
+    {"SPARSECC_TMA": True, "SPARSECC_WARP_SPECIALIZE": True},
+    {"SPARSECC_TMA": True, "SPARSECC_WARP_SPECIALIZE": False},
+    {"SPARSECC_TMA": False, "SPARSECC_MBARRIERS": True},
+    {"SPARSECC_TMA": False, "SPARSECC_MBARRIERS": False},
+], ids=["tma+warp_specialized", "tma", "cp.async-mbarriers", "cp.async-barriers"])
+def test_persistent_sparse_mm_matches_torch(compiler_switches, switches):
+    """PERSISTENT: one program per SM walks tiles in one flat (tile, K step) loop, its
+    pipeline running into the next tile while the epilogue stores this one. Problems with
+    more tiles than SMs (several tiles per program, a last round that leaves SMs idle), one K
+    step per tile (every step ends a tile), K tails, ragged M/N, N = 100 (no tensor map), on
+    the wgmma tiles and an mma.sp tile."""
+    compiler_switches(**switches)
+    configs = [MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3, persistent=True),
+               MMConfig(64, 64, 128, num_warps=4, num_stages=4, persistent=True),
+               MMConfig(32, 64, 64, group_m=4, num_warps=4, num_stages=3, persistent=True)]
+    failures = []
+    for dtype in (torch.float16, torch.bfloat16):
+        for i, (m, n, k) in enumerate([(3000, 2000, 528), (1100, 1000, 112), (4100, 1000, 16), (1100, 100, 1040),
+                                       (700, 3000, 256)]):
+            dense, a, b = make_operands(m, n, k, dtype, "cuda", 900 + i)
             for cfg in configs:
                 if (e := sparse_mm_mismatch(a, b, dense, b, k, cfg)) is not None:
                     failures.append(f"{dtype} {m}x{n}x{k} {cfg}: {e}")
