@@ -123,6 +123,9 @@ class Lowerer:
     """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
     tensor_maps: dict = field(default_factory=dict)
     """tt.make_tensor_ptr -> (kernel param index, BoxPlan, TensorMapRecipe) of its TMA copies."""
+    restarts: dict = field(default_factory=dict)
+    """`_zero_restart`: dot -> its loop's `fresh` register (1: the sum restarts at this dot);
+    epilogue scf.if -> [result index, its `fresh` value for the next iteration]."""
     a_from_shared: bool = False
     """wgmma reads A values through a descriptor (lower_dot.WGMMA_A_FROM_SHARED, TMA kernels)."""
     producer_warps: int = 0
@@ -369,8 +372,10 @@ class Lowerer:
                 raise LoweringError("operands must be in #ttg.dot_op layouts (run sparse-gpu-encoding)")
             if not isinstance(c, Regs):
                 raise LoweringError("the accumulator must be a register tensor in #ttg.mma")
+            fresh = self.restarts.get(op)
+            scale_d = em.cmp("eq", fresh, 0) if fresh is not None else None
             self.values[op.result] = lower_dot(self, a, b, c, meta, op.result.type,
-                                               defer_wait=_only_feeds_next_iteration(op))
+                                               defer_wait=_only_feeds_next_iteration(op), scale_d=scale_d)
             return
         if isinstance(op, ttgd.LocalAllocOp):
             sm = Smem(em.add(self.smem, self.smem_plan[op]), op.result.type)
@@ -612,6 +617,9 @@ class Lowerer:
         lb, ub, step = (self._int32(self.get(v)) for v in (op.lb, op.ub, op.step))
         inits = [self.get(v) for v in op.iter_args]
         flat = [v for x in inits for v in self.flatten(x)]
+        restart = _zero_restart(op) if self.wgmma and self.mode != "producer" else None
+        if restart is not None:
+            flat.append(em.c(0))  # `fresh`, carried after the loop's own values
         body = Block(arg_types=[lb.type, *[v.type for v in flat]])
         outer = em.block
         body_args = list(body.args)
@@ -621,6 +629,10 @@ class Lowerer:
             n = len(self.flatten(init))
             self.values[arg] = self.unflatten(init, body_args[pos:pos + n])
             pos += n
+        if restart is not None:
+            dot, epilogue, index = restart
+            self.restarts[dot] = body_args[-1]
+            self.restarts[epilogue] = [index, None]
         em.block = body
         self.writes_pending = self.reads_since_bar = True
         chained = [d for c in _accumulation_chains(op) for d in c]
@@ -633,6 +645,8 @@ class Lowerer:
         y = op.body.block.last_op
         assert isinstance(y, scf.YieldOp)
         yielded = [v for a in y.arguments for v in self.flatten(self.get(a))]
+        if restart is not None:
+            yielded.append(self.restarts[restart[1]][1])
         if [v.type for v in yielded] != [v.type for v in flat]:
             raise LoweringError("loop-carried values change their register shape")
         # registers the body yields unchanged (block-pointer bases/shapes/strides) are not
@@ -651,6 +665,8 @@ class Lowerer:
         results = list(flat)
         for pos_new, i in enumerate(keep):
             results[i] = new.results[pos_new]
+        if restart is not None:
+            results.pop()
         pos = 0
         for res, init in zip(op.results, inits):
             n = len(self.flatten(init))
@@ -667,6 +683,7 @@ class Lowerer:
         outer = em.block
         state = (self.writes_pending, self.reads_since_bar)
         blocks, templates, yields, ends = [], None, [], []
+        restart = self.restarts.get(op)
         for region in (op.true_region, op.false_region):
             blk = Block()
             em.block = blk
@@ -675,6 +692,13 @@ class Lowerer:
                 self.lower_block(region.block)
                 y = region.block.last_op
                 vals = [self.get(a) for a in y.arguments] if isinstance(y, scf.YieldOp) else []
+                if restart is not None and region is op.true_region:
+                    # the restarted sum: the next dot ignores the accumulator (wgmma scale-d
+                    # = 0) instead of zeroing its registers here, which would make ptxas
+                    # serialise every wgmma of the loop (C7515)
+                    passed = op.false_region.block.last_op
+                    assert isinstance(passed, scf.YieldOp)
+                    vals[restart[0]] = self.get(passed.arguments[restart[0]])
             else:
                 vals = []
             templates = templates or vals
@@ -690,6 +714,8 @@ class Lowerer:
         # the condition is uniform: afterwards a barrier is pending if either branch left one
         self.writes_pending = ends[0][0] or ends[1][0]
         self.reads_since_bar = ends[0][1] or ends[1][1]
+        if restart is not None:
+            restart[1] = em.select(cond, em.c(1), em.c(0))
         results = list(new.results)
         pos = 0
         for res, tmpl in zip(op.results, templates or []):
@@ -805,6 +831,35 @@ def _epilogue_if(result: SSAValue, body: Block, y: Operation, j: int) -> bool:
             return False
     out = list(e.results[r[0]].uses)
     return len(out) == 1 and out[0].operation is y and out[0].index == j
+
+
+def _is_zero_splat(v: SSAValue) -> bool:
+    c = v.owner
+    if not isinstance(c, arith.ConstantOp) or not isinstance(val := c.value, DenseIntOrFPElementsAttr):
+        return False
+    return val.is_splat() and float(next(iter(val.get_values()))) == 0.0
+
+
+def _zero_restart(loop: scf.ForOp) -> tuple[tt.DotOp, scf.IfOp, int] | None:
+    """(first dot, epilogue scf.if, result index) when the loop's only wgmma accumulation
+    restarts from zeros in an epilogue scf.if (`_epilogue_if` whose then branch yields a zero
+    constant: a persistent GEMM's next tile). The lowering then carries a `fresh` flag and
+    issues that dot's first wgmmas with scale-d = !fresh instead of zeroing registers."""
+    chains = _accumulation_chains(loop)
+    if len(chains) != 1:
+        return None
+    chain = chains[0]
+    last = chain[-1]
+    ifs = [u.operation.parent_op() for u in last.result.uses if isinstance(u.operation, scf.YieldOp)]
+    if len(ifs) != 1 or not isinstance(e := ifs[0], scf.IfOp) or not e.true_region.blocks:
+        return None
+    passed = e.false_region.block.last_op
+    restarted = e.true_region.block.last_op
+    assert isinstance(passed, scf.YieldOp) and isinstance(restarted, scf.YieldOp)
+    index = next(i for i, v in enumerate(passed.operands) if v is last.result)
+    if not _is_zero_splat(restarted.operands[index]):
+        return None
+    return chain[0], e, index
 
 
 def _accumulation_chains(loop: scf.ForOp) -> list[list[tt.DotOp]]:

@@ -275,7 +275,7 @@ def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int]:
 
 
 def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
-                defer_wait: bool = False) -> Regs:
+                defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
     """A sparse tt.dot as sm_90a `wgmma.mma_async.sp.m64nNk32`s.
 
     Metadata comes in registers (the per-warp mma.sp layout); A values in registers too (the
@@ -305,7 +305,8 @@ def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta
         desc = _desc(L, em.add(b.sm.addr, s * step_bytes), const)
         for i in range(rep_m):
             op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, s // 2)][0], n=n, ab_type=t,
-                                            acc=acc[i * per:(i + 1) * per], selector=s % 2, trans_b=1))
+                                            acc=acc[i * per:(i + 1) * per], selector=s % 2, trans_b=1,
+                                            scale_d=scale_d if s == 0 else None))
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())
     L.wgmma_drained.clear()
@@ -317,7 +318,8 @@ def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta
 
 
 def lower_dot(L: Lowerer, a: Frag | SmemOperand, b: Frag | SmemOperand, c: Regs, meta: Frag | None,
-              result_ty: TensorType, defer_wait: bool = False) -> Regs:
+              result_ty: TensorType, defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
+    """`scale_d` (wgmma only, i1): whether the dot adds `c` (false: the sum restarts)."""
     enc = result_ty.encoding
     if not isinstance(enc, MmaEncodingAttr):
         raise LoweringError("tt.dot: the result must have a #ttg.mma layout")
@@ -326,7 +328,7 @@ def lower_dot(L: Lowerer, a: Frag | SmemOperand, b: Frag | SmemOperand, c: Regs,
     if enc.version_major == 3:
         if meta is None or not isinstance(b, SmemOperand):
             raise LoweringError("tt.dot: #ttg.mma version 3 (wgmma) needs a sparse dot with B in shared memory")
-        return lower_wgmma(L, a, b, c, meta, result_ty, defer_wait)
+        return lower_wgmma(L, a, b, c, meta, result_ty, defer_wait, scale_d)
     if isinstance(b, SmemOperand) or isinstance(a, SmemOperand):
         raise LoweringError("tt.dot: operands in shared memory need a #ttg.mma version 3 result")
     m, n = result_ty.get_shape()

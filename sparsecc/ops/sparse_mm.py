@@ -47,6 +47,8 @@ def sparse_mm_kernel(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_d
 @sparsecc.jit
 def _tile_coords(tile, num_m, num_n, GROUP_M: tl.constexpr):
     # grouped tile order: GROUP_M row-tiles share the same B column panel while it is in L2
+    if GROUP_M == 1:  # plain row-major order: one division
+        return tile // num_n, tile % num_n
     per_group = GROUP_M * num_n
     first_m = (tile // per_group) * GROUP_M
     group_rows = min(num_m - first_m, GROUP_M)
@@ -103,16 +105,21 @@ def _persistent_tiles(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_
         b = tl.load(b_ptr, boundary_check=(0, 1), padding_option="zero")
         acc = tl.dot(a, b, acc)
         # where step + 1 reads: the same tile's next K step, or the next tile's first (after
-        # the last step: a tile that exists, so the offsets stay defined)
-        tile = pid + (step // k_tiles) * programs
-        next_tile = min(pid + ((step + 1) // k_tiles) * programs, num_tiles - 1)
-        k_now = (step % k_tiles) * BLOCK_K
-        k_next = ((step + 1) % k_tiles) * BLOCK_K
+        # the last step: a tile that exists, so the offsets stay defined). Few divisions: the
+        # pipeline evaluates this for a step S-1 ahead too, on every step.
+        t = step // k_tiles
+        k_now = step - t * k_tiles
+        ends = k_now == k_tiles - 1
+        tile = pid + t * programs
+        next_tile = min(tile + programs, num_tiles - 1)
         tile_m, tile_n = _tile_coords(tile, num_m, num_n, GROUP_M)
         next_m, next_n = _tile_coords(next_tile, num_m, num_n, GROUP_M)
-        a_ptr = tl.advance(a_ptr, ((next_m - tile_m) * BLOCK_M, k_next - k_now))
-        b_ptr = tl.advance(b_ptr, (k_next - k_now, (next_n - tile_n) * BLOCK_N))
-        if k_next == 0:  # the tile's last K step: its epilogue, and a fresh sum for the next
+        dk = (1 - k_tiles) * BLOCK_K if ends else BLOCK_K
+        dm = (next_m - tile_m) * BLOCK_M if ends else 0
+        dn = (next_n - tile_n) * BLOCK_N if ends else 0
+        a_ptr = tl.advance(a_ptr, (dm, dk))
+        b_ptr = tl.advance(b_ptr, (dk, dn))
+        if ends:  # the tile's last K step: its epilogue, and a fresh sum for the next
             d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, stride_dn),
                                       offsets=(tile_m * BLOCK_M, tile_n * BLOCK_N),
                                       block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))

@@ -111,6 +111,7 @@ class _Stream:
     alloc: LocalAllocOp
     local_loads: list[LocalLoadOp]
     advance: tt.AdvanceOp
+    offset_ops: list[Operation]  # `_offset_slice`: the body ops the advance offsets come from
     invariant: list[SSAValue] | None = None  # offsets hoisted before the loop, when loop-invariant
 
 
@@ -169,11 +170,12 @@ def _find_streams(loop: scf.ForOp) -> list[_Stream]:
         adv = yield_op.operands[idx].owner
         if not isinstance(adv, tt.AdvanceOp) or adv.ptr is not ptr:
             continue
-        if _offset_slice(adv, loop) is None:
+        offset_ops = _offset_slice(adv, loop)
+        if offset_ops is None:
             continue
         if any(u.operation is not load and u.operation is not adv for u in ptr.uses):
             continue
-        streams.append(_Stream(idx, load, alloc, lls, adv))  # type: ignore[arg-type]
+        streams.append(_Stream(idx, load, alloc, lls, adv, offset_ops))  # type: ignore[arg-type]
     return streams
 
 
@@ -295,24 +297,20 @@ class PipelinePass(ModulePass):
         """Streams whose offsets do not depend on the iteration (a K loop's constants) get them
         cloned once before the loop (`_Stream.invariant`)."""
         for st in streams:
-            slice_ops = _offset_slice(st.advance, loop)
-            assert slice_ops is not None
-            if all(isinstance(o, arith.ConstantOp) for o in slice_ops):
+            if all(isinstance(o, arith.ConstantOp) for o in st.offset_ops):
                 mapping: dict[SSAValue, SSAValue] = {}
-                for o in slice_ops:
+                for o in st.offset_ops:
                     _insert(o.clone(value_mapper=mapping), InsertPoint.before(loop))
                 st.invariant = [mapping.get(o, o) for o in st.advance.offsets]
 
-    def _offsets_at(self, st: _Stream, loop: scf.ForOp, iv: SSAValue, at: InsertPoint) -> list[SSAValue]:
+    def _offsets_at(self, st: _Stream, body_iv: SSAValue, iv: SSAValue, at: InsertPoint) -> list[SSAValue]:
         """The advance offsets of iteration `iv` (the pointer of iteration iv + step): loop
-        invariants as hoisted, else the offset slice cloned at `at` with `iv` for the
-        induction variable."""
+        invariants as hoisted, else the offset ops cloned at `at` with `iv` for `body_iv`, the
+        induction variable they read (the old body's, or the new one's once the ops moved)."""
         if st.invariant is not None:
             return st.invariant
-        mapping: dict[SSAValue, SSAValue] = {loop.body.block.args[0]: iv}
-        slice_ops = _offset_slice(st.advance, loop)
-        assert slice_ops is not None
-        for o in slice_ops:
+        mapping: dict[SSAValue, SSAValue] = {body_iv: iv}
+        for o in st.offset_ops:
             _insert(o.clone(value_mapper=mapping), at)
         return [mapping.get(o, o) for o in st.advance.offsets]
 
@@ -388,7 +386,8 @@ class PipelinePass(ModulePass):
             iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
             pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
             issue(ptrs, _const(stage, i32, before), pred)
-            ptrs = [_insert(tt.AdvanceOp(p, self._offsets_at(streams[j], loop, iv, before)), before).results[0]
+            ptrs = [_insert(tt.AdvanceOp(p, self._offsets_at(streams[j], loop.body.block.args[0], iv, before)),
+                            before).results[0]
                     for j, p in enumerate(ptrs)]
         return ptrs
 
@@ -423,7 +422,7 @@ class PipelinePass(ModulePass):
                             at: InsertPoint) -> list[SSAValue]:
         """The prefetch pointers advanced (by the offsets of their iteration, `iv_ahead`) and
         the slots rotated, for the yield."""
-        new_q = [_insert(tt.AdvanceOp(q, self._offsets_at(streams[j], loop, iv_ahead, at)), at).results[0]
+        new_q = [_insert(tt.AdvanceOp(q, self._offsets_at(streams[j], body.block.args[0], iv_ahead, at)), at).results[0]
                  for j, q in enumerate(body.q_args)]
         one = _const(1, i32, at)
         ns = _const(self.num_stages, i32, at)
