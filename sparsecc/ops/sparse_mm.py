@@ -182,8 +182,7 @@ def candidate_configs(m: int, n: int, k: int, dtype: torch.dtype, target: str | 
         rest = ([MMConfig(64, 32, 128, num_warps=4, num_stages=4), MMConfig(64, 128, 128, num_warps=4, num_stages=3)]
                 if hopper else [MMConfig(64, 32, 64, num_warps=4, num_stages=3), MMConfig(64, 64, 64, num_warps=4, num_stages=3)])
     else:
-        rest = ([MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3, persistent=True),
-                 MMConfig(256, 128, 128, group_m=8, num_warps=8, num_stages=3),  # TMA runners-up
+        rest = ([MMConfig(256, 128, 128, group_m=8, num_warps=8, num_stages=3),  # TMA runners-up
                  MMConfig(256, 128, 64, group_m=16, num_warps=8, num_stages=5)]
                 if hopper else [MMConfig(128, 128, 64, num_warps=4, num_stages=4), MMConfig(256, 128, 64, num_warps=8, num_stages=3)])
     return [first] + [c for c in rest if c != first]
