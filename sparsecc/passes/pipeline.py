@@ -4,8 +4,12 @@ Accepts: an `scf.for` whose body (directly) does, for one or more operands,
     %x = tt.load %p {boundaryCheck, padding}        %p: a loop-carried block pointer
     %m = ttg.local_alloc %x : (...) -> !ttg.memdesc<T, #shared>   (only use of %x)
     %v = ttg.local_load %m ...                      (only uses of %m)
-and yields `tt.advance %p, [loop-invariant offsets]` for that pointer (the form
-sparse-gpu-encoding leaves for the values, metadata and B tiles of a GEMM K loop).
+and yields `tt.advance %p, [offsets]` for that pointer (the form sparse-gpu-encoding leaves for
+the values, metadata and B tiles of a GEMM K loop). The offsets are loop-invariant (a K loop),
+or computed in the body by arith ops from the induction variable and loop invariants alone (a
+persistent GEMM's flat (tile, K step) loop, which jumps to the next tile): those ops are cloned
+with the induction value of the iteration whose pointer advances (lb + s*step in the prologue,
+iv + (S-1)*step for the prefetch pointers).
 
 Produces, for num-stages = S >= 2 (the async forms of sparsecc/dialects/ttg.py):
     %buf = ttg.local_alloc : () -> !ttg.memdesc<SxT, #shared, mutable>      (one ring per load)
