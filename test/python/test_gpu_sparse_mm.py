@@ -552,15 +552,21 @@ def test_mbarrier_pipeline_matches_torch(compiler_switches, switches):
     configs = [MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3),
                MMConfig(64, 64, 128, num_warps=4, num_stages=4),
                MMConfig(128, 256, 64, group_m=16, num_warps=8, num_stages=3)]
+    problems = [(300, 200, 16), (257, 136, 240), (513, 100, 384), (1100, 1000, 1040), (640, 384, 4096)]
+    failures = _mismatches(configs, problems, seed=700)
+    assert not failures, "\n".join(failures)
+
+
+def _mismatches(configs: list[MMConfig], problems: list[tuple[int, int, int]], seed: int) -> list[str]:
+    """Every config on every (M, N, K) problem, fp16 and bf16: what disagrees with torch."""
     failures = []
     for dtype in (torch.float16, torch.bfloat16):
-        for i, (m, n, k) in enumerate([(300, 200, 16), (257, 136, 240), (513, 100, 384), (1100, 1000, 1040),
-                                       (640, 384, 4096)]):
-            dense, a, b = make_operands(m, n, k, dtype, "cuda", 700 + i)
+        for i, (m, n, k) in enumerate(problems):
+            dense, a, b = make_operands(m, n, k, dtype, "cuda", seed + i)
             for cfg in configs:
                 if (e := sparse_mm_mismatch(a, b, dense, b, k, cfg)) is not None:
                     failures.append(f"{dtype} {m}x{n}x{k} {cfg}: {e}")
-    assert not failures, "\n".join(failures)
+    return failures
 
 
 @pytest.mark.gpu
@@ -580,12 +586,6 @@ def test_persistent_sparse_mm_matches_torch(compiler_switches, switches):
     configs = [MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3, persistent=True),
                MMConfig(64, 64, 128, num_warps=4, num_stages=4, persistent=True),
                MMConfig(32, 64, 64, group_m=4, num_warps=4, num_stages=3, persistent=True)]
-    failures = []
-    for dtype in (torch.float16, torch.bfloat16):
-        for i, (m, n, k) in enumerate([(3000, 2000, 528), (1100, 1000, 112), (4100, 1000, 16), (1100, 100, 1040),
-                                       (700, 3000, 256)]):
-            dense, a, b = make_operands(m, n, k, dtype, "cuda", 900 + i)
-            for cfg in configs:
-                if (e := sparse_mm_mismatch(a, b, dense, b, k, cfg)) is not None:
-                    failures.append(f"{dtype} {m}x{n}x{k} {cfg}: {e}")
+    problems = [(3000, 2000, 528), (1100, 1000, 112), (4100, 1000, 16), (1100, 100, 1040), (700, 3000, 256)]
+    failures = _mismatches(configs, problems, seed=900)
     assert not failures, "\n".join(failures)
