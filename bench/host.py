@@ -48,8 +48,8 @@ CONSTS = {"BLOCK_M": _CFG.block_m, "BLOCK_N": _CFG.block_n, "BLOCK_K": _CFG.bloc
 
 @sparsecc.jit
 def tiny_kernel(X, n, BLOCK: tl.constexpr):
-    # A block pointer with boundary_check (the masked `X + offs` form does not compile for GPUs
-    # yet: sparsecc.dialects.arith.CmpiOp drops the operands' layout encoding from its result).
+    # A block pointer with boundary_check (the masked `X + offs` form compiles too now; this one
+    # stays so that launch numbers compare with earlier runs).
     p = tl.make_block_ptr(X, shape=(n,), strides=(1,), offsets=(tl.program_id(0) * BLOCK,),
                           block_shape=(BLOCK,), order=(0,))
     tl.store(p, tl.load(p, boundary_check=(0,)) + 1.0, boundary_check=(0,))
