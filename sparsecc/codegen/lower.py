@@ -123,9 +123,11 @@ class Lowerer:
     """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
     tensor_maps: dict = field(default_factory=dict)
     """tt.make_tensor_ptr -> (kernel param index, BoxPlan, TensorMapRecipe) of its TMA copies."""
-    restarts: dict = field(default_factory=dict)
-    """`_zero_restart`: dot -> its loop's `fresh` register (1: the sum restarts at this dot);
-    epilogue scf.if -> [result index, its `fresh` value for the next iteration]."""
+    restart_flags: dict = field(default_factory=dict)
+    """`_zero_restart`: dot -> its loop's `fresh` register (1: the sum restarts at this dot)."""
+    restart_ifs: dict = field(default_factory=dict)
+    """`_zero_restart`: epilogue scf.if -> (result index, [its `fresh` value for the next
+    iteration, set when the if is lowered])."""
     a_from_shared: bool = False
     """wgmma reads A values through a descriptor (lower_dot.WGMMA_A_FROM_SHARED, TMA kernels)."""
     producer_warps: int = 0
@@ -372,7 +374,7 @@ class Lowerer:
                 raise LoweringError("operands must be in #ttg.dot_op layouts (run sparse-gpu-encoding)")
             if not isinstance(c, Regs):
                 raise LoweringError("the accumulator must be a register tensor in #ttg.mma")
-            fresh = self.restarts.get(op)
+            fresh = self.restart_flags.get(op)
             scale_d = em.cmp("eq", fresh, 0) if fresh is not None else None
             self.values[op.result] = lower_dot(self, a, b, c, meta, op.result.type,
                                                defer_wait=_only_feeds_next_iteration(op), scale_d=scale_d)
@@ -631,8 +633,8 @@ class Lowerer:
             pos += n
         if restart is not None:
             dot, epilogue, index = restart
-            self.restarts[dot] = body_args[-1]
-            self.restarts[epilogue] = [index, None]
+            self.restart_flags[dot] = body_args[-1]
+            self.restart_ifs[epilogue] = (index, [])
         em.block = body
         self.writes_pending = self.reads_since_bar = True
         chained = [d for c in _accumulation_chains(op) for d in c]
@@ -646,7 +648,7 @@ class Lowerer:
         assert isinstance(y, scf.YieldOp)
         yielded = [v for a in y.arguments for v in self.flatten(self.get(a))]
         if restart is not None:
-            yielded.append(self.restarts[restart[1]][1])
+            yielded.extend(self.restart_ifs[restart[1]][1])
         if [v.type for v in yielded] != [v.type for v in flat]:
             raise LoweringError("loop-carried values change their register shape")
         # registers the body yields unchanged (block-pointer bases/shapes/strides) are not
@@ -683,7 +685,7 @@ class Lowerer:
         outer = em.block
         state = (self.writes_pending, self.reads_since_bar)
         blocks, templates, yields, ends = [], None, [], []
-        restart = self.restarts.get(op)
+        restart = self.restart_ifs.get(op)
         for region in (op.true_region, op.false_region):
             blk = Block()
             em.block = blk
@@ -715,7 +717,7 @@ class Lowerer:
         self.writes_pending = ends[0][0] or ends[1][0]
         self.reads_since_bar = ends[0][1] or ends[1][1]
         if restart is not None:
-            restart[1] = em.select(cond, em.c(1), em.c(0))
+            restart[1].append(em.select(cond, em.c(1), em.c(0)))
         results = list(new.results)
         pos = 0
         for res, tmpl in zip(op.results, templates or []):
@@ -809,28 +811,28 @@ def _reads_wgmma_result(op: Operation) -> bool:
                and enc.version_major == 3 for v in op.operands)
 
 
-def _epilogue_if(result: SSAValue, body: Block, y: Operation, j: int) -> bool:
-    """Whether `result` goes back to iter_arg j through an scf.if of `body` that passes it on
-    unchanged in its else branch (and may read it in its then branch: a persistent GEMM's
-    per-tile epilogue, which stores the sum and restarts it)."""
+def _epilogue_if(result: SSAValue, body: Block, y: Operation, j: int) -> tuple[scf.IfOp, int] | None:
+    """(the scf.if, its result index) when `result` goes back to iter_arg j through an scf.if
+    of `body` that passes it on unchanged in its else branch (and may read it in its then
+    branch: a persistent GEMM's per-tile epilogue, which stores the sum and restarts it)."""
     ifs = {u.operation.parent_op() for u in result.uses if isinstance(u.operation, scf.YieldOp)}
     if len(ifs) != 1 or not isinstance(e := ifs.pop(), scf.IfOp) or e.parent_block() is not body:
-        return False
+        return None
     if not e.false_region.blocks:
-        return False
+        return None
     else_yield = e.false_region.block.last_op
     assert isinstance(else_yield, scf.YieldOp)
     r = [i for i, v in enumerate(else_yield.operands) if v is result]
     if len(r) != 1:
-        return False
+        return None
     for u in result.uses:
         user = u.operation
         while user is not None and user is not e:
             user = user.parent_op()
         if user is None:
-            return False
+            return None
     out = list(e.results[r[0]].uses)
-    return len(out) == 1 and out[0].operation is y and out[0].index == j
+    return (e, r[0]) if len(out) == 1 and out[0].operation is y and out[0].index == j else None
 
 
 def _is_zero_splat(v: SSAValue) -> bool:
@@ -845,19 +847,18 @@ def _zero_restart(loop: scf.ForOp) -> tuple[tt.DotOp, scf.IfOp, int] | None:
     restarts from zeros in an epilogue scf.if (`_epilogue_if` whose then branch yields a zero
     constant: a persistent GEMM's next tile). The lowering then carries a `fresh` flag and
     issues that dot's first wgmmas with scale-d = !fresh instead of zeroing registers."""
+    body = loop.body.block
     chains = _accumulation_chains(loop)
-    if len(chains) != 1:
+    if len(chains) != 1 or body.last_op is None:
         return None
     chain = chains[0]
-    last = chain[-1]
-    ifs = [u.operation.parent_op() for u in last.result.uses if isinstance(u.operation, scf.YieldOp)]
-    if len(ifs) != 1 or not isinstance(e := ifs[0], scf.IfOp) or not e.true_region.blocks:
+    j = next(i for i, arg in enumerate(body.args[1:]) if chain[0].c is arg)
+    found = _epilogue_if(chain[-1].result, body, body.last_op, j)
+    if found is None:
         return None
-    passed = e.false_region.block.last_op
+    e, index = found
     restarted = e.true_region.block.last_op
-    assert isinstance(passed, scf.YieldOp) and isinstance(restarted, scf.YieldOp)
-    index = next(i for i, v in enumerate(passed.operands) if v is last.result)
-    if not _is_zero_splat(restarted.operands[index]):
+    if not isinstance(restarted, scf.YieldOp) or not _is_zero_splat(restarted.operands[index]):
         return None
     return chain[0], e, index
 
@@ -878,7 +879,7 @@ def _accumulation_chains(loop: scf.ForOp) -> list[list[tt.DotOp]]:
         while isinstance(d, tt.DotOp) and d.parent_block() is body:
             chain.append(d)
             out = list(d.result.uses)
-            if y is not None and _epilogue_if(d.result, body, y, j):
+            if y is not None and _epilogue_if(d.result, body, y, j) is not None:
                 chains.append(chain)
                 break
             if len(out) != 1:

@@ -422,7 +422,7 @@ class PipelinePass(ModulePass):
         ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
         return _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0], ahead
 
-    def _advance_and_rotate(self, loop: scf.ForOp, streams: list[_Stream], body: _Body, iv_ahead: SSAValue,
+    def _advance_and_rotate(self, streams: list[_Stream], body: _Body, iv_ahead: SSAValue,
                             at: InsertPoint) -> list[SSAValue]:
         """The prefetch pointers advanced (by the offsets of their iteration, `iv_ahead`) and
         the slots rotated, for the yield."""
@@ -518,7 +518,7 @@ class PipelinePass(ModulePass):
             for j, st in enumerate(streams):
                 self._copy(st, body.q_args[j], rings[j], wr, pred, at, guarded=True)
             _insert(ArriveBarrierOp(full, wr, "copies"), at)
-        carried = self._advance_and_rotate(loop, streams, body, iv_ahead, at)
+        carried = self._advance_and_rotate(streams, body, iv_ahead, at)
         Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried))
         self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
 
@@ -568,7 +568,7 @@ class PipelinePass(ModulePass):
         yield_op = new_body.last_op
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
-        carried = self._advance_and_rotate(loop, streams, body, iv_ahead, at)
+        carried = self._advance_and_rotate(streams, body, iv_ahead, at)
         frag_next: list[SSAValue] = []
         if self.prefetch:
             _insert(AsyncWaitOp([], S - 2), at)  # the group of iteration i+1 has landed
