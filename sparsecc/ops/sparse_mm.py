@@ -56,17 +56,35 @@ def _tile_coords(tile, num_m, num_n, GROUP_M: tl.constexpr):
 
 
 @sparsecc.jit
+def _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr):
+    # the first K step's A and B tiles of output tile (tile_m, tile_n)
+    a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1),
+                              offsets=(tile_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K),
+                              order=(1, 0))
+    b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn),
+                              offsets=(0, tile_n * BLOCK_N), block_shape=(BLOCK_K, BLOCK_N),
+                              order=(0, 1) if B_KMAJOR else (1, 0))
+    return a_ptr, b_ptr
+
+
+@sparsecc.jit
+def _store_tile(D, acc, M, N, stride_dm, stride_dn, tile_m, tile_n,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, stride_dn),
+                              offsets=(tile_m * BLOCK_M, tile_n * BLOCK_N),
+                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+    tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
+
+
+@sparsecc.jit
 def _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
               GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr):
     # one program per output tile
     pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-    a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1),
-                              offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K),
-                              order=(1, 0))
-    b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn),
-                              offsets=(0, pid_n * BLOCK_N), block_shape=(BLOCK_K, BLOCK_N),
-                              order=(0, 1) if B_KMAJOR else (1, 0))
+    a_ptr, b_ptr = _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, pid_m, pid_n,
+                                 BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for _ in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
@@ -74,10 +92,7 @@ def _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stri
         acc = tl.dot(a, b, acc)
         a_ptr = tl.advance(a_ptr, (0, BLOCK_K))
         b_ptr = tl.advance(b_ptr, (BLOCK_K, 0))
-    d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, stride_dn),
-                              offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
-                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-    tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
+    _store_tile(D, acc, M, N, stride_dm, stride_dn, pid_m, pid_n, BLOCK_M, BLOCK_N)
 
 
 @sparsecc.jit
@@ -95,10 +110,8 @@ def _persistent_tiles(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_
     num_tiles = num_m * num_n
     my_tiles = (num_tiles - pid + programs - 1) // programs
     pid_m, pid_n = _tile_coords(min(pid, num_tiles - 1), num_m, num_n, GROUP_M)  # (no tile: no steps)
-    a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1), offsets=(pid_m * BLOCK_M, 0),
-                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
-    b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn), offsets=(0, pid_n * BLOCK_N),
-                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1) if B_KMAJOR else (1, 0))
+    a_ptr, b_ptr = _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, pid_m, pid_n,
+                                 BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(0, my_tiles * k_tiles):
         a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
@@ -120,10 +133,7 @@ def _persistent_tiles(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_
         a_ptr = tl.advance(a_ptr, (dm, dk))
         b_ptr = tl.advance(b_ptr, (dk, dn))
         if ends:  # the tile's last K step: its epilogue, and a fresh sum for the next
-            d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, stride_dn),
-                                      offsets=(tile_m * BLOCK_M, tile_n * BLOCK_N),
-                                      block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-            tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
+            _store_tile(D, acc, M, N, stride_dm, stride_dn, tile_m, tile_n, BLOCK_M, BLOCK_N)
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
 
 
