@@ -31,7 +31,7 @@ def _sample_while(run: Callable[[], None], seconds: float) -> tuple[list[str], f
                              "-lms", "100"], stdout=subprocess.PIPE, text=True)
     start = time.perf_counter()
     calls = 0
-    half_calls, half_time = 0, 0.0
+    half_calls, half_start = 0, start
     while (now := time.perf_counter()) - start < seconds:
         run()
         calls += 1

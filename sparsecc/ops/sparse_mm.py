@@ -233,7 +233,7 @@ def _autotuned(a: Any, b: torch.Tensor, d: torch.Tensor, kmajor: bool) -> MMConf
     cfg = _PICKED.get(key)
     if cfg is None:
         best = _tuner(candidate_configs(m, n, k, a.dtype, _target("cuda"))).choose(
-            _grid(m, n), _args(d, a, b, kmajor), {"B_KMAJOR": kmajor})
+            _grid(m, n, d.device), _args(d, a, b, kmajor), {"B_KMAJOR": kmajor})
         kw = best.kwargs
         cfg = _PICKED[key] = MMConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], best.num_warps,
                                       best.num_stages, bool(kw.get("PERSISTENT", False)))
@@ -245,20 +245,23 @@ def _target(device_type: str) -> str | None:
     return _jit.current_target() if device_type == "cuda" else None
 
 
-def _grid(m: int, n: int) -> Any:
-    return lambda meta: (_programs(m, n, meta["BLOCK_M"], meta["BLOCK_N"], meta.get("PERSISTENT", False)),)
+def _grid(m: int, n: int, device: torch.device) -> Any:
+    return lambda meta: (_programs(m, n, meta["BLOCK_M"], meta["BLOCK_N"], meta.get("PERSISTENT", False), device),)
 
 
-def _programs(m: int, n: int, block_m: int, block_n: int, persistent: bool) -> int:
-    """Programs to launch: one per tile, or (persistent) one per SM while there are tiles."""
+def _programs(m: int, n: int, block_m: int, block_n: int, persistent: bool, device: torch.device) -> int:
+    """Programs to launch: one per tile, or (persistent) one per SM of `device` while there
+    are tiles (8 programs on the CPU interpreter)."""
     tiles = -(-m // block_m) * -(-n // block_n)
-    return min(tiles, _sm_count()) if persistent else tiles
+    if not persistent:
+        return tiles
+    return min(tiles, _sm_count(device.index) if device.type == "cuda" else 8)
 
 
 @functools.cache
-def _sm_count() -> int:
-    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count \
-        if torch.cuda.is_available() else 8
+def _sm_count(index: int | None) -> int:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device() if index is None else index)
+    return props.multi_processor_count
 
 
 def _args(d: torch.Tensor, a: Any, b: torch.Tensor, kmajor: bool = False) -> tuple[Any, ...]:
@@ -405,7 +408,7 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "
                          "BLOCK_K a multiple of 32")
-    grid = (_programs(m, n, cfg.block_m, cfg.block_n, cfg.persistent),)
+    grid = (_programs(m, n, cfg.block_m, cfg.block_n, cfg.persistent, d.device),)
     args = _args(d, a, b, plan.kmajor)
     kwargs = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m,
               "B_KMAJOR": plan.kmajor, "PERSISTENT": cfg.persistent, "num_warps": cfg.num_warps,
