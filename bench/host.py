@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
@@ -245,11 +246,28 @@ def main() -> None:
     raw = plan.raw_launch(x.get_device())
     stream = torch.cuda.current_stream().cuda_stream
     values = [x.data_ptr(), 1024]
-    raw_us = per_launch_us(lambda: raw(8, 1, 1, values, stream), n)
-    rows.append(("  of which pack + ctypes cuLaunchKernel", f"{raw_us:.1f} µs", ""))
-    from sparsecc.runtime import driver
+    from sparsecc.runtime import driver, native
 
+    how = "C launcher (runtime/launch.c)" if native.load() else f"ctypes; no C launcher: {native.why_not()}"
+    raw_us = per_launch_us(lambda: raw(8, 1, 1, values, stream), n)
+    rows.append((f"  of which pack + cuLaunchKernel, {how}", f"{raw_us:.1f} µs", ""))
     k = plan.kernels[x.get_device()]
+    by_ctypes = k.raw_launcher(plan.block, plan.shared_bytes, native=False)
+    ct_us = per_launch_us(lambda: by_ctypes(8, 1, 1, values, stream), n)
+    rows.append(("  of which pack + cuLaunchKernel through ctypes (the path before the C launcher)",
+                 f"{ct_us:.1f} µs", ""))
+    device = x.get_device()
+    plan.raw[device] = by_ctypes  # the whole kernel[grid] path once more, ctypes instead of C
+    sc_tiny_ct = per_launch_us(lambda: tiny_kernel[(8,)](x, 1024, BLOCK=128), n)
+    plan.raw[device] = raw
+    rows.append(("launch overhead, tiny kernel, ctypes launcher instead of C", f"{sc_tiny_ct:.1f} µs", ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        try:
+            native.build(Path(tmp) / "probe.so")
+            rows.append(("C launcher build (once per machine, cached)", f"{time.perf_counter() - t0:.2f} s", ""))
+        except Exception as e:  # a bench row, not a failure: launches fall back to ctypes
+            rows.append(("C launcher build", f"failed: {e}", ""))
     cu = driver.libcuda_launch()
     floor = per_launch_us(lambda: cu(k._handle, 8, 1, 1, plan.block[0], 1, 1, plan.shared_bytes, stream,
                                      k._params_addr, None), n) if cu else float("nan")

@@ -20,6 +20,11 @@ cuda-python's wrapper, which converts every argument), passing the array's addre
 copies the values during `cuLaunchKernel`, so reuse is safe). Where libcuda cannot be opened
 with ctypes, cuda-python's `cuLaunchKernel` is used. One kernel's buffer is shared, so launch
 one CudaKernel from one thread at a time (as with the former per-param slots).
+
+`raw_launcher`, the launcher's fast path, goes one step further: where the C launcher
+(runtime/launch.c, built on first use by runtime/native.py) loads, packing and the call to
+libcuda's `cuLaunchKernel` are one C call that holds the GIL (so it is also thread-safe);
+elsewhere the `pack_into` + ctypes path above.
 """
 
 from __future__ import annotations
@@ -90,6 +95,25 @@ def libcuda_launch() -> Callable[..., int] | None:
         except (OSError, AttributeError):
             _cu_launch = False
     return _cu_launch or None
+
+
+#: runtime/launch.c's one-character codes of the param kinds.
+_NATIVE_KIND = {"ptr": "Q", "u64": "Q", "i64": "q", "i32": "i", "u32": "I", "f32": "f", "tmap": "t"}
+
+
+def _native_launcher(cu: Any, handle: int, block: Sequence[int], shared_bytes: int,
+                     kinds: Sequence[str], on_error: Callable[[int, int, int, int], None]
+                     ) -> Callable[[int, int, int, Sequence[Any], int], None] | None:
+    """The C launcher's `launch(gx, gy, gz, values, stream)` for one kernel (None where the C
+    module cannot be built: see runtime/native.py)."""
+    from sparsecc.runtime import native
+
+    module = native.load()
+    if module is None:
+        return None
+    address = ctypes.cast(cu, ctypes.c_void_p).value
+    codes = "".join(_NATIVE_KIND[k] for k in kinds)
+    return module.Launcher(address, handle, tuple(block), shared_bytes, codes, on_error).launch
 
 
 def _error_text(drv: Any, err: Any) -> str:
@@ -253,9 +277,11 @@ class CudaKernel:
         raise CudaError(f"kernel '{self.name}': cuLaunchKernel(grid={tuple(grid)}, block={tuple(block)}, "
                         f"shared={smem}) failed: {_error_text(drv, err)}", rc)
 
-    def raw_launcher(self, block: Sequence[int], shared_bytes: int) -> Callable[[int, int, int, Sequence[Any], int], None]:
+    def raw_launcher(self, block: Sequence[int], shared_bytes: int, *,
+                     native: bool = True) -> Callable[[int, int, int, Sequence[Any], int], None]:
         """`go(gx, gy, gz, values, stream)` with block and shared memory fixed: the fewest steps
-        per launch. `values` are already checked ints/floats (pointers as device addresses)."""
+        per launch. `values` are already checked ints/floats (pointers as device addresses).
+        `native=False` keeps to the ctypes path (bench/host.py compares the two)."""
         if shared_bytes > self._shared_limit:
             self._allow_shared(shared_bytes)
         bx, by, bz = (int(d) for d in block)
@@ -265,6 +291,11 @@ class CudaKernel:
                 self.launch((gx, gy, gz), (bx, by, bz), values, shared_bytes, stream)
 
             return slow
+        fast = native and _native_launcher(
+            cu, self._handle, (bx, by, bz), shared_bytes, self.param_kinds,
+            lambda rc, gx, gy, gz: self._fail(rc, (gx, gy, gz), (bx, by, bz), shared_bytes))
+        if fast:
+            return fast
         pack_into, buf, handle, params, smem = self._pack_into, self._buf, self._handle, self._params_addr, shared_bytes
 
         def go(gx: int, gy: int, gz: int, values: Sequence[Any], stream: int) -> None:

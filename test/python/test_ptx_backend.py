@@ -339,6 +339,10 @@ def test_driver_reports_launch_errors():
         kernel.launch((1, 1, 1), (4096, 1, 1), [0, 0, 0, 0])  # too many threads per block
     with pytest.raises(TypeError, match="takes 4 arguments"):
         kernel.launch((1, 1, 1), (32, 1, 1), [0])
+    for native in (True, False):  # the C launcher and the ctypes one report alike
+        raw = kernel.raw_launcher((4096, 1, 1), 0, native=native)
+        with pytest.raises(CudaError, match=r"spmma_tile_f16_global.*cuLaunchKernel\(grid=\(1, 1, 1\), block=\(4096"):
+            raw(1, 1, 1, [0, 0, 0, 0], 0)
 
 
 # ------------------------------------------------------------------------------------------------
