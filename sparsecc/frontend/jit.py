@@ -112,6 +112,8 @@ class JITFunction:
         """Fast-path key -> prebuilt launch function (see the module docstring)."""
         self.cache: dict[Any, Any] = _SpecCache(self.fast)
         self._cx_pos = tuple(n in self.constexpr_names for n in self.arg_names)
+        self._key_fns: dict[int, Callable[[Sequence[Any], dict[str, Any]], Any]] = {}
+        """Positional argument count -> its generated `fast_key` (see `_key_fn`)."""
         self._fast_kw = frozenset(self.constexpr_names) | frozenset(_OPTION_DEFAULTS)
         runtime_pos = [i for i, n in enumerate(self.arg_names) if n not in self.constexpr_names]
         self._min_args = (runtime_pos[-1] + 1) if runtime_pos else 0
@@ -165,11 +167,11 @@ class JITFunction:
         )
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
-        fast, key_of = self.fast, self.fast_key
+        fast, key_fns, key_fn = self.fast, self._key_fns, self._key_fn
 
         def launcher(*args: Any, **kwargs: Any) -> None:
             try:
-                entry = fast[key_of(args, kwargs)]
+                entry = fast[(key_fns.get(len(args)) or key_fn(len(args)))(args, kwargs)]
             except (KeyError, TypeError):  # new specialization, or not fast-path material
                 self.run(grid, args, kwargs)
                 return
@@ -180,25 +182,45 @@ class JITFunction:
     def fast_key(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """The fast-path key of a launch (see the module docstring); None when the launch must
         take the full path. May raise TypeError (unhashable values): also the full path."""
-        if len(args) < self._min_args or (kwargs and not kwargs.keys() <= self._fast_kw):
-            return None
-        tensor, sparse = _TENSOR, _SPARSE_CLASSES
+        return (self._key_fns.get(len(args)) or self._key_fn(len(args)))(args, kwargs)
+
+    def _key_fn(self, nargs: int) -> Callable[[Sequence[Any], dict[str, Any]], Any]:
+        """`fast_key` for launches with `nargs` positional arguments, generated once per count
+        with the loop over parameters unrolled (a launch pays ~half of the generic loop):
+
+            one token per argument: a constexpr's value; a tensor's (dtype, is on the CPU); an
+            int's value when it is 1, else (fits i32, multiple of 16) as `specialize` hints it;
+            float/bool: the class; a SparseTensor: (class, dtype, on the CPU, encoding)
+        then the keyword arguments (constexprs and options only) and SPARSECC_INTERPRET."""
+        if _TENSOR is None:  # torch not seen yet: every launch takes the full path for now
+            return _no_key
+        if nargs < self._min_args or nargs > len(self.arg_names):
+            self._key_fns[nargs] = _no_key
+            return _no_key
+        names = [f"a{i}" for i in range(nargs)]
+        lines = ["def key(args, kwargs):",
+                 "    if kwargs and not kwargs.keys() <= FAST_KW:",
+                 "        return None",
+                 f"    ({''.join(n + ', ' for n in names)}) = args"]
         toks = []
-        for a, cx in zip(args, self._cx_pos):
-            c = a.__class__
+        for a, cx in zip(names, self._cx_pos):
             if cx:
                 toks.append(a)
-            elif c is tensor:
-                toks.append((a.dtype, a.is_cpu))
-            elif c is int:  # the range and the ':1' / ':16' hint of `specialize`
-                toks.append(a if a == 1 else (_I32_MIN <= a <= _I32_MAX, a & 15 == 0))
-            elif c is float or c is bool:
-                toks.append(c)
-            elif c in sparse:
-                toks.append((c, a.values.dtype, a.values.is_cpu, a.encoding))
-            else:
-                return None
-        return (len(args), *toks, *kwargs.items(), interpret_forced())
+                continue
+            lines += [f"    c = {a}.__class__",
+                      f"    if c is TENSOR: t_{a} = ({a}.dtype, {a}.is_cpu)",
+                      f"    elif c is int: t_{a} = {a} if {a} == 1 else (I32_MIN <= {a} <= I32_MAX, {a} & 15 == 0)",
+                      f"    elif c is float or c is bool: t_{a} = c",
+                      f"    elif c in SPARSE: t_{a} = (c, {a}.values.dtype, {a}.values.is_cpu, {a}.encoding)",
+                      "    else: return None"]
+            toks.append(f"t_{a}")
+        lines.append(f"    return ({nargs}, {''.join(t + ', ' for t in toks)}*kwargs.items(), "
+                     "interpret_env() not in OFF)")
+        env = {"FAST_KW": self._fast_kw, "TENSOR": _TENSOR, "SPARSE": _SPARSE_CLASSES,
+               "I32_MIN": _I32_MIN, "I32_MAX": _I32_MAX, "interpret_env": _interpret_env, "OFF": _OFF}
+        exec(compile("\n".join(lines), f"<sparsecc launch key {self.__name__}/{nargs}>", "exec"), env)  # noqa: S102
+        fn = self._key_fns[nargs] = env["key"]
+        return fn
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__name__})"
@@ -304,6 +326,11 @@ class JITFunction:
         for k, d in _OPTION_DEFAULTS.items():
             meta[k] = int(kwargs.get(k, d))
         return meta
+
+
+def _no_key(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """The fast-path key of launches that always take the full path."""
+    return None
 
 
 def _hashable(v: Any) -> Any:
