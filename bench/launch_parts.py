@@ -2,7 +2,7 @@
 
 Each variant runs `--launches` times per round; rounds alternate the variants (so a noisy
 neighbour hits them all alike) and the table gives each one's best and median round:
-  kernel[grid]             the user's call, as bench/host.py times it
+  kernel[grid]             the user's call, as bench/host.py times it (and with the ctypes launcher)
   kernel[grid], no driver  the same with the driver call replaced by a no-op (Python part only)
   fast_key / pack / stream the pieces of that Python part
   raw C launch             pack + cuLaunchKernel in runtime/launch.c
@@ -68,8 +68,16 @@ def main() -> None:
         finally:
             plan.raw[dev] = c_raw
 
+    def through_ctypes():
+        plan.raw[dev] = ct_raw
+        try:
+            tiny_kernel[(8,)](x, 1024, BLOCK=128)
+        finally:
+            plan.raw[dev] = c_raw
+
     variants = {
         "kernel[grid]": (lambda: tiny_kernel[(8,)](x, 1024, BLOCK=128), True),
+        "kernel[grid] through the ctypes launcher": (through_ctypes, True),
         "kernel[grid], no driver call (Python part)": (without_driver, False),
         "  fast_key": (lambda: tiny_kernel.fast_key(a, kw), False),
         "  pack (checks + data_ptr)": (lambda: plan.pack(flat, dev), False),
