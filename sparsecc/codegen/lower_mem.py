@@ -34,6 +34,7 @@ from sparsecc.codegen.layouts import (
     swizzled_offset,
 )
 from sparsecc.codegen.lower_base import COLD_ELSE, BlockPtr, LoweringError, Regs, Smem
+from sparsecc.codegen.mma_store import CHUNK, store_transposed, transpose_plan
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodingAttr
 
@@ -212,10 +213,6 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: Ptr
             L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), [val.regs[r]], mask=in_bounds(L, bp, g, dims)))
         return []
 
-    if run == 1:
-        scalar()
-        return
-
     def vector() -> list[SSAValue]:
         for r0 in range(0, dl.num_regs, run):
             g = global_coords(L, bp, coords[r0])
@@ -223,10 +220,28 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: Ptr
             L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), words, mask=in_bounds(L, bp, g, dims)))
         return []
 
-    if known is not None and known.vectors_aligned(fast, run, dims):
-        vector()
+    def pieces() -> list[SSAValue]:
+        """The layout's own runs: vectors of `run` where aligned, else one element at a time."""
+        if run == 1:
+            return scalar()
+        if known is not None and known.vectors_aligned(fast, run, dims):
+            return vector()
+        _two_paths(L, vector_ok(L, bp, fast, run, dims), vector, scalar, [])
+        return []
+
+    plan = transpose_plan(dl, esize(elt), fast)  # an MMA tile: 16-byte stores after a quad transpose
+    if plan is None:
+        pieces()
         return
-    _two_paths(L, vector_ok(L, bp, fast, run, dims), vector, scalar, [])
+
+    def transposed() -> list[SSAValue]:
+        store_transposed(L, bp, val, dims, plan, coords)
+        return []
+
+    if known is not None and known.vectors_aligned(fast, CHUNK, dims):
+        transposed()
+        return
+    _two_paths(L, vector_ok(L, bp, fast, CHUNK, dims), transposed, pieces, [])
 
 
 # ---------------------------------------------------------------------------------------
