@@ -235,7 +235,7 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: Ptr
         return
 
     def transposed() -> list[SSAValue]:
-        store_transposed(L, bp, val, dims, dl, plan, coords)
+        store_transposed(L, bp, val, dims, plan, coords)
         return []
 
     if known is not None and known.vectors_aligned(fast, CHUNK, dims):

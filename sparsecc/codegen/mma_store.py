@@ -12,17 +12,10 @@ of chunk 4q+k). Transposing it across the quad, two butterfly stages (`shfl.sync
 by 2, two shuffles and six selects each), leaves lane t with the whole chunk 4q+t: 8 contiguous
 elements, one 16-byte `st.global.v4`, a quarter of the store instructions and full sectors.
 
-Where a row has two such groups side by side (64 columns: a tile at least 64 wide), a third
-exchange pairs neighbouring quads (`shfl.sync.bfly` by 4; their rows are neighbours): the even
-quad gives its right group's chunk for its row and takes the odd quad's left group's chunk for
-the odd row. Then each of the two stores covers, per row, 128 contiguous bytes written by 8
-lanes (4 rows per warp instruction, whole 128-byte lines) instead of 64 bytes by 4 lanes.
-
 `transpose_plan` decides statically whether a layout qualifies (16-bit elements, the quad's
 lanes on columns, no other warp along columns, whole groups of four chunks per row) and which
-registers form each group; `pair_plan` which groups pair up. `quad_transpose` and `row_exchange`
-are the exchanges, written over abstract select and shuffle functions so that a CPU test can run
-them on a simulated warp.
+registers form each group; `quad_transpose` is the exchange, written over abstract select and
+shuffle functions so that a CPU test can run it on four simulated lanes.
 """
 
 from __future__ import annotations
@@ -44,8 +37,6 @@ W = TypeVar("W")
 CHUNK = 8  # columns per chunk (one 16-byte vector of 16-bit elements)
 QUAD = 4  # lanes (and chunks) per transposed group
 _QUAD_LANES = Term("lane", 1, 4, 2)  # lane % 4 -> column 2 * (lane % 4)
-_QUAD_ROWS = Term("lane", 4, 8, 1)  # lane / 4 -> row
-PAIR = 2 * CHUNK * QUAD  # columns of two neighbouring groups
 
 
 def transpose_plan(dl: DistLayout, elt_bytes: int, fast: int) -> list[list[tuple[int, int]]] | None:
@@ -74,33 +65,6 @@ def transpose_plan(dl: DistLayout, elt_bytes: int, fast: int) -> list[list[tuple
     return groups if used == dl.num_regs else None
 
 
-def pair_plan(dl: DistLayout, groups: list[list[tuple[int, int]]]) -> list[tuple[int, int]] | None:
-    """(left, right) group indices covering 64 consecutive columns of one row, every group in
-    exactly one pair; None where the quads' rows or the columns do not allow it."""
-    if dl.wrap[0] or not dl.base[0] or dl.base[0][0] != _QUAD_ROWS:
-        return None
-    at = {dl.regs[g[0][0]]: i for i, g in enumerate(groups)}
-    pairs = []
-    for (row, col), i in at.items():
-        if col % PAIR == 0:
-            j = at.get((row, col + PAIR // 2))
-            if j is None:
-                return None
-            pairs.append((i, j))
-    return pairs if 2 * len(pairs) == len(groups) else None
-
-
-def row_exchange(left: Sequence[W], right: Sequence[W], odd_quad: object,
-                 select: Callable[[object, W, W], W], shfl_xor: Callable[[W, int], W]) -> tuple[list[W], list[W]]:
-    """After `quad_transpose` of a row's left and right group: the words of store A (the even
-    quad's row: even lanes its left chunk, odd lanes its right one) and of store B (the odd
-    quad's row, likewise)."""
-    got = [shfl_xor(select(odd_quad, a, b), QUAD) for a, b in zip(left, right)]
-    store_a = [select(odd_quad, g, a) for g, a in zip(got, left)]
-    store_b = [select(odd_quad, b, g) for g, b in zip(got, right)]
-    return store_a, store_b
-
-
 def quad_transpose(words: Sequence[W], lane_bit: Callable[[int], object],
                    select: Callable[[object, W, W], W], shfl_xor: Callable[[W, int], W]) -> list[W]:
     """Lane t's words k = 0..3 (row t of a 4x4 matrix over the quad) -> column t (word s = what
@@ -122,12 +86,11 @@ def quad_transpose(words: Sequence[W], lane_bit: Callable[[int], object],
     return w
 
 
-def store_transposed(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], dl: DistLayout,
+def store_transposed(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int],
                      groups: list[list[tuple[int, int]]], coords: list[tuple[SSAValue, ...]]) -> None:
-    """The vector path of `store_block` for a planned layout: per group, pack and transpose
-    across the quad; then per pair of groups exchange rows with the neighbouring quad and store
-    twice 16 bytes (unpaired layouts: store each group's 16 bytes). One bounds predicate per
-    vector: it lies in or out as a whole, which the caller's alignment test guarantees."""
+    """The vector path of `store_block` for a planned layout: per group, pack, transpose across
+    the quad and store 16 bytes (one bounds predicate: the vector lies in or out as a whole,
+    which the caller's alignment test guarantees)."""
     from sparsecc.codegen.lower_mem import global_addr, global_coords, in_bounds, pack_words
 
     em = L.em
@@ -138,26 +101,11 @@ def store_transposed(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], dl: D
     def shfl(x: SSAValue, mask: int) -> SSAValue:
         return em.val(ptx.AsmOp(f"shfl.sync.bfly.b32 $0, $1, {mask}, 0x1f, -1;", [x], [i32]))
 
-    def store(row: SSAValue, col: SSAValue, words: list[SSAValue]) -> None:
-        g = global_coords(L, bp, (row, col))
-        em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), words, mask=in_bounds(L, bp, g, dims)))
-
     # lane t's chunk starts 8t - 2t = 6t columns right of its own first piece
     shift = em.mul(quad_lane, CHUNK - 2)
-    transposed = [quad_transpose([pack_words(L, [val.regs[a], val.regs[b]])[0] for a, b in group],
-                                 lambda b: bits[b], em.select, shfl) for group in groups]
-    starts = [(coords[g[0][0]][0], em.add(coords[g[0][0]][1], shift)) for g in groups]
-    pairs = pair_plan(dl, groups)
-    if pairs is None:
-        for words, (row, col) in zip(transposed, starts):
-            store(row, col, words)
-        return
-    odd = em.cmp("ne", em.band(L.lane, em.c(QUAD)), 0)
-    odd_i = em.select(odd, em.c(1), em.c(0))
-    for i, j in pairs:
-        store_a, store_b = row_exchange(transposed[i], transposed[j], odd, em.select, shfl)
-        (row, left_col), (_, right_col) = starts[i], starts[j]
-        col = em.select(odd, right_col, left_col)
-        row_a = em.sub(row, odd_i)  # the even quad's row
-        store(row_a, col, store_a)
-        store(em.add(row_a, 1), col, store_b)
+    for group in groups:
+        words = [pack_words(L, [val.regs[a], val.regs[b]])[0] for a, b in group]
+        out = quad_transpose(words, lambda b: bits[b], em.select, shfl)
+        row, col = coords[group[0][0]]
+        g = global_coords(L, bp, (row, em.add(col, shift)))
+        em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), out, mask=in_bounds(L, bp, g, dims)))
