@@ -18,9 +18,9 @@ import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops.sparse_mm import (
     _args,
-    _operand_ptrs,
     _store_tile,
     _tile_coords,
+    _tile_sum,
     default_config,
     sparse_mm,
 )
@@ -31,15 +31,8 @@ from sparsecc.runtime.compress import compress, prune_2to4
 def no_store(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-    a_ptr, b_ptr = _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, pid_m, pid_n,
-                                 BLOCK_M, BLOCK_N, BLOCK_K, False)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
-        b = tl.load(b_ptr, boundary_check=(0, 1), padding_option="zero")
-        acc = tl.dot(a, b, acc)
-        a_ptr = tl.advance(a_ptr, (0, BLOCK_K))
-        b_ptr = tl.advance(b_ptr, (BLOCK_K, 0))
+    acc = _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, pid_m, pid_n,
+                    BLOCK_M, BLOCK_N, BLOCK_K, False)
     if M < 0:  # never: the loop runs, the stores do not
         _store_tile(D, acc, M, N, stride_dm, stride_dn, pid_m, pid_n, BLOCK_M, BLOCK_N)
 

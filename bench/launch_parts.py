@@ -61,19 +61,17 @@ def main() -> None:
     def noop(gx, gy, gz, vals, s):
         return None
 
-    def without_driver():
-        plan.raw[dev] = noop
-        try:
-            tiny_kernel[(8,)](x, 1024, BLOCK=128)
-        finally:
-            plan.raw[dev] = c_raw
+    def launch_with(raw):
+        """kernel[grid] with the plan's driver call swapped for `raw` for this one launch."""
+        def go():
+            plan.raw[dev] = raw
+            try:
+                tiny_kernel[(8,)](x, 1024, BLOCK=128)
+            finally:
+                plan.raw[dev] = c_raw
+        return go
 
-    def through_ctypes():
-        plan.raw[dev] = ct_raw
-        try:
-            tiny_kernel[(8,)](x, 1024, BLOCK=128)
-        finally:
-            plan.raw[dev] = c_raw
+    without_driver, through_ctypes = launch_with(noop), launch_with(ct_raw)
 
     variants = {
         "kernel[grid]": (lambda: tiny_kernel[(8,)](x, 1024, BLOCK=128), True),

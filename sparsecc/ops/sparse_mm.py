@@ -78,12 +78,10 @@ def _store_tile(D, acc, M, N, stride_dm, stride_dn, tile_m, tile_n,
 
 
 @sparsecc.jit
-def _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-              GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr):
-    # one program per output tile
-    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-    a_ptr, b_ptr = _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, pid_m, pid_n,
+def _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr):
+    # the fp32 sum of output tile (tile_m, tile_n) over all of K
+    a_ptr, b_ptr = _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
                                  BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for _ in range(0, tl.cdiv(K, BLOCK_K)):
@@ -92,6 +90,17 @@ def _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stri
         acc = tl.dot(a, b, acc)
         a_ptr = tl.advance(a_ptr, (0, BLOCK_K))
         b_ptr = tl.advance(b_ptr, (BLOCK_K, 0))
+    return acc
+
+
+@sparsecc.jit
+def _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr):
+    # one program per output tile
+    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    acc = _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, pid_m, pid_n,
+                    BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
     _store_tile(D, acc, M, N, stride_dm, stride_dn, pid_m, pid_n, BLOCK_M, BLOCK_N)
 
 

@@ -141,22 +141,15 @@ static int store(char kind, void *slot, PyObject *v, Py_ssize_t index) {
       memcpy(slot, &x, 8);
       return 0;
     }
-    case 'i': {
-      long long x = PyLong_AsLongLong(v);
-      if (x == -1 && PyErr_Occurred()) break;
-      if (x < INT32_MIN || x > INT32_MAX) {
-        PyErr_Format(PyExc_OverflowError, "argument #%zd = %lld does not fit in i32", index, x);
-        return -1;
-      }
-      int32_t y = (int32_t)x;
-      memcpy(slot, &y, 4);
-      return 0;
-    }
+    case 'i':
     case 'I': {
+      /* 32-bit slots: i32 takes INT32_MIN..INT32_MAX, u32 0..UINT32_MAX (low 4 bytes stored) */
       long long x = PyLong_AsLongLong(v);
       if (x == -1 && PyErr_Occurred()) break;
-      if (x < 0 || x > UINT32_MAX) {
-        PyErr_Format(PyExc_OverflowError, "argument #%zd = %lld does not fit in u32", index, x);
+      int is_signed = kind == 'i';
+      if (is_signed ? (x < INT32_MIN || x > INT32_MAX) : (x < 0 || x > UINT32_MAX)) {
+        PyErr_Format(PyExc_OverflowError, "argument #%zd = %lld does not fit in %s", index, x,
+                     is_signed ? "i32" : "u32");
         return -1;
       }
       uint32_t y = (uint32_t)x;
