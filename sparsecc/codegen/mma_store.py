@@ -2,18 +2,20 @@
 each quad of lanes.
 
 In the MMA accumulator layout (mma.sp's and wgmma's alike) the four lanes of a quad hold, for
-one row, consecutive 2-element pieces of each 8-column chunk: lane t has columns 8j+2t, 8j+2t+1.
+one row, consecutive 2-element pieces of each 8-column chunk: lane t has columns c+2t, c+2t+1
+of each chunk c its warp covers (every 8th column, or every 8·wn-th with wn warps along N).
 Stored as they are, every store instruction writes 4 bytes per lane and 16 bytes per row (eight
 half-filled 32-byte sectors per warp instruction). Measured on the H100 (bench/epilogue_probe.py,
 NOTES stop 10), those stores were 16-18% of a 4096³ sparse GEMM's time.
 
-Four consecutive chunks of a row are a 4x4 matrix of 32-bit words (lane t: word k = its piece
-of chunk 4q+k). Transposing it across the quad, two butterfly stages (`shfl.sync.bfly` by 1 and
-by 2, two shuffles and six selects each), leaves lane t with the whole chunk 4q+t: 8 contiguous
-elements, one 16-byte `st.global.v4`, a quarter of the store instructions and full sectors.
+Four of a thread's chunks in one row are a 4x4 matrix of 32-bit words (lane t: word k = its
+piece of the group's chunk k). Transposing it across the quad, two butterfly stages
+(`shfl.sync.bfly` by 1 and by 2, two shuffles and six selects each), leaves lane t with the
+whole chunk t of the group: 8 contiguous elements, one 16-byte `st.global.v4`, a quarter of
+the store instructions and full sectors.
 
 `transpose_plan` decides statically whether a layout qualifies (16-bit elements, the quad's
-lanes on columns, no other warp along columns, whole groups of four chunks per row) and which
+lanes on columns, warps along N at whole chunks, whole groups of four chunks per row) and which
 registers form each group; `quad_transpose` is the exchange, written over abstract select and
 shuffle functions so that a CPU test can run it on four simulated lanes.
 """
@@ -21,6 +23,7 @@ shuffle functions so that a CPU test can run it on four simulated lanes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects.builtin import i32
@@ -39,30 +42,45 @@ QUAD = 4  # lanes (and chunks) per transposed group
 _QUAD_LANES = Term("lane", 1, 4, 2)  # lane % 4 -> column 2 * (lane % 4)
 
 
-def transpose_plan(dl: DistLayout, elt_bytes: int, fast: int) -> list[list[tuple[int, int]]] | None:
-    """Register pairs per group, or None where the layout does not qualify: for each group (one
-    row, four consecutive chunks starting at a multiple of 32 columns) the (register, register)
-    holding columns +0/+1 of chunk k = 0..3 in this thread."""
+@dataclass(frozen=True)
+class TransposePlan:
+    """How a layout's registers form groups: `groups[i][k]` is the (register, register) pair
+    holding columns +0/+1 of the group's chunk k in this thread; a thread's chunks in a row lie
+    `spacing` columns apart (8, or 8 x the warps along N, whose chunks interleave)."""
+
+    groups: list[list[tuple[int, int]]]
+    spacing: int
+
+
+def transpose_plan(dl: DistLayout, elt_bytes: int, fast: int) -> TransposePlan | None:
+    """The groups of a qualifying layout (16-bit elements, the quad's lanes on columns, warps
+    along N at whole chunks, four chunks per row and group), or None."""
     if len(dl.shape) != 2 or fast != 1 or dl.wrap[1] or elt_bytes != 2:
         return None
     col_terms = dl.base[1]
-    if not col_terms or col_terms[0] != _QUAD_LANES or any(t.mod != 1 for t in col_terms[1:]):
+    if not col_terms or col_terms[0] != _QUAD_LANES:
         return None
+    if any(t.src != "warp" or (t.mod > 1 and t.mul % CHUNK) for t in col_terms[1:]):
+        return None
+    chunk_cols = sorted({col for _, col in dl.regs if col % CHUNK == 0})
+    if len(chunk_cols) < QUAD:
+        return None
+    spacing = chunk_cols[1] - chunk_cols[0]
     where = {off: r for r, off in enumerate(dl.regs)}
     groups, used = [], 0
     for off in dl.regs:
         row, col = off
-        if col % (CHUNK * QUAD):
+        if col % (spacing * QUAD):
             continue
         group = []
         for k in range(QUAD):
-            pair = (where.get((row, col + CHUNK * k)), where.get((row, col + CHUNK * k + 1)))
+            pair = (where.get((row, col + spacing * k)), where.get((row, col + spacing * k + 1)))
             if None in pair:
                 return None
             group.append(pair)
         groups.append(group)
         used += 2 * QUAD
-    return groups if used == dl.num_regs else None
+    return TransposePlan(groups, spacing) if used == dl.num_regs else None
 
 
 def quad_transpose(words: Sequence[W], lane_bit: Callable[[int], object],
@@ -86,8 +104,8 @@ def quad_transpose(words: Sequence[W], lane_bit: Callable[[int], object],
     return w
 
 
-def store_transposed(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int],
-                     groups: list[list[tuple[int, int]]], coords: list[tuple[SSAValue, ...]]) -> None:
+def store_transposed(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], plan: TransposePlan,
+                     coords: list[tuple[SSAValue, ...]]) -> None:
     """The vector path of `store_block` for a planned layout: per group, pack, transpose across
     the quad and store 16 bytes (one bounds predicate: the vector lies in or out as a whole,
     which the caller's alignment test guarantees)."""
@@ -101,9 +119,9 @@ def store_transposed(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int],
     def shfl(x: SSAValue, mask: int) -> SSAValue:
         return em.val(ptx.AsmOp(f"shfl.sync.bfly.b32 $0, $1, {mask}, 0x1f, -1;", [x], [i32]))
 
-    # lane t's chunk starts 8t - 2t = 6t columns right of its own first piece
-    shift = em.mul(quad_lane, CHUNK - 2)
-    for group in groups:
+    # lane t stores the group's chunk t: spacing * t - 2t columns right of its own first piece
+    shift = em.mul(quad_lane, plan.spacing - 2)
+    for group in plan.groups:
         words = [pack_words(L, [val.regs[a], val.regs[b]])[0] for a, b in group]
         out = quad_transpose(words, lambda b: bits[b], em.select, shfl)
         row, col = coords[group[0][0]]

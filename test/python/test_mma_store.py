@@ -31,31 +31,37 @@ def test_quad_transpose_is_a_transpose():
     assert simulate(w) == [[(s, t) for s in range(4)] for t in range(4)]
 
 
-@pytest.mark.parametrize("mma, shape", [
-    (MmaEncodingAttr((8, 1), version_major=3, instr_shape=(64, 128)), (256, 128)),  # the large H100 tile
-    (MmaEncodingAttr((4, 1), version_major=3, instr_shape=(64, 64)), (64, 64)),
-    (MmaEncodingAttr((4, 1)), (64, 32)),  # mma.sp with all warps along M
+@pytest.mark.parametrize("mma, shape, spacing", [
+    (MmaEncodingAttr((8, 1), version_major=3, instr_shape=(64, 128)), (256, 128), 8),  # the large H100 tile
+    (MmaEncodingAttr((4, 1), version_major=3, instr_shape=(64, 64)), (64, 64), 8),
+    (MmaEncodingAttr((4, 1)), (64, 32), 8),  # mma.sp with all warps along M
+    (MmaEncodingAttr((2, 2)), (128, 128), 16),  # mma.sp's sm_80 tile: two warps along N interleave
+    (MmaEncodingAttr((4, 2)), (128, 64), 16),
 ])
-def test_every_lane_stores_the_eight_elements_its_address_names(mma, shape):
+def test_every_lane_stores_the_eight_elements_its_address_names(mma, shape, spacing):
     dl = distributed(mma, shape)
-    groups = transpose_plan(dl, 2, 1)
-    assert groups is not None and len(groups) * 8 == dl.num_regs
-    for warp in range(mma.warps_per_cta[0]):
+    plan = transpose_plan(dl, 2, 1)
+    assert plan is not None and len(plan.groups) * 8 == dl.num_regs and plan.spacing == spacing
+    wm, wn = mma.warps_per_cta
+    written = []
+    for warp in range(wm * wn):
         for quad in range(8):
             lanes = [4 * quad + t for t in range(4)]
-            for group in groups:
+            for group in plan.groups:
                 # each word: the two elements (coordinates) the lane's register pair holds
                 words = [[(dl.coord(warp, lane, a), dl.coord(warp, lane, b)) for a, b in group] for lane in lanes]
                 for t, vector in enumerate(simulate(words)):
                     row, col = dl.coord(warp, lanes[t], group[0][0])
-                    start = col + 6 * t  # what store_transposed addresses
+                    start = col + (spacing - 2) * t  # what store_transposed addresses
                     assert start % 8 == 0
                     elements = [e for pair in vector for e in pair]
                     assert elements == [(row, start + i) for i in range(8)]
+                    written += elements
+    assert sorted(written) == sorted((r, c) for r in range(shape[0]) for c in range(shape[1]))
 
 
 @pytest.mark.parametrize("mma, shape, elt_bytes", [
-    (MmaEncodingAttr((2, 2)), (64, 64), 2),  # warps along N interleave the chunks
+    (MmaEncodingAttr((2, 2)), (64, 32), 2),  # two chunks per row and thread
     (MmaEncodingAttr((4, 1), version_major=3, instr_shape=(64, 16)), (64, 16), 2),  # two chunks a row
     (MmaEncodingAttr((8, 1), version_major=3, instr_shape=(64, 128)), (256, 128), 4),  # fp32
 ])
