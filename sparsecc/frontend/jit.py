@@ -10,11 +10,12 @@ Launch fast path: the first launch of a specialization goes through the full pat
 then stores, in a per-kernel dict, a prebuilt launch function under a cheap key: one token per
 positional argument (a tensor's dtype and whether it is on the CPU, an int's i32/i64 range and
 hint, a constexpr's value), the keyword arguments (constexprs and options only) and whether
-`SPARSECC_INTERPRET` is set. Later launches with the same key compute only that key and call
+`SPARSECC_INTERPRET` is set. Later launches with the same key compute only that key (by a
+function generated once per positional-argument count, `_key_fn`) and call
 the stored function, which flattens SparseTensors, resolves the grid and hands the arguments to
-the launcher's per-kernel closure (checks + packing + one driver call). Anything else (keyword
-runtime arguments, unhashable constexprs, bad types) takes the full path, which also reports
-errors.
+the launcher's per-kernel closure (checks, then packing and the driver call in one C call where
+runtime/launch.c is built). Anything else (keyword runtime arguments, unhashable constexprs,
+bad types, a wrong argument count) takes the full path, which also reports errors.
 """
 
 from __future__ import annotations

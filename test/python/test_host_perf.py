@@ -286,6 +286,22 @@ def test_fast_path_sees_sparsecc_interpret_and_errors_still_name_the_argument(fa
         scale[(-1,)](x, y, 64, 0.5, BLOCK=32)
 
 
+def test_fast_path_key_is_generated_per_argument_count_and_wrong_counts_take_the_full_path(fake_gpu):
+    _, _, launches, slow = fake_gpu
+    scale.cache.clear()
+    x, y = meta_tensor(64), meta_tensor(64)
+    scale[(1,)](x, y, 64, 0.5, BLOCK=32)
+    scale[(1,)](x, y, 64, 0.5, 32)  # BLOCK positionally: a second count, a second key function
+    scale[(1,)](x, y, 64, 0.5, 32)
+    assert sorted(scale._key_fns) == [4, 5] and len(slow) == 2 and len(launches) == 1
+    assert scale.fast_key((x, y, 64, 0.5, 32), {}) != scale.fast_key((x, y, 64, 0.5), {"BLOCK": 32})
+    with pytest.raises(TypeError, match=r"scale\[grid\]\(\.\.\.\): too many positional arguments"):
+        scale[(1,)](x, y, 64, 0.5, 32, 7)
+    with pytest.raises(TypeError, match="missing a required argument: 'alpha'"):
+        scale[(1,)](x, y, 64, BLOCK=32)
+    assert scale.fast_key((x, y, 64), {"BLOCK": 32}) is None  # too few: no key, the full path
+
+
 def test_fast_path_host_cost(fake_gpu):
     """The Python work per launch on the fast path (the launcher closure itself is a no-op here)."""
     _, _, launches, _ = fake_gpu
