@@ -207,17 +207,19 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: Ptr
     fast = fast_dim(ty)
     run = contiguous_run(dl, fast, max(1, 16 // esize(elt)))
 
+    def store_at(g: list[SSAValue], words: list[SSAValue]) -> None:
+        """One bounds-checked global store of `words` starting at global element `g`."""
+        L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), words, mask=in_bounds(L, bp, g, dims)))
+
     def scalar() -> list[SSAValue]:
         for r in range(dl.num_regs):
-            g = global_coords(L, bp, coords[r])
-            L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), [val.regs[r]], mask=in_bounds(L, bp, g, dims)))
+            store_at(global_coords(L, bp, coords[r]), [val.regs[r]])
         return []
 
     def vector() -> list[SSAValue]:
         for r0 in range(0, dl.num_regs, run):
             g = global_coords(L, bp, coords[r0])
-            words = pack_words(L, val.regs[r0:r0 + run])
-            L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), words, mask=in_bounds(L, bp, g, dims)))
+            store_at(g, pack_words(L, val.regs[r0:r0 + run]))
         return []
 
     def pieces() -> list[SSAValue]:
@@ -235,7 +237,8 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: Ptr
         return
 
     def transposed() -> list[SSAValue]:
-        store_transposed(L, bp, val, dims, plan, coords)
+        store_transposed(L, plan, val.regs, coords, lambda pair: pack_words(L, pair),
+                         lambda coord, words: store_at(global_coords(L, bp, coord), words))
         return []
 
     if known is not None and known.vectors_aligned(fast, CHUNK, dims):

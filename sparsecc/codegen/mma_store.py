@@ -34,7 +34,6 @@ from sparsecc.dialects import ptx
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower import Lowerer
-    from sparsecc.codegen.lower_base import BlockPtr, Regs
 
 W = TypeVar("W")
 CHUNK = 8  # columns per chunk (one 16-byte vector of 16-bit elements)
@@ -104,15 +103,14 @@ def quad_transpose(words: Sequence[W], lane_bit: Callable[[int], object],
     return w
 
 
-def store_transposed(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], plan: TransposePlan,
-                     coords: list[tuple[SSAValue, ...]]) -> None:
-    """The vector path of `store_block` for a planned layout: per group, pack, transpose across
-    the quad and store 16 bytes (one bounds predicate: the vector lies in or out as a whole,
-    which the caller's alignment test guarantees)."""
-    from sparsecc.codegen.lower_mem import global_addr, global_coords, in_bounds, pack_words
-
+def store_transposed(L: Lowerer, plan: TransposePlan, regs: Sequence[SSAValue],
+                     coords: list[tuple[SSAValue, ...]], pack: Callable[[list[SSAValue]], list[SSAValue]],
+                     store: Callable[[tuple[SSAValue, SSAValue], list[SSAValue]], None]) -> None:
+    """The vector path of `store_block` for a planned layout: per group, `pack` each register
+    pair into a 32-bit word, transpose across the quad and hand the 16 bytes and the element
+    they start at to `store` (the caller's bounds-checked global store: the vector lies in or
+    out as a whole, which its alignment test guarantees)."""
     em = L.em
-    elt = val.ty.element_type
     quad_lane = em.band(L.lane, em.c(QUAD - 1))
     bits = [em.cmp("ne", em.band(L.lane, em.c(1 << b)), 0) for b in (0, 1)]
 
@@ -122,8 +120,7 @@ def store_transposed(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], plan:
     # lane t stores the group's chunk t: spacing * t - 2t columns right of its own first piece
     shift = em.mul(quad_lane, plan.spacing - 2)
     for group in plan.groups:
-        words = [pack_words(L, [val.regs[a], val.regs[b]])[0] for a, b in group]
+        words = [pack([regs[a], regs[b]])[0] for a, b in group]
         out = quad_transpose(words, lambda b: bits[b], em.select, shfl)
         row, col = coords[group[0][0]]
-        g = global_coords(L, bp, (row, em.add(col, shift)))
-        em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), out, mask=in_bounds(L, bp, g, dims)))
+        store((row, em.add(col, shift)), out)
