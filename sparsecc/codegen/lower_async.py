@@ -187,6 +187,13 @@ def _is_tma_thread(L: Lowerer) -> SSAValue:
     return L.em.cmp("eq", L.tid, L.em.c(L.tma_thread))
 
 
+def _generic_proxy_fill(ring: SSAValue) -> bool:
+    """Whether the slots behind `ring`'s barriers may be written through the generic proxy:
+    some arrival on it is a cp.async one ("copies"), or none is found (assume so)."""
+    kinds = {use.operation.kind.data for use in ring.uses if isinstance(use.operation, ttgd.ArriveBarrierOp)}
+    return not kinds or "copies" in kinds
+
+
 def lower_barrier_op(L: Lowerer, op: Operation) -> None:
     """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true} or {tma=true})."""
     em = L.em
@@ -207,9 +214,10 @@ def lower_barrier_op(L: Lowerer, op: Operation) -> None:
     addr = _barrier_addr(L, ring, op.slot)
     if isinstance(op, ttgd.WaitBarrierOp):
         em.op(MbarrierWaitOp(addr, em.to32(L.get(op.parity))))
-        # the arrivals released the copies' shared writes (the slot's data): no CTA
-        # barrier before reading them; wgmma reads them through the async proxy
-        if L.wgmma:
+        # the arrivals released the copies' shared writes (the slot's data): no CTA barrier
+        # before reading them. cp.async writes through the generic proxy, which wgmma (async
+        # proxy) sees only after a proxy fence; TMA writes through the async proxy already
+        if L.wgmma and _generic_proxy_fill(op.ring):
             em.op(FenceProxyAsyncOp())
         L.writes_pending = False
         return

@@ -33,6 +33,17 @@
 // PTX: shfl.sync.idx.b32
 // PTX: mbarrier.arrive.expect_tx.shared::cta.b64 _, [%{{.*}}], 12800;
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// TMA writes through the async proxy, as wgmma reads: neither the producer's wait for a free slot
+// nor the consumers' wait for data is followed by a proxy fence (the cp.async form of
+// mbarriers.mlir needs one).
+// PTX: $L__loop{{[0-9]+}}:
+// PTX-NOT: fence.proxy.async
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
+// PTX-NOT: fence.proxy.async
+// PTX: cp.async.bulk.tensor.2d
+// PTX: $L__loop{{[0-9]+}}:
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
+// PTX-NOT: fence.proxy.async
 // PTX: wgmma.mma_async.sp
 builtin.module {
   tt.func public @sgemm(%D: !tt.ptr<f16>, %AV: !tt.ptr<f16>, %AE: !tt.ptr<i16>, %B: !tt.ptr<f16>, %M: i32, %N: i32 {tt.divisibility = 16 : i32}, %K: i32 {tt.divisibility = 16 : i32}) {
