@@ -36,9 +36,13 @@ class CompileOptions:
     target: str | None = None
     num_warps: int = 4
     num_stages: int = 3
+    num_ctas: int = 1
+    """2: programs 2j and 2j+1 may run as a cluster sharing their B tiles (see the pipeline's
+    num-ctas); the kernel's own work split must make their K loops read the same B tiles."""
 
     def cache_key(self) -> str:
-        return f"{self.target}|w{self.num_warps}|s{self.num_stages}"
+        ctas = f"|c{self.num_ctas}" if self.num_ctas != 1 else ""
+        return f"{self.target}|w{self.num_warps}|s{self.num_stages}{ctas}"
 
 
 @dataclass
@@ -65,6 +69,8 @@ default, SPARSECC_TMA=0 turns it off (bench/results/NOTES.md, stop 8: +13-27% at
 
 def ttgir_passes(opts: CompileOptions) -> list[str]:
     pipeline = f"num-stages={opts.num_stages}"
+    if opts.num_ctas != 1:
+        pipeline += f" num-ctas={opts.num_ctas}"
     if MBARRIER_PIPELINE:
         pipeline += " mbarriers=true"
     if TMA_PIPELINE:
@@ -127,7 +133,8 @@ def compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
     if opts.target is None:
         return result
     target = check_target(opts.target)
-    opts = CompileOptions(target=target, num_warps=opts.num_warps, num_stages=opts.num_stages)
+    opts = CompileOptions(target=target, num_warps=opts.num_warps, num_stages=opts.num_stages,
+                          num_ctas=opts.num_ctas)
     run_passes(module, ttgir_passes(opts))
     module.verify()
     result.asm["ttgir"] = print_ir(module)

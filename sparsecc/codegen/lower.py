@@ -70,6 +70,7 @@ from sparsecc.codegen.lower_mem import (
 from sparsecc.codegen.lower_ptrs import load_ptrs, lower_addptr, store_ptrs
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
+from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
 from sparsecc.passes.pipeline import SLOT_GUARDED, SLOT_SAFE
 from sparsecc.switches import enabled
@@ -136,6 +137,10 @@ class Lowerer:
     """"producer" / "consumer" while lowering one side of a warp-specialized kernel."""
     tma_thread: int = 0
     """The thread that issues TMA copies and announces their bytes."""
+    cluster: int = 1
+    """CTAs per cluster (`ttg.num-ctas`): 2 when a TMA loop multicasts a tile to a CTA pair."""
+    cta_rank: SSAValue | None = None
+    """This CTA's rank in its cluster (%cluster_ctarank), read once at the top when clustered."""
 
     # ---------------------------------------------------------------- setup
     def build(self) -> ptx.KernelOp:
@@ -153,7 +158,8 @@ class Lowerer:
             self.producer_warps = 1
             self.tma_thread = 32 * self.num_warps
         self.kernel = ptx.KernelOp(self.func.sym_name.data, params, target=self.target,
-                                   maxntid=(self.threads, 1, 1), shared_bytes=self.smem_bytes)
+                                   maxntid=(self.threads, 1, 1), shared_bytes=self.smem_bytes,
+                                   cluster=(self.cluster, 1, 1) if self.cluster > 1 else None)
         block = self.kernel.body.block
         self.em = Emitter(block)
         for arg, karg in zip(self.func.body.block.args, self.kernel.args):
@@ -163,6 +169,8 @@ class Lowerer:
         self.tid = self.em.sreg("tid.x")
         self.lane = self.em.remu(self.tid, 32)
         self.warp = self.em.divu(self.tid, 32)
+        if self.cluster > 1:
+            self.cta_rank = self.em.sreg("cluster_ctarank")
         self.smem = self.em.val(ptx.SharedBaseOp()) if self.smem_bytes else None
         if self.smem is not None and self.wgmma:
             # wgmma's swizzle atoms (8 rows x 128 B) must start on 1 KiB boundaries
@@ -171,6 +179,10 @@ class Lowerer:
             self.lower_block(self.func.body.block)
         else:
             lower_specialized(self, self.func.body.block, *split)
+        if self.cluster > 1:
+            # the other CTA multicasts into our shared memory and arrives on our barriers up to
+            # its last K step: neither CTA leaves before both are done with the other
+            self.em.op(ClusterBarrierOp())
         return self.kernel
 
     @property
@@ -961,6 +973,7 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     func = funcs[0]
     num_warps = _module_int(module, "ttg.num-warps", 4)
     lw = Lowerer(func, target, num_warps)
+    lw.cluster = _module_int(module, "ttg.num-ctas", 1)
     kernel = lw.build()
     hoist_loop_invariants(kernel)
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
@@ -975,6 +988,8 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
         "params": params,
         "target": target,
     }
+    if lw.cluster > 1:  # the launch grid must be a whole number of clusters
+        meta["cluster"] = lw.cluster
     if lw.tensor_maps:  # the host builds these per launch (sparsecc.runtime.tensor_map)
         meta["tensor_maps"] = [recipe.as_json() for _, _, recipe in lw.tensor_maps.values()]
     return ModuleOp([kernel]), meta

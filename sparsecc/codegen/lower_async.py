@@ -25,12 +25,14 @@ from sparsecc.codegen.tma import tensor_ptr_root, tma_copy_plan
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (
+    ClusterBarrierOp,
     CpAsyncBulkTensor2dOp,
     CpAsyncMbarrierArriveOp,
     MbarrierArriveExpectTxOp,
     MbarrierArriveOp,
     MbarrierInitFenceOp,
     MbarrierInitOp,
+    MbarrierRemoteArriveOp,
     MbarrierWaitOp,
 )
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp
@@ -207,7 +209,9 @@ def lower_barrier_op(L: Lowerer, op: Operation) -> None:
         for s in range(ring.ty.get_shape()[0]):
             em.op(MbarrierInitOp(em.add(ring.addr, 8 * s), first, op.count.value.data))
         em.op(MbarrierInitFenceOp())
-        em.op(ptx.BarSyncOp(0))  # every thread sees the initialised barriers
+        # every thread sees the initialised barriers (in a CTA pair, the other CTA's too,
+        # before its copies and arrivals reach ours)
+        em.op(ClusterBarrierOp() if L.cluster > 1 else ptx.BarSyncOp(0))
         L.writes_pending = False
         L.reads_since_bar = False
         return
@@ -226,7 +230,11 @@ def lower_barrier_op(L: Lowerer, op: Operation) -> None:
     elif op.kind.data == "tma":
         em.op(MbarrierArriveExpectTxOp(addr, _is_tma_thread(L), op.bytes.value.data))
     else:
-        em.op(MbarrierArriveOp(addr, em.cmp("eq", L.lane, em.c(0))))
+        lane0 = em.cmp("eq", L.lane, em.c(0))
+        em.op(MbarrierArriveOp(addr, lane0))
+        if L.cluster > 1:  # the other CTA's copies write into this slot too: it waits for us
+            assert L.cta_rank is not None
+            em.op(MbarrierRemoteArriveOp(addr, em.xor(L.cta_rank, 1), lane0))
 
 
 def lower_tma_copy(L: Lowerer, op: ttgd.AsyncTmaCopyOp) -> None:
@@ -241,6 +249,15 @@ def lower_tma_copy(L: Lowerer, op: ttgd.AsyncTmaCopyOp) -> None:
     first = _is_tma_thread(L)
     tmap = L.kernel.args[index]
     row, col = (em.to32(o) for o in bp.offsets)
+    if op.ctas > 1:  # a CTA pair: this CTA issues the boxes of its parity into both CTAs
+        if plan.count % op.ctas:
+            raise LoweringError(f"ttg.async_tma_copy{where(op)}: {plan.count} boxes do not split over {op.ctas} CTAs")
+        assert L.cta_rank is not None and L.cluster == op.ctas
+        mine = [em.band(first, em.cmp("eq", L.cta_rank, em.c(r))) for r in range(op.ctas)]
+        for j in range(plan.count):
+            em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
+                                        row, bar, mine[j % op.ctas], cta_mask=(1 << op.ctas) - 1))
+        return
     for j in range(plan.count):
         em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
                                     row, bar, first))

@@ -252,6 +252,8 @@ class _KernelEmitter:
             out.append(".maxntid " + ", ".join(str(d.value.data) for d in k.maxntid.data))
         if k.reqntid is not None:
             out.append(".reqntid " + ", ".join(str(d.value.data) for d in k.reqntid.data))
+        if k.cluster is not None:
+            out.append(".reqnctapercluster " + ", ".join(str(d.value.data) for d in k.cluster.data))
         out.append("{")
         for prefix in _CLASS_ORDER:
             if self.counts[prefix]:

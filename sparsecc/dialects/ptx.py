@@ -146,7 +146,7 @@ PARAM_KINDS: dict[str, Attribute] = {"ptr": i64, "i64": i64, "i32": i32, "f32": 
 """Block-argument type per param kind; a "tmap" is a 128-byte tensor map passed by value
 (`.param .align 64 .b8 [128]`), its block argument the map's generic address."""
 SPECIAL_REGS = tuple(
-    [f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz"] + ["laneid", "warpid"]
+    [f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz"] + ["laneid", "warpid", "cluster_ctarank"]
 )
 LD_CACHE_OPS = ("ca", "cg", "cs", "lu", "cv")
 ST_CACHE_OPS = ("wb", "cg", "cs", "wt")
@@ -208,6 +208,8 @@ class KernelOp(IRDLOperation):
     param_kinds = prop_def(ArrayAttr[StringAttr])
     maxntid = opt_prop_def(ArrayAttr[IntegerAttr])
     reqntid = opt_prop_def(ArrayAttr[IntegerAttr])
+    cluster = opt_prop_def(ArrayAttr[IntegerAttr])
+    """`.reqnctapercluster`: the CTAs of one cluster (launched as such by a plain launch)."""
     shared_bytes = prop_def(IntegerAttr)
     body = region_def("single_block")
 
@@ -221,6 +223,7 @@ class KernelOp(IRDLOperation):
         target: str = "sm_80",
         maxntid: Sequence[int] | None = None,
         reqntid: Sequence[int] | None = None,
+        cluster: Sequence[int] | None = None,
         shared_bytes: int = 0,
         body: Region | None = None,
     ):
@@ -249,6 +252,7 @@ class KernelOp(IRDLOperation):
             "shared_bytes": _int_prop(shared_bytes),
             "maxntid": dims(maxntid),
             "reqntid": dims(reqntid),
+            "cluster": dims(cluster),
         }
         super().__init__(properties={k: v for k, v in props.items() if v is not None}, regions=[body])
 
@@ -280,9 +284,9 @@ class KernelOp(IRDLOperation):
         t = self.target.data
         if not t.startswith("sm_") or not t[3:].rstrip("a").isdigit():
             raise VerifyException(f"ptx.kernel {self.kernel_name}: bad target {t!r} (e.g. sm_80, sm_90a)")
-        for attr in (self.maxntid, self.reqntid):
+        for attr in (self.maxntid, self.reqntid, self.cluster):
             if attr is not None and len(attr.data) != 3:
-                raise VerifyException(f"ptx.kernel {self.kernel_name}: maxntid/reqntid need 3 dims")
+                raise VerifyException(f"ptx.kernel {self.kernel_name}: maxntid/reqntid/cluster need 3 dims")
         if self.shared_bytes.value.data < 0:
             raise VerifyException(f"ptx.kernel {self.kernel_name}: negative shared_bytes")
 

@@ -1,6 +1,6 @@
 """Shared-memory mbarriers for the `ptx` dialect (sm_80+ `cp.async` arrivals, sm_90 parity waits).
 
-A pipelined K loop whose warps synchronise through mbarriers instead of `bar.sync` needs five
+A pipelined K loop whose warps synchronise through mbarriers instead of `bar.sync` needs these
 PTX forms; each op here prints one of them as a template (the same mechanism as ptx_wgmma: `$i`
 = results first, then operands; `_register_printer` hooks them into `emit_ptx`):
 
@@ -20,7 +20,13 @@ PTX forms; each op here prints one of them as a template (the same mechanism as 
                             `@pred cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::
                             complete_tx::bytes [dst], [tmap, {x, y}], [addr];` (sm_90): one TMA
                             box at coordinates (x innermost, y) of the tensor map at generic
-                            address `tmap`, its bytes counted on the mbarrier at `addr`
+                            address `tmap`, its bytes counted on the mbarrier at `addr`;
+                            with `cta_mask`: `.multicast::cluster` into those CTAs
+    ptx.mbarrier.remote_arrive
+                            `mapa` + `mbarrier.arrive.release.cluster.shared::cluster`: arrive
+                            on the other CTA's barrier at the same offset (a CTA pair)
+    ptx.barrier.cluster     `barrier.cluster.arrive.release` + `wait.acquire` (every thread of
+                            the cluster)
 
 A barrier of `count` arrivals completes a phase when `count` arrivals reached it; its phases
 alternate parity 0, 1, 0, ... `try_wait.parity p` succeeds once the phase of parity p is over,
@@ -33,7 +39,7 @@ from __future__ import annotations
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, i1, i32, i64
 from xdsl.ir import Dialect, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def
+from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from sparsecc.dialects.ptx_wgmma import _register_printer, _TemplateOp
@@ -157,16 +163,71 @@ class CpAsyncBulkTensor2dOp(_TemplateOp):
     bar = operand_def(i32)
     pred = operand_def(i1)
 
-    def __init__(self, dst: SSAValue, tmap: SSAValue, x: SSAValue, y: SSAValue, bar: SSAValue, pred: SSAValue):
-        super().__init__(operands=[dst, tmap, x, y, bar, pred])
+    cta_mask = opt_prop_def(IntegerAttr)
+    """Multicast: the box lands at the same offset in every CTA of the cluster whose bit is
+    set, and completes bytes on each one's mbarrier at `bar`'s offset."""
+
+    def __init__(self, dst: SSAValue, tmap: SSAValue, x: SSAValue, y: SSAValue, bar: SSAValue, pred: SSAValue,
+                 cta_mask: int = 0):
+        props = {"cta_mask": IntegerAttr(cta_mask, i32)} if cta_mask else {}
+        super().__init__(operands=[dst, tmap, x, y, bar, pred], properties=props)
 
     def asm_template(self) -> str:
-        return ("@$5 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                "[$0], [$1, {$2, $3}], [$4];")
+        copy = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        if self.cta_mask is None:
+            return f"@$5 {copy} [$0], [$1, {{$2, $3}}], [$4];"
+        return "\n".join([
+            "{",
+            ".reg .b16 %mask;",
+            f"mov.b16 %mask, {self.cta_mask.value.data};",
+            f"@$5 {copy}.multicast::cluster [$0], [$1, {{$2, $3}}], [$4], %mask;",
+            "}",
+        ])
+
+
+@irdl_op_definition
+class MbarrierRemoteArriveOp(_TemplateOp):
+    """`@pred` arrive on the mbarrier at shared offset `addr` of CTA `rank` of the cluster
+    (`mapa` maps the offset into that CTA's window). The default semantics, as CUTLASS's
+    cluster barriers use them: what the arrival publishes is that this warp's wgmma reads of the
+    slot retired (wgmma.wait_group), before the other CTA's TMA overwrites it. The
+    `.release.cluster` / `.acquire.cluster` forms cost 40% of the GEMM's speed (NOTES, stop 11
+    run 12)."""
+
+    name = "ptx.mbarrier.remote_arrive"
+    addr = operand_def(i32)
+    rank = operand_def(i32)
+    pred = operand_def(i1)
+
+    def __init__(self, addr: SSAValue, rank: SSAValue, pred: SSAValue):
+        super().__init__(operands=[addr, rank, pred])
+
+    def asm_template(self) -> str:
+        return "\n".join([
+            "{",
+            ".reg .b32 %remote;",
+            "mapa.shared::cluster.u32 %remote, $0, $1;",
+            "@$2 mbarrier.arrive.shared::cluster.b64 _, [%remote];",
+            "}",
+        ])
+
+
+@irdl_op_definition
+class ClusterBarrierOp(_TemplateOp):
+    """Every thread of every CTA of the cluster meets here (release / acquire at cluster
+    scope): after it, the other CTA's mbarriers are initialised, or it no longer needs ours."""
+
+    name = "ptx.barrier.cluster"
+
+    def __init__(self):
+        super().__init__()
+
+    def asm_template(self) -> str:
+        return "barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;"
 
 
 MBARRIER_OPS = (MbarrierInitOp, MbarrierInitFenceOp, MbarrierArriveOp, CpAsyncMbarrierArriveOp, MbarrierWaitOp,
-                MbarrierArriveExpectTxOp, CpAsyncBulkTensor2dOp)
+                MbarrierArriveExpectTxOp, CpAsyncBulkTensor2dOp, MbarrierRemoteArriveOp, ClusterBarrierOp)
 PTX_MBARRIER = Dialect("ptx_mbarrier", list(MBARRIER_OPS), [])
 
 

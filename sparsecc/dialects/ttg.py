@@ -1206,13 +1206,24 @@ class AsyncTmaCopyOp(IRDLOperation):
     dst = operand_def(MemDescType)
     ring = operand_def(MemDescType)
     slot = operand_def(i32)
+    multicast = opt_prop_def(IntegerAttr[IntegerType])
+    """{multicast = 2}: the two CTAs of a cluster copy the same tile; each issues half of its
+    boxes into both CTAs' shared memory (and barriers), so L2 serves the tile once per pair."""
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$src `,` $dst `,` $ring `[` $slot `]` attr-dict `:` type($src) `->` type($dst) `,` type($ring)"
 
-    def __init__(self, src: SSAValue, dst: SSAValue, ring: SSAValue, slot: SSAValue):
-        super().__init__(operands=[src, dst, ring, slot])
+    def __init__(self, src: SSAValue, dst: SSAValue, ring: SSAValue, slot: SSAValue, multicast: int = 1):
+        props = {"multicast": IntegerAttr(multicast, i32)} if multicast > 1 else {}
+        super().__init__(operands=[src, dst, ring, slot], properties=props)
+
+    @property
+    def ctas(self) -> int:
+        """How many CTAs of the cluster receive this copy (1: only the issuing one)."""
+        return self.multicast.value.data if self.multicast is not None else 1
 
     def verify_(self) -> None:
+        _require(self.ctas in (1, 2), f"ttg.async_tma_copy: multicast must be 2 (a CTA pair), got {self.ctas}")
         _check_barrier_ring(self.ring, "ttg.async_tma_copy")
         pt = self.src.type
         _require(isinstance(pt, PointerType) and pt.is_block, "ttg.async_tma_copy: the source must be a block pointer")

@@ -117,10 +117,12 @@ def check_args(kernel: JITFunction, signature: dict[str, str], constexprs: dict[
 
 def compile_kernel(kernel: JITFunction, signature: dict[str, str],
                    constexprs: dict[str, Any] | None = None, target: str | None = None,
-                   num_warps: int = 4, num_stages: int = 3) -> CompiledKernel:
+                   num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1) -> CompiledKernel:
     """Compile one specialization of `kernel` through every stage `target` asks for."""
     arg_types, constexprs = check_args(kernel, signature, constexprs)
-    options = CompileOptions(target=target, num_warps=num_warps, num_stages=num_stages)
+    if num_ctas not in (1, 2):
+        raise ValueError(f"num_ctas must be 1 or 2 (a CTA pair), got {num_ctas}")
+    options = CompileOptions(target=target, num_warps=num_warps, num_stages=num_stages, num_ctas=num_ctas)
     runtime_sig = {n: signature[n] for n in kernel.runtime_names}
     if target is None or not cache.enabled():
         return _compile(kernel, runtime_sig, arg_types, constexprs, options)
@@ -284,6 +286,7 @@ def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:
 
 
 def compile(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
-            target: str | None = None, num_warps: int = 4, num_stages: int = 3) -> CompiledKernel:  # noqa: A001
+            target: str | None = None, num_warps: int = 4, num_stages: int = 3,  # noqa: A001
+            num_ctas: int = 1) -> CompiledKernel:
     """`sparsecc.compile`: see `compile_kernel`."""
-    return compile_kernel(kernel, signature, constexprs, target, num_warps, num_stages)
+    return compile_kernel(kernel, signature, constexprs, target, num_warps, num_stages, num_ctas)

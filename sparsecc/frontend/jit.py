@@ -33,7 +33,7 @@ from typing import Any
 import sparsecc.language as tl
 from sparsecc.frontend.errors import CompilationError
 
-_OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3}
+_OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 
@@ -254,7 +254,7 @@ class JITFunction:
         interpret = interpret_forced() or _on_cpu(runtime.values())
         target = None if interpret else current_target()
         key = (tuple(signature.items()), tuple((k, _hashable(v)) for k, v in constexprs.items()),
-               options["num_warps"], options["num_stages"], target)
+               options["num_warps"], options["num_stages"], options["num_ctas"], target)
         compiled = self.cache.get(key)
         if compiled is None:
             compiled = compile_kernel(self, signature, constexprs, target=target, **options)

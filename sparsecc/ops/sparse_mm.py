@@ -32,16 +32,19 @@ __all__ = ["MMConfig", "candidate_configs", "default_config", "has_wgmma", "spar
 @sparsecc.jit
 def sparse_mm_kernel(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr = False, PERSISTENT: tl.constexpr = False):
+                     GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr = False, PERSISTENT: tl.constexpr = False,
+                     CLUSTER_M: tl.constexpr = 1):
     # B_KMAJOR: B is column-major (stride_bk == 1, e.g. x.T of a row-major x, or one column):
     # its tiles are loaded, staged and read K-major.
     # PERSISTENT: launched with one program per SM (at most), each walks many tiles.
+    # CLUSTER_M = 2 (launched with num_ctas=2): programs 2j and 2j+1 take vertically adjacent
+    # tiles of one column panel, so their B tiles are the same (a cluster loads them once).
     if PERSISTENT:
         _persistent_tiles(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
                           BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, B_KMAJOR)
     else:
         _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
-                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, B_KMAJOR)
+                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, B_KMAJOR, CLUSTER_M)
 
 
 @sparsecc.jit
@@ -96,9 +99,15 @@ def _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
 @sparsecc.jit
 def _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-              GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr):
-    # one program per output tile
-    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+              GROUP_M: tl.constexpr, B_KMAJOR: tl.constexpr, CLUSTER_M: tl.constexpr):
+    # one program per output tile (with CLUSTER_M = 2: pairs of programs per pair of row tiles;
+    # an odd last row tile's partner reads zeros and stores nothing)
+    if CLUSTER_M == 2:
+        pair_m, pid_n = _tile_coords(tl.program_id(0) // 2, tl.cdiv(tl.cdiv(M, BLOCK_M), 2), tl.cdiv(N, BLOCK_N),
+                                     (GROUP_M + 1) // 2)
+        pid_m = pair_m * 2 + tl.program_id(0) % 2
+    else:
+        pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     acc = _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, pid_m, pid_n,
                     BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
     _store_tile(D, acc, M, N, stride_dm, stride_dn, pid_m, pid_n, BLOCK_M, BLOCK_N)
@@ -158,6 +167,9 @@ class MMConfig:
     num_stages: int = 3
     persistent: bool = False
     """One program per SM (at most) walking the tiles, instead of one program per tile."""
+    num_ctas: int = 1
+    """2: CTA pairs (a cluster) on vertically adjacent tiles load each B tile once between them
+    (TMA multicast on sm_90a); the programs come in pairs."""
 
 
 # One m16n8k32 mma.sp step needs BLOCK_M % 16 == 0 and BLOCK_K % 32 == 0; metadata tiles need
@@ -258,10 +270,13 @@ def _grid(m: int, n: int, device: torch.device) -> Any:
     return lambda meta: (_programs(m, n, meta["BLOCK_M"], meta["BLOCK_N"], meta.get("PERSISTENT", False), device),)
 
 
-def _programs(m: int, n: int, block_m: int, block_n: int, persistent: bool, device: torch.device) -> int:
-    """Programs to launch: one per tile, or (persistent) one per SM of `device` while there
-    are tiles (8 programs on the CPU interpreter)."""
-    tiles = -(-m // block_m) * -(-n // block_n)
+def _programs(m: int, n: int, block_m: int, block_n: int, persistent: bool, device: torch.device,
+              num_ctas: int = 1) -> int:
+    """Programs to launch: one per tile (whole pairs of row tiles for CTA pairs), or
+    (persistent) one per SM of `device` while there are tiles (8 programs on the CPU
+    interpreter)."""
+    rows = -(-m // block_m)
+    tiles = (rows + rows % num_ctas) * -(-n // block_n)
     if not persistent:
         return tiles
     return min(tiles, _sm_count(device.index) if device.type == "cuda" else 8)
@@ -417,11 +432,15 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "
                          "BLOCK_K a multiple of 32")
-    grid = (_programs(m, n, cfg.block_m, cfg.block_n, cfg.persistent, d.device),)
+    if cfg.num_ctas not in (1, 2) or (cfg.num_ctas == 2 and cfg.persistent):
+        raise ValueError(f"sparse_mm: config {cfg}: num_ctas must be 1, or 2 without persistent")
+    grid = (_programs(m, n, cfg.block_m, cfg.block_n, cfg.persistent, d.device, cfg.num_ctas),)
     args = _args(d, a, b, plan.kmajor)
     kwargs = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m,
               "B_KMAJOR": plan.kmajor, "PERSISTENT": cfg.persistent, "num_warps": cfg.num_warps,
               "num_stages": cfg.num_stages}
+    if cfg.num_ctas != 1:
+        kwargs.update(CLUSTER_M=cfg.num_ctas, num_ctas=cfg.num_ctas)
     sparse_mm_kernel[grid](*args, **kwargs)
     if hot_key is not None and b.device.type == "cuda" and a.stride(0) == k and d.stride() == (n, 1):
         entry = sparse_mm_kernel.fast.get(sparse_mm_kernel.fast_key(args, kwargs))

@@ -73,6 +73,7 @@ from sparsecc.dialects.ttg import (
     AsyncCopyGlobalToLocalOp,
     AsyncTmaCopyOp,
     AsyncWaitOp,
+    DotOperandEncodingAttr,
     DotWaitOp,
     InitBarrierOp,
     LocalAllocOp,
@@ -205,6 +206,21 @@ def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
                for st in streams)
 
 
+def _multicast_stream(loop: scf.ForOp, streams: list[_Stream]) -> int | None:
+    """The index of the stream that feeds the dot's B operand, when a CTA pair can share it:
+    its TMA boxes split evenly between the two CTAs. None otherwise (each CTA copies its own)."""
+    from sparsecc.codegen.lower_mem import esize
+    from sparsecc.codegen.tma import box_plan
+
+    for j, st in enumerate(streams):
+        enc = st.local_loads[0].result.type.encoding if st.local_loads else None
+        if isinstance(enc, DotOperandEncodingAttr) and enc.op_idx == 1:
+            mt = st.alloc.result.type
+            plan = box_plan(mt, esize(mt.element_type))
+            return j if plan is not None and plan.count % 2 == 0 else None
+    return None
+
+
 def _tma_bytes(streams: list[_Stream]) -> int:
     """Bytes one stage of TMA copies brings (whole tiles: out-of-bounds parts count, as zeros)."""
     from sparsecc.codegen.lower_mem import esize
@@ -277,12 +293,19 @@ class PipelinePass(ModulePass):
     """Pipeline a wgmma loop with TMA copies and mbarriers when every stream of the loop can
     be a TMA copy (`_tma_streams`; one thread issues the boxes, the full barrier counts their
     bytes); other loops keep the form the other options say."""
+    num_ctas: int = 1
+    """2: the kernel runs in clusters of two CTAs (programs 2j and 2j+1) whose K loops read the
+    same B tiles (the kernel's promise, as Triton's num_ctas). A TMA loop then multicasts B:
+    each CTA issues half of B's boxes into both CTAs, and a slot is free once both CTAs' warps
+    released it (`_multicast_stream`). The module gets `ttg.num-ctas = 2` when it does."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_stages < 1:
             raise ValueError(f"tritongpu-pipeline: num-stages must be >= 1, got {self.num_stages}")
         if self.num_stages == 1:
             return
+        if self.num_ctas not in (1, 2):
+            raise ValueError(f"tritongpu-pipeline: num-ctas must be 1 or 2, got {self.num_ctas}")
         for loop in list(op.walk()):
             if isinstance(loop, scf.ForOp):
                 streams = _find_streams(loop)
@@ -291,7 +314,10 @@ class PipelinePass(ModulePass):
                 if wgmma and (self.mbarriers or tma):
                     if self.prefetch:
                         raise ValueError("tritongpu-pipeline: prefetch and mbarriers do not combine")
-                    self._pipeline_mbarriers(loop, streams, _module_warps(op), tma)
+                    multicast = _multicast_stream(loop, streams) if tma and self.num_ctas == 2 else None
+                    if multicast is not None:
+                        op.attributes["ttg.num-ctas"] = IntegerAttr(2, i32)
+                    self._pipeline_mbarriers(loop, streams, _module_warps(op), tma, multicast)
                 elif streams:
                     self._pipeline(loop, streams)
         op.verify()
@@ -353,8 +379,10 @@ class PipelinePass(ModulePass):
         return ring
 
     def _tma_group(self, streams: list[_Stream], ptrs: list[SSAValue], rings: list[SSAValue], full: SSAValue,
-                   slot: SSAValue, pred: SSAValue, at: InsertPoint, empty_wait: Operation | None = None) -> None:
-        """`scf.if %pred { [wait empty]; arrive full[slot] (tma, stage bytes); TMA copies }`."""
+                   slot: SSAValue, pred: SSAValue, at: InsertPoint, empty_wait: Operation | None = None,
+                   multicast: int | None = None) -> None:
+        """`scf.if %pred { [wait empty]; arrive full[slot] (tma, stage bytes); TMA copies }`
+        (stream `multicast`'s copy into both CTAs of the pair)."""
         body = Block()
         end = InsertPoint.at_end(body)
         if empty_wait is not None:
@@ -362,7 +390,8 @@ class PipelinePass(ModulePass):
         _insert(ArriveBarrierOp(full, slot, "tma", _tma_bytes(streams)), end)
         zero = _const(0, i32, end)
         for j in range(len(streams)):
-            _insert(AsyncTmaCopyOp(ptrs[j], _slot_view(rings[j], slot, zero, end), full, slot), end)
+            _insert(AsyncTmaCopyOp(ptrs[j], _slot_view(rings[j], slot, zero, end), full, slot,
+                                   2 if j == multicast else 1), end)
         body.add_op(scf.YieldOp())
         _insert(scf.IfOp(pred, [], Region(body)), at)
 
@@ -458,7 +487,8 @@ class PipelinePass(ModulePass):
         return new_loop
 
     # ------------------------------------------------------------ the mbarrier form
-    def _pipeline_mbarriers(self, loop: scf.ForOp, streams: list[_Stream], warps: int, tma: bool = False) -> None:
+    def _pipeline_mbarriers(self, loop: scf.ForOp, streams: list[_Stream], warps: int, tma: bool = False,
+                            multicast: int | None = None) -> None:
         """The ring pipeline of a wgmma K loop, synchronised through two mbarriers per slot.
 
             full[s]  each thread arrives once its copies into slot s landed (count = threads);
@@ -475,7 +505,10 @@ class PipelinePass(ModulePass):
                                              copies q -> buf[wr] }
                 arrive full[wr] (copies); yield ..., advance(q), (rd+1)%S, (wr+1)%S
             }
-        (TMA: the arrival announcing the bytes and the copies both sit in the guarded scf.if.)
+        (TMA: the arrival announcing the bytes and the copies both sit in the guarded scf.if.
+        With a multicast stream (a CTA pair) empty[s] counts the warps of both CTAs: each warp's
+        arrival goes to its own CTA's barrier and to the peer's, since either CTA's copy writes
+        into both.)
         No CTA barrier in the loop: a warpgroup waits only for the data it reads and, before
         overwriting a slot, for the wgmma groups that read it; its own next group keeps the
         tensor cores busy meanwhile (the barrier form drains every group at each barrier).
@@ -484,12 +517,12 @@ class PipelinePass(ModulePass):
         before = InsertPoint.before(loop)
         rings = self._rings(loop, streams)
         full = self._barrier_ring(before, 1 if tma else 32 * warps)
-        empty = self._barrier_ring(before, warps)
+        empty = self._barrier_ring(before, warps * (2 if multicast is not None else 1))
         self._hoist_invariant_offsets(loop, streams)
 
         def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
             if tma:
-                self._tma_group(streams, ptrs, rings, full, slot, pred, before)
+                self._tma_group(streams, ptrs, rings, full, slot, pred, before, multicast=multicast)
                 return
             for j, st in enumerate(streams):
                 self._copy(st, ptrs[j], rings[j], slot, pred, before)
@@ -512,7 +545,7 @@ class PipelinePass(ModulePass):
         wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]
         empty_wait = WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True))
         if tma:
-            self._tma_group(streams, body.q_args, rings, full, wr, pred, at, empty_wait)
+            self._tma_group(streams, body.q_args, rings, full, wr, pred, at, empty_wait, multicast)
         else:
             _insert(scf.IfOp(pred, [], Region(Block([empty_wait, scf.YieldOp()]))), at)
             for j, st in enumerate(streams):

@@ -172,7 +172,8 @@ def key_for(fn_source: str, signature: Mapping[str, str], constexprs: Mapping[st
             opts: Any) -> str:
     """sha256 hex of everything that determines a compile's output."""
     if hasattr(opts, "target") and not isinstance(opts, Mapping):
-        opts = {"target": opts.target, "num_warps": opts.num_warps, "num_stages": opts.num_stages}
+        opts = {"target": opts.target, "num_warps": opts.num_warps, "num_stages": opts.num_stages,
+                **({"num_ctas": opts.num_ctas} if getattr(opts, "num_ctas", 1) != 1 else {})}
     blob = json.dumps({
         "source": fn_source,
         "signature": _canonical(dict(signature)),

@@ -370,6 +370,14 @@ except AttributeError:  # pragma: no cover - older/newer torch
         return torch.cuda.current_stream(device).cuda_stream
 
 
+def _check_clusters(compiled: Any, gx: int) -> None:
+    """A kernel compiled for CTA pairs (num_ctas=2) runs whole clusters only."""
+    cluster = (getattr(compiled, "metadata", None) or {}).get("cluster", 1)
+    if gx % cluster:
+        raise ValueError(f"{compiled.name}: compiled with num_ctas={cluster}, so the grid's x extent must be a "
+                         f"multiple of {cluster}, got {gx}")
+
+
 def launch(compiled: Any, grid: Sequence[int], flat_args: Sequence[Any], num_warps: int) -> None:
     """Launch `compiled` over `grid` with the decomposed arguments, on torch's current stream."""
     plan = compiled.__dict__.get(_PLAN_ATTR) or plan_for(compiled, num_warps)
@@ -382,6 +390,7 @@ def launch(compiled: Any, grid: Sequence[int], flat_args: Sequence[Any], num_war
     gx, gy, gz = grid
     if gx == 0 or gy == 0 or gz == 0:
         return
+    _check_clusters(compiled, gx)
     fn = plan.raw.get(device) or plan.raw_launch(device)
     try:
         fn(gx, gy, gz, values, _raw_stream(device))
@@ -403,6 +412,7 @@ def fast_launcher(compiled: Any, num_warps: int) -> Callable[[int, int, int, Seq
     pack, raw, pidx, name = plan.pack, plan.raw, plan.pointer_index, plan.name
     stream_of = _raw_stream
     tensor = torch.Tensor
+    cluster = (getattr(compiled, "metadata", None) or {}).get("cluster", 1)
 
     def go(gx: int, gy: int, gz: int, flat: Sequence[Any]) -> None:
         a = flat[pidx] if pidx >= 0 else None
@@ -412,6 +422,8 @@ def fast_launcher(compiled: Any, num_warps: int) -> Callable[[int, int, int, Seq
         values = pack(flat, device)
         if not (gx and gy and gz):
             return
+        if cluster > 1 and gx % cluster:
+            _check_clusters(compiled, gx)
         fn = raw.get(device) or plan.raw_launch(device)
         try:
             fn(gx, gy, gz, values, stream_of(device))

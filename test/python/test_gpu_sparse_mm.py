@@ -278,6 +278,41 @@ def test_persistent_sparse_mm_on_the_interpreter(m, n, k, monkeypatch):
     assert_close_to_torch(out, dense, b, k)
 
 
+@pytest.mark.skipif(not (HAVE_INTERPRETER and HAVE_DECOMPOSE),
+                    reason="needs sparsecc.runtime.interpreter and decompose-sparse-tensors")
+@pytest.mark.parametrize("m,n,k,group_m", [(100, 70, 96, 1), (100, 70, 96, 4), (33, 48, 128, 2), (16, 40, 32, 8)])
+def test_cta_pair_tile_order_on_the_interpreter(m, n, k, group_m, monkeypatch):
+    # num_ctas=2: programs 2j, 2j+1 take row tiles 2i, 2i+1 of one column panel; with an odd
+    # number of row tiles the last pair's second program lies below the matrix and stores nothing
+    monkeypatch.delenv("SPARSECC_INTERPRET", raising=False)
+    dense, a, b = make_operands(m, n, k, torch.float16, "cpu", m * n + k)
+    out = torch.full((m, n), float("nan"), dtype=torch.float16)
+    sparse_mm(a, b, out=out, config=MMConfig(16, 16, 32, group_m=group_m, num_warps=4, num_stages=1, num_ctas=2))
+    assert_close_to_torch(out, dense, b, k)
+
+
+def test_sparse_mm_rejects_cta_pairs_with_persistent_programs():
+    dense, a, b = make_operands(32, 32, 32, torch.float16, "cpu", 1)
+    with pytest.raises(ValueError, match="num_ctas must be 1, or 2 without persistent"):
+        sparse_mm(a, b, config=MMConfig(16, 16, 32, num_ctas=2, persistent=True))
+    with pytest.raises(ValueError, match="num_ctas must be 1, or 2 without persistent"):
+        sparse_mm(a, b, config=MMConfig(16, 16, 32, num_ctas=4))
+
+
+def test_launcher_wants_whole_clusters(fake_driver):
+    loads, launches = fake_driver
+    ck = fake_compiled(["i32"], ["n"], cluster=2)
+    with pytest.raises(ValueError, match=r"kern: compiled with num_ctas=2, so the grid's x extent must be a "
+                                         r"multiple of 2, got 3"):
+        launcher.launch(ck, (3, 1, 1), [7], 4)
+    with pytest.raises(ValueError, match="multiple of 2, got 5"):
+        launcher.fast_launcher(ck, 4)(5, 1, 1, [7])
+    assert launches == []
+    launcher.launch(ck, (4, 1, 1), [7], 4)
+    launcher.fast_launcher(ck, 4)(6, 1, 1, [7])
+    assert [g for g, *_ in launches] == [(4, 1, 1), (6, 1, 1)]
+
+
 # ---- on the GPU ------------------------------------------------------------------------
 
 # (M, N, K): squares, ragged M and N, thin and wide, K not a multiple of BLOCK_K (K % 16 == 0).
@@ -589,3 +624,33 @@ def test_persistent_sparse_mm_matches_torch(compiler_switches, switches):
     problems = [(3000, 2000, 528), (1100, 1000, 112), (4100, 1000, 16), (1100, 100, 1040), (700, 3000, 256)]
     failures = _mismatches(configs, problems, seed=900)
     assert not failures, "\n".join(failures)
+
+
+CLUSTER_CONFIGS = [MMConfig(128, 256, 64, group_m=16, num_warps=8, num_stages=4, num_ctas=2),
+                   MMConfig(256, 128, 128, group_m=16, num_warps=8, num_stages=3, num_ctas=2),
+                   MMConfig(64, 64, 128, group_m=1, num_warps=4, num_stages=4, num_ctas=2)]
+# an odd number of row tiles (the pair's second CTA reads zeros and stores nothing), one row
+# tile, K tails, ragged N
+CLUSTER_SHAPES = [(1000, 1000, 1008), (300, 600, 512), (100, 300, 208), (2048, 2048, 2048), (4000, 1024, 2064),
+                  (17, 33, 48)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unroll", [False, True], ids=["plain", "unrolled"])
+def test_cta_pairs_multicasting_b_match_torch(compiler_switches, unroll):
+    """num_ctas=2: clusters of two CTAs on vertically adjacent tiles, each CTA issuing half of
+    B's TMA boxes into both (tritongpu-pipeline{num-ctas=2}); NaN-poisoned outputs."""
+    compiler_switches(SPARSECC_TMA=True, SPARSECC_WARP_SPECIALIZE=True, SPARSECC_WGMMA_UNROLL=unroll)
+    failures = []
+    for dtype in (torch.float16, torch.bfloat16):
+        for i, (m, n, k) in enumerate(CLUSTER_SHAPES):
+            dense, a, b = make_operands(m, n, k, dtype, "cuda", 700 + i)
+            for cfg in CLUSTER_CONFIGS:
+                for bb in (b, b.t().contiguous().t()):
+                    if (e := sparse_mm_mismatch(a, bb, dense, b, k, cfg)) is not None:
+                        failures.append(f"{dtype} {m}x{n}x{k} {cfg} B strides {bb.stride()}: {e}")
+    assert not failures, "\n".join(failures)
+    # the shapes whose strides allow TMA (all but 17x33x48) ran as clusters that multicast B
+    clustered = [c for c in sparse_mm_kernel.cache.values() if c.metadata.get("cluster") == 2]
+    assert len(clustered) >= len(CLUSTER_CONFIGS)
+    assert all(".multicast::cluster" in c.asm["ptx"] for c in clustered)
