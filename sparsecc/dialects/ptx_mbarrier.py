@@ -192,7 +192,7 @@ class MbarrierRemoteArriveOp(_TemplateOp):
     cluster barriers use them: what the arrival publishes is that this warp's wgmma reads of the
     slot retired (wgmma.wait_group), before the other CTA's TMA overwrites it. The
     `.release.cluster` / `.acquire.cluster` forms cost 40% of the GEMM's speed (NOTES, stop 11
-    run 12)."""
+    run 11)."""
 
     name = "ptx.mbarrier.remote_arrive"
     addr = operand_def(i32)

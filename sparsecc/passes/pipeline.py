@@ -51,6 +51,9 @@ encoding, a tensor map the host can build), then one thread issues `ttg.async_tm
 boxes whose bytes the full barrier counts; with `mbarriers`, cp.async copies arrive on it.
 Either way the loop has no CTA barrier: warps wait for the data they read and, before a slot
 is overwritten, for the wgmma groups that read it (`ttg.dot_wait` + the empty barrier).
+With `num-ctas=2` a TMA loop's B copies carry `{multicast = 2}`: the kernel runs as CTA pairs
+that read the same B tiles, each CTA issues half of the boxes into both, and the empty barriers
+count both CTAs' warps (the lowering adds the cluster, the remote arrivals and its barriers).
 """
 
 from __future__ import annotations
