@@ -212,3 +212,29 @@ def test_a_store_in_the_loop_keeps_the_copies_in_the_compute_warps():
     assert "ttg.async_tma_copy" in ck.asm["ttgir"] and ck.metadata["tensor_maps"]
     assert ck.metadata["threads"] == 128 and "shfl.sync.idx" not in ck.asm["ptx"]  # (the warp split's broadcast)
     assemble(ck.asm["ptx"], "sm_90a")
+
+
+def test_cta_pairs_multicast_b_and_need_the_cluster_attribute():
+    """num_ctas=2: B's copies (two 64-column boxes) become multicasts of a CTA pair, the kernel a
+    2-CTA cluster; without TMA (unhinted strides) nothing is clustered. ttgir whose copies
+    multicast in a module that is not marked `ttg.num-ctas = 2` is refused by name."""
+    from sparsecc.codegen.lower import lower_to_ptx_module
+    from sparsecc.codegen.lower_base import LoweringError
+
+    consts = {**MM_CONSTS, "CLUSTER_M": 2}
+    ck = sparsecc.compile(sparse_mm_kernel, signature=_sig(True), constexprs=consts, target="sm_90a",
+                          num_warps=8, num_stages=3, num_ctas=2)
+    assert ck.metadata["cluster"] == 2
+    module = Parser(make_context(), ck.asm["ttgir"]).parse_module()
+    copies = [op for op in module.walk() if isinstance(op, ttgd.AsyncTmaCopyOp)]
+    assert {op.ctas for op in copies} == {1, 2}
+    assert all(op.ctas == 2 for op in copies if op.dst.type.get_shape() == (128, 128))  # B
+    assert ck.asm["ptx"].count(".multicast::cluster") == sum(op.ctas == 2 for op in copies) * 2
+    del module.attributes["ttg.num-ctas"]
+    with pytest.raises(LoweringError, match=r"multicast = 2 needs a module of CTA pairs"):
+        lower_to_ptx_module(module, "sm_90a")
+    plain = sparsecc.compile(sparse_mm_kernel, signature=_sig(False), constexprs=consts, target="sm_90a",
+                             num_warps=8, num_stages=3, num_ctas=2)
+    assert "cluster" not in plain.metadata and ".reqnctapercluster" not in plain.asm["ptx"]
+    with pytest.raises(ValueError, match="num_ctas must be 1 or 2"):
+        sparsecc.compile(sparse_mm_kernel, signature=_sig(True), constexprs=consts, target="sm_90a", num_ctas=4)
