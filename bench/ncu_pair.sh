@@ -3,6 +3,7 @@
 # fp16 GEMM, under ncu's locked clocks: per clock, where does one spend cycles the other does
 # not? Metrics this ncu does not know are left out (their names move between versions).
 #     sh bench/ncu_pair.sh [M N K [TILE]]   (TILE: sparsecc's tile, e.g. 128x256x64w8s4g16)
+# EXTRA_METRICS="a b ..." adds metrics; SKIP_PEER=1 profiles sparsecc only.
 set -e
 want="gpu__time_duration.sum sm__cycles_elapsed.avg.per_second sm__cycles_elapsed.max
 sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active
@@ -15,7 +16,7 @@ l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum l1tex__data_pipe_lsu_wavefr
 smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct smsp__warp_issue_stalled_wait_per_warp_active.pct
 smsp__warp_issue_stalled_barrier_per_warp_active.pct smsp__warp_issue_stalled_math_pipe_throttle_per_warp_active.pct
 smsp__warp_issue_stalled_sleeping_per_warp_active.pct smsp__warp_issue_stalled_membar_per_warp_active.pct
-launch__grid_size launch__block_size launch__registers_per_thread"
+launch__grid_size launch__block_size launch__registers_per_thread $EXTRA_METRICS"
 known=$(ncu --query-metrics --csv 2>/dev/null | cut -d, -f1 | tr -d '"')
 list=""
 for m in $want; do
