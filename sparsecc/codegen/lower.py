@@ -972,8 +972,7 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
         raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}")
     func = funcs[0]
     num_warps = _module_int(module, "ttg.num-warps", 4)
-    lw = Lowerer(func, target, num_warps)
-    lw.cluster = _module_int(module, "ttg.num-ctas", 1)
+    lw = Lowerer(func, target, num_warps, cluster=_module_int(module, "ttg.num-ctas", 1))
     kernel = lw.build()
     hoist_loop_invariants(kernel)
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]

@@ -249,17 +249,15 @@ def lower_tma_copy(L: Lowerer, op: ttgd.AsyncTmaCopyOp) -> None:
     first = _is_tma_thread(L)
     tmap = L.kernel.args[index]
     row, col = (em.to32(o) for o in bp.offsets)
+    issuers, cta_mask = [first], 0  # box j: issued where issuers[j % len(issuers)] holds
     if op.ctas > 1:  # a CTA pair: this CTA issues the boxes of its parity into both CTAs
         if L.cluster != op.ctas or L.cta_rank is None:
             raise LoweringError(f"ttg.async_tma_copy{where(op)}: multicast = {op.ctas} needs a module of CTA pairs "
                                 f"(\"ttg.num-ctas\" = {op.ctas}), this one has {L.cluster}")
         if plan.count % op.ctas:
             raise LoweringError(f"ttg.async_tma_copy{where(op)}: {plan.count} boxes do not split over {op.ctas} CTAs")
-        mine = [em.band(first, em.cmp("eq", L.cta_rank, em.c(r))) for r in range(op.ctas)]
-        for j in range(plan.count):
-            em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
-                                        row, bar, mine[j % op.ctas], cta_mask=(1 << op.ctas) - 1))
-        return
+        issuers = [em.band(first, em.cmp("eq", L.cta_rank, em.c(r))) for r in range(op.ctas)]
+        cta_mask = (1 << op.ctas) - 1
     for j in range(plan.count):
         em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
-                                    row, bar, first))
+                                    row, bar, issuers[j % len(issuers)], cta_mask=cta_mask))

@@ -23,8 +23,8 @@ PTX forms; each op here prints one of them as a template (the same mechanism as 
                             address `tmap`, its bytes counted on the mbarrier at `addr`;
                             with `cta_mask`: `.multicast::cluster` into those CTAs
     ptx.mbarrier.remote_arrive
-                            `mapa` + `mbarrier.arrive.release.cluster.shared::cluster`: arrive
-                            on the other CTA's barrier at the same offset (a CTA pair)
+                            `mapa` + `mbarrier.arrive.shared::cluster`: arrive on the other
+                            CTA's barrier at the same offset (a CTA pair)
     ptx.barrier.cluster     `barrier.cluster.arrive.release` + `wait.acquire` (every thread of
                             the cluster)
 

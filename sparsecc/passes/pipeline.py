@@ -209,7 +209,7 @@ def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
                for st in streams)
 
 
-def _multicast_stream(loop: scf.ForOp, streams: list[_Stream]) -> int | None:
+def _multicast_stream(streams: list[_Stream]) -> int | None:
     """The index of the stream that feeds the dot's B operand, when a CTA pair can share it:
     its TMA boxes split evenly between the two CTAs. None otherwise (each CTA copies its own)."""
     from sparsecc.codegen.lower_mem import esize
@@ -317,7 +317,7 @@ class PipelinePass(ModulePass):
                 if wgmma and (self.mbarriers or tma):
                     if self.prefetch:
                         raise ValueError("tritongpu-pipeline: prefetch and mbarriers do not combine")
-                    multicast = _multicast_stream(loop, streams) if tma and self.num_ctas == 2 else None
+                    multicast = _multicast_stream(streams) if tma and self.num_ctas == 2 else None
                     if multicast is not None:
                         op.attributes["ttg.num-ctas"] = IntegerAttr(2, i32)
                     self._pipeline_mbarriers(loop, streams, _module_warps(op), tma, multicast)
