@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -22,7 +22,7 @@ from xdsl.printer import Printer
 
 from sparsecc.dialects import make_context
 from sparsecc.passes import get_all_passes
-from sparsecc.switches import enabled
+from sparsecc.switches import SWITCHES, resolve
 
 STAGES = ("ttir", "ttir-decomposed", "ttgir", "ptx", "cubin")
 MIN_SPARSE_ARCH = 80
@@ -31,7 +31,16 @@ SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """What the back half needs to know; `target=None` stops after ttir-decomposed."""
+    """Everything that changes the code a compile produces (all of it is part of the cache
+    key); `target=None` stops after ttir-decomposed.
+
+    `CompileOptions(...)` takes the built-in defaults as they are; `CompileOptions.create(...)`,
+    which `sparsecc.compile` and `kernel[grid](...)` use, also applies the switches' environment
+    overrides (`sparsecc.switches`) to the switches the caller leaves unset:
+
+        >>> CompileOptions.create(target="sm_90a", num_warps=8, tma=False).tma
+        False
+    """
 
     target: str | None = None
     num_warps: int = 4
@@ -39,10 +48,32 @@ class CompileOptions:
     num_ctas: int = 1
     """2: programs 2j and 2j+1 may run as a cluster sharing their B tiles (see the pipeline's
     num-ctas); the kernel's own work split must make their K loops read the same B tiles."""
+    tma: bool = SWITCHES["tma"].default
+    """TMA copies + mbarriers for wgmma K loops (`tritongpu-pipeline{tma=true}`)."""
+    warp_specialize: bool = SWITCHES["warp_specialize"].default
+    """A producer warp issues a TMA kernel's copies."""
+    mbarriers: bool = SWITCHES["mbarriers"].default
+    """Per-slot mbarriers for cp.async wgmma loops too (`tritongpu-pipeline{mbarriers=true}`)."""
+    wgmma_unroll: bool = SWITCHES["wgmma_unroll"].default
+    """Unroll wgmma K loops by two."""
+    wgmma_a_smem: bool = SWITCHES["wgmma_a_smem"].default
+    """wgmma reads A through a descriptor outside TMA kernels too."""
+
+    @classmethod
+    def create(cls, target: str | None = None, num_warps: int = 4, num_stages: int = 3,
+               num_ctas: int = 1, **switches: bool | None) -> CompileOptions:
+        """Checked options: switches left unset (or None) take their environment override or
+        default; a bad value or an unknown option name is a ValueError/TypeError naming it."""
+        for name, value in (("num_warps", num_warps), ("num_stages", num_stages)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if num_ctas not in (1, 2):
+            raise ValueError(f"num_ctas must be 1 or 2 (a CTA pair), got {num_ctas!r}")
+        return cls(target=target, num_warps=num_warps, num_stages=num_stages, num_ctas=num_ctas,
+                   **resolve(switches))
 
     def cache_key(self) -> str:
-        ctas = f"|c{self.num_ctas}" if self.num_ctas != 1 else ""
-        return f"{self.target}|w{self.num_warps}|s{self.num_stages}{ctas}"
+        return "|".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
 
 
 @dataclass
@@ -58,22 +89,13 @@ def decompose_passes() -> list[str]:
     return ["decompose-sparse-tensors"]
 
 
-MBARRIER_PIPELINE = enabled("SPARSECC_MBARRIERS")
-"""Pipeline wgmma K loops with per-slot full/empty mbarriers instead of CTA barriers
-(tritongpu-pipeline{mbarriers=true}; SPARSECC_MBARRIERS=1)."""
-TMA_PIPELINE = enabled("SPARSECC_TMA")
-"""Copy the tiles of wgmma K loops with the tensor memory accelerator, synchronised through
-mbarriers, where every stream of the loop allows it (tritongpu-pipeline{tma=true}); on by
-default, SPARSECC_TMA=0 turns it off (bench/results/NOTES.md, stop 8: +13-27% at large shapes)."""
-
-
 def ttgir_passes(opts: CompileOptions) -> list[str]:
     pipeline = f"num-stages={opts.num_stages}"
     if opts.num_ctas != 1:
         pipeline += f" num-ctas={opts.num_ctas}"
-    if MBARRIER_PIPELINE:
+    if opts.mbarriers:
         pipeline += " mbarriers=true"
-    if TMA_PIPELINE:
+    if opts.tma:
         pipeline += " tma=true"
     return [
         f"convert-tt-to-ttg{{num-warps={opts.num_warps} target={opts.target}}}",
@@ -133,8 +155,7 @@ def compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
     if opts.target is None:
         return result
     target = check_target(opts.target)
-    opts = CompileOptions(target=target, num_warps=opts.num_warps, num_stages=opts.num_stages,
-                          num_ctas=opts.num_ctas)
+    opts = replace(opts, target=target)
     run_passes(module, ttgir_passes(opts))
     module.verify()
     result.asm["ttgir"] = print_ir(module)
@@ -143,7 +164,9 @@ def compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
 
     # The tt/ttg stages above are verified; the ~12k ops the lowering builds are checked only
     # in debug mode (verifying them costs more than building and printing them).
-    ptx_module, launch_meta = lower_to_ptx_module(module, target)
+    ptx_module, launch_meta = lower_to_ptx_module(
+        module, target, warp_specialize=opts.warp_specialize, unroll=opts.wgmma_unroll,
+        a_from_shared=opts.wgmma_a_smem)
     ptx_text = emit_ptx(ptx_module, verify=debug_enabled())
     result.asm["ptx"] = ptx_text
     result.metadata.update(launch_meta)

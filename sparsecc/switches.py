@@ -1,28 +1,92 @@
-"""Compiler switches read from the environment, for A/B runs on the GPU (bench/quick_mm.py).
+"""The compiler's code-changing switches: one table, and the one function that reads their
+environment overrides.
 
-Each switch has one name and one default here; the modules that act on one read it once at
-import (`enabled`) into a constant of their own (tests patch that constant), and the disk cache
-keys every compile on the environment values of all of them (`NAMES`), so kernels built with
-different switches never share a cache entry.
+Each switch is a `CompileOptions` field, so it is part of every cache key, and it can be set
+from `sparsecc.compile(..., tma=False)`, `kernel[grid](..., tma=False)` and as an option of
+the pass it drives (`tritongpu-pipeline{tma=false}`). Its environment variable replaces the
+built-in default, for A/B runs of whole benchmarks without editing them:
+
+    SPARSECC_TMA=0 python bench/quick_mm.py      # every kernel compiled with tma=False
+
+An option passed explicitly wins over both.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-DEFAULTS: dict[str, bool] = {
-    "SPARSECC_TMA": True,  # TMA copies + mbarriers for wgmma K loops (compiler.TMA_PIPELINE)
-    "SPARSECC_WARP_SPECIALIZE": True,  # a producer warp for TMA kernels (lower.WARP_SPECIALIZE)
-    "SPARSECC_MBARRIERS": False,  # mbarriers for cp.async wgmma loops too (compiler.MBARRIER_PIPELINE)
-    "SPARSECC_WGMMA_UNROLL": False,  # unroll wgmma K loops by two (lower.UNROLL_WGMMA_LOOPS)
-    "SPARSECC_WGMMA_A_SMEM": False,  # A through a descriptor outside TMA kernels (lower_dot)
+
+@dataclass(frozen=True)
+class Switch:
+    """One code-changing switch: its environment variable, its built-in default, and why."""
+
+    env: str
+    default: bool
+    doc: str
+
+
+SWITCHES: dict[str, Switch] = {
+    "tma": Switch("SPARSECC_TMA", True,
+                  "copy the tiles of wgmma K loops with the tensor memory accelerator, synchronised "
+                  "through mbarriers, where every stream of the loop allows it "
+                  "(tritongpu-pipeline{tma=true}; +13-27% at large shapes on the H100)"),
+    "warp_specialize": Switch("SPARSECC_WARP_SPECIALIZE", True,
+                              "give a TMA kernel's copies a producer warp of their own "
+                              "(+0.5-2.6% at large shapes on the H100)"),
+    "mbarriers": Switch("SPARSECC_MBARRIERS", False,
+                        "pipeline cp.async wgmma K loops with per-slot mbarriers instead of CTA "
+                        "barriers (tritongpu-pipeline{mbarriers=true}; correct, measured no faster)"),
+    "wgmma_unroll": Switch("SPARSECC_WGMMA_UNROLL", False,
+                           "unroll every wgmma K loop by two, so each copy of the body has its own "
+                           "fragment registers (+0.5-2.3% in TMA loops, ~0.35 s more compile time)"),
+    "wgmma_a_smem": Switch("SPARSECC_WGMMA_A_SMEM", False,
+                           "wgmma reads A through a shared-memory descriptor also outside TMA "
+                           "kernels (TMA kernels always do; no gain in barrier-synchronised loops)"),
 }
-NAMES = tuple(DEFAULTS)
+"""CompileOptions field -> its switch."""
+
+_OFF = ("0", "false", "off", "no")
 
 
-def enabled(name: str) -> bool:
-    """The switch's value: its default when unset or empty, else off for 0/false/off/no."""
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return DEFAULTS[name]
-    return raw not in ("0", "false", "off", "no")
+def parse_flag(raw: str | None) -> bool | None:
+    """An environment value as a flag: None when unset or empty, else off for 0/false/off/no."""
+    if raw is None or not raw.strip():
+        return None
+    return raw.strip().lower() not in _OFF
+
+
+def env_overrides() -> dict[str, bool]:
+    """Field -> value of every switch whose environment variable is set: the one place that
+    reads them.
+
+    >>> env_overrides()  # run with SPARSECC_TMA=0 in the environment
+    {'tma': False}
+    """
+    out = {}
+    for field, switch in SWITCHES.items():
+        value = parse_flag(os.environ.get(switch.env))
+        if value is not None:
+            out[field] = value
+    return out
+
+
+def resolve(given: Mapping[str, bool | None]) -> dict[str, bool]:
+    """Every switch's value: the one in `given` when not None, else its environment override,
+    else its default. A name that is not a switch is a TypeError naming the switches."""
+    unknown = sorted(set(given) - set(SWITCHES))
+    if unknown:
+        raise TypeError(f"unknown compile option{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))} (options: num_warps, num_stages, num_ctas, "
+                        f"{', '.join(SWITCHES)})")
+    env = env_overrides()
+    out = {}
+    for field, switch in SWITCHES.items():
+        value = given.get(field)
+        if value is None:
+            value = env.get(field, switch.default)
+        elif not isinstance(value, bool | int):
+            raise TypeError(f"compile option {field}={value!r}: expected True or False")
+        out[field] = bool(value)
+    return out

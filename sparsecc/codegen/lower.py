@@ -36,7 +36,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from sparsecc.codegen import lower_dot as lower_dot_module
 from sparsecc.codegen.divisibility import Divisibility
 from sparsecc.codegen.layouts import DistLayout, LayoutError, distributed
 from sparsecc.codegen.lower_async import (
@@ -73,19 +72,9 @@ from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
 from sparsecc.passes.pipeline import SLOT_GUARDED, SLOT_SAFE
-from sparsecc.switches import enabled
 
 SMEM_ALIGN = 128
 WGMMA_ALIGN = 1024
-WARP_SPECIALIZE = enabled("SPARSECC_WARP_SPECIALIZE")
-"""Give a TMA kernel's copies a warp of their own (`Lowerer._lower_specialized`; on by default,
-+0.5-2.6% at large shapes on the H100; SPARSECC_WARP_SPECIALIZE=0 turns it off)."""
-UNROLL_WGMMA_LOOPS = enabled("SPARSECC_WGMMA_UNROLL")
-"""Unroll every wgmma K loop by two (`unroll_by_two`, SPARSECC_WGMMA_UNROLL=1). Off by default:
-in a barrier-synchronised loop it measured no faster on the H100 (every barrier drains the
-groups in flight, Lowerer.bar); in a TMA loop it gains 0.5-2.3% (a second register copy of the
-metadata keeps the group before the last one running) but costs ~0.35 s of compile time, which
-would take the cold compile past its 1 s budget."""
 _ARITH_CLASSES = {cls.name: cls for cls in Arith.operations}
 _SUPPORTED_ARITH = {
     "arith." + n for n in (
@@ -130,7 +119,7 @@ class Lowerer:
     """`_zero_restart`: epilogue scf.if -> (result index, [its `fresh` value for the next
     iteration, set when the if is lowered])."""
     a_from_shared: bool = False
-    """wgmma reads A values through a descriptor (lower_dot.WGMMA_A_FROM_SHARED, TMA kernels)."""
+    """wgmma reads A values through a descriptor (TMA kernels, or `a_smem_option`)."""
     producer_warps: int = 0
     """Warps after the `num_warps` compute warps that only issue TMA copies (warp specialization)."""
     mode: str = ""
@@ -141,6 +130,10 @@ class Lowerer:
     """CTAs per cluster (`ttg.num-ctas`): 2 when a TMA loop multicasts a tile to a CTA pair."""
     cta_rank: SSAValue | None = None
     """This CTA's rank in its cluster (%cluster_ctarank), read once at the top when clustered."""
+    warp_specialize: bool = True
+    """Give a TMA kernel's copies a producer warp of their own (CompileOptions.warp_specialize)."""
+    a_smem_option: bool = False
+    """wgmma reads A through a descriptor outside TMA kernels too (CompileOptions.wgmma_a_smem)."""
 
     # ---------------------------------------------------------------- setup
     def build(self) -> ptx.KernelOp:
@@ -151,9 +144,10 @@ class Lowerer:
         for i, ty in enumerate(self.func.function_type.inputs.data):
             params.append((f"arg{i}", _param_kind(ty, self.func, i)))
         plan_tensor_maps(self, len(params))
-        self.a_from_shared = lower_dot_module.WGMMA_A_FROM_SHARED or bool(self.tensor_maps)
+        self.a_from_shared = self.a_smem_option or bool(self.tensor_maps)
         params += [(f"tmap{i}", "tmap") for i in range(len(self.tensor_maps))]
-        split = specialization_split(self.func) if WARP_SPECIALIZE and self.tensor_maps and self.wgmma else None
+        split = (specialization_split(self.func)
+                 if self.warp_specialize and self.tensor_maps and self.wgmma else None)
         if split is not None:
             self.producer_warps = 1
             self.tma_thread = 32 * self.num_warps
@@ -957,10 +951,12 @@ def sink_local_loads(root: Operation) -> None:
             block.insert_op_before(op, first)
 
 
-def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
-    """ttgir module -> (module of one ptx.kernel, launch metadata)."""
+def lower_to_ptx_module(module: ModuleOp, target: str, *, warp_specialize: bool = True,
+                        unroll: bool = False, a_from_shared: bool = False) -> tuple[ModuleOp, dict]:
+    """ttgir module -> (module of one ptx.kernel, launch metadata). The flags are the
+    CompileOptions fields warp_specialize, wgmma_unroll and wgmma_a_smem."""
     module = module.clone()
-    if UNROLL_WGMMA_LOOPS:
+    if unroll:
         for loop in _wgmma_loops(module):
             unroll_by_two(loop)
     if not (_uses_wgmma(module) and any(isinstance(o, ttgd.AsyncWaitOp | ttgd.WaitBarrierOp) for o in module.walk())):
@@ -972,7 +968,8 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
         raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}")
     func = funcs[0]
     num_warps = _module_int(module, "ttg.num-warps", 4)
-    lw = Lowerer(func, target, num_warps, cluster=_module_int(module, "ttg.num-ctas", 1))
+    lw = Lowerer(func, target, num_warps, cluster=_module_int(module, "ttg.num-ctas", 1),
+                 warp_specialize=warp_specialize, a_smem_option=a_from_shared)
     kernel = lw.build()
     hoist_loop_invariants(kernel)
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
@@ -994,11 +991,12 @@ def lower_to_ptx_module(module: ModuleOp, target: str) -> tuple[ModuleOp, dict]:
     return ModuleOp([kernel]), meta
 
 
-def lower_to_ptx_text(module: ModuleOp, target: str) -> tuple[str, dict]:
-    """ttgir module -> (PTX text, launch metadata: name, num_warps, threads, shared, params)."""
+def lower_to_ptx_text(module: ModuleOp, target: str, **flags: bool) -> tuple[str, dict]:
+    """ttgir module -> (PTX text, launch metadata: name, num_warps, threads, shared, params);
+    `flags` as for `lower_to_ptx_module`."""
     from sparsecc.codegen.ptx_printer import emit_ptx
 
-    pmod, meta = lower_to_ptx_module(module, target)
+    pmod, meta = lower_to_ptx_module(module, target, **flags)
     return emit_ptx(pmod), meta
 
 

@@ -22,12 +22,6 @@ from sparsecc.codegen.lower_mem import esize, smem_offset
 from sparsecc.dialects import ptx
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
-from sparsecc.switches import enabled
-
-WGMMA_A_FROM_SHARED = enabled("SPARSECC_WGMMA_A_SMEM")
-"""wgmma reads A values from shared memory through a descriptor (no ldmatrix, no A registers)
-when they are staged in a canonical K-major layout: always in kernels with TMA copies (measured
-+2-6% there), elsewhere with SPARSECC_WGMMA_A_SMEM=1 (no gain in the barrier-synchronised loop)."""
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower import Lowerer
@@ -280,7 +274,7 @@ def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta
 
     Metadata comes in registers (the per-warp mma.sp layout); A values in registers too (the
     register-A form shares that layout) or, when staged in a canonical K-major swizzled layout
-    (SPARSECC_WGMMA_A_SMEM), through a descriptor; B is read through a descriptor. Each
+    (CompileOptions.wgmma_a_smem), through a descriptor; B is read through a descriptor. Each
     warpgroup issues, per k32 step, one wgmma per m64 block it owns, then commits. Without
     `defer_wait` it waits for the group, so the accumulators are ordinary values after the
     dot. With it (a K-loop accumulation, see lower._only_feeds_next_iteration) the group stays

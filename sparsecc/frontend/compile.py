@@ -117,12 +117,20 @@ def check_args(kernel: JITFunction, signature: dict[str, str], constexprs: dict[
 
 def compile_kernel(kernel: JITFunction, signature: dict[str, str],
                    constexprs: dict[str, Any] | None = None, target: str | None = None,
-                   num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1) -> CompiledKernel:
-    """Compile one specialization of `kernel` through every stage `target` asks for."""
+                   num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
+                   **switches: bool | None) -> CompiledKernel:
+    """Compile one specialization of `kernel` through every stage `target` asks for;
+    `switches` are the code-changing CompileOptions fields (`tma=False`, ...)."""
+    options = CompileOptions.create(target=target, num_warps=num_warps, num_stages=num_stages,
+                                    num_ctas=num_ctas, **switches)
+    return compile_with_options(kernel, signature, constexprs, options)
+
+
+def compile_with_options(kernel: JITFunction, signature: dict[str, str],
+                         constexprs: dict[str, Any] | None, options: CompileOptions) -> CompiledKernel:
+    """`compile_kernel` with the options already resolved (what `kernel[grid]` launches use)."""
     arg_types, constexprs = check_args(kernel, signature, constexprs)
-    if num_ctas not in (1, 2):
-        raise ValueError(f"num_ctas must be 1 or 2 (a CTA pair), got {num_ctas}")
-    options = CompileOptions(target=target, num_warps=num_warps, num_stages=num_stages, num_ctas=num_ctas)
+    target = options.target
     runtime_sig = {n: signature[n] for n in kernel.runtime_names}
     if target is None or not cache.enabled():
         return _compile(kernel, runtime_sig, arg_types, constexprs, options)
@@ -287,6 +295,14 @@ def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:
 
 def compile(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
             target: str | None = None, num_warps: int = 4, num_stages: int = 3,  # noqa: A001
-            num_ctas: int = 1) -> CompiledKernel:
-    """`sparsecc.compile`: see `compile_kernel`."""
-    return compile_kernel(kernel, signature, constexprs, target, num_warps, num_stages, num_ctas)
+            num_ctas: int = 1, **switches: bool | None) -> CompiledKernel:
+    """Compile one specialization of `kernel`: every stage up to `target`'s cubin (none: up to
+    ttir-decomposed, what the CPU interpreter runs). `switches` are the code-changing options
+    of `sparsecc.switches` (`tma`, `warp_specialize`, `mbarriers`, `wgmma_unroll`,
+    `wgmma_a_smem`); unset ones take their SPARSECC_* environment override or default.
+
+        ck = sparsecc.compile(kernel, signature={"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16"},
+                              constexprs={"BLOCK_M": 128}, target="sm_90a", num_warps=8, tma=False)
+        print(ck.asm["ptx"])
+    """
+    return compile_kernel(kernel, signature, constexprs, target, num_warps, num_stages, num_ctas, **switches)

@@ -31,9 +31,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import sparsecc.language as tl
+from sparsecc.compiler import CompileOptions
 from sparsecc.frontend.errors import CompilationError
+from sparsecc.switches import SWITCHES
 
 _OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
+_OPTIONS = frozenset(_OPTION_DEFAULTS) | frozenset(SWITCHES)
+"""Launch keywords that are compile options, not kernel parameters (`num_warps=8`, `tma=False`)."""
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 
@@ -115,7 +119,7 @@ class JITFunction:
         self._cx_pos = tuple(n in self.constexpr_names for n in self.arg_names)
         self._key_fns: dict[int, Callable[[Sequence[Any], dict[str, Any]], Any]] = {}
         """Positional argument count -> its generated `fast_key` (see `_key_fn`)."""
-        self._fast_kw = frozenset(self.constexpr_names) | frozenset(_OPTION_DEFAULTS)
+        self._fast_kw = frozenset(self.constexpr_names) | _OPTIONS
         runtime_pos = [i for i, n in enumerate(self.arg_names) if n not in self.constexpr_names]
         self._min_args = (runtime_pos[-1] + 1) if runtime_pos else 0
         self._tree: ast.FunctionDef | None = None
@@ -241,11 +245,12 @@ class JITFunction:
 
     def run(self, grid: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
         """Specialize, compile (cached) and launch."""
-        from sparsecc.frontend.compile import compile_kernel
+        from sparsecc.frontend.compile import compile_with_options
 
         given = kwargs
         kwargs = dict(kwargs)
         options = {k: int(kwargs.pop(k, d)) for k, d in _OPTION_DEFAULTS.items()}
+        switches = {k: kwargs.pop(k) for k in SWITCHES if k in kwargs}
         named = self.bind_launch(args, kwargs)
         constexprs = {n: (v.value if isinstance(v, tl.constexpr) else v)
                       for n, v in named.items() if n in self.constexpr_names}
@@ -253,11 +258,12 @@ class JITFunction:
         signature = {n: specialize(v, n, self.__name__) for n, v in runtime.items()}
         interpret = interpret_forced() or _on_cpu(runtime.values())
         target = None if interpret else current_target()
+        compile_options = CompileOptions.create(target=target, **options, **switches)
         key = (tuple(signature.items()), tuple((k, _hashable(v)) for k, v in constexprs.items()),
-               options["num_warps"], options["num_stages"], options["num_ctas"], target)
+               compile_options)
         compiled = self.cache.get(key)
         if compiled is None:
-            compiled = compile_kernel(self, signature, constexprs, target=target, **options)
+            compiled = compile_with_options(self, signature, constexprs, compile_options)
             self.cache[key] = compiled
         meta = {**named, **constexprs, **options}
         launch_grid = normalize_grid(grid(meta) if callable(grid) else grid)
@@ -322,7 +328,7 @@ class JITFunction:
 
     def _grid_meta(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         """What a callable grid receives: every parameter by name (constexprs unwrapped) + options."""
-        named = self.bind_launch(args, {k: v for k, v in kwargs.items() if k not in _OPTION_DEFAULTS})
+        named = self.bind_launch(args, {k: v for k, v in kwargs.items() if k not in _OPTIONS})
         meta = {n: (v.value if isinstance(v, tl.constexpr) else v) for n, v in named.items()}
         for k, d in _OPTION_DEFAULTS.items():
             meta[k] = int(kwargs.get(k, d))

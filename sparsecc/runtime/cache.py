@@ -30,8 +30,6 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from sparsecc import switches
-
 __all__ = [
     "CacheEntry",
     "cache_dir",
@@ -164,16 +162,10 @@ def _canonical(x: Any) -> Any:
     return ["repr", repr(x)]
 
 
-COMPILER_SWITCHES = switches.NAMES
-"""Environment variables that change the code the compiler emits: part of every cache key."""
-
-
 def key_for(fn_source: str, signature: Mapping[str, str], constexprs: Mapping[str, Any],
             opts: Any) -> str:
-    """sha256 hex of everything that determines a compile's output."""
-    if hasattr(opts, "target") and not isinstance(opts, Mapping):
-        opts = {"target": opts.target, "num_warps": opts.num_warps, "num_stages": opts.num_stages,
-                **({"num_ctas": opts.num_ctas} if getattr(opts, "num_ctas", 1) != 1 else {})}
+    """sha256 hex of everything that determines a compile's output: every CompileOptions
+    field (the code-changing switches included, as resolved from their environment overrides)."""
     blob = json.dumps({
         "source": fn_source,
         "signature": _canonical(dict(signature)),
@@ -181,7 +173,6 @@ def key_for(fn_source: str, signature: Mapping[str, str], constexprs: Mapping[st
         "options": _canonical(opts),
         "version": _version(),
         "compiler": compiler_digest(),
-        "switches": {name: os.environ.get(name, "") for name in COMPILER_SWITCHES},
     }, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -220,17 +220,21 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
 
 
 def emit_ptx_text(module: ModuleOp) -> str:
-    """Lower a ttgir module (its `ttg.target` names the GPU) to PTX text."""
+    """Lower a ttgir module (its `ttg.target` names the GPU) to PTX text, with the lowering
+    switches at their defaults or SPARSECC_* environment overrides."""
     from xdsl.dialects.builtin import StringAttr
 
     from sparsecc.codegen.lower import lower_to_ptx_text
+    from sparsecc.compiler import CompileOptions
 
     target = module.attributes.get("ttg.target")
     if not isinstance(target, StringAttr):
         raise ToolError(Diagnostic("--emit=ptx needs ttgir: a module with a "
                                    "\"ttg.target\" attribute (run convert-tt-to-ttg first)"))
     try:
-        ptx, _ = lower_to_ptx_text(module, target.data)
+        opts = CompileOptions.create()
+        ptx, _ = lower_to_ptx_text(module, target.data, warp_specialize=opts.warp_specialize,
+                                   unroll=opts.wgmma_unroll, a_from_shared=opts.wgmma_a_smem)
     except Exception as exc:  # a lowering limit is a user-facing diagnostic, not a crash
         raise ToolError(Diagnostic(f"cannot lower to PTX: {exc}")) from None
     return ptx

@@ -58,12 +58,9 @@ def test_hints_reach_the_ir_and_survive_decomposition(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("hinted", [True, False])
 def test_analysis_proves_every_gemm_tile_aligned_only_with_hints(hinted, tmp_path, monkeypatch):
-    from sparsecc import compiler
-
     monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiler, "TMA_PIPELINE", False)  # the cp.async copies (TMA: test_tma.py)
     ck = sparsecc.compile(sparse_mm_kernel, signature=_sig(hinted), constexprs=MM, target="sm_90a",
-                          num_warps=8, num_stages=3)
+                          num_warps=8, num_stages=3, tma=False)  # the cp.async copies (TMA: test_tma.py)
     module = Parser(make_context(), ck.asm["ttgir"]).parse_module()
     func = _func(module)
     an = Divisibility(func)

@@ -12,7 +12,6 @@ from xdsl.parser import Parser
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc import compiler
 from sparsecc.codegen.lower_mem import esize
 from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass
 from sparsecc.codegen.tma import box_plan, evaluate
@@ -32,14 +31,14 @@ def _sig(hinted: bool, dtype: str = "fp16") -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
-def tma_on(tmp_path, monkeypatch):
+def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiler, "TMA_PIPELINE", True)
 
 
-def _compile(hinted: bool = True, dtype: str = "fp16", consts: dict | None = None, warps: int = 8, stages: int = 3):
+def _compile(hinted: bool = True, dtype: str = "fp16", consts: dict | None = None, warps: int = 8, stages: int = 3,
+             **switches: bool):
     return sparsecc.compile(sparse_mm_kernel, signature=_sig(hinted, dtype), constexprs=consts or MM_CONSTS,
-                            target="sm_90a", num_warps=warps, num_stages=stages)
+                            target="sm_90a", num_warps=warps, num_stages=stages, **{"tma": True} | switches)
 
 
 def _rings(ck) -> list[ttgd.MemDescType]:
@@ -140,13 +139,10 @@ def test_warp_specialized_tma_kernel(dtype):
     assert "UTMALDG.2D" in sass and "HGMMA.SP.64x128x32" in sass
 
 
-def test_without_warp_specialization_thread_0_copies(monkeypatch):
-    """SPARSECC_WARP_SPECIALIZE=0: one loop in 8 warps; thread 0 issues the boxes after the
+def test_without_warp_specialization_thread_0_copies():
+    """warp_specialize=False: one loop in 8 warps; thread 0 issues the boxes after the
     wait for the slot, between the compute steps."""
-    from sparsecc.codegen import lower
-
-    monkeypatch.setattr(lower, "WARP_SPECIALIZE", False)
-    ck = _compile()
+    ck = _compile(warp_specialize=False)
     (body,) = loop_bodies(ck.asm["ptx"])
     assert ck.metadata["threads"] == 256
     assert _count(body, "cp.async.bulk.tensor.2d") == 4 and _count(body, "wgmma.mma_async.sp") == 8

@@ -178,15 +178,12 @@ def test_autotune_candidates_start_with_the_default_and_are_distinct():
             assert len(set(cands)) == len(cands) >= 2
 
 
-def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers(monkeypatch):
-    """unroll_by_two (SPARSECC_WGMMA_UNROLL=1): two dots per trip plus a guarded last one, each
+def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers():
+    """unroll_by_two (wgmma_unroll=True): two dots per trip plus a guarded last one, each
     copy with its own fragment registers; every barrier drains the groups in flight (the slots
     they read are shared by all warpgroups), and the kernel still assembles to HGMMA.SP
     without spills."""
-    from sparsecc.codegen import lower
-
-    monkeypatch.setattr(lower, "UNROLL_WGMMA_LOOPS", True)
-    ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a")
+    ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a", unroll=True)
     _, inside, rest = first_loop(ptx)
     assert sum(ln == "wgmma.commit_group.sync.aligned;" for ln in inside) == 2
     first_frag = next(i for i, ln in enumerate(inside) if ln.startswith("ldmatrix"))
@@ -213,15 +210,12 @@ def test_unroll_by_two_keeps_the_trip_count():
         assert got == want, (lb, ub, step)
 
 
-def test_a_values_from_shared_memory_through_a_descriptor(monkeypatch):
-    """SPARSECC_WGMMA_A_SMEM=1: A values in a canonical K-major swizzled ring are read by wgmma
+def test_a_values_from_shared_memory_through_a_descriptor():
+    """wgmma_a_smem=True: A values in a canonical K-major swizzled ring are read by wgmma
     itself (an i64 descriptor operand, no ldmatrix for them); the metadata still comes in
     registers; every copy still waits for the groups reading the ring."""
-    from sparsecc.codegen import lower_dot
-
     base, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a")
-    monkeypatch.setattr(lower_dot, "WGMMA_A_FROM_SHARED", True)
-    ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a")
+    ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a", a_from_shared=True)
     lines = [ln.strip() for ln in ptx.splitlines()]
     mmas = [ln for ln in lines if ln.startswith("wgmma.mma_async.sp")]
     assert mmas and all(ln.split("}, ")[1].startswith("%rd") for ln in mmas)  # A: a descriptor
@@ -268,14 +262,11 @@ def _assert_mbarrier_protocol(body: list[str]) -> None:
 
 
 @pytest.mark.parametrize("unroll", [False, True], ids=["plain", "unrolled"])
-def test_mbarrier_pipeline_lowers_without_cta_barriers(monkeypatch, unroll):
+def test_mbarrier_pipeline_lowers_without_cta_barriers(unroll):
     """tritongpu-pipeline{mbarriers=true}: full/empty mbarriers initialised once (one thread,
     then fence + barrier), S-1 prologue arrivals, and a loop that synchronises only through
     them (GPU runs: test_gpu_sparse_mm.py::test_mbarrier_pipeline_matches_torch)."""
-    from sparsecc.codegen import lower
-
-    monkeypatch.setattr(lower, "UNROLL_WGMMA_LOOPS", unroll)
-    ptx, meta = lower_to_ptx_text(ttgir(256, 128, 128, 8, 3, mbarriers=True), "sm_90a")
+    ptx, meta = lower_to_ptx_text(ttgir(256, 128, 128, 8, 3, mbarriers=True), "sm_90a", unroll=unroll)
     before, inside, after = first_loop(ptx)
     assert sum(ln.startswith("@") and "mbarrier.init.shared::cta.b64" in ln and ln.endswith(", 256;")
                for ln in before) == 3
