@@ -21,6 +21,7 @@ import sparsecc
 import sparsecc.language as tl
 from sparsecc.passes.to_gpu import has_wgmma
 from sparsecc.runtime.launcher import ALIGNMENT
+from sparsecc.runtime.sparse_tensor import SparseTensor
 
 # The module, not the decorator: `sparsecc.frontend` exports a function named `jit`, which
 # `from sparsecc.frontend import jit` would bind instead (tests patch the module's current_target).
@@ -170,6 +171,12 @@ class MMConfig:
     num_ctas: int = 1
     """2: CTA pairs (a cluster) on vertically adjacent tiles load each B tile once between them
     (TMA multicast on sm_90a); the programs come in pairs."""
+
+    def __post_init__(self) -> None:
+        for name in ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages", "num_ctas"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"MMConfig: {name} must be a positive int, got {value!r}")
 
 
 # One m16n8k32 mma.sp step needs BLOCK_M % 16 == 0 and BLOCK_K % 32 == 0; metadata tiles need
@@ -357,6 +364,9 @@ def _check(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtyp
         raise TypeError(f"sparse_mm: dtype mismatch: A is {a.dtype} but B is {b.dtype}")
     if a.device != b.device:
         raise ValueError(f"sparse_mm: device mismatch: A is on {a.device} but B is on {b.device}")
+    if b.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"sparse_mm: operands on {b.device} are not supported (CUDA tensors run "
+                         "on the GPU, CPU tensors in the interpreter)")
     out = a.dtype if out_dtype is None else out_dtype
     allowed = (*SUPPORTED_DTYPES, torch.float32)
     if out not in allowed:
@@ -392,7 +402,7 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     `out` that starts off a 16-byte boundary are first copied (the kernel's vectors need it).
     """
     hot_key = None
-    if out is None and out_dtype is None and config is None:
+    if out is None and out_dtype is None and config is None and isinstance(b, torch.Tensor) and isinstance(a, SparseTensor):
         # Repeated calls on operands like an earlier call's (decode loops): the checks passed for
         # them already and the launch function is known; these kernels take about as long as
         # the host path, so its microseconds show.
@@ -428,6 +438,8 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
         config = _autotuned(a, b, d, plan.kmajor)
     if config is None:
         config = default_config(m, n, k, a.dtype, b.device.type, target)
+    elif not isinstance(config, MMConfig):
+        raise TypeError(f"sparse_mm: config must be a sparsecc.ops.MMConfig, got {type(config).__name__}")
     cfg = config
     if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 32:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and "

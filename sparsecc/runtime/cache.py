@@ -240,11 +240,34 @@ def _encode_body(key: str, asm: Mapping[str, str | bytes], metadata: Mapping[str
     return b"".join([len(index).to_bytes(8, "little"), index, *blobs])
 
 
+_LAUNCH_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "name": str, "target": str, "num_warps": int, "num_stages": int, "threads": int, "shared": int,
+    "cluster": int, "params": list, "tensor_maps": list, "ptxas": dict,
+}
+"""Types of the launch metadata fields a kernel's entry may hold: an entry whose field has
+another type (crafted, or from an incompatible version) is discarded like a corrupt one."""
+
+
+def _check_index(obj: Any) -> None:
+    """ValueError unless the decoded index has the shape `_encode_body` writes."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("asm"), dict) or not isinstance(obj.get("metadata"), dict):
+        raise ValueError("malformed index")
+    for where in obj["asm"].values():
+        if (not isinstance(where, list) or len(where) != 3 or where[0] not in ("text", "bytes")
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in where[1:])):
+            raise ValueError("malformed blob entry")
+    for name, kind in _LAUNCH_FIELDS.items():
+        value = obj["metadata"].get(name)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise ValueError(f"metadata field {name} has type {type(value).__name__}")
+
+
 def _decode_body(key: str, body: bytes) -> CacheEntry:
     n = int.from_bytes(body[:8], "little")
     if len(body) < 8 + n:
         raise ValueError("truncated index")
     obj = json.loads(body[8:8 + n])
+    _check_index(obj)
     if obj.get("key") != key:
         raise ValueError("entry stored under another key")
     base = 8 + n
@@ -275,8 +298,8 @@ def get(key: str) -> CacheEntry | None:
         if data[len(MAGIC) + 64:len(MAGIC) + 65] != b"\n" or hashlib.sha256(body).hexdigest().encode() != digest:
             raise ValueError("checksum mismatch")
         entry = _decode_body(key, body)
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-        _discard(path)
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
+        _discard(path)  # (RecursionError: JSON nested past Python's limit, a crafted entry)
         return None
     return entry
 
@@ -303,11 +326,22 @@ def put(key: str, entry: CacheEntry | Mapping[str, Any]) -> bool:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, _FILE_MODE)  # mkstemp's 0600 would keep a shared cache folder private
         os.replace(tmp, path)
     except OSError:
         _discard(Path(tmp))
         return False
     return True
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+"""Mode of cache entries: what `open()` would give a new file under the process's umask."""
 
 
 def cached_compile(fn_source: str, signature: Mapping[str, str], constexprs: Mapping[str, Any],

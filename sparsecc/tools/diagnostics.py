@@ -9,12 +9,15 @@ created) back to a line and column, and `format_error` renders the usual
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,18 @@ class SourceFile:
         return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
 
 
+class LinearLexer(MLIRLexer):
+    """xDSL's MLIR lexer with a string-literal pattern that fails in linear time.
+
+    xDSL matches a string literal with `"(?:[^"\\...]+|escape)*"`: a `+` inside a `*`, which
+    backtracks exponentially over an unterminated literal followed by more text on its line
+    (`%x = "aaaa... b` took 15 s at 26 characters). Matching one character per repetition
+    accepts the same literals and gives up after one pass.
+    """
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
 class LocatingParser(Parser):
     """An xDSL parser that remembers the start offset of every operation it parses.
 
@@ -58,9 +73,31 @@ class LocatingParser(Parser):
     attribute, so such errors get a line and column too.
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, ctx, text: str, name: str = "<unknown>"):
+        super().__init__(ctx, text, name)
+        self._parser_state = ParserState(LinearLexer(Input(text, name)))
         self.op_positions: dict[Operation, int] = {}
+        self._first_forward_use: dict[str, Span] = {}
+
+    def resolve_operand(self, operand, type):  # noqa: A002 - xDSL's parameter name
+        name = operand.operand_name
+        if name not in self.ssa_values:
+            self._first_forward_use.setdefault(name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True):
+        """xDSL reports values never defined at the end of the input; point at the first use."""
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as exc:
+            if not exc.msg.startswith("values used but not defined") or not self.forward_ssa_references:
+                raise
+            name = next(iter(self.forward_ssa_references))
+            span = self._first_forward_use.get(name)
+            if span is None:
+                raise
+            raise ParseError(span, f"use of undefined value '%{name}' (a value defined inside a "
+                                   "region is visible only in that region)") from None
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
@@ -70,6 +107,10 @@ class LocatingParser(Parser):
             raise self._verify_to_parse_error(exc, start) from None
         except ParseError as exc:
             raise self._at_op_name(exc, start) from None
+        except OverflowError as exc:  # a literal that its type cannot hold (1.0e39 : f32)
+            end = max(start + 1, self._current_token.span.start)
+            raise ParseError(Span(start, end, self.lexer.input),
+                             f"a literal does not fit its type: {exc}") from None
         self.op_positions[op] = start
         return op
 

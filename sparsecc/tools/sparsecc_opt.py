@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from io import StringIO
 
@@ -20,7 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ParseError
+from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from sparsecc.tools.diagnostics import (
     Diagnostic,
@@ -30,8 +32,15 @@ from sparsecc.tools.diagnostics import (
     format_error,
     locate,
 )
+from sparsecc.tools.ir_checks import first_structural_error
 
 PROG = "sparsecc-opt"
+MAX_NESTING = 1000
+"""Nesting depth (regions and attributes) the parser and passes are given stack for."""
+BUG_REPORT = ("this is a bug in sparsecc, not in the input: please report it with the input "
+              "file and command line (SPARSECC_DEBUG=1 prints the traceback)")
+USER_ERRORS: tuple[type[BaseException], ...] = (DiagnosticException, ValueError)
+"""What a pass raises for IR it rejects: anything else escaping a pass is an internal error."""
 
 
 class ToolError(Exception):
@@ -81,14 +90,34 @@ def print_module(module: ModuleOp, generic: bool) -> str:
     return out.getvalue() + "\n"
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _read_input(path: str) -> SourceFile:
-    if path == "-":
-        return SourceFile("<stdin>", sys.stdin.read())
+    """The input as text: a UTF-8 byte-order mark is skipped; invalid UTF-8 and NUL bytes are
+    errors at their line and column."""
+    name = "<stdin>" if path == "-" else path
     try:
-        with open(path, encoding="utf-8") as f:
-            return SourceFile(path, f.read())
-    except (OSError, UnicodeDecodeError) as exc:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError as exc:
         raise ToolError(Diagnostic(f"cannot read input: {exc}")) from None
+    data = data.removeprefix(_BOM)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = SourceFile(name, data[: exc.start].decode("utf-8"))
+        line, col = good.line_col(len(good.text))
+        raise ToolError(Diagnostic(f"invalid UTF-8 byte 0x{data[exc.start]:02x} in the input",
+                                   line, col)) from None
+    src = SourceFile(name, text)
+    nul = text.find("\0")
+    if nul >= 0:
+        raise ToolError(Diagnostic("NUL byte in the input", *src.line_col(nul)))
+    return src
 
 
 def parse_source(ctx: Context, src: SourceFile) -> tuple[ModuleOp, dict]:
@@ -99,10 +128,28 @@ def parse_source(ctx: Context, src: SourceFile) -> tuple[ModuleOp, dict]:
     except ParseError as exc:
         line, col = src.line_col(exc.span.start)
         raise ToolError(Diagnostic(exc.msg, line, col)) from None
-    except Exception as exc:  # noqa: BLE001 - dialect parsers raise all sorts
-        raise ToolError(Diagnostic(_describe(exc))) from None
+    except RecursionError:
+        raise ToolError(too_deep(src)) from None
+    problem = first_structural_error(module)
+    if problem is not None:
+        op, message = problem
+        raise ToolError(_at(op, f"'{op.name}' op {message}", parser.op_positions, src))
     verify_module(module, parser.op_positions, src, after=None)
     return module, parser.op_positions
+
+
+def too_deep(src: SourceFile) -> Diagnostic:
+    """The error for input nested past the recursion limit, at its deepest `{`."""
+    depth, deepest, at = 0, 0, 0
+    for i, ch in enumerate(src.text):
+        if ch == "{":
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, i
+        elif ch == "}":
+            depth -= 1
+    return Diagnostic(f"the input nests regions too deeply ({deepest} levels of braces; "
+                      f"sparsecc-opt handles about {MAX_NESTING})", *src.line_col(at))
 
 
 def verify_module(module: ModuleOp, positions: dict, src: SourceFile, after: str | None) -> None:
@@ -169,13 +216,36 @@ def run_pipeline(
             _dump(f"Before {name}", module, args.print_op_generic)
         try:
             pass_.apply(ctx, module)
-        except Exception as exc:  # noqa: BLE001 - passes raise Verify/Diagnostic/ValueError
+        except RecursionError:
+            raise ToolError(too_deep(src)) from None
+        except Exception as exc:  # noqa: BLE001 - sorted into user and internal errors below
             op = getattr(exc, "op", None)
             message = _describe(exc)
+            if not isinstance(exc, _user_errors()):
+                _debug_traceback()
+                message = f"internal error in pass '{name}': {type(exc).__name__}: {message} ({BUG_REPORT})"
+                raise ToolError(_at(op, message, positions, src)) from None
             raise ToolError(_at(op, f"pass '{name}' failed: {message}", positions, src)) from None
         if args.print_ir_after_all:
             _dump(f"After {name}", module, args.print_op_generic)
         verify_module(module, positions, src, after=name)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The exception classes passes and the lowering raise for input they reject."""
+    from sparsecc.codegen.layouts import LayoutError
+    from sparsecc.codegen.lower_base import LoweringError
+    from sparsecc.codegen.ptx_printer import PtxEmitError
+
+    return (*USER_ERRORS, LoweringError, LayoutError, PtxEmitError)
+
+
+def _debug_traceback() -> None:
+    """With SPARSECC_DEBUG=1, the traceback of the exception being handled (for bug reports)."""
+    if os.environ.get("SPARSECC_DEBUG", "").strip() not in ("", "0"):
+        import traceback
+
+        traceback.print_exc()
 
 
 def _dump(what: str, module: ModuleOp, generic: bool) -> None:
@@ -185,24 +255,78 @@ def _dump(what: str, module: ModuleOp, generic: bool) -> None:
 
 
 def write_output(path: str, text: str) -> None:
-    """stdout, or atomically to a file: a temp file beside it, then os.replace."""
+    """Write the result like `mlir-opt -o`: to stdout for '-'; through a symbolic link to the
+    file it names; straight into a device node or FIFO (`/dev/null`); and a regular file is
+    replaced atomically (a temporary file beside it, then a rename) keeping its permission
+    bits, so a failed write leaves the old output whole. A file without write permission is
+    not replaced."""
     if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_stdout(text)
         return
-    directory = os.path.dirname(os.path.abspath(path))
+    target = os.path.realpath(path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise ToolError(Diagnostic(f"cannot write output '{path}': {exc.strerror}")) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(Diagnostic(f"cannot write output '{path}': it is a directory"))
+        try:
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise ToolError(Diagnostic(f"cannot write output '{path}': {exc.strerror}")) from None
+        return
+    if st is not None and not st.st_mode & stat.S_IWUSR:
+        raise ToolError(Diagnostic(f"cannot write output '{path}': the file is read-only"))
+    _replace_atomically(path, target, text, st)
+
+
+def _replace_atomically(path: str, target: str, text: str, old: os.stat_result | None) -> None:
+    directory = os.path.dirname(target)
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".sparsecc-opt-", suffix=".tmp")
     except OSError as exc:
-        raise ToolError(Diagnostic(f"cannot write output '{path}': {exc}")) from None
+        raise ToolError(Diagnostic(f"cannot write output '{path}': {exc.strerror}")) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(tmp, path)
+        if old is not None:
+            os.chmod(tmp, stat.S_IMODE(old.st_mode))
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
     except OSError as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise ToolError(Diagnostic(f"cannot write output '{path}': {exc}")) from None
+        raise ToolError(Diagnostic(f"cannot write output '{path}': {exc.strerror}")) from None
+
+
+def _write_stdout(text: str) -> None:
+    """stdout; a full disk or closed pipe is an error message, not a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        raise ToolError(Diagnostic("cannot write output: the reader closed the pipe")) from None
+    except OSError as exc:
+        _silence_stdout()
+        raise ToolError(Diagnostic(f"cannot write output: {exc.strerror}")) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
@@ -303,8 +427,15 @@ def process(src: SourceFile, args: argparse.Namespace) -> tuple[str | None, int]
             return None, check_diagnostics(src, [exc.diag])
         sys.stderr.write(format_error(src, exc.diag))
         return None, 1
+    except RecursionError:
+        diag = too_deep(src)
+        if args.verify_diagnostics:
+            return None, check_diagnostics(src, [diag])
+        sys.stderr.write(format_error(src, diag))
+        return None, 1
     except Exception as exc:  # noqa: BLE001 - last resort: still no traceback for users
-        diag = Diagnostic(f"internal error: {type(exc).__name__}: {_describe(exc)}")
+        _debug_traceback()
+        diag = Diagnostic(f"internal error: {type(exc).__name__}: {_describe(exc)} ({BUG_REPORT})")
         if args.verify_diagnostics:
             return None, check_diagnostics(src, [diag])
         sys.stderr.write(format_error(src, diag))
@@ -317,11 +448,44 @@ def process(src: SourceFile, args: argparse.Namespace) -> tuple[str | None, int]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the tool on a thread with stack for `MAX_NESTING` levels of nested regions (the
+    parser, verifier and printer recurse once per level, a few frames each)."""
+    result: list[int] = []
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 40 * MAX_NESTING))
+    stack = threading.stack_size(512 << 20)
+    try:
+        worker = threading.Thread(target=lambda: result.append(_guarded_main(argv)), name=PROG)
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(stack)
+        sys.setrecursionlimit(old_limit)
+    return result[0]
+
+
+def _guarded_main(argv: list[str] | None) -> int:
+    """`_main`, with whatever escapes it reported as an internal error (never a traceback)."""
+    try:
+        return _main(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a bad flag (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        _debug_traceback()
+        sys.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {_describe(exc)} ({BUG_REPORT})\n")
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_arg_parser().parse_args(argv)
     if args.list_passes:
         from sparsecc.passes import get_all_passes
 
-        sys.stdout.write("".join(f"{name}\n" for name in sorted(get_all_passes())))
+        try:
+            _write_stdout("".join(f"{name}\n" for name in sorted(get_all_passes())))
+        except ToolError as exc:
+            sys.stderr.write(format_error(SourceFile(PROG, ""), exc.diag))
+            return 1
         return 0
     src = SourceFile(args.input if args.input != "-" else "<stdin>", "")
     try:

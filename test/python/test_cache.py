@@ -294,3 +294,38 @@ def test_real_kernel_ttir_round_trips():
 def test_every_compiler_switch_is_part_of_the_key(name):
     flipped = replace(OPTS, **{name: not getattr(OPTS, name)})
     assert cache.key_for(SRC, SIG, CONST, flipped) != cache.key_for(SRC, SIG, CONST, OPTS)
+
+
+def test_entries_are_readable_by_the_group_and_others(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))
+    key = cache.key_for(SRC, SIG, CONST, OPTS)
+    assert cache.put(key, {"asm": {"ptx": "x"}, "metadata": {}})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (cache._path(key).stat().st_mode & 0o777) == 0o666 & ~umask  # not mkstemp's 0600
+
+
+def _forge(key: str, index: bytes) -> bytes:
+    """An entry with a valid checksum around an arbitrary index (what an attacker could write)."""
+    import hashlib
+
+    body = len(index).to_bytes(8, "little") + index
+    return cache.MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+@pytest.mark.parametrize("index", [
+    b"[" * 100000 + b"]" * 100000,  # nested past Python's recursion limit
+    b'{"key": "K", "asm": {"ptx": ["text", -5, 1]}, "metadata": {}}',
+    b'{"key": "K", "asm": {"ptx": ["text", 0, 0]}, "metadata": {"threads": "many"}}',
+    b'{"key": "K", "asm": {"ptx": ["text", 0, 0]}, "metadata": {"params": {"a": 1}}}',
+    b'{"key": "K", "asm": [], "metadata": {}}',
+    b'{"key": "K", "asm": {"ptx": ["text", 0]}, "metadata": {}}',
+    b'"just a string"',
+])
+def test_forged_entries_with_a_valid_checksum_are_discarded(tmp_path, monkeypatch, index):
+    monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))
+    key = cache.key_for(SRC, SIG, CONST, OPTS)
+    path = cache._path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(_forge(key, index.replace(b'"K"', f'"{key}"'.encode())))
+    assert cache.get(key) is None and not path.exists()
