@@ -1,0 +1,291 @@
+"""Fuzz targets: what sparsecc must do with any input, and the strategies that make inputs.
+
+Four areas, each a function that runs one generated case and sorts its outcome:
+
+    cli        mutated lit inputs through sparsecc-opt (parse, verify, the file's own passes)
+    parser     random token soup through the IR parser alone
+    frontend   generated Triton-style kernels through `sparsecc.compile` (no target: the
+               frontend and decompose-sparse-tensors) and, where they compile, the interpreter
+    compress   random tensors through `prune_2to4`, `compress` and `to_dense`
+
+Outcomes: `accepted`, `clean error` (a user error that names its place: file:line:col for IR
+and kernels, the offending group or dtype for tensors), `unlocated error` (a user error
+without a place: counted, not a failure), `crash` (any other exception, or an error calling
+itself internal: a bug). `test_fuzz.py` runs them with hypothesis; `OUTCOMES` counts what a run
+saw, for the table in bench/results/fuzz-current.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import sys
+import tempfile
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import torch
+from hypothesis import strategies as st
+
+REPO = Path(__file__).resolve().parents[2]
+LIT = REPO / "test" / "lit"
+OUTCOMES: Counter[tuple[str, str]] = Counter()
+"""(area, outcome) -> count over the run."""
+
+
+class Crash(AssertionError):
+    """A fuzz case ended in an internal error: a bug to fix and keep as a regression test."""
+
+
+def record(area: str, outcome: str, detail: str = "") -> str:
+    OUTCOMES[(area, outcome)] += 1
+    if outcome == "crash":
+        raise Crash(f"{area}: {detail}")
+    return outcome
+
+
+# ---------------------------------------------------------------------------------- cli
+
+
+def _pipeline_of(text: str) -> str:
+    m = re.search(r'RUN:.*?sparsecc-opt %s(?:.*?-p (?:"([^"]*)"|(\S+)))?', text)
+    return "" if m is None else (m.group(1) or m.group(2) or "")
+
+
+def _corpus() -> list[tuple[str, str]]:
+    """(text, pipeline) of every lit input (each `// -----` chunk on its own)."""
+    out = []
+    for path in sorted(LIT.rglob("*.mlir")):
+        text = path.read_text()
+        pipeline = _pipeline_of(text)
+        for chunk in re.split(r"^// -----\s*$", text, flags=re.MULTILINE):
+            if "builtin.module" in chunk or "tt.func" in chunk:
+                out.append((chunk, pipeline))
+    return out
+
+
+CORPUS = _corpus()
+_TOKEN = re.compile(r"%[\w.]+|@\w+|#[\w.]+|!?[\w.]+|\d+|[^\s\w]")
+TOKENS = sorted({t for text, _ in CORPUS for t in _TOKEN.findall(text)})
+
+
+@st.composite
+def mutated_ir(draw: st.DrawFn) -> tuple[str, str]:
+    """A lit input with up to four edits: a span deleted, a line duplicated or moved, a token
+    replaced by another from the corpus, a character inserted, the text truncated."""
+    text, pipeline = draw(st.sampled_from(CORPUS))
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["delete", "dup-line", "swap-lines", "token", "char", "truncate"]))
+        n = len(text)
+        if n == 0:
+            break
+        at = draw(st.integers(0, n - 1))
+        lines = text.split("\n")
+        if kind == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 40)):]
+        elif kind == "dup-line":
+            i = draw(st.integers(0, len(lines) - 1))
+            text = "\n".join(lines[:i + 1] + [lines[i]] + lines[i + 1:])
+        elif kind == "swap-lines":
+            i, j = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+            text = "\n".join(lines)
+        elif kind == "token":
+            matches = list(_TOKEN.finditer(text))
+            m = matches[draw(st.integers(0, len(matches) - 1))]
+            text = text[:m.start()] + draw(st.sampled_from(TOKENS)) + text[m.end():]
+        elif kind == "char":
+            text = text[:at] + draw(st.sampled_from(list('{}()[]<>%@#!":=,-0123456789x\n "\\'))) + text[at:]
+        else:
+            text = text[:at]
+    return text, pipeline
+
+
+def run_cli(text: str, pipeline: str, area: str = "cli") -> str:
+    """One sparsecc-opt run in-process (parse, verify, the pipeline, --emit ptx where the file's
+    pipeline ends in ttgir), classified."""
+    from sparsecc.tools import sparsecc_opt
+    from sparsecc.tools.diagnostics import SourceFile
+
+    args = sparsecc_opt.build_arg_parser().parse_args(["-", "-p", pipeline])
+    try:
+        sparsecc_opt.compile_source(SourceFile("fuzz.mlir", text), args)
+    except sparsecc_opt.ToolError as exc:
+        diag = exc.diag
+        if "internal error" in diag.message:
+            return record(area, "crash", f"{diag.message}\n--- input ---\n{text}")
+        if diag.line is None and os.environ.get("SPARSECC_FUZZ_SHOW_UNLOCATED"):
+            sys.stderr.write(f"unlocated: {diag.message}\n")
+        return record(area, "clean error" if diag.line is not None else "unlocated error")
+    except RecursionError:
+        return record(area, "crash", f"RecursionError\n--- input ---\n{text}")
+    except Exception as exc:  # noqa: BLE001 - anything escaping compile_source is a bug
+        return record(area, "crash", f"{type(exc).__name__}: {exc}\n--- input ---\n{text}")
+    return record(area, "accepted")
+
+
+@st.composite
+def token_soup(draw: st.DrawFn) -> str:
+    """Corpus tokens in random order, inside a module: exercises every parser error path."""
+    words = draw(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=30))
+    return "builtin.module {\n  " + " ".join(words) + "\n}\n"
+
+
+# ---------------------------------------------------------------------------------- frontend
+
+_EXPRS = {
+    "load": "tl.load({p} + offs, mask=offs < n, other=0.0)",
+    "arange": "tl.arange(0, {b})",
+    "where": "tl.where(offs < n, x, -x)",
+    "max": "tl.maximum(x, x * 2.0)",
+    "sum": "tl.sum(x, axis=0)",
+    "cast": "x.to(tl.{dt})",
+    "full": "tl.full(({b},), {c}, tl.float32)",
+    "zeros": "tl.zeros(({b},), dtype=tl.float32)",
+}
+
+
+@st.composite
+def kernel_source(draw: st.DrawFn) -> tuple[str, dict, dict]:
+    """An elementwise kernel with random statements (some ill-typed on purpose) or a sparse
+    dot kernel with random tile sizes (some the compiler must refuse): source, signature,
+    constexprs."""
+    if draw(st.booleans()):
+        block = draw(st.sampled_from([1, 4, 10, 16, 64, 256]))
+        body = ["offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+                "x = tl.load(X + offs, mask=offs < n, other=0.0)"]
+        for _ in range(draw(st.integers(0, 4))):
+            key = draw(st.sampled_from(sorted(_EXPRS)))
+            expr = _EXPRS[key].format(p=draw(st.sampled_from(["X", "Y", "Z", "n"])), b=draw(st.sampled_from(
+                ["BLOCK", "8", "10"])), dt=draw(st.sampled_from(["float16", "int32", "bfloat16"])),
+                c=draw(st.sampled_from(["0.5", "1", "n"])))
+            body.append(f"{draw(st.sampled_from(['x', 'y', 'x']))} = {expr}")
+        body.append("tl.store(Z + offs, x, mask=offs < n)")
+        src = "def kernel(X, Y, Z, n, BLOCK: tl.constexpr):\n" + textwrap.indent("\n".join(body), "    ")
+        sig = {"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "n": "i32"}
+        return src, sig, {"BLOCK": block}
+    bm, bn, bk = (draw(st.sampled_from(v)) for v in ([16, 24, 32, 48, 64], [8, 16, 32], [16, 32, 64, 128]))
+    dtype = draw(st.sampled_from(["fp16", "bf16", "fp32", "i8"]))
+    order = draw(st.sampled_from(["(1, 0)", "(0, 1)"]))
+    src = textwrap.dedent(f"""\
+        def kernel(D, A, B, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+            a = tl.make_block_ptr(A, shape=(BLOCK_M, BLOCK_K), strides=(BLOCK_K, 1), offsets=(0, 0),
+                                  block_shape=(BLOCK_M, BLOCK_K), order={order})
+            b = tl.make_block_ptr(B, shape=(BLOCK_K, BLOCK_N), strides=(BLOCK_N, 1), offsets=(0, 0),
+                                  block_shape=(BLOCK_K, BLOCK_N), order=(1, 0))
+            d = tl.make_block_ptr(D, shape=(BLOCK_M, BLOCK_N), strides=(BLOCK_N, 1), offsets=(0, 0),
+                                  block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+            tl.store(d, tl.dot(tl.load(a), tl.load(b)).to(tl.float16))
+        """)
+    sig = {"D": "*fp16", "A": f"*{dtype}:NV24", "B": f"*{dtype}"}
+    return src, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+
+
+def _load_kernel(src: str):
+    path = Path(tempfile.mkdtemp(prefix="sparsecc-fuzz-")) / "fuzz_kernel.py"
+    path.write_text("import sparsecc\nimport sparsecc.language as tl\n\n\n@sparsecc.jit\n" + src + "\n")
+    spec = importlib.util.spec_from_file_location(f"fuzz_kernel_{abs(hash(src))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.kernel, path
+
+
+def run_frontend(src: str, sig: dict, consts: dict) -> str:
+    """Compile a generated kernel; a CompilationError must name the kernel's file and line."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    import sparsecc
+
+    kernel, path = _load_kernel(src)
+    try:
+        sparsecc.compile(kernel, signature=sig, constexprs=consts)
+    except (sparsecc.CompilationError, DiagnosticException, ValueError, TypeError) as exc:
+        if "internal" in str(exc).lower():
+            return record("frontend", "crash", f"{exc}\n--- kernel ---\n{src}")
+        located = f"{path.name}:" in str(exc) or f"{path}:" in str(exc)
+        return record("frontend", "clean error" if located else "unlocated error")
+    except Exception as exc:  # noqa: BLE001 - anything else is a bug
+        return record("frontend", "crash", f"{type(exc).__name__}: {exc}\n--- kernel ---\n{src}\n{sig} {consts}")
+    return record("frontend", "accepted")
+
+
+# ---------------------------------------------------------------------------------- compress
+
+_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int32, torch.bool]
+
+
+@st.composite
+def dense_matrix(draw: st.DrawFn) -> torch.Tensor:
+    """Random 0-3-D tensors of many dtypes: 2:4 ones, dense ones, NaN, empty, ragged K."""
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    if draw(st.booleans()):  # plausible: 2-D, K a multiple of 16, a 2:4 dtype, often pruned
+        dims, shape = 2, (draw(st.integers(1, 40)), 16 * draw(st.integers(1, 4)))
+        dtype = draw(st.sampled_from([torch.float16, torch.bfloat16]))
+    else:
+        dims = draw(st.integers(0, 3))
+        shape = tuple(draw(st.integers(0, 40)) for _ in range(dims))
+        dtype = draw(st.sampled_from(_DTYPES))
+    x = torch.randn(shape, generator=gen) * 4
+    if dims == 2 and draw(st.booleans()) and shape[1] % 4 == 0 and shape[0] > 0:
+        keep = torch.rand(shape, generator=gen).view(shape[0], -1, 4).argsort(-1) < 2
+        x = x * keep.view(shape)
+    if draw(st.booleans()) and x.numel():
+        x.view(-1)[draw(st.integers(0, x.numel() - 1))] = float("nan")
+    return x.to(dtype) if dtype.is_floating_point else x.round().clamp(-100, 100).to(dtype)
+
+
+def run_compress(x: torch.Tensor) -> str:
+    """prune_2to4 then compress round-trips; compress of arbitrary data is a clean error or a
+    round trip. An error must name its problem (dtype, shape, or the offending group)."""
+    import sparsecc
+
+    try:
+        s = sparsecc.compress(x)
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+        named = any(w in message for w in ("dtype", "shape", "group", "row", "multiple", "2-D", "empty", "Tensor"))
+        return record("compress", "clean error" if named else "unlocated error")
+    except Exception as exc:  # noqa: BLE001
+        return record("compress", "crash", f"{type(exc).__name__}: {exc} for {x.dtype} {tuple(x.shape)}")
+    back = s.to_dense()
+    if not torch.equal(torch.nan_to_num(back), torch.nan_to_num(x)) or back.dtype != x.dtype:
+        return record("compress", "crash", f"round trip changed a {x.dtype} {tuple(x.shape)} tensor")
+    return record("compress", "accepted")
+
+
+# ---------------------------------------------------------------------------------- report
+
+
+def table() -> str:
+    """The outcome counts as a markdown table, one row per area."""
+    kinds = ["accepted", "clean error", "unlocated error", "crash"]
+    rows = ["| area | cases | " + " | ".join(kinds) + " |", "|---|---" + "|---" * len(kinds) + "|"]
+    for area in ("cli", "parser", "frontend", "compress"):
+        counts = [OUTCOMES[(area, k)] for k in kinds]
+        if sum(counts):
+            rows.append(f"| {area} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def main() -> int:
+    """The long run: `python test/python/fuzz_targets.py --examples 2000 [--out FILE]`."""
+    import pytest
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--examples", type=int, default=2000, help="cases per area")
+    ap.add_argument("--out", type=Path, help="write the outcome table (markdown) here")
+    ns = ap.parse_args()
+    os.environ["SPARSECC_FUZZ_EXAMPLES"] = str(ns.examples)
+    if ns.out:
+        os.environ["SPARSECC_FUZZ_REPORT"] = str(ns.out.resolve())
+    return pytest.main([str(Path(__file__).with_name("test_fuzz.py")), "-q", "-p", "no:cacheprovider"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["CORPUS", "OUTCOMES", "Crash", "dense_matrix", "kernel_source", "mutated_ir", "run_cli",
+           "run_compress", "run_frontend", "table", "token_soup"]

@@ -1,0 +1,100 @@
+"""Fuzzing with hypothesis: generated and mutated input never crashes sparsecc (see
+fuzz_targets.py for the areas and what counts as a crash).
+
+In CI each area runs a few dozen derandomized cases (seconds). The long run, which writes the
+outcome table:
+
+    python test/python/fuzz_targets.py --examples 2000 --out bench/results/fuzz-current.md
+
+Every crash a run finds becomes a case in REGRESSIONS below (or a test of its own) with its fix.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from fuzz_targets import (
+    CORPUS,
+    dense_matrix,
+    kernel_source,
+    mutated_ir,
+    run_cli,
+    run_compress,
+    run_frontend,
+    table,
+    token_soup,
+)
+from hypothesis import HealthCheck, given, settings
+
+EXAMPLES = int(os.environ.get("SPARSECC_FUZZ_EXAMPLES", "0") or 0)
+LONG = EXAMPLES > 0
+
+
+def _settings(short: int) -> settings:
+    return settings(max_examples=EXAMPLES or short, deadline=None, derandomize=not LONG, database=None,
+                    suppress_health_check=list(HealthCheck), print_blob=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report():
+    yield
+    out = os.environ.get("SPARSECC_FUZZ_REPORT")
+    if out:
+        with open(out, "w") as f:
+            f.write("# Fuzzing outcomes\n\n"
+                    f"`python test/python/fuzz_targets.py --examples {EXAMPLES}`: cases per area and how "
+                    "each ended (fuzz_targets.py defines the outcomes; a crash fails the run).\n\n" + table())
+
+
+@_settings(40)
+@given(mutated_ir())
+def test_fuzz_cli_on_mutated_lit_inputs(case):
+    run_cli(*case)
+
+
+@_settings(40)
+@given(token_soup())
+def test_fuzz_parser_on_token_soup(text):
+    run_cli(text, "", area="parser")
+
+
+@_settings(15)
+@given(kernel_source())
+def test_fuzz_frontend_on_generated_kernels(case):
+    run_frontend(*case)
+
+
+@_settings(40)
+@given(dense_matrix())
+def test_fuzz_compress_on_random_tensors(x):
+    run_compress(x)
+
+
+def test_corpus_covers_every_lit_folder():
+    assert len(CORPUS) >= 40
+
+
+REGRESSIONS = [
+    # (input, pipeline): crashes a fuzz run found, kept with their fixes
+    ('%x = "' + "a" * 40 + " b\n", ""),  # exponential backtracking in xDSL's string-literal regex
+    ("builtin.module {\n  tt.func public @k(%n: i32) {\n    %c0 = arith.constant 0 : i32\n"
+     "    scf.for %i = %c0 to %n step %s : i32 {\n      %s = arith.constant 1 : i32\n    }\n"
+     "    tt.return\n  }\n}\n", ""),  # a loop step defined in its own body
+    ("builtin.module {\n  %c = arith.constant 1.0e39 : f32\n}\n", ""),  # OverflowError while parsing
+    ('builtin.module {\n  tt.func public @k(%A: !tt.ptr<f16, #tt.sparse<"NV24">>, %c: i1) {\n'
+     "    %r = scf.if %c -> (i32) {\n      %a = arith.constant 1 : i32\n    } else {\n"
+     "      %b = arith.constant 2 : i32\n      scf.yield %b : i32\n    }\n    tt.return\n  }\n}\n",
+     "decompose-sparse-tensors"),  # StopIteration in the pass: a branch without its yield
+]
+
+
+@pytest.mark.parametrize("text, pipeline", REGRESSIONS)
+def test_fuzz_regressions_are_clean_errors(text, pipeline):
+    assert run_cli(text, pipeline, area="regression") == "clean error"
+
+
+def test_compress_regressions():
+    assert run_compress(torch.zeros(0, 16, dtype=torch.float16)) == "clean error"
+    assert run_compress(torch.ones(4, 4, dtype=torch.int8)) == "clean error"
