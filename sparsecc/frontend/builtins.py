@@ -54,11 +54,15 @@ def _dtype(x: Any, what: str = "dtype") -> tl.dtype:
     raise SemanticError(f"{what} must be a tl dtype such as tl.float16, got {sem.py_desc(x)}")
 
 
-def _shape(x: Any) -> tuple[int, ...]:
-    dims = _ints(x, "shape")
+def _shape(x: Any, what: str = "shape") -> tuple[int, ...]:
+    """A tensor or block shape: positive powers of two, as in Triton (layouts tile by them)."""
+    dims = _ints(x, what)
     for d in dims:
         if d <= 0:
-            raise SemanticError(f"shape dimensions must be positive, got {list(dims)}")
+            raise SemanticError(f"{what} dimensions must be positive, got {list(dims)}")
+        if d & (d - 1):
+            raise SemanticError(f"{what} dimensions must be powers of two, got {list(dims)} "
+                                f"(as in Triton: pad to {1 << (d - 1).bit_length()} and mask)")
     return dims
 
 
@@ -89,6 +93,9 @@ def arange(em: Emitter, start: Any, end: Any) -> Any:
     s, e = _int(start, "tl.arange start"), _int(end, "tl.arange end")
     if e <= s:
         raise SemanticError(f"tl.arange end ({e}) must be greater than start ({s})")
+    if (e - s) & (e - s - 1):
+        raise SemanticError(f"tl.arange's range must be a power of two, got {e - s} ({s}..{e}; "
+                            f"as in Triton: use tl.arange(0, {1 << (e - s - 1).bit_length()}) and a mask)")
     return em.value(tt.MakeRangeOp(s, e))
 
 
@@ -129,7 +136,7 @@ def make_block_ptr(em: Emitter, base: Any, shape: Any, strides: Any, offsets: An
     if not isinstance(b.type, PointerType) or b.type.is_block:
         raise SemanticError(
             f"tl.make_block_ptr's base must be a pointer argument, got {describe(b.type)}")
-    block = _shape(block_shape)
+    block = _shape(block_shape, "block_shape")
     rank = len(block)
     parts = {"shape": _seq(shape, "shape"), "strides": _seq(strides, "strides"),
              "offsets": _seq(offsets, "offsets"), "order": _ints(order, "order")}

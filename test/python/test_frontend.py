@@ -550,6 +550,32 @@ def test_error_shape_mismatch():
     assert_at(compile_error(bad, {"X": "*i32"}), bad, "a + b", "shapes [16] and [8] cannot be broadcast")
 
 
+def test_error_shapes_that_are_not_powers_of_two():
+    # Triton's rule; the GPU layouts tile by powers of two, so the interpreter must refuse them too
+    @sparsecc.jit
+    def bad_range(X):
+        tl.store(X + tl.arange(0, 10), 1)
+
+    assert_at(compile_error(bad_range, {"X": "*i32"}), bad_range, "tl.arange(0, 10)",
+              "tl.arange's range must be a power of two, got 10")
+
+    @sparsecc.jit
+    def bad_zeros(X):
+        tl.store(X + tl.arange(0, 8), tl.zeros((6,), tl.int32))
+
+    assert_at(compile_error(bad_zeros, {"X": "*i32"}), bad_zeros, "tl.zeros((6,), tl.int32)",
+              "shape dimensions must be powers of two, got [6]")
+
+    @sparsecc.jit
+    def bad_tile(A, BLOCK_M: tl.constexpr):
+        p = tl.make_block_ptr(A, shape=(BLOCK_M, 64), strides=(64, 1), offsets=(0, 0),
+                              block_shape=(BLOCK_M, 64), order=(1, 0))
+        tl.store(p, tl.load(p))
+
+    assert_at(compile_error(bad_tile, {"A": "*fp16"}, {"BLOCK_M": 48}), bad_tile, "tl.make_block_ptr(",
+              "block_shape dimensions must be powers of two, got [48, 64]")
+
+
 def test_error_wrong_arg_count_in_jit_call():
     @sparsecc.jit
     def bad(X):
