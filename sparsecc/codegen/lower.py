@@ -1,7 +1,7 @@
 """ttgir -> `ptx` dialect -> PTX text: `lower_to_ptx_text(module, target)`.
 
 One `tt.func` becomes one `ptx.kernel`. Values are lowered per thread (lower_base.py): a
-distributed tensor is the list of registers its layout gives this thread (layouts.py), dot
+distributed tensor is the list of registers its layout gives this thread (analysis/layouts.py), dot
 operands are mma fragments, block pointers are their scalar fields, shared buffers are 32-bit
 shared addresses into one dynamic `smem` array planned statically here. Memory ops live in
 lower_mem.py, ldmatrix/mma in lower_dot.py.
@@ -36,8 +36,14 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from sparsecc.codegen.divisibility import Divisibility
-from sparsecc.codegen.layouts import DistLayout, LayoutError, distributed
+from sparsecc.analysis.divisibility import Divisibility
+from sparsecc.analysis.kloops import accumulation_chains as _accumulation_chains
+from sparsecc.analysis.kloops import only_feeds_next_iteration as _only_feeds_next_iteration
+from sparsecc.analysis.kloops import reads_wgmma_result as _reads_wgmma_result
+from sparsecc.analysis.kloops import uses_wgmma as _uses_wgmma
+from sparsecc.analysis.kloops import wgmma_loops as _wgmma_loops
+from sparsecc.analysis.kloops import zero_restart as _zero_restart
+from sparsecc.analysis.layouts import DistLayout, LayoutError, distributed
 from sparsecc.codegen.lower_async import (
     lower_barrier_op,
     lower_specialized,
@@ -732,17 +738,6 @@ class Lowerer:
             pos += n
 
 
-def _wgmma_loops(root: Operation) -> list[scf.ForOp]:
-    """scf.for loops whose body accumulates with a deferred wgmma dot (one per body)."""
-    out = []
-    for op in root.walk():
-        if isinstance(op, scf.ForOp):
-            chains = _accumulation_chains(op)
-            if len(chains) == 1 and len(chains[0]) == 1 and _uses_wgmma(chains[0][0]):
-                out.append(op)
-    return out
-
-
 def unroll_by_two(loop: scf.ForOp) -> None:
     """Rewrite `for i in [lb, ub) step s: body` as a loop running the body twice per trip
     (i, i + s) over [lb, ub - s) plus one guarded last iteration, so that the two copies of
@@ -797,118 +792,6 @@ def unroll_by_two(loop: scf.ForOp) -> None:
         old.replace_all_uses_with(new)
     loop.detach()
     loop.erase()
-
-
-def _uses_wgmma(root: Operation) -> bool:
-    """Whether a tt.dot under `root` has a #ttg.mma version 3 (wgmma) result."""
-    return any(
-        isinstance(o, tt.DotOp) and isinstance(enc := o.result.type.encoding, ttgd.MmaEncodingAttr)
-        and enc.version_major == 3
-        for o in root.walk()
-    )
-
-
-def _reads_wgmma_result(op: Operation) -> bool:
-    """Whether `op` reads a wgmma accumulator's registers (anything but the next dot, or a
-    yield that only passes them on): the group that writes them must have landed first."""
-    if isinstance(op, tt.DotOp | scf.YieldOp | scf.IfOp | scf.ForOp):
-        return False
-    return any(isinstance(t := v.type, TensorType) and isinstance(enc := t.encoding, ttgd.MmaEncodingAttr)
-               and enc.version_major == 3 for v in op.operands)
-
-
-def _epilogue_if(result: SSAValue, body: Block, y: Operation, j: int) -> tuple[scf.IfOp, int] | None:
-    """(the scf.if, its result index) when `result` goes back to iter_arg j through an scf.if
-    of `body` that passes it on unchanged in its else branch (and may read it in its then
-    branch: a persistent GEMM's per-tile epilogue, which stores the sum and restarts it)."""
-    ifs = {u.operation.parent_op() for u in result.uses if isinstance(u.operation, scf.YieldOp)}
-    if len(ifs) != 1 or not isinstance(e := ifs.pop(), scf.IfOp) or e.parent_block() is not body:
-        return None
-    if not e.false_region.blocks:
-        return None
-    else_yield = e.false_region.block.last_op
-    assert isinstance(else_yield, scf.YieldOp)
-    r = [i for i, v in enumerate(else_yield.operands) if v is result]
-    if len(r) != 1:
-        return None
-    for u in result.uses:
-        user = u.operation
-        while user is not None and user is not e:
-            user = user.parent_op()
-        if user is None:
-            return None
-    out = list(e.results[r[0]].uses)
-    return (e, r[0]) if len(out) == 1 and out[0].operation is y and out[0].index == j else None
-
-
-def _is_zero_splat(v: SSAValue) -> bool:
-    c = v.owner
-    if not isinstance(c, arith.ConstantOp) or not isinstance(val := c.value, DenseIntOrFPElementsAttr):
-        return False
-    return val.is_splat() and float(next(iter(val.get_values()))) == 0.0
-
-
-def _zero_restart(loop: scf.ForOp) -> tuple[tt.DotOp, scf.IfOp, int] | None:
-    """(first dot, epilogue scf.if, result index) when the loop's only wgmma accumulation
-    restarts from zeros in an epilogue scf.if (`_epilogue_if` whose then branch yields a zero
-    constant: a persistent GEMM's next tile). The lowering then carries a `fresh` flag and
-    issues that dot's first wgmmas with scale-d = !fresh instead of zeroing registers."""
-    body = loop.body.block
-    chains = _accumulation_chains(loop)
-    if len(chains) != 1 or body.last_op is None:
-        return None
-    chain = chains[0]
-    j = next(i for i, arg in enumerate(body.args[1:]) if chain[0].c is arg)
-    found = _epilogue_if(chain[-1].result, body, body.last_op, j)
-    if found is None:
-        return None
-    e, index = found
-    restarted = e.true_region.block.last_op
-    if not isinstance(restarted, scf.YieldOp) or not _is_zero_splat(restarted.operands[index]):
-        return None
-    return chain[0], e, index
-
-
-def _accumulation_chains(loop: scf.ForOp) -> list[list[tt.DotOp]]:
-    """K-loop accumulations of `loop`: for an iter_arg used only as the accumulator of a dot,
-    the dots that pass the sum along (each result used only as the next dot's accumulator)
-    until one result goes straight back to that iter_arg through the yield (or through an
-    epilogue scf.if, `_epilogue_if`)."""
-    body = loop.body.block
-    y = body.last_op
-    chains = []
-    for j, arg in enumerate(body.args[1:]):
-        uses = list(arg.uses)
-        if len(uses) != 1 or not isinstance(d := uses[0].operation, tt.DotOp) or d.c is not arg:
-            continue
-        chain: list[tt.DotOp] = []
-        while isinstance(d, tt.DotOp) and d.parent_block() is body:
-            chain.append(d)
-            out = list(d.result.uses)
-            if y is not None and _epilogue_if(d.result, body, y, j) is not None:
-                chains.append(chain)
-                break
-            if len(out) != 1:
-                break
-            nxt = out[0].operation
-            if nxt is y and out[0].index == j:
-                chains.append(chain)
-                break
-            if not (isinstance(nxt, tt.DotOp) and nxt.c is d.result):
-                break
-            d = nxt
-    return chains
-
-
-def _only_feeds_next_iteration(dot: tt.DotOp) -> bool:
-    """Whether `dot` is part of a K-loop accumulation (`_accumulation_chains`): nothing but the
-    next dot of the chain (maybe in the next iteration) reads its result inside the loop, so a
-    wgmma may stay in flight past it (the lowering waits for it before shared writes, before
-    its registers are rewritten and after the loop)."""
-    loop = dot.parent_op()
-    if not isinstance(loop, scf.ForOp):
-        return False
-    return any(dot in chain for chain in _accumulation_chains(loop))
 
 
 def _param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:

@@ -20,8 +20,8 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+from sparsecc.analysis.tma import tensor_ptr_root, tma_copy_plan
 from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
-from sparsecc.codegen.tma import tensor_ptr_root, tma_copy_plan
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (

@@ -2,7 +2,7 @@
 
 Every ttg value becomes one of:
 - a scalar SSA value (i1/i16/i32/i64/f16/bf16/f32),
-- `Regs`: a distributed tensor as this thread's list of scalar registers (layouts.py order),
+- `Regs`: a distributed tensor as this thread's list of scalar registers (analysis/layouts.py order),
 - `Frag`: a dot operand in mma fragment registers (packed b32), keyed by (tile, k-step),
 - `BlockPtr`: base address, shape, strides, offsets of a `tt.make_tensor_ptr`,
 - `Smem`: a shared-memory buffer (32-bit shared address + its memdesc type),
@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from sparsecc.codegen.layouts import Term
+from sparsecc.analysis.layouts import Term
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import MemDescType
 

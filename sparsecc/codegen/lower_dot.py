@@ -1,6 +1,6 @@
 """Dot operands and tensor-core ops: ldmatrix fragment loads and mma.sp / mma.sync.
 
-Fragment keys (layouts.py documents the register layouts):
+Fragment keys (analysis/layouts.py documents the register layouts):
 - A (values of a sparse A, or a dense A): (i, kk) -> 4 b32, i = the warp's i-th m16 tile,
   kk = 16-column step of the stored tile (for values: one m16n8k32 step).
 - B: (j, k16) -> 2 b32, j = the warp's j-th n8 tile, k16 = 16-row step of K.
@@ -16,9 +16,10 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i64
 from xdsl.ir import SSAValue
 
-from sparsecc.codegen.layouts import distributed, mma_warp_coords, stored_coords, swizzled_offset
+from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.layouts import distributed, mma_warp_coords, stored_coords, swizzled_offset
 from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, Smem, SmemOperand
-from sparsecc.codegen.lower_mem import esize, smem_offset
+from sparsecc.codegen.lower_mem import smem_offset
 from sparsecc.dialects import ptx
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
@@ -277,7 +278,7 @@ def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta
     (CompileOptions.wgmma_a_smem), through a descriptor; B is read through a descriptor. Each
     warpgroup issues, per k32 step, one wgmma per m64 block it owns, then commits. Without
     `defer_wait` it waits for the group, so the accumulators are ordinary values after the
-    dot. With it (a K-loop accumulation, see lower._only_feeds_next_iteration) the group stays
+    dot. With it (a K-loop accumulation, see analysis.kloops.only_feeds_next_iteration) the group stays
     in flight: the next iteration's barrier and fragment loads overlap it, and the lowering
     drains it (`wgmma.wait_group 0`) before the next shared-memory write and after the loop.
     """

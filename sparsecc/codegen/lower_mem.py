@@ -25,8 +25,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from sparsecc.codegen.divisibility import PtrDiv
-from sparsecc.codegen.layouts import (
+from sparsecc.analysis.divisibility import PtrDiv
+from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.layouts import (
     DistLayout,
     contiguous_run,
     distributed,
@@ -40,10 +41,6 @@ from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodi
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower import Lowerer
-
-
-def esize(ty: Attribute) -> int:
-    return ptx.bit_width(ty) // 8
 
 
 def is_b16(ty: Attribute) -> bool:

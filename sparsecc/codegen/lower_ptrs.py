@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import TensorType, i64
 from xdsl.ir import SSAValue
 
+from sparsecc.analysis.dtypes import esize
 from sparsecc.codegen.lower_base import LoweringError, Regs
-from sparsecc.codegen.lower_mem import esize
 from sparsecc.dialects import ptx, tt
 
 if TYPE_CHECKING:

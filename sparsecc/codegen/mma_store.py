@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
-from sparsecc.codegen.layouts import DistLayout, Term
+from sparsecc.analysis.layouts import DistLayout, Term
 from sparsecc.dialects import ptx
 
 if TYPE_CHECKING:

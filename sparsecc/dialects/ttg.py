@@ -16,7 +16,7 @@ test/lit/ttg show every form):
 
 The layout attributes expose their parameters as plain Python ints/tuples
 (`BlockedEncodingAttr.size_per_thread`, ...) for the lowering; the thread -> element
-mapping itself lives in sparsecc/codegen/layouts.py, not here.
+mapping itself lives in sparsecc/analysis/layouts.py, not here.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ read before the barrier at the end of iteration i-1 (the reads after it are of s
 
 wgmma loops (a dot with a #ttg.mma version 3 result) can instead be synchronised through two
 mbarriers per slot (`_pipeline_mbarriers`): with `tma` (on by default in the compiler) when
-every stream can be a TMA copy (sparsecc.codegen.tma: a box layout that matches its shared
+every stream can be a TMA copy (sparsecc.analysis.tma: a box layout that matches its shared
 encoding, a tensor map the host can build), then one thread issues `ttg.async_tma_copy`
 boxes whose bytes the full barrier counts; with `mbarriers`, cp.async copies arrive on it.
 Either way the loop has no CTA barrier: warps wait for the data they read and, before a slot
@@ -69,6 +69,9 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from sparsecc.analysis.divisibility import Divisibility
+from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.tma import box_plan, tma_copy_plan
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
     ArriveBarrierOp,
@@ -194,11 +197,8 @@ def _wgmma_loop(loop: scf.ForOp) -> bool:
 
 
 def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
-    """Whether every stream's tile can be a TMA copy (sparsecc.codegen.tma.tma_copy_plan: a box
+    """Whether every stream's tile can be a TMA copy (sparsecc.analysis.tma.tma_copy_plan: a box
     layout that matches its shared encoding and a tensor map the host can build)."""
-    from sparsecc.codegen.divisibility import Divisibility
-    from sparsecc.codegen.tma import tma_copy_plan
-
     func = loop.parent_op()
     while func is not None and not isinstance(func, tt.FuncOp):
         func = func.parent_op()
@@ -212,9 +212,6 @@ def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
 def _multicast_stream(streams: list[_Stream]) -> int | None:
     """The index of the stream that feeds the dot's B operand, when a CTA pair can share it:
     its TMA boxes split evenly between the two CTAs. None otherwise (each CTA copies its own)."""
-    from sparsecc.codegen.lower_mem import esize
-    from sparsecc.codegen.tma import box_plan
-
     for j, st in enumerate(streams):
         enc = st.local_loads[0].result.type.encoding if st.local_loads else None
         if isinstance(enc, DotOperandEncodingAttr) and enc.op_idx == 1:
@@ -226,8 +223,6 @@ def _multicast_stream(streams: list[_Stream]) -> int | None:
 
 def _tma_bytes(streams: list[_Stream]) -> int:
     """Bytes one stage of TMA copies brings (whole tiles: out-of-bounds parts count, as zeros)."""
-    from sparsecc.codegen.lower_mem import esize
-
     types = [st.alloc.result.type for st in streams]
     return sum(math.prod(mt.get_shape()) * esize(mt.element_type) for mt in types)
 

@@ -281,7 +281,7 @@ def _with_tensor_maps(pack: Callable[[Sequence[Any], int], list[Any]], recipes: 
                       names: Sequence[str]) -> Callable[[Sequence[Any], int], list[Any]]:
     """`pack` followed by the bytes of the kernel's tensor maps, built from the packed values
     (remembered per value of the arguments they read: a repeated launch pays one lookup)."""
-    from sparsecc.codegen.tma import arguments_of
+    from sparsecc.analysis.tma import arguments_of
     from sparsecc.runtime.tensor_map import encode
 
     used = sorted({r["arg"] for r in recipes} | {i for r in recipes for e in (*r["dims"], *r["strides"])

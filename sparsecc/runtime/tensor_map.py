@@ -1,7 +1,7 @@
 """Tensor maps (CUtensorMap, 128 bytes) for the TMA copies of a compiled kernel, per launch.
 
 The lowering leaves one recipe per tensor map in the launch metadata (`tensor_maps`,
-sparsecc.codegen.tma.TensorMapRecipe.as_json): which argument holds the base address, the
+sparsecc.analysis.tma.TensorMapRecipe.as_json): which argument holds the base address, the
 element type, dims and outer byte strides as expressions over the arguments, the box and the
 swizzle mode. `encode(recipe, values)` evaluates it for one launch's packed arguments and
 returns the map's bytes, which travel as a by-value kernel parameter. The driver call costs a
@@ -16,7 +16,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sparsecc.codegen.tma import evaluate
+from sparsecc.analysis.tma import evaluate
 from sparsecc.runtime.driver import check, cuda_driver
 
 _DTYPES = {"fp16": "FLOAT16", "bf16": "BFLOAT16", "fp32": "FLOAT32", "u16": "UINT16", "u8": "UINT8", "u32": "UINT32"}

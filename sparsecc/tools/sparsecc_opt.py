@@ -233,7 +233,7 @@ def run_pipeline(
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """The exception classes passes and the lowering raise for input they reject."""
-    from sparsecc.codegen.layouts import LayoutError
+    from sparsecc.analysis.layouts import LayoutError
     from sparsecc.codegen.lower_base import LoweringError
     from sparsecc.codegen.ptx_printer import PtxEmitError
 

@@ -1,5 +1,5 @@
 """Integer specialization hints ("i32:16", "i32:1") and the divisibility analysis that turns
-them into vector-only global accesses (sparsecc/codegen/divisibility.py)."""
+them into vector-only global accesses (sparsecc/analysis/divisibility.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from xdsl.parser import Parser
 
 import sparsecc
-from sparsecc.codegen.divisibility import CAP, Divisibility
+from sparsecc.analysis.divisibility import CAP, Divisibility
 from sparsecc.dialects import make_context, tt
 from sparsecc.frontend.jit import specialize
 from sparsecc.frontend.types import parse_signature_type

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from sparsecc.codegen.layouts import distributed, swizzled_offset
+from sparsecc.analysis.layouts import distributed, swizzled_offset
 from sparsecc.dialects.ttg import (
     BlockedEncodingAttr,
     MmaEncodingAttr,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparsecc.codegen.layouts import distributed
+from sparsecc.analysis.layouts import distributed
 from sparsecc.codegen.mma_store import quad_transpose, transpose_plan
 from sparsecc.dialects.ttg import MmaEncodingAttr
 

@@ -12,9 +12,9 @@ from xdsl.parser import Parser
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.codegen.lower_mem import esize
+from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.tma import box_plan, evaluate
 from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass
-from sparsecc.codegen.tma import box_plan, evaluate
 from sparsecc.dialects import make_context
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.ops.sparse_mm import sparse_mm_kernel

@@ -18,7 +18,7 @@ from ptx_lines import first_loop  # noqa: E402
 from sgemm_ir import sparse_gemm_ttir  # noqa: E402
 from test_gpu_lower import WGMMA_CONFIGS  # noqa: E402
 
-from sparsecc.codegen.layouts import distributed, swizzled_offset  # noqa: E402
+from sparsecc.analysis.layouts import distributed, swizzled_offset  # noqa: E402
 from sparsecc.codegen.lower import lower_to_ptx_text  # noqa: E402
 from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass  # noqa: E402
 from sparsecc.compiler import run_passes  # noqa: E402

@@ -28,7 +28,8 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import BlockArgument, SSAValue
 
-from sparsecc.codegen.layouts import stored_coords, swizzled_offset
+from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.layouts import stored_coords, swizzled_offset
 from sparsecc.dialects import tt
 from sparsecc.dialects.ptx_wgmma import swizzle_offset
 from sparsecc.dialects.ttg import MemDescType, SharedEncodingAttr
@@ -238,8 +239,6 @@ def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any
     `tile` can be a TMA copy, else None. `divs` is the function's Divisibility analysis (the
     outer stride must be a provable multiple of 16 bytes). The pipeline pass asks it to choose
     TMA, the lowering to build the tensor-map parameters: one rule for both."""
-    from sparsecc.codegen.lower_mem import esize
-
     root = tensor_ptr_root(ptr)
     plan = box_plan(tile, esize(tile.element_type))
     if root is None or plan is None:

@@ -1,0 +1,167 @@
+"""K-loop analyses: which `scf.for` loops accumulate a dot's sum across iterations, and how.
+
+A GEMM main loop carries its accumulator as an iter_arg: each trip feeds it to a `tt.dot` (or a
+chain of dots, one per K step of an unrolled body) and yields the last result back. These
+queries recognise that shape on ttgir so that both the passes that restructure the loop and
+the lowering that issues wgmma groups (which may stay in flight across such a chain) agree on
+it:
+
+- `accumulation_chains(loop)`: the dot chains that carry an iter_arg's sum around the loop;
+- `epilogue_if` / `zero_restart`: a persistent kernel's per-tile epilogue `scf.if` that stores
+  the sum and restarts it from zeros;
+- `only_feeds_next_iteration(dot)`: whether a dot's result is read only by the next dot;
+- `uses_wgmma` / `reads_wgmma_result` / `wgmma_loops`: where Hopper wgmma accumulators live.
+
+Example (the accumulation of a plain K loop)::
+
+    %r = scf.for %k = ... iter_args(%acc = %zero) {
+      %d = tt.dot %a, %b, %acc
+      scf.yield %d
+    }
+    accumulation_chains(loop) == [[the tt.dot]]
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+
+from sparsecc.dialects import tt
+from sparsecc.dialects import ttg as ttgd
+
+
+def uses_wgmma(root: Operation) -> bool:
+    """Whether a tt.dot under `root` has a #ttg.mma version 3 (wgmma) result."""
+    return any(
+        isinstance(o, tt.DotOp) and isinstance(enc := o.result.type.encoding, ttgd.MmaEncodingAttr)
+        and enc.version_major == 3
+        for o in root.walk()
+    )
+
+
+def reads_wgmma_result(op: Operation) -> bool:
+    """Whether `op` reads a wgmma accumulator's registers (anything but the next dot, or a
+    yield that only passes them on): the group that writes them must have landed first."""
+    if isinstance(op, tt.DotOp | scf.YieldOp | scf.IfOp | scf.ForOp):
+        return False
+    return any(isinstance(t := v.type, TensorType) and isinstance(enc := t.encoding, ttgd.MmaEncodingAttr)
+               and enc.version_major == 3 for v in op.operands)
+
+
+def accumulation_chains(loop: scf.ForOp) -> list[list[tt.DotOp]]:
+    """K-loop accumulations of `loop`: for an iter_arg used only as the accumulator of a dot,
+    the dots that pass the sum along (each result used only as the next dot's accumulator)
+    until one result goes straight back to that iter_arg through the yield (or through an
+    epilogue scf.if, `epilogue_if`)."""
+    body = loop.body.block
+    y = body.last_op
+    chains = []
+    for j, arg in enumerate(body.args[1:]):
+        uses = list(arg.uses)
+        if len(uses) != 1 or not isinstance(d := uses[0].operation, tt.DotOp) or d.c is not arg:
+            continue
+        chain: list[tt.DotOp] = []
+        while isinstance(d, tt.DotOp) and d.parent_block() is body:
+            chain.append(d)
+            out = list(d.result.uses)
+            if y is not None and epilogue_if(d.result, body, y, j) is not None:
+                chains.append(chain)
+                break
+            if len(out) != 1:
+                break
+            nxt = out[0].operation
+            if nxt is y and out[0].index == j:
+                chains.append(chain)
+                break
+            if not (isinstance(nxt, tt.DotOp) and nxt.c is d.result):
+                break
+            d = nxt
+    return chains
+
+
+def epilogue_if(result: SSAValue, body: Block, y: Operation, j: int) -> tuple[scf.IfOp, int] | None:
+    """(the scf.if, its result index) when `result` goes back to iter_arg j through an scf.if
+    of `body` that passes it on unchanged in its else branch (and may read it in its then
+    branch: a persistent GEMM's per-tile epilogue, which stores the sum and restarts it)."""
+    ifs = {u.operation.parent_op() for u in result.uses if isinstance(u.operation, scf.YieldOp)}
+    if len(ifs) != 1 or not isinstance(e := ifs.pop(), scf.IfOp) or e.parent_block() is not body:
+        return None
+    if not e.false_region.blocks:
+        return None
+    else_yield = e.false_region.block.last_op
+    assert isinstance(else_yield, scf.YieldOp)
+    r = [i for i, v in enumerate(else_yield.operands) if v is result]
+    if len(r) != 1:
+        return None
+    for u in result.uses:
+        user = u.operation
+        while user is not None and user is not e:
+            user = user.parent_op()
+        if user is None:
+            return None
+    out = list(e.results[r[0]].uses)
+    return (e, r[0]) if len(out) == 1 and out[0].operation is y and out[0].index == j else None
+
+
+def is_zero_splat(v: SSAValue) -> bool:
+    """Whether `v` is an `arith.constant` dense splat of zero (a fresh accumulator)."""
+    c = v.owner
+    if not isinstance(c, arith.ConstantOp) or not isinstance(val := c.value, DenseIntOrFPElementsAttr):
+        return False
+    return val.is_splat() and float(next(iter(val.get_values()))) == 0.0
+
+
+def zero_restart(loop: scf.ForOp) -> tuple[tt.DotOp, scf.IfOp, int] | None:
+    """(first dot, epilogue scf.if, result index) when the loop's only wgmma accumulation
+    restarts from zeros in an epilogue scf.if (`epilogue_if` whose then branch yields a zero
+    constant: a persistent GEMM's next tile). The lowering then carries a `fresh` flag and
+    issues that dot's first wgmmas with scale-d = !fresh instead of zeroing registers."""
+    body = loop.body.block
+    chains = accumulation_chains(loop)
+    if len(chains) != 1 or body.last_op is None:
+        return None
+    chain = chains[0]
+    j = next(i for i, arg in enumerate(body.args[1:]) if chain[0].c is arg)
+    found = epilogue_if(chain[-1].result, body, body.last_op, j)
+    if found is None:
+        return None
+    e, index = found
+    restarted = e.true_region.block.last_op
+    if not isinstance(restarted, scf.YieldOp) or not is_zero_splat(restarted.operands[index]):
+        return None
+    return chain[0], e, index
+
+
+def only_feeds_next_iteration(dot: tt.DotOp) -> bool:
+    """Whether `dot` is part of a K-loop accumulation (`accumulation_chains`): nothing but the
+    next dot of the chain (maybe in the next iteration) reads its result inside the loop, so a
+    wgmma may stay in flight past it (the lowering waits for it before shared writes, before
+    its registers are rewritten and after the loop)."""
+    loop = dot.parent_op()
+    if not isinstance(loop, scf.ForOp):
+        return False
+    return any(dot in chain for chain in accumulation_chains(loop))
+
+
+def wgmma_loops(root: Operation) -> list[scf.ForOp]:
+    """scf.for loops whose body accumulates with a deferred wgmma dot (one per body)."""
+    out = []
+    for op in root.walk():
+        if isinstance(op, scf.ForOp):
+            chains = accumulation_chains(op)
+            if len(chains) == 1 and len(chains[0]) == 1 and uses_wgmma(chains[0][0]):
+                out.append(op)
+    return out
+
+
+__all__ = [
+    "accumulation_chains",
+    "epilogue_if",
+    "is_zero_splat",
+    "only_feeds_next_iteration",
+    "reads_wgmma_result",
+    "uses_wgmma",
+    "wgmma_loops",
+    "zero_restart",
+]
