@@ -2,6 +2,8 @@
 
 - `layouts`: which thread holds which element of a distributed (`#ttg.blocked`, `#ttg.mma`,
   `#ttg.slice`) tensor, and where a `#ttg.shared` tile stores it;
+- `swizzle`: the XOR-swizzle arithmetic of shared tiles, TMA boxes and wgmma descriptors (one
+  implementation, on ints, numpy arrays or IR-building values alike; a leaf the dialects use);
 - `tma`: which block-pointer copies the tensor memory accelerator can do, and the tensor-map
   recipes the launcher evaluates;
 - `divisibility`: what every launch's integer values are provably multiples of;

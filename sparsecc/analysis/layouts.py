@@ -48,8 +48,10 @@ mma.m16n8k32 with .f16/.bf16" (and mma.m16n8k16), g = lane >> 2, t = lane % 4:
 
 Shared memory (`#ttg.shared<{vec, perPhase, maxPhase, order=[1, 0]}>`): element (row, col) of
 a row-major tile with rows of L elements is at
-    row*L + ((col // vec) ^ ((row // perPhase) % maxPhase))*vec + col % vec.
-`metaPack = 1` is accepted and stored exactly like plain row-major: the lowering reads NV24
+    row*L + ((col // vec) ^ ((row // perPhase) % maxPhase))*vec + col % vec
+(`SharedEncodingAttr.swizzled_offset`, computed by `sparsecc.analysis.swizzle`; `stored_coords`
+gives (row, col) of a logical element). `metaPack = 1` is accepted and stored exactly like plain
+row-major (it requires vec = perPhase = maxPhase = 1): the lowering reads NV24
 metadata with ldmatrix.trans (above), which needs no permutation.
 """
 
@@ -196,14 +198,6 @@ def stored_coords(enc: SharedEncodingAttr, i0: Any, i1: Any, shape: Sequence[int
     return i0, i1, shape[1], shape[0]
 
 
-def swizzled_offset(enc: SharedEncodingAttr, row: int, col: int, row_len: int, rows: int = 0) -> int:
-    """Element offset of (row, col) in a row-major tile of `rows` rows under `enc` (metaPack =
-    plain; colBlock cuts the rows into rows x colBlock sub-tiles)."""
-    if enc.meta_pack:
-        return row * row_len + col
-    return enc.swizzled_offset(row, col, row_len, rows)
-
-
 def contiguous_run(dl: DistLayout, fast: int, limit: int) -> int:
     """Largest power-of-two run of consecutive registers that are consecutive along `fast`
     (starting at a multiple of the run), capped at `limit`."""
@@ -246,7 +240,6 @@ __all__ = [
     "distributed",
     "mma_warp_coords",
     "stored_coords",
-    "swizzled_offset",
     "contiguous_run",
     "WARP",
 ]

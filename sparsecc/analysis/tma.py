@@ -29,12 +29,12 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import BlockArgument, SSAValue
 
 from sparsecc.analysis.dtypes import esize
-from sparsecc.analysis.layouts import stored_coords, swizzled_offset
+from sparsecc.analysis.layouts import stored_coords
+from sparsecc.analysis.swizzle import MODES, box_offset
 from sparsecc.dialects import tt
-from sparsecc.dialects.ptx_wgmma import swizzle_offset
 from sparsecc.dialects.ttg import MemDescType, SharedEncodingAttr
 
-SWIZZLE_BYTES = (128, 64, 32, 0)
+SWIZZLE_BYTES = (*MODES, 0)
 """TMA swizzle modes by row width in bytes (0: none), most preferred first."""
 MAX_BOX = 256
 """Largest box extent per dimension, in elements."""
@@ -61,16 +61,6 @@ class BoxPlan:
         return self.box_bytes * self.count
 
 
-def _tma_offset(row: Any, col: Any, width: int, rows: int, esize: int, swizzle: int) -> Any:
-    """Byte offset at which a TMA write of boxes `rows` x `width` puts element (row, col) (ints,
-    or numpy arrays of them)."""
-    box, c = col // width, col % width
-    off = row * width * esize + c * esize
-    if swizzle:  # the same address swizzle wgmma descriptors use
-        off = swizzle_offset(off, f"{swizzle}B")
-    return box * rows * width * esize + off
-
-
 @functools.lru_cache(maxsize=64)
 def box_plan(mem_ty: MemDescType, esize: int) -> BoxPlan | None:
     """How TMA boxes fill a 2-D shared tile of type `mem_ty`, or None if no TMA mode lays it out
@@ -85,14 +75,14 @@ def box_plan(mem_ty: MemDescType, esize: int) -> BoxPlan | None:
     # every element at once (numpy arrays through the same int arithmetic): a compile meets
     # several 32k-element tiles, which an element-by-element Python loop took ~0.1 s for
     r, c = np.meshgrid(np.arange(rows, dtype=np.int64), np.arange(cols, dtype=np.int64), indexing="ij")
-    stored_at = swizzled_offset(enc, *stored_coords(enc, r, c, shape))
+    stored_at = enc.swizzled_offset(*stored_coords(enc, r, c, shape))
     for swizzle in SWIZZLE_BYTES:
         width = swizzle // esize if swizzle else min(cols, MAX_BOX)
         if width == 0 or cols % width or (width * esize) % 16 or width > MAX_BOX:
             continue
         if swizzle and rows % 8:
             continue
-        if np.array_equal(stored_at * esize, _tma_offset(r, c, width, rows, esize, swizzle)):
+        if np.array_equal(stored_at * esize, box_offset(r, c, width, rows, esize, swizzle)):
             return BoxPlan(rows, width, cols // width, swizzle, esize)
     return None
 

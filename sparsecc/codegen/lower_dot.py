@@ -17,7 +17,8 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i6
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
-from sparsecc.analysis.layouts import distributed, mma_warp_coords, stored_coords, swizzled_offset
+from sparsecc.analysis.layouts import distributed, mma_warp_coords, stored_coords
+from sparsecc.analysis.swizzle import mode
 from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, Smem, SmemOperand
 from sparsecc.codegen.lower_mem import smem_offset
 from sparsecc.dialects import ptx
@@ -58,7 +59,7 @@ def _ldsm_offsets(sm: Smem, py_rc: list, n: int, num_warps: int) -> tuple[int, .
         for lane in range(32):
             mat = lane // 8 if lane // 8 < n else 0  # lanes past the matrices: as _ldmatrix
             row, col = py_rc[mat](lane % 8, warp)
-            out.append(swizzled_offset(enc, *stored_coords(enc, row, col, shape)))
+            out.append(enc.swizzled_offset(*stored_coords(enc, row, col, shape)))
     return tuple(out)
 
 
@@ -226,9 +227,7 @@ def _canonical_k_major(sm: Smem) -> int | None:
         return None
     esz = esize(sm.ty.element_type)
     width = sm.ty.get_shape()[1] * esz
-    if width not in _SWIZZLE_NAME or enc.vec * esz != 16:
-        return None
-    if enc.per_phase != 128 // width or enc.max_phase != width // 16:
+    if width not in _SWIZZLE_NAME or (enc.vec * esz, enc.per_phase, enc.max_phase) != mode(width):
         return None
     return width
 

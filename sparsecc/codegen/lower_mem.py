@@ -32,9 +32,8 @@ from sparsecc.analysis.layouts import (
     contiguous_run,
     distributed,
     stored_coords,
-    swizzled_offset,
 )
-from sparsecc.codegen.lower_base import COLD_ELSE, BlockPtr, LoweringError, Regs, Smem
+from sparsecc.codegen.lower_base import COLD_ELSE, BlockPtr, Emitter, LoweringError, Regs, Smem
 from sparsecc.codegen.mma_store import CHUNK, store_transposed, transpose_plan
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodingAttr
@@ -250,22 +249,40 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: Ptr
 
 def smem_offset(L: Lowerer, enc: SharedEncodingAttr, row: SSAValue, col: SSAValue, row_len: int,
                 rows: int = 0) -> SSAValue:
-    """Element offset of (row, col) under the swizzle (col's low log2(vec) bits pass through);
-    the IR twin of `SharedEncodingAttr.swizzled_offset`."""
-    em = L.em
-    if enc.meta_pack:
-        return em.add(em.mul(row, row_len), col)
-    base = None
-    if enc.col_block:
-        base = em.mul(em.divu(col, enc.col_block), rows * enc.col_block)
-        col, row_len = em.remu(col, enc.col_block), enc.col_block
-    if enc.max_phase == 1:
-        off = em.add(em.mul(row, row_len), col)
-    else:
-        phase = em.remu(em.divu(row, enc.per_phase), enc.max_phase)
-        grp = em.xor(em.divu(col, enc.vec), phase)
-        off = em.add(em.add(em.mul(row, row_len), em.mul(grp, enc.vec)), em.remu(col, enc.vec))
-    return off if base is None else em.add(base, off)
+    """Element offset of (row, col) under the swizzle (col's low log2(vec) bits pass through):
+    `SharedEncodingAttr.swizzled_offset` evaluated on IR values, emitting its arith ops."""
+    return enc.swizzled_offset(_Emitted(L.em, row), _Emitted(L.em, col), row_len, rows).value
+
+
+class _Emitted:
+    """An i32 IR value whose `+ * // % ^` (with another one or an int) emit the lowering's
+    folding arith ops (`em.add`, `em.mul`, `em.divu`, `em.remu`, `em.xor`; operands unsigned):
+    what `sparsecc.analysis.swizzle` computes on, to build a swizzled offset in the IR."""
+
+    __slots__ = ("em", "value")
+
+    def __init__(self, em: Emitter, value: SSAValue):
+        self.em = em
+        self.value = value
+
+    @staticmethod
+    def _of(x: _Emitted | int) -> SSAValue | int:
+        return x.value if isinstance(x, _Emitted) else x
+
+    def __add__(self, other: _Emitted | int) -> _Emitted:
+        return _Emitted(self.em, self.em.add(self.value, self._of(other)))
+
+    def __mul__(self, other: _Emitted | int) -> _Emitted:
+        return _Emitted(self.em, self.em.mul(self.value, self._of(other)))
+
+    def __xor__(self, other: _Emitted | int) -> _Emitted:
+        return _Emitted(self.em, self.em.xor(self.value, self._of(other)))
+
+    def __floordiv__(self, d: int) -> _Emitted:
+        return _Emitted(self.em, self.em.divu(self.value, d))
+
+    def __mod__(self, d: int) -> _Emitted:
+        return _Emitted(self.em, self.em.remu(self.value, d))
 
 
 def smem_addr(L: Lowerer, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
@@ -388,7 +405,7 @@ def _shared_deltas(dl: DistLayout, enc: SharedEncodingAttr, shape: tuple[int, ..
     register 0's, when it is the same for every thread (else None). Cached: a pipelined loop
     copies the same tile into the same ring from the prologue and the body."""
     def soff(c: tuple[int, ...]) -> int:
-        return swizzled_offset(enc, *stored_coords(enc, c[0], c[1], shape)) if len(c) == 2 else c[0]
+        return enc.swizzled_offset(*stored_coords(enc, c[0], c[1], shape)) if len(c) == 2 else c[0]
 
     threads = [(warp, lane) for warp in range(max(1, _num_warps(dl))) for lane in range(32)]
     base = [soff(dl.coord(warp, lane, 0)) for warp, lane in threads]

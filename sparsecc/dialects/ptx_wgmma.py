@@ -80,6 +80,8 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from sparsecc.analysis.swizzle import hardware_swizzle
+
 #: Swizzle mode name -> the descriptor's bits 63:62.
 SWIZZLE_MODES: dict[str, int] = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
 #: Row width in bytes of each swizzle mode (a core-matrix row, 16 B, for "none").
@@ -148,11 +150,9 @@ def build_smem_desc(
 
 def swizzle_offset(offset: int, swizzle: str) -> int:
     """Where byte `offset` of an unswizzled K-major tile (rows of the swizzle width, 8-row atoms
-    aligned to 8 x width) lands in shared memory under `swizzle` (identity for "none")."""
-    chunks = SWIZZLE_BYTES[swizzle] // 16
-    if chunks == 1:
-        return offset
-    return offset ^ (((offset >> 7) & (chunks - 1)) << 4)
+    aligned to 8 x width) lands in shared memory under `swizzle` (identity for "none"):
+    `sparsecc.analysis.swizzle.hardware_swizzle` of the mode's row width."""
+    return hardware_swizzle(offset, SWIZZLE_BYTES[swizzle])
 
 
 # ----------------------------------------------------------------------------------------------

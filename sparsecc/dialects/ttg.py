@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -62,6 +63,7 @@ from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from sparsecc.analysis import swizzle
 from sparsecc.dialects.tt import PointerType, element_type, loaded_type, shape_of
 
 THREADS_PER_WARP = 32
@@ -584,14 +586,10 @@ class SharedEncodingAttr(_CheckedParse, ParametrizedAttribute):
                  f"#ttg.shared: colBlock must be 0 or a multiple of vec, got {self.col_block}")
         _require(self.col_block == 0 or self.meta_pack == 0, "#ttg.shared: colBlock and metaPack exclude each other")
 
-    def swizzled_offset(self, row: int, col: int, row_len: int, rows: int = 0) -> int:
-        """Element offset of (row, col) in a row-major 2-D tile (order [1, 0]) of `rows` rows."""
-        base = 0
-        if self.col_block:
-            base, col = (col // self.col_block) * rows * self.col_block, col % self.col_block
-            row_len = self.col_block
-        phase = (row // self.per_phase) % self.max_phase
-        return base + row * row_len + ((col // self.vec) ^ phase) * self.vec + col % self.vec
+    def swizzled_offset(self, row: Any, col: Any, row_len: int, rows: int = 0) -> Any:
+        """Element offset of (row, col) in a row-major 2-D tile (order [1, 0]) of `rows` rows
+        (ints, numpy arrays or IR-building values: `sparsecc.analysis.swizzle`)."""
+        return swizzle.swizzled_offset(row, col, row_len, self.vec, self.per_phase, self.max_phase, rows, self.col_block)
 
     @classmethod
     def _parse_params(cls, parser: AttrParser) -> Sequence[Attribute]:

@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from sparsecc.analysis.swizzle import MODES, element_mode
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
     BlockedEncodingAttr,
@@ -96,10 +97,10 @@ def wgmma_swizzle(row_len: int, elem_bytes: int) -> SharedEncodingAttr:
     the shared-memory matrix descriptor of `wgmma.mma_async` names with LBO = block pitch and
     SBO = 8 rows (ptx_wgmma's docstring).
     """
-    for width, per_phase, max_phase in ((128, 1, 8), (64, 2, 4), (32, 4, 2)):
+    for width in MODES:
         cols = width // elem_bytes
         if row_len % cols == 0:
-            return SharedEncodingAttr(16 // elem_bytes, per_phase, max_phase, (1, 0), col_block=cols)
+            return SharedEncodingAttr(*element_mode(width, elem_bytes), (1, 0), col_block=cols)
     raise ValueError(f"a wgmma operand row of {row_len} elements fills no 32/64/128-byte swizzle")
 
 

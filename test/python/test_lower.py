@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from sparsecc.analysis.layouts import distributed, swizzled_offset
+from sparsecc.analysis.layouts import distributed
 from sparsecc.dialects.ttg import (
     BlockedEncodingAttr,
     MmaEncodingAttr,
@@ -57,7 +57,7 @@ def test_slice_drops_dim_and_replicates():
 
 def test_swizzle_is_a_permutation_per_row():
     enc = SharedEncodingAttr(8, 2, 4, [1, 0])
-    offs = [swizzled_offset(enc, r, c, 32) for r in range(64) for c in range(32)]
+    offs = [enc.swizzled_offset(r, c, 32) for r in range(64) for c in range(32)]
     assert sorted(offs) == list(range(64 * 32))
 
 

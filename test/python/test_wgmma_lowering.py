@@ -18,7 +18,7 @@ from ptx_lines import first_loop  # noqa: E402
 from sgemm_ir import sparse_gemm_ttir  # noqa: E402
 from test_gpu_lower import WGMMA_CONFIGS  # noqa: E402
 
-from sparsecc.analysis.layouts import distributed, swizzled_offset  # noqa: E402
+from sparsecc.analysis.layouts import distributed  # noqa: E402
 from sparsecc.codegen.lower import lower_to_ptx_text  # noqa: E402
 from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass  # noqa: E402
 from sparsecc.compiler import run_passes  # noqa: E402
@@ -71,7 +71,7 @@ def test_col_block_layout_is_the_mn_major_canonical_layout(width):
     seen = set()
     for k in range(k_rows):
         for n in range(cols * 2 if width != 128 else cols):
-            off = 2 * swizzled_offset(enc, k, n, cols * 2, k_rows)
+            off = 2 * enc.swizzled_offset(k, n, cols * 2, k_rows)
             block, nn = divmod(n, cols)
             want = block * k_rows * width + wg.swizzle_offset(k * width + 2 * nn, f"{width}B")
             assert off == want
