@@ -117,6 +117,24 @@ def imported_modules(tree: ast.Module, name: str, is_package: bool, modules: set
     return out
 
 
+def missing_modules(root: Path = PACKAGE) -> list[str]:
+    """'module: imported name' for each absolute `sparsecc...` module an import names that does
+    not exist (a module moved without updating a lazy import: nothing else notices until that
+    function runs)."""
+    paths = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    out = []
+    for m, p in paths.items():
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            out += [f"{m}: {n}" for n in names if n.split(".")[0] == root.name and n not in paths]
+    return out
+
+
 def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
     """module -> the package modules it imports (module level, in functions, TYPE_CHECKING)."""
     paths = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
@@ -200,6 +218,11 @@ def graph() -> dict[str, set[str]]:
 def test_every_stage_is_ranked(graph):
     unranked = sorted({stage(m) for m in graph} - set(RANKS))
     assert not unranked, f"give these top-level modules/subpackages a stage in RANKS: {unranked}"
+
+
+def test_imports_name_existing_modules():
+    missing = missing_modules()
+    assert not missing, "imports of modules that do not exist:\n" + "\n".join(missing)
 
 
 def test_no_import_cycles(graph):
