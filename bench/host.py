@@ -253,7 +253,7 @@ def main() -> None:
     values = [x.data_ptr(), 1024]
     from sparsecc.runtime import driver, native
 
-    how = "C launcher (runtime/launch.c)" if native.load() else f"ctypes; no C launcher: {native.why_not()}"
+    how = "C launcher (lib/launch.c)" if native.load() else f"ctypes; no C launcher: {native.why_not()}"
     raw_us = per_launch_us(lambda: raw(8, 1, 1, values, stream), n)
     rows.append((f"  of which pack + cuLaunchKernel, {how}", f"{raw_us:.1f} µs", ""))
     k = plan.kernels[x.get_device()]

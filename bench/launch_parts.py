@@ -5,7 +5,7 @@ neighbour hits them all alike) and the table gives each one's best and median ro
   kernel[grid]             the user's call, as bench/host.py times it (and with the ctypes launcher)
   kernel[grid], no driver  the same with the driver call replaced by a no-op (Python part only)
   fast_key / pack / stream the pieces of that Python part
-  raw C launch             pack + cuLaunchKernel in runtime/launch.c
+  raw C launch             pack + cuLaunchKernel in lib/launch.c
   raw ctypes launch        pack_into + cuLaunchKernel through ctypes
   bare ctypes              cuLaunchKernel through ctypes with prebuilt params (the floor here)
 

@@ -22,7 +22,7 @@ with ctypes, cuda-python's `cuLaunchKernel` is used. One kernel's buffer is shar
 one CudaKernel from one thread at a time (as with the former per-param slots).
 
 `raw_launcher`, the launcher's fast path, goes one step further: where the C launcher
-(runtime/launch.c, built on first use by runtime/native.py) loads, packing and the call to
+(lib/launch.c, built on first use by runtime/native.py) loads, packing and the call to
 libcuda's `cuLaunchKernel` are one C call that holds the GIL (so it is also thread-safe);
 elsewhere the `pack_into` + ctypes path above.
 """
@@ -97,7 +97,7 @@ def libcuda_launch() -> Callable[..., int] | None:
     return _cu_launch or None
 
 
-#: runtime/launch.c's one-character codes of the param kinds.
+#: lib/launch.c's one-character codes of the param kinds.
 _NATIVE_KIND = {"ptr": "Q", "u64": "Q", "i64": "q", "i32": "i", "u32": "I", "f32": "f", "tmap": "t"}
 
 
