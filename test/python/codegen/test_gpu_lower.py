@@ -3,7 +3,7 @@
 The ttgir comes from the decomposed tt IR in sgemm_ir.py through the real passes
 (convert-tt-to-ttg, sparse-gpu-encoding, [tritongpu-pipeline]); the output is poisoned with
 NaN before each launch, so every element the kernel fails to write fails the comparison.
-Run as a script for a table of max errors: `python test/python/test_gpu_lower.py`.
+Run as a script for a table of max errors: `python test/python/codegen/test_gpu_lower.py`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from sparsecc.compiler import run_passes
 from sparsecc.dialects import make_context, tt
 from sparsecc.passes.decompose_sparse import SparseDecompositionError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _constants(text: str) -> dict[str, int]:
