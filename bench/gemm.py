@@ -1,4 +1,4 @@
-"""Side-by-side GEMM benchmark on one GPU, in one run (issue 4).
+"""Side-by-side GEMM benchmark on one GPU, in one run.
 
 For A sparse (M×K, 2:4 along K) times B dense (K×N), fp16 and bf16, measures TFLOP/s
 (2·M·N·K / median time of triton.testing.do_bench) of:

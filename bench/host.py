@@ -1,4 +1,4 @@
-"""Host-side costs of sparsecc vs Triton on one GPU, in one run (issue 4).
+"""Host-side costs of sparsecc vs Triton on one GPU, in one run.
 
 Prints one table:
   cold compile     sparsecc.compile(sparse_mm_kernel, its default H100 tile, sm_90a) with a fresh

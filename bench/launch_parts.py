@@ -1,4 +1,4 @@
-"""Where the µs of one `kernel[grid](...)` launch go on this machine (issue 4's ≤ 10 µs target).
+"""Where the µs of one `kernel[grid](...)` launch go on this machine (the target is ≤ 10 µs).
 
 Each variant runs `--launches` times per round; rounds alternate the variants (so a noisy
 neighbour hits them all alike) and the table gives each one's best and median round:

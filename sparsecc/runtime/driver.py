@@ -19,7 +19,7 @@ a `void*[]` of the slots' addresses, built once; a launch writes all values with
 cuda-python's wrapper, which converts every argument), passing the array's address (the driver
 copies the values during `cuLaunchKernel`, so reuse is safe). Where libcuda cannot be opened
 with ctypes, cuda-python's `cuLaunchKernel` is used. One kernel's buffer is shared, so launch
-one CudaKernel from one thread at a time (as with the former per-param slots).
+one CudaKernel from one thread at a time.
 
 `raw_launcher`, the launcher's fast path, goes one step further: where the C launcher
 (lib/launch.c, built on first use by runtime/native.py) loads, packing and the call to
