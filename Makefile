@@ -27,7 +27,7 @@ pytest: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check sparsecc test bench
 
-# pytest runs the lit suite too (test/python/test_lit.py), so one command covers everything.
+# pytest runs the lit suite too (test/python/tools/test_lit.py), so one command covers everything.
 test: $(STAMP)
 	$(MAKE) lint
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q test/python

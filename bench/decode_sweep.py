@@ -51,14 +51,16 @@ def sparse_bytes(m: int, n: int, k: int) -> int:
 
 def parse_config(text: str) -> MMConfig:
     """'32x16x256w4s4' -> MMConfig(32, 16, 256, num_warps=4, num_stages=4); a 'g16' suffix sets
-    GROUP_M (default 8), a last 'c2' CTA pairs (num_ctas=2)."""
+    GROUP_M (default 8), then 'c2' CTA pairs (num_ctas=2), and a last 'p' the persistent form."""
+    persistent = text.endswith("p")
+    text = text.removesuffix("p")
     text, _, ctas = text.partition("c")
     text, _, group = text.partition("g")
     tile, rest = text.split("w")
     warps, stages = rest.split("s")
     m, n, k = (int(x) for x in tile.split("x"))
     return MMConfig(m, n, k, group_m=int(group or 8), num_warps=int(warps), num_stages=int(stages),
-                    num_ctas=int(ctas or 1))
+                    num_ctas=int(ctas or 1), persistent=persistent)
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Side-by-side GEMM benchmark on one GPU, in one run (issue 4).
+"""Side-by-side GEMM benchmark on one GPU, in one run.
 
 For A sparse (M×K, 2:4 along K) times B dense (K×N), fp16 and bf16, measures TFLOP/s
 (2·M·N·K / median time of triton.testing.do_bench) of:
@@ -7,7 +7,8 @@ For A sparse (M×K, 2:4 along K) times B dense (K×N), fp16 and bf16, measures T
   torch24    torch.sparse.to_sparse_semi_structured(A) @ B (cuSPARSELt on Hopper)
   triton     a dense Triton tl.dot matmul (a few configs, best taken)
 and prints one table with ratios to cuBLAS and to torch's 2:4 path; `--out DIR` also writes it
-as a dated markdown file with the GPU name and library versions.
+as markdown with the date, GPU name and library versions to DIR/gemm-current-<GPU>.md, after
+moving the table that was there into DIR/history/gemm-<its date>-<GPU>.md.
 
     python bench/gemm.py [--quick] [--dtypes fp16,bf16] [--out bench/results]
 """
@@ -134,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--dtypes", default="fp16,bf16")
-    p.add_argument("--out", default=None, help="folder for the dated markdown table")
+    p.add_argument("--out", default=None,
+                   help="folder for the markdown table (bench/results: the current table; the one "
+                        "it replaces moves to history/)")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench/gemm.py needs a CUDA GPU", file=sys.stderr)
@@ -143,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
 
     shapes = SHAPES_QUICK if args.quick else SHAPES_FULL
     rows = []
+    if args.out:
+        _archive(args.out)
     for dname in args.dtypes.split(","):
         for m, n, k in shapes:
             t0 = time.time()
@@ -182,10 +187,31 @@ def _table(rows: list) -> str:
     return "\n".join(lines)
 
 
+def _current(folder: str) -> str:
+    gpu = torch.cuda.get_device_name().replace(" ", "_")
+    return os.path.join(folder, f"gemm-current-{gpu}.md")
+
+
+def _archive(folder: str) -> None:
+    """Move this GPU's current table (if any) to history/, named by the date in its header."""
+    current = _current(folder)
+    if not os.path.exists(current):
+        return
+    with open(current) as f:
+        date = f.readline().rsplit(",", 1)[-1].strip() or "undated"
+    gpu = os.path.basename(current).removeprefix("gemm-current-").removesuffix(".md")
+    os.makedirs(os.path.join(folder, "history"), exist_ok=True)
+    stem, n = os.path.join(folder, "history", f"gemm-{date}-{gpu}"), 1
+    target = f"{stem}.md"
+    while os.path.exists(target):
+        n += 1
+        target = f"{stem}-{n}.md"
+    os.replace(current, target)
+
+
 def _write(folder: str, rows: list) -> str:
     os.makedirs(folder, exist_ok=True)
-    gpu = torch.cuda.get_device_name().replace(" ", "_")
-    path = os.path.join(folder, f"gemm-{datetime.date.today().isoformat()}-{gpu}.md")
+    path = _current(folder)
     with open(path + ".tmp", "w") as f:
         f.write(_table(rows) + "\n")
     os.replace(path + ".tmp", path)

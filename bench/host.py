@@ -1,4 +1,4 @@
-"""Host-side costs of sparsecc vs Triton on one GPU, in one run (issue 4).
+"""Host-side costs of sparsecc vs Triton on one GPU, in one run.
 
 Prints one table:
   cold compile     sparsecc.compile(sparse_mm_kernel, its default H100 tile, sm_90a) with a fresh
@@ -253,7 +253,7 @@ def main() -> None:
     values = [x.data_ptr(), 1024]
     from sparsecc.runtime import driver, native
 
-    how = "C launcher (runtime/launch.c)" if native.load() else f"ctypes; no C launcher: {native.why_not()}"
+    how = "C launcher (lib/launch.c)" if native.load() else f"ctypes; no C launcher: {native.why_not()}"
     raw_us = per_launch_us(lambda: raw(8, 1, 1, values, stream), n)
     rows.append((f"  of which pack + cuLaunchKernel, {how}", f"{raw_us:.1f} µs", ""))
     k = plan.kernels[x.get_device()]

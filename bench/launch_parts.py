@@ -1,11 +1,11 @@
-"""Where the µs of one `kernel[grid](...)` launch go on this machine (issue 4's ≤ 10 µs target).
+"""Where the µs of one `kernel[grid](...)` launch go on this machine (the target is ≤ 10 µs).
 
 Each variant runs `--launches` times per round; rounds alternate the variants (so a noisy
 neighbour hits them all alike) and the table gives each one's best and median round:
   kernel[grid]             the user's call, as bench/host.py times it (and with the ctypes launcher)
   kernel[grid], no driver  the same with the driver call replaced by a no-op (Python part only)
   fast_key / pack / stream the pieces of that Python part
-  raw C launch             pack + cuLaunchKernel in runtime/launch.c
+  raw C launch             pack + cuLaunchKernel in lib/launch.c
   raw ctypes launch        pack_into + cuLaunchKernel through ctypes
   bare ctypes              cuLaunchKernel through ctypes with prebuilt params (the floor here)
 

@@ -1,6 +1,7 @@
 """One sparse_mm launch to profile under ncu (the warm-up launch compiles; profile launch 2):
     ncu --kernel-name sparse_mm_kernel --launch-skip 1 --launch-count 1 python bench/ncu_mm.py [M N K] [TILE]
-TILE as decode_sweep's parse_config spells it (e.g. 128x256x64w8s4g16); the default config otherwise.
+TILE as decode_sweep's parse_config spells it (e.g. 128x256x64w8s4g16; a last `p` profiles the
+persistent form, e.g. 128x256x64w8s4g16p); the default config otherwise.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ mma.m16n8k32 with .f16/.bf16" (and mma.m16n8k16), g = lane >> 2, t = lane % 4:
   16 x 32 tile: bits [15:0] = row g, bits [31:16] = row g + 8 (2 bits per kept element, the
   4-column group j of the half at bits 4j..4j+3, smaller index in the low 2 bits).
   (This is the layout XLA's Triton sparse lowering uses; the hardware test in
-  test/python/test_gpu_lower.py checks it end to end.)
+  test/python/codegen/test_gpu_lower.py checks it end to end.)
   In the NV24 tile (i16, row r = 16-row block, word 16c + m for 16-column chunk c and row
   m), the 64 words [64q, 64q + 64) of block row r viewed as an 8 x 8 b16 matrix
   (row R = 2c' + m // 8 for chunk c = 4q + c', col m % 8) loaded with ldmatrix.trans give

@@ -5,8 +5,8 @@ In the MMA accumulator layout (mma.sp's and wgmma's alike) the four lanes of a q
 one row, consecutive 2-element pieces of each 8-column chunk: lane t has columns c+2t, c+2t+1
 of each chunk c its warp covers (every 8th column, or every 8·wn-th with wn warps along N).
 Stored as they are, every store instruction writes 4 bytes per lane and 16 bytes per row (eight
-half-filled 32-byte sectors per warp instruction). Measured on the H100 (bench/epilogue_probe.py,
-NOTES stop 10), those stores were 16-18% of a 4096³ sparse GEMM's time.
+half-filled 32-byte sectors per warp instruction). Measured on the H100 (bench/results/NOTES.md),
+such stores take 16-18% of a 4096³ sparse GEMM's time.
 
 Four of a thread's chunks in one row are a 4x4 matrix of 32-bit words (lane t: word k = its
 piece of the group's chunk k). Transposing it across the quad, two butterfly stages

@@ -49,7 +49,7 @@ Ops of this dialect:
     ptx.cvt.pack       two f32 -> f16x2/bf16x2: `cvt.rn.f16x2.f32 %r, %hi, %lo`
     ptx.asm            escape hatch: a PTX template with `$0..$n` (results first, then operands)
 
-Building a kernel (see test/python/test_ptx_backend.py for a complete mma.sp kernel):
+Building a kernel (see test/python/codegen/test_ptx_backend.py for a complete mma.sp kernel):
 
     kernel = ptx.KernelOp("k", [("D", "ptr"), ("n", "i32")], target="sm_80",
                           maxntid=(32, 1, 1), shared_bytes=0)

@@ -191,8 +191,8 @@ class MbarrierRemoteArriveOp(_TemplateOp):
     (`mapa` maps the offset into that CTA's window). The default semantics, as CUTLASS's
     cluster barriers use them: what the arrival publishes is that this warp's wgmma reads of the
     slot retired (wgmma.wait_group), before the other CTA's TMA overwrites it. The
-    `.release.cluster` / `.acquire.cluster` forms cost 40% of the GEMM's speed (NOTES, stop 11
-    run 11)."""
+    `.release.cluster` / `.acquire.cluster` forms cost 40% of the GEMM's speed
+    (bench/results/NOTES.md)."""
 
     name = "ptx.mbarrier.remote_arrive"
     addr = operand_def(i32)

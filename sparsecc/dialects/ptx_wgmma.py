@@ -23,7 +23,7 @@ execute every one of them. `wgmma.mma_async.sp` computes D(64xN, f32) = A(64x32,
 (+ D when scale-d is true), asynchronously: its results may be read only after a
 `wgmma.commit_group` + `wgmma.wait_group` that covers it.
 
-Layouts (checked on the H100, test/python/test_wgmma.py), with warp `w = tid/32` of the
+Layouts (checked on the H100, test/python/codegen/test_wgmma.py), with warp `w = tid/32` of the
 warpgroup, `g = laneid >> 2`, `t = laneid % 4`:
 
 - Accumulator D (m64nN, f32): N/2 registers; warp w owns rows 16w..16w+15 and, for every 8-column

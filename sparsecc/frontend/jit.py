@@ -14,7 +14,7 @@ hint, a constexpr's value), the keyword arguments (constexprs and options only) 
 function generated once per positional-argument count, `_key_fn`) and call
 the stored function, which flattens SparseTensors, resolves the grid and hands the arguments to
 the launcher's per-kernel closure (checks, then packing and the driver call in one C call where
-runtime/launch.c is built). Anything else (keyword runtime arguments, unhashable constexprs,
+lib/launch.c is built). Anything else (keyword runtime arguments, unhashable constexprs,
 bad types, a wrong argument count) takes the full path, which also reports errors.
 """
 

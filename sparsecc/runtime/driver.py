@@ -19,10 +19,10 @@ a `void*[]` of the slots' addresses, built once; a launch writes all values with
 cuda-python's wrapper, which converts every argument), passing the array's address (the driver
 copies the values during `cuLaunchKernel`, so reuse is safe). Where libcuda cannot be opened
 with ctypes, cuda-python's `cuLaunchKernel` is used. One kernel's buffer is shared, so launch
-one CudaKernel from one thread at a time (as with the former per-param slots).
+one CudaKernel from one thread at a time.
 
 `raw_launcher`, the launcher's fast path, goes one step further: where the C launcher
-(runtime/launch.c, built on first use by runtime/native.py) loads, packing and the call to
+(lib/launch.c, built on first use by runtime/native.py) loads, packing and the call to
 libcuda's `cuLaunchKernel` are one C call that holds the GIL (so it is also thread-safe);
 elsewhere the `pack_into` + ctypes path above.
 """
@@ -97,7 +97,7 @@ def libcuda_launch() -> Callable[..., int] | None:
     return _cu_launch or None
 
 
-#: runtime/launch.c's one-character codes of the param kinds.
+#: lib/launch.c's one-character codes of the param kinds.
 _NATIVE_KIND = {"ptr": "Q", "u64": "Q", "i64": "q", "i32": "i", "u32": "I", "f32": "f", "tmap": "t"}
 
 

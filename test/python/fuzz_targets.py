@@ -11,7 +11,7 @@ Four areas, each a function that runs one generated case and sorts its outcome:
 Outcomes: `accepted`, `clean error` (a user error that names its place: file:line:col for IR
 and kernels, the offending group or dtype for tensors), `unlocated error` (a user error
 without a place: counted, not a failure), `crash` (any other exception, or an error calling
-itself internal: a bug). `test_fuzz.py` runs them with hypothesis; `OUTCOMES` counts what a run
+itself internal: a bug). `fuzz/test_fuzz.py` runs them with hypothesis; `OUTCOMES` counts what a run
 saw, for the table in bench/results/fuzz-current.md.
 """
 
@@ -281,7 +281,7 @@ def main() -> int:
     os.environ["SPARSECC_FUZZ_EXAMPLES"] = str(ns.examples)
     if ns.out:
         os.environ["SPARSECC_FUZZ_REPORT"] = str(ns.out.resolve())
-    return pytest.main([str(Path(__file__).with_name("test_fuzz.py")), "-q", "-p", "no:cacheprovider"])
+    return pytest.main([str(Path(__file__).parent / "fuzz" / "test_fuzz.py"), "-q", "-p", "no:cacheprovider"])
 
 
 if __name__ == "__main__":

@@ -6,6 +6,18 @@ Every load and the store check both bounds (ragged M, N, K).
 
 from __future__ import annotations
 
+#: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of the sm_90a tiles: #ttg.mma version 3
+#: (wgmma.mma_async.sp), B staged MN-major. test_gpu_lower runs them, test_wgmma_lowering checks
+#: their PTX and SASS.
+WGMMA_CONFIGS = [
+    (64, 64, 64, 4, 1),
+    (64, 32, 64, 4, 2),
+    (64, 16, 64, 4, 2),
+    (128, 128, 64, 4, 3),
+    (128, 256, 64, 8, 4),
+    (256, 128, 64, 8, 3),
+]
+
 
 def sparse_gemm_ttir(bm: int, bn: int, bk: int, dtype: str = "f16") -> str:
     t = dtype

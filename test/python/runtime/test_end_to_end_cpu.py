@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_decompose import pointer_gemm
+from kernels import pointer_gemm
 
 import sparsecc
 from sparsecc.demo import sparse_gemm_kernel

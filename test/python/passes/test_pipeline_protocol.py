@@ -19,23 +19,19 @@ from __future__ import annotations
 
 import math
 import random
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
+from sgemm_ir import sparse_gemm_ttir
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.parser import Parser
 
-sys.path.insert(0, str(Path(__file__).parent))
-from sgemm_ir import sparse_gemm_ttir  # noqa: E402
-
-from sparsecc.analysis.dtypes import esize  # noqa: E402
-from sparsecc.codegen.lower import unroll_by_two  # noqa: E402
-from sparsecc.compiler import run_passes  # noqa: E402
-from sparsecc.dialects import make_context, tt  # noqa: E402
-from sparsecc.dialects import ttg as ttgd  # noqa: E402
+from sparsecc.analysis.dtypes import esize
+from sparsecc.codegen.lower import unroll_by_two
+from sparsecc.compiler import run_passes
+from sparsecc.dialects import make_context, tt
+from sparsecc.dialects import ttg as ttgd
 
 
 class ProtocolError(AssertionError):

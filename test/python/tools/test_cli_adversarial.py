@@ -16,7 +16,7 @@ import pytest
 from sparsecc import passes
 from sparsecc.tools import sparsecc_opt
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 GOOD = """builtin.module {
   tt.func public @k(%x: i32) -> i32 {

@@ -6,27 +6,22 @@ sparse_mm GPU tests (which compile for sm_90a on the H100)."""
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 
 import pytest
+from ptx_lines import first_loop
+from sgemm_ir import WGMMA_CONFIGS, sparse_gemm_ttir
 from xdsl.parser import Parser
 
-sys.path.insert(0, os.path.dirname(__file__))
-from ptx_lines import first_loop  # noqa: E402
-from sgemm_ir import sparse_gemm_ttir  # noqa: E402
-from test_gpu_lower import WGMMA_CONFIGS  # noqa: E402
-
-from sparsecc.analysis.layouts import distributed  # noqa: E402
-from sparsecc.codegen.lower import lower_to_ptx_text  # noqa: E402
-from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass  # noqa: E402
-from sparsecc.compiler import run_passes  # noqa: E402
-from sparsecc.dialects import make_context  # noqa: E402
-from sparsecc.dialects import ptx_wgmma as wg  # noqa: E402
-from sparsecc.dialects.ttg import MmaEncodingAttr  # noqa: E402
-from sparsecc.ops.sparse_mm import default_config  # noqa: E402
-from sparsecc.passes.gpu_encoding import wgmma_swizzle  # noqa: E402
+from sparsecc.analysis.layouts import distributed
+from sparsecc.codegen.lower import lower_to_ptx_text
+from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass
+from sparsecc.compiler import run_passes
+from sparsecc.dialects import make_context
+from sparsecc.dialects import ptx_wgmma as wg
+from sparsecc.dialects.ttg import MmaEncodingAttr
+from sparsecc.ops.sparse_mm import default_config
+from sparsecc.passes.gpu_encoding import wgmma_swizzle
 
 
 def ttgir(bm: int, bn: int, bk: int, warps: int, stages: int, target: str = "sm_90a", dtype: str = "f16",

@@ -3,19 +3,16 @@
 The ttgir comes from the decomposed tt IR in sgemm_ir.py through the real passes
 (convert-tt-to-ttg, sparse-gpu-encoding, [tritongpu-pipeline]); the output is poisoned with
 NaN before each launch, so every element the kernel fails to write fails the comparison.
-Run as a script for a table of max errors: `python test/python/test_gpu_lower.py`.
+Run as a script for a table of max errors: `python test/python/codegen/test_gpu_lower.py`.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 import torch
-
-sys.path.insert(0, os.path.dirname(__file__))
-from sgemm_ir import sparse_gemm_ttir  # noqa: E402
+from sgemm_ir import WGMMA_CONFIGS, sparse_gemm_ttir
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 CONFIGS = [  # (BM, BN, BK, num_warps, num_stages)
@@ -79,16 +76,6 @@ def test_sparse_gemm_matches_torch(cfg, dtype, shape):
     tol = 2e-2 if dtype == "bf16" else 4e-3
     err = run_case(cfg, dtype, shape)
     assert err == err and err < tol, f"relative max error {err}"
-
-
-WGMMA_CONFIGS = [  # sm_90a: #ttg.mma version 3 (wgmma.mma_async.sp), B staged MN-major
-    (64, 64, 64, 4, 1),
-    (64, 32, 64, 4, 2),
-    (64, 16, 64, 4, 2),
-    (128, 128, 64, 4, 3),
-    (128, 256, 64, 8, 4),
-    (256, 128, 64, 8, 3),
-]
 
 
 def _is_hopper() -> bool:

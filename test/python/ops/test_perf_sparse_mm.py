@@ -1,7 +1,7 @@
 """Speed of the generated mma.sp GEMM (GPU only) and a config sweep for tuning it.
 
-    pytest -m gpu test/python/test_perf_sparse_mm.py       # floor checks
-    python test/python/test_perf_sparse_mm.py [--quick]    # table: configs x shapes, vs torch.mm
+    pytest -m gpu test/python/ops/test_perf_sparse_mm.py       # floor checks
+    python test/python/ops/test_perf_sparse_mm.py [--quick]    # table: configs x shapes, vs torch.mm
 
 TFLOP/s = 2*M*N*K / median time (triton.testing.do_bench when available), dense-equivalent.
 """

@@ -8,16 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from kernels import SEED_BLOCKS, SEED_SIG, dot_kernel
+from kernels import POINTER_SIG, SEED_BLOCKS, SEED_SIG, dot_kernel, pointer_gemm
 from xdsl.parser import Parser
 
 import sparsecc
-import sparsecc.language as tl
 from sparsecc.compiler import run_passes
 from sparsecc.dialects import make_context, tt
 from sparsecc.passes.decompose_sparse import SparseDecompositionError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _constants(text: str) -> dict[str, int]:
@@ -126,30 +125,6 @@ def test_sparse_operand_b_is_rejected():
     # The tt verifier already refuses a sparse B.
     with pytest.raises(Exception, match="only the left operand"):
         Parser(make_context(), text).parse_module().verify()
-
-
-@sparsecc.jit
-def pointer_gemm(D, A, B, M, N, K, stride_am, stride_bk, stride_dm,
-                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """The Triton tutorial idiom: tensors of pointers, masks, `a_ptrs += BK`."""
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    a_ptrs = A + offs_m[:, None] * stride_am + offs_k[None, :]
-    b_ptrs = B + offs_k[:, None] * stride_bk + offs_n[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for kk in range(0, tl.cdiv(K, BK)):
-        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - kk * BK), other=0.0)
-        b = tl.load(b_ptrs, mask=(offs_k[:, None] < K - kk * BK) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BK
-        b_ptrs += BK * stride_bk
-    d_ptrs = D + offs_m[:, None] * stride_dm + offs_n[None, :]
-    tl.store(d_ptrs, acc.to(tl.float16), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-
-
-POINTER_SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16", "M": "i32", "N": "i32", "K": "i32",
-               "stride_am": "i32", "stride_bk": "i32", "stride_dm": "i32"}
 
 
 def test_pointer_tensors_decompose():

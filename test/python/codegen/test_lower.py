@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections import Counter
 
 import pytest
+from sgemm_ir import sparse_gemm_ttir
 
 from sparsecc.analysis.layouts import distributed
 from sparsecc.dialects.ttg import (
@@ -15,9 +14,6 @@ from sparsecc.dialects.ttg import (
     SharedEncodingAttr,
     SliceEncodingAttr,
 )
-
-sys.path.insert(0, os.path.dirname(__file__))
-from sgemm_ir import sparse_gemm_ttir  # noqa: E402
 
 
 def _owners(dl, num_warps):

@@ -1,16 +1,22 @@
-"""The C launcher (runtime/launch.c via runtime/native.py), without a GPU: a ctypes callback
-stands in for libcuda's cuLaunchKernel and reads back what the launcher packed."""
+"""The C launcher (lib/launch.c via runtime/native.py), without a GPU: a ctypes callback
+stands in for libcuda's cuLaunchKernel and reads back what the launcher packed. Also the CMake
+build of the same source (CMakeLists.txt), loaded through SPARSECC_NATIVE_LIB."""
 
 from __future__ import annotations
 
 import ctypes
 import shutil
 import struct
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from sparsecc.runtime import driver, native
+
+REPO = Path(native.__file__).resolve().parents[2]
 
 CU_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
                              ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
@@ -161,3 +167,50 @@ def test_switch_and_build_failures_fall_back_to_ctypes(monkeypatch, tmp_path):
     assert native.load() is None and "building launch.c failed" in native.why_not()
     assert not any(tmp_path.rglob("*.so"))  # nothing half-written left behind
     native.reset()
+
+
+def test_cmake_builds_the_launcher_and_native_loads_it(monkeypatch, tmp_path):
+    """`cmake -S . -B build && cmake --build build` makes a module that SPARSECC_NATIVE_LIB loads
+    instead of building one, and it packs and launches like the first-use build."""
+    if shutil.which("cmake") is None:
+        pytest.skip("no cmake on this machine")
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on this machine")
+    build = tmp_path / "build"
+    configure = ["cmake", "-S", str(REPO), "-B", str(build), f"-DPython3_EXECUTABLE={sys.executable}"]
+    for command in (configure, ["cmake", "--build", str(build)]):
+        done = subprocess.run(command, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    library, = build.glob("_sparsecc_launch*.so")
+    monkeypatch.setenv(native.LIBRARY_ENV, str(library))
+    monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path / "cache"))  # must stay unbuilt
+    monkeypatch.setenv("CC", "false")  # a first-use build would fail
+    native.reset()
+    try:
+        module = native.load()
+        assert module is not None, native.why_not()
+        assert Path(module.__file__) == library
+        cu = FakeDriver("Qi")
+        module.Launcher(cu.address, 5, (64, 1, 1), 0, "Qi", None).launch(3, 1, 1, [2**40, -9], 0)
+        (config, slots, _), = cu.calls
+        assert config[:8] == (5, 3, 1, 1, 64, 1, 1, 0)
+        assert struct.unpack("<Q", slots[0])[0] == 2**40 and struct.unpack("<i", slots[1][:4])[0] == -9
+        assert not (tmp_path / "cache").exists()
+    finally:
+        native.reset()
+
+
+def test_a_prebuilt_library_that_does_not_load_falls_back_with_a_reason(monkeypatch, tmp_path):
+    missing = tmp_path / "_sparsecc_launch.so"
+    monkeypatch.setenv(native.LIBRARY_ENV, str(missing))
+    native.reset()
+    try:
+        assert native.load() is None
+        assert native.why_not() == f"{native.LIBRARY_ENV}={missing}: OSError: no such file: {missing}"
+    finally:
+        native.reset()
+
+
+def test_the_launcher_source_is_found_in_the_checkout():
+    assert native.source() == REPO / "lib" / "launch.c"
+    assert "PyInit__sparsecc_launch" in native.source().read_text()
