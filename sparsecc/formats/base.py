@@ -132,6 +132,8 @@ class ArrayMap(Generic[T]):
     row_div: int
     col_div: int
     row_stride_div: int
+    masked_fill: int | None = None
+    """What a masked-off element of this array loads as: None, the dense load's `other`."""
 
     def _d(self, ar: Arith[T], v: T, d: int, up: bool = False) -> T:
         if d == 1:
@@ -164,7 +166,8 @@ class ArrayMap(Generic[T]):
 class SparseFormat:
     """One sparse format: a name, what it holds, and how it decomposes. See `nv24.py`.
 
-    `element_types` are the types `#tt.sparse<name>` and a `*T:name` signature accept;
+    `element_types` are the types `#tt.sparse<name>` and a `*T:name` signature accept
+    (`element_kind` says what they have in common, for messages);
     `runtime_element_types` the subset that `sparsecc.compress`, `SparseTensor` and the GPU
     lowering handle today. `arrays` are the decomposed arrays in argument order (values first).
     `tile_multiple` is what a sparse tile's (rows, columns) must be multiples of.
@@ -173,7 +176,7 @@ class SparseFormat:
     name: str
     summary: str
     element_types: tuple[ElementType, ...]
-    element_note: str
+    element_kind: str
     runtime_element_types: tuple[ElementType, ...]
     group: GroupShape
     meta: MetadataLayout
@@ -201,8 +204,13 @@ class SparseFormat:
         """Why the format cannot hold IR element type `ty` (None: it can)."""
         if self.element_of_ir(ty) is not None:
             return None
-        names = ", ".join(e.name for e in self.element_types)
-        return f"{self.name} holds {self.element_note} ({names})"
+        return self.element_rule()
+
+    def element_rule(self, prefix: str = "") -> str:
+        """What the format holds, for messages: `NV24 sparsity needs a 16- or 8-bit element
+        type (fp16, bf16, fp8e4nv, i8)`; `prefix` goes before each name (`*` in signatures)."""
+        names = ", ".join(prefix + e.name for e in self.element_types)
+        return f"{self.name} sparsity needs {self.element_kind} ({names})"
 
     # ---- the decomposed arguments -------------------------------------------------------
 

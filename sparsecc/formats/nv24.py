@@ -48,7 +48,7 @@ NV24 = SparseFormat(
     name="NV24",
     summary="NVIDIA 2:4 along the last dimension",
     element_types=(FP16, BF16, FP8E4NV, I8),
-    element_note="16- or 8-bit elements (its 2:4 groups are what mma.sp takes for those)",
+    element_kind="a 16- or 8-bit element type",
     runtime_element_types=(FP16, BF16),
     group=GROUP,
     meta=META,
@@ -57,7 +57,7 @@ NV24 = SparseFormat(
                     row_stride_div=GROUP.size // GROUP.kept),
     # Metadata: one row per 16 dense rows, holding 16 words per 16 columns (K words a row).
     metadata=ArrayMap(suffix="meta", element=I16, row_div=META.block_rows,
-                      col_div=META.word_cols // META.block_rows, row_stride_div=1),
+                      col_div=META.word_cols // META.block_rows, row_stride_div=1, masked_fill=0),
     tile_multiple=(META.block_rows, META.word_cols),
     instructions=(
         Instruction("mma.sp::ordered_metadata", (16, 8, 32), "sm_80",
