@@ -102,7 +102,7 @@ class SparseEncodingAttr(ParametrizedAttribute):
 
     format: StringAttr
 
-    def __init__(self, format: str | StringAttr = "NV24"):
+    def __init__(self, format: str | StringAttr = formats.NV24.name):
         if isinstance(format, str):
             format = StringAttr(format)
         super().__init__(format)

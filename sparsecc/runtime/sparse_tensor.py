@@ -57,7 +57,7 @@ class SparseTensor:
         if values.dtype not in SUPPORTED_DTYPES:
             supported = ", ".join(str(d) for d in SUPPORTED_DTYPES)
             raise TypeError(f"SparseTensor: unsupported values dtype {values.dtype} "
-                            f"(NV24 supports {supported})")
+                            f"({NV24} supports {supported})")
         if meta.dtype != _META_DTYPE:
             raise TypeError(f"SparseTensor: meta must be {_META_DTYPE}, got {meta.dtype}")
         values_shape = _FORMAT.values.shape(formats.INT, m, k)
