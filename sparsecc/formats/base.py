@@ -16,7 +16,7 @@ in a builder that emits folded `arith` ops).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from xdsl.ir import Attribute
 
@@ -44,10 +44,6 @@ class GroupShape:
     kept: int
     size: int
 
-    @property
-    def density(self) -> tuple[int, int]:
-        """Stored / dense elements along K as a fraction (kept, size)."""
-        return self.kept, self.size
 
 
 @dataclass(frozen=True)
@@ -104,10 +100,12 @@ class IntArith:
 
     @staticmethod
     def div(v: int, d: int) -> int:
+        """`v // d`."""
         return v // d
 
     @staticmethod
     def ceil_div(v: int, d: int) -> int:
+        """`v / d` rounded up."""
         return -(-v // d)
 
 
@@ -116,7 +114,7 @@ INT = IntArith()
 
 
 @dataclass(frozen=True)
-class ArrayMap(Generic[T]):
+class ArrayMap:
     """One array a sparse tensor decomposes into, as a map from dense indices.
 
     Dense row `r` and column `c` (a multiple of `col_div`) land in row `r // row_div`, column
