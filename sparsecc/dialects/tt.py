@@ -81,8 +81,10 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-SPARSE_FORMATS = ("NV24",)
-"""Sparse formats the compiler knows. NV24: NVIDIA 2:4 along the last dimension."""
+from sparsecc import formats
+
+SPARSE_FORMATS = formats.names()
+"""Sparse formats the compiler knows (each one file of `sparsecc.formats`)."""
 
 REDUCE_KINDS = ("sum", "max", "min")
 
@@ -100,17 +102,27 @@ class SparseEncodingAttr(ParametrizedAttribute):
 
     format: StringAttr
 
-    def __init__(self, format: str | StringAttr = "NV24"):
+    def __init__(self, format: str | StringAttr = formats.NV24.name):
         if isinstance(format, str):
             format = StringAttr(format)
         super().__init__(format)
 
     def verify(self) -> None:
-        if self.format.data not in SPARSE_FORMATS:
-            raise VerifyException(
-                f'unknown sparse format "{self.format.data}"; known formats: '
-                + ", ".join(f'"{f}"' for f in SPARSE_FORMATS)
-            )
+        try:
+            formats.lookup(self.format.data)
+        except formats.UnknownFormatError as e:
+            raise VerifyException(str(e)) from None
+
+    @property
+    def definition(self) -> formats.SparseFormat:
+        """The format this attribute names (`sparsecc.formats`)."""
+        return formats.lookup(self.format.data)
+
+    def check_element(self, ty: Attribute) -> None:
+        """VerifyException unless the format can hold elements of IR type `ty`."""
+        why = self.definition.rejects(ty)
+        if why is not None:
+            raise VerifyException(f"#tt.sparse<\"{self.format.data}\"> cannot hold {ty} elements: {why}")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
@@ -142,6 +154,10 @@ class PointerType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException(
                 "a block pointer carries its encoding on its tile type, not on the pointer"
             )
+        if isinstance(self.encoding, SparseEncodingAttr):
+            self.encoding.check_element(self.pointee)
+        elif isinstance(self.pointee, TensorType) and isinstance(self.pointee.encoding, SparseEncodingAttr):
+            self.pointee.encoding.check_element(self.pointee.element_type)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, Attribute]:
@@ -886,8 +902,9 @@ class StoreOp(IRDLOperation):
 
 
 def meta_shape(m: int, k: int) -> tuple[int, int]:
-    """Shape of the NV24 metadata of an m×k (dense) 16-bit tile: ceil(m/16) × k of i16."""
-    return ((m + 15) // 16, k)
+    """Shape of the metadata of a decomposed sparse dot's m×k (dense) A tile: for NV24
+    ceil(m/16) × k of i16 (`sparsecc.formats.DOT_FORMAT`)."""
+    return formats.DOT_FORMAT.metadata.shape(formats.INT, m, k)
 
 
 @irdl_op_definition
@@ -938,12 +955,16 @@ class DotOp(IRDLOperation):
         assert self.sparseIndex is not None
         _require(self.sparseIndex.value.data == 0, "sparseIndex must be 0 (only A may be sparse)")
         _require(not is_sparse(self.a.type), "decomposed dot operands carry no #tt.sparse")
+        fmt = formats.DOT_FORMAT
         k = b[0]
-        _require(a[1] * 2 == k, f"sparse dot values operand must have K/2 = {k // 2} columns, got {a[1]}")
+        vk = fmt.values.shape(formats.INT, m, k)[1]
+        _require(a[1] == vk, f"sparse dot values operand must have K/{k // vk} = {vk} columns, got {a[1]}")
         mt = self.meta.type
+        rows, cols = meta_shape(m, k)
+        meta_ty = fmt.meta.element.ir
         _require(
-            shape_of(mt) == meta_shape(m, k) and element_type(mt) == IntegerType(16),
-            f"sparse dot metadata must be tensor<{meta_shape(m, k)[0]}x{k}xi16>, got {_type_str(mt)}",
+            shape_of(mt) == (rows, cols) and element_type(mt) == meta_ty,
+            f"sparse dot metadata must be tensor<{rows}x{cols}x{meta_ty}>, got {_type_str(mt)}",
         )
 
     @classmethod

@@ -35,7 +35,7 @@ from sparsecc.frontend.types import describe
 from sparsecc.language.core import builtin_name
 
 if TYPE_CHECKING:
-    from sparsecc.frontend.jit import JITFunction
+    from sparsecc.frontend.kernel import KernelFunction
 
 MAX_INLINE_DEPTH = 32
 
@@ -94,7 +94,7 @@ def _assigned_names(stmts: Sequence[ast.stmt]) -> list[str]:
 class CodeGenerator(ast.NodeVisitor):
     """Emits the body of one (kernel or inlined) jit function."""
 
-    def __init__(self, fn: JITFunction, em: sem.Emitter, scope: dict[str, Any], depth: int = 0,
+    def __init__(self, fn: KernelFunction, em: sem.Emitter, scope: dict[str, Any], depth: int = 0,
                  is_kernel: bool = False):
         self.fn = fn
         self.em = em
@@ -608,7 +608,7 @@ class CodeGenerator(ast.NodeVisitor):
         raise SemanticError(f"cannot call {sem.py_desc(func)} in a kernel: only @sparsecc.jit "
                             "functions, tl.* builtins and min/max/len/int/float/abs on constexprs")
 
-    def inline(self, callee: JITFunction, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def inline(self, callee: KernelFunction, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if self.depth >= MAX_INLINE_DEPTH:
             raise SemanticError(f"jit calls nested deeper than {MAX_INLINE_DEPTH} (recursion?)")
         try:
@@ -624,7 +624,7 @@ class CodeGenerator(ast.NodeVisitor):
         return gen.ret
 
 
-def generate_ttir(fn: JITFunction, arg_types: dict[str, Attribute],
+def generate_ttir(fn: KernelFunction, arg_types: dict[str, Attribute],
                   constexprs: dict[str, Any], hints: dict[str, str | None] | None = None) -> ModuleOp:
     """The `ttir` module of kernel `fn`: runtime params typed by `arg_types`, constexprs bound.
 

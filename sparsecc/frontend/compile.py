@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, BlockArgument, Operation
+from xdsl.ir import Attribute
 
+from sparsecc import formats
 from sparsecc.compiler import CompileOptions, compile_module
 from sparsecc.dialects import tt
 from sparsecc.frontend.codegen import generate_ttir
-from sparsecc.frontend.jit import JITFunction
+from sparsecc.frontend.kernel import KernelFunction
 from sparsecc.frontend.types import parse_signature_type, signature_hint, signature_string
+from sparsecc.passes.kernel_params import block_pointer_params, contiguous_params
 from sparsecc.runtime import cache
 
 
@@ -67,7 +69,7 @@ class CompiledKernel:
         return self.options.target
 
 
-def to_ttir(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
+def to_ttir(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
             ) -> ModuleOp:
     """The frontend alone: check the signature and constexprs, return the ttir module."""
     arg_types, constexprs = check_args(kernel, signature, constexprs)
@@ -78,11 +80,11 @@ def _hints(signature: dict[str, str]) -> dict[str, str | None]:
     return {n: signature_hint(s) for n, s in signature.items()}
 
 
-def check_args(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
+def check_args(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
                ) -> tuple[dict[str, Attribute], dict[str, Any]]:
     """Check a signature and constexprs against `kernel`'s parameters (CompilationError naming the
     problem); return the parameter IR types and the constexprs with defaults filled in."""
-    if not isinstance(kernel, JITFunction):
+    if not isinstance(kernel, KernelFunction):
         raise TypeError(f"expected a @sparsecc.jit function, got {type(kernel).__name__}")
     constexprs = dict(constexprs or {})
     arg_types: dict[str, Attribute] = {}
@@ -115,7 +117,7 @@ def check_args(kernel: JITFunction, signature: dict[str, str], constexprs: dict[
     return arg_types, constexprs
 
 
-def compile_kernel(kernel: JITFunction, signature: dict[str, str],
+def compile_kernel(kernel: KernelFunction, signature: dict[str, str],
                    constexprs: dict[str, Any] | None = None, target: str | None = None,
                    num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
                    **switches: bool | None) -> CompiledKernel:
@@ -126,7 +128,7 @@ def compile_kernel(kernel: JITFunction, signature: dict[str, str],
     return compile_with_options(kernel, signature, constexprs, options)
 
 
-def compile_with_options(kernel: JITFunction, signature: dict[str, str],
+def compile_with_options(kernel: KernelFunction, signature: dict[str, str],
                          constexprs: dict[str, Any] | None, options: CompileOptions) -> CompiledKernel:
     """`compile_kernel` with the options already resolved (what `kernel[grid]` launches use)."""
     arg_types, constexprs = check_args(kernel, signature, constexprs)
@@ -153,7 +155,7 @@ _PRIVATE = "_sparsecc_kernel"
 """Metadata key under which a cache entry keeps what a CompiledKernel derives from its module."""
 
 
-def _compile(kernel: JITFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
+def _compile(kernel: KernelFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
              constexprs: dict[str, Any], options: CompileOptions) -> CompiledKernel:
     ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
     stages = compile_module(ttir, options)
@@ -174,7 +176,7 @@ def _compile(kernel: JITFunction, signature: dict[str, str], arg_types: dict[str
     return ck
 
 
-def _from_entry(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any],
+def _from_entry(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[str, Any],
                 options: CompileOptions, entry: cache.CacheEntry) -> CompiledKernel | None:
     """A CompiledKernel from a disk-cache entry, or None when the entry lacks what a launch needs."""
     meta = dict(entry.metadata)
@@ -202,7 +204,7 @@ def _from_entry(kernel: JITFunction, signature: dict[str, str], constexprs: dict
     )
 
 
-def _source_of(kernel: JITFunction) -> str:
+def _source_of(kernel: KernelFunction) -> str:
     """The cache's view of the kernel source (with its jit callees), computed once per kernel."""
     src = kernel.__dict__.get("_cache_source")
     if src is None:
@@ -210,90 +212,22 @@ def _source_of(kernel: JITFunction) -> str:
     return src
 
 
-def _func_params(module: Any, func_name: str) -> list[Any]:
-    func = next((op for op in module.walk()
-                 if isinstance(op, tt.FuncOp) and op.sym_name.data == func_name), None)
-    return [] if func is None else list(func.body.blocks.first.args)
-
-
-def _pointer_users(value: Any) -> list[tuple[Any, Any]]:
-    """(op, the operand that is the pointer) for each addressing use, through splat/broadcast."""
-    out = []
-    for use in value.uses:
-        op = use.operation
-        if isinstance(op, tt.SplatOp | tt.BroadcastOp | tt.ExpandDimsOp | tt.ReshapeOp):
-            out.extend(_pointer_users(op.results[0]))
-        else:
-            out.append((op, value))
-    return out
-
-
-def block_pointer_params(module: Any, func_name: str) -> set[int]:
-    """Indices of pointer parameters that some tt.make_tensor_ptr takes as its base."""
-    return {i for i, p in enumerate(_func_params(module, func_name))
-            if isinstance(p.type, tt.PointerType)
-            and any(isinstance(op, tt.MakeTensorPtrOp) for op, _ in _pointer_users(p))}
-
-
-def contiguous_params(module: Any, func_name: str) -> set[int]:
-    """Indices of pointer parameters addressed with compile-time strides/offsets only.
-
-    A pointer whose every tt.make_tensor_ptr has constant strides, and whose every tt.addptr
-    offset is computed without reading a runtime parameter, only addresses the tensor
-    correctly when it is contiguous. Pointers addressed through runtime strides are left alone
-    (views with any strides are fine there). The launcher checks contiguity of these.
-    """
-    params = _func_params(module, func_name)
-
-    def reads_runtime(value: Any, seen: set[int]) -> bool:
-        if id(value) in seen:
-            return False
-        seen.add(id(value))
-        if isinstance(value, BlockArgument):
-            return True  # a kernel parameter, or a loop-carried value: treat as runtime
-        op = value.owner
-        if not isinstance(op, Operation):
-            return True
-        return any(reads_runtime(o, seen) for o in op.operands)
-
-    result: set[int] = set()
-    for i, p in enumerate(params):
-        if not isinstance(p.type, tt.PointerType):
-            continue
-        users = _pointer_users(p)
-        if not users:
-            continue
-        fixed = True
-        for op, _ in users:
-            if isinstance(op, tt.MakeTensorPtrOp):
-                if any(reads_runtime(s, set()) for s in op.strides):
-                    fixed = False
-            elif isinstance(op, tt.AddPtrOp):
-                if reads_runtime(op.offset, set()):
-                    fixed = False
-        if fixed:
-            result.add(i)
-    return result
-
-
 def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:
-    """Parameter kinds and names of the decomposed kernel, checked against the signature."""
-    names: list[str] = []
-    for n, s in ck.signature.items():
-        names.extend([f"{n}.values", f"{n}.meta"] if s.endswith(":NV24") else [n])
+    """Parameter kinds and names of the decomposed kernel (a sparse `A` becomes the arrays its
+    format names, `A.values` and `A.meta`), checked against the decomposed module."""
+    flat = [p for n, s in ck.signature.items() for p in formats.flat_params(n, s)]
+    names = [n for n, _ in flat]
     kinds: list[str] = []
     if ck.module is not None:
         for op in ck.module.walk():
             if isinstance(op, tt.FuncOp) and op.sym_name.data == ck.name:
                 kinds = [signature_string(t) for t in op.function_type.inputs.data]
     if len(kinds) != len(names):  # the pass and the contract disagree: trust the contract
-        kinds = []
-        for s in ck.signature.values():
-            kinds.extend([s.split(":")[0], "*i16"] if s.endswith(":NV24") else [s])
+        kinds = [k for _, k in flat]
     return kinds, names
 
 
-def compile(kernel: JITFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
+def compile(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
             target: str | None = None, num_warps: int = 4, num_stages: int = 3,  # noqa: A001
             num_ctas: int = 1, **switches: bool | None) -> CompiledKernel:
     """Compile one specialization of `kernel`: every stage up to `target`'s cubin (none: up to

@@ -20,19 +20,17 @@ bad types, a wrong argument count) takes the full path, which also reports error
 
 from __future__ import annotations
 
-import ast
 import importlib
-import inspect
-import linecache
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import sparsecc.language as tl
+from sparsecc import formats
 from sparsecc.compiler import CompileOptions
-from sparsecc.frontend.errors import CompilationError
+from sparsecc.frontend.compile import compile_with_options
+from sparsecc.frontend.kernel import KernelFunction
 from sparsecc.switches import SWITCHES
 
 _OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
@@ -87,32 +85,11 @@ class _SpecCache(dict):  # type: ignore[type-arg]
         return super().pop(*args)
 
 
-def _is_constexpr_annotation(ann: Any) -> bool:
-    if ann is tl.constexpr:
-        return True
-    return isinstance(ann, str) and (ann == "constexpr" or ann.endswith(".constexpr"))
-
-
-class JITFunction:
+class JITFunction(KernelFunction):
     """A Python function compiled to tt IR; launch it with `kernel[grid](*args, **meta)`."""
 
-    __sparsecc_jit__ = True
-
     def __init__(self, fn: Callable[..., Any]):
-        self.fn = fn
-        self.__name__ = fn.__name__
-        self.__doc__ = fn.__doc__
-        self.__module__ = fn.__module__
-        self.__wrapped__ = fn
-        self.signature = inspect.signature(fn)
-        self.arg_names = list(self.signature.parameters)
-        for p in self.signature.parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
-                raise TypeError(f"@sparsecc.jit {self.__name__}: *args, **kwargs and keyword-only "
-                                "parameters are not supported")
-        self.constexpr_names = [p.name for p in self.signature.parameters.values()
-                                if _is_constexpr_annotation(p.annotation)]
-        self.runtime_names = [n for n in self.arg_names if n not in self.constexpr_names]
+        super().__init__(fn)
         self.fast: dict[Any, Callable[[Any, Sequence[Any], dict[str, Any]], None]] = {}
         """Fast-path key -> prebuilt launch function (see the module docstring)."""
         self.cache: dict[Any, Any] = _SpecCache(self.fast)
@@ -122,46 +99,6 @@ class JITFunction:
         self._fast_kw = frozenset(self.constexpr_names) | _OPTIONS
         runtime_pos = [i for i, n in enumerate(self.arg_names) if n not in self.constexpr_names]
         self._min_args = (runtime_pos[-1] + 1) if runtime_pos else 0
-        self._tree: ast.FunctionDef | None = None
-        self.file = inspect.getsourcefile(fn) or "<unknown>"
-        lines, self.first_line = inspect.getsourcelines(fn)
-        self.src = "".join(lines)
-        self.indent = len(lines[0]) - len(lines[0].lstrip())
-
-    # ---- source ---------------------------------------------------------------------
-
-    @property
-    def tree(self) -> ast.FunctionDef:
-        """The function's AST, with line numbers relative to its first source line."""
-        if self._tree is None:
-            module = ast.parse(textwrap.dedent(self.src))
-            node = module.body[0]
-            if not isinstance(node, ast.FunctionDef):
-                raise TypeError(f"@sparsecc.jit needs a plain 'def' function, got {type(node).__name__}")
-            self._tree = node
-        return self._tree
-
-    def error(self, node: ast.AST, message: str) -> CompilationError:
-        """A CompilationError at `node` of this function's source."""
-        rel = getattr(node, "lineno", 1)
-        line = self.first_line + rel - 1
-        col = getattr(node, "col_offset", 0) + self.indent + 1
-        text = linecache.getline(self.file, line) or None
-        return CompilationError(message, self.file, line, col, text)
-
-    def resolve_global(self, name: str) -> tuple[bool, Any]:
-        """(found, value) of a free name: closure cells first, then module globals."""
-        code = self.fn.__code__
-        if name in code.co_freevars and self.fn.__closure__ is not None:
-            cell = self.fn.__closure__[code.co_freevars.index(name)]
-            try:
-                return True, cell.cell_contents
-            except ValueError:
-                return False, None
-        g = self.fn.__globals__
-        if name in g:
-            return True, g[name]
-        return False, None
 
     # ---- calling --------------------------------------------------------------------
 
@@ -227,12 +164,6 @@ class JITFunction:
         fn = self._key_fns[nargs] = env["key"]
         return fn
 
-    def __repr__(self) -> str:
-        return f"JITFunction({self.__module__}:{self.__name__})"
-
-    def params_text(self) -> str:
-        return ", ".join(self.arg_names)
-
     def bind_launch(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         """Name -> value for every parameter; TypeError naming the kernel and its parameters."""
         try:
@@ -245,8 +176,6 @@ class JITFunction:
 
     def run(self, grid: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
         """Specialize, compile (cached) and launch."""
-        from sparsecc.frontend.compile import compile_with_options
-
         given = kwargs
         kwargs = dict(kwargs)
         options = {k: int(kwargs.pop(k, d)) for k, d in _OPTION_DEFAULTS.items()}
@@ -301,8 +230,8 @@ class JITFunction:
         for i, n in enumerate(self.arg_names):
             if n in self.constexpr_names:
                 continue
-            parts += ([f"args[{i}].values", f"args[{i}].meta"]
-                      if compiled.signature[n].endswith(":NV24") else [f"args[{i}]"])
+            fmt = formats.of_signature(compiled.signature[n])
+            parts += [f"args[{i}].{a.suffix}" for a in fmt.arrays] if fmt else [f"args[{i}]"]
         if interpret:
             def go(gx: int, gy: int, gz: int, flat: list[Any]) -> None:
                 interpreter = importlib.import_module("sparsecc.runtime.interpreter")
@@ -406,11 +335,12 @@ def specialize(v: Any, param: str, kernel: str) -> str:
 
 
 def flatten_args(values: Sequence[Any] | Any) -> list[Any]:
-    """Runtime arguments as the decomposed kernel takes them: a SparseTensor is (values, meta)."""
+    """Runtime arguments as the decomposed kernel takes them: a SparseTensor becomes the arrays
+    its format decomposes into (NV24: values, meta)."""
     flat: list[Any] = []
     for v in values:
         if _is_sparse_tensor(v):
-            flat.extend((v.values, v.meta))
+            flat.extend(getattr(v, a.suffix) for a in formats.lookup(v.encoding).arrays)
         else:
             flat.append(v)
     return flat

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 import sparsecc.language as tl
+from sparsecc import formats
 from sparsecc.dialects.tt import PointerType, SparseEncodingAttr, sparse_encoding_of
 
 _IR: dict[str, Attribute] = {
@@ -37,7 +38,6 @@ _IR: dict[str, Attribute] = {
 
 POINTEE_NAMES = ("fp16", "bf16", "fp32", "fp8e4nv", "i8", "i16", "i32", "i64")
 SCALAR_NAMES = ("i1", "i32", "i64", "fp32")
-SPARSE_POINTEES = ("fp16", "bf16", "fp8e4nv", "i8")
 FLOAT_TYPES = (Float8E4M3FNType, Float16Type, BFloat16Type, Float32Type, Float64Type)
 
 
@@ -71,11 +71,12 @@ def parse_signature_type(text: str) -> Attribute:
             raise ValueError(f"unknown pointer type '{text}' (pointers: "
                              + ", ".join("*" + n for n in POINTEE_NAMES) + ")")
         if enc:
-            if enc != "NV24":
-                raise ValueError(f"unknown sparse encoding '{enc}' in '{text}' (known: NV24)")
-            if name not in SPARSE_POINTEES:
-                raise ValueError(f"'{text}': NV24 sparsity needs a 16- or 8-bit element type ("
-                                 + ", ".join("*" + n for n in SPARSE_POINTEES) + ")")
+            fmt = formats.get(enc)
+            if fmt is None:
+                raise ValueError(f"unknown sparse encoding '{enc}' in '{text}' (known: "
+                                 + ", ".join(formats.names()) + ")")
+            if fmt.element(name) is None:
+                raise ValueError(f"'{text}': {fmt.element_rule('*')}")
             return PointerType(_IR[name], SparseEncodingAttr(enc))
         return PointerType(_IR[name])
     s, _, hint = s.partition(":")

@@ -1,7 +1,7 @@
-"""decompose-sparse-tensors: split every #tt.sparse<"NV24"> tensor into values + metadata.
+"""decompose-sparse-tensors: split every #tt.sparse<"..."> tensor into values + metadata.
 
 Accepts: tt IR where sparse data enters through `tt.func` arguments of type
-`!tt.ptr<T, #tt.sparse<"NV24">>` (T = f16 or bf16) and flows only through
+`!tt.ptr<T, #tt.sparse<"NV24">>` (T an element type the format holds) and flows only through
   - `tt.make_tensor_ptr` / `tt.advance` / `tt.load` (block pointers, `order = [1, 0]`),
   - tensors of pointers built with the Triton idiom
     `A + rows[:, None] * stride_am + cols[None, :]` (`tt.splat` / `tt.expand_dims` /
@@ -11,29 +11,34 @@ Accepts: tt IR where sparse data enters through `tt.func` arguments of type
     block pointer),
   - operand A of `tt.dot`.
 Guarantees afterwards: no `#tt.sparse` type is left anywhere; each sparse argument became two
-arguments in place, a values pointer `!tt.ptr<T>` then a metadata pointer `!tt.ptr<i16>`; each
-sparse dot is `tt.dot %values, %b, %meta, %c, sparseIndex = 0`.
+arguments in place, a values pointer `!tt.ptr<T>` then a metadata pointer (`!tt.ptr<i16>` for
+NV24), named `%A_values`, `%A_meta`; each sparse dot is `tt.dot %values, %b, %meta, %c, sparseIndex = 0`.
 
 Why this shape (seed 001): later passes treat values and metadata as ordinary dense tensors
 with their own layouts and swizzles, so the sparse format has to be explicit in the IR before any
 GPU decision is made.
 
-How indices are recomputed (the NV24 format, sparsecc/runtime/compress.py). For a dense M×K
-matrix with row stride sM and column stride sK = 1 addressed by a BM×BK block at (om, ok):
+How indices are recomputed: the format says (`sparsecc.formats`, each array an `ArrayMap`: dense
+row r, column c land at row r/row_div, column c/col_div; a row stride divides by
+row_stride_div). For NV24 and a dense M×K matrix with row stride sM and column stride sK = 1
+addressed by a BM×BK block at (om, ok):
   values   (M × K/2, row stride sM/2):     shape [M, K/2],        strides [sM/2, sK], offsets [om, ok/2],    tile BM × BK/2
   metadata (ceil(M/16) × K, row stride sM): shape [ceil(M/16), K], strides [sM, sK],   offsets [om/16, ok],   tile BM/16 × BK
-`tt.advance [dm, dk]` becomes [dm, dk/2] and [dm/16, dk]. Offsets along M must be multiples of
-16 and along K multiples of 16 at run time (tiles start on a metadata word); BM and BK must be
-multiples of 16, which is checked here. Arithmetic on constants is folded into new constants.
+`tt.advance [dm, dk]` moves each array as an offset: [dm, dk/2] and [dm/16, dk]. Offsets along M
+must be multiples of 16 and along K multiples of 16 at run time (tiles start on a metadata
+word); BM and BK must be multiples of 16, which is checked here. Arithmetic on constants is
+folded into new constants; a division by 1 emits nothing.
 
 Tensors of pointers: an R×C tensor of sparse pointers (C = 1 before the column term is added)
 becomes values pointers R×(C/2) and metadata pointers (R/16)×C. The element offset is a sum of a
-row term X (R×1, = row·sM) and a column term Y (1×C, = k). Values take X/2 and, per pair of
-columns, min(Y[2j], Y[2j+1])/2 (`tt.reshape` to C/2×2 + `tt.reduce min`); metadata take, per
-16 rows, min(X[16a..16a+15])/16 (a row of metadata words is one 16-row block, whose row stride
-is sM) and Y itself (the word for row r of a 16-column chunk sits r words after the chunk's
-start, so contiguous, 16-aligned columns map onto themselves). A scalar increment s moves along
-K: values by s/2, metadata by s. Masks split the same way (`tt.reduce max` over each group).
+row term X (R×1, = row·sM) and a column term Y (1×C, = k). An array takes, per group of row_div
+rows, min(X)/(row_div·row_stride_div) and, per group of col_div columns, min(Y)/col_div
+(`tt.reshape` to groups + `tt.reduce min`): values X/2 and min(Y[2j], Y[2j+1])/2, metadata
+min(X[16a..16a+15])/16 (a row of metadata words is one 16-row block, whose row stride is sM)
+and Y itself (the word for row r of a 16-column chunk sits r words after the chunk's start, so
+contiguous, 16-aligned columns map onto themselves). A scalar increment s moves along K: each
+array by s/col_div (values s/2, metadata s). Masks split the same way (`tt.reduce max` over
+each group).
 
 A sparse value used anywhere else (stored, fed to an elementwise op, reduced, operand B of a
 dot) cannot be decomposed: the pass stops with an error naming the op.
@@ -52,16 +57,13 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     TensorType,
-    i16,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from sparsecc import formats
 from sparsecc.dialects import tt
-
-META_ROWS = 16
-"""Rows of A that share one row of metadata words (one 16-bit word per row per 16 columns)."""
 
 
 class SparseDecompositionError(DiagnosticException):
@@ -89,6 +91,25 @@ def _fail(op: Operation, message: str) -> SparseDecompositionError:
     return SparseDecompositionError(f"{_op_desc(op)}: {message}", op)
 
 
+def _format(ty: Attribute) -> formats.SparseFormat:
+    """The format of a sparse type (its #tt.sparse encoding, verified when it was built)."""
+    enc = tt.sparse_encoding_of(ty)
+    assert enc is not None, f"internal error: {ty} is not sparse"
+    return enc.definition
+
+
+def _encoding_text(ty: Attribute) -> str:
+    enc = tt.sparse_encoding_of(ty)
+    return f'#tt.sparse<"{enc.format.data}">' if enc is not None else "#tt.sparse"
+
+
+def _name_arrays(fmt: formats.SparseFormat, name: str | None, values: SSAValue, meta: SSAValue) -> None:
+    """`%A` -> `%A_values`, `%A_meta` (the format's array suffixes)."""
+    if name:
+        values.name_hint = f"{name}_{fmt.values.suffix}"
+        meta.name_hint = f"{name}_{fmt.metadata.suffix}"
+
+
 # ----------------------------------------------------------------------------------------
 # Types
 # ----------------------------------------------------------------------------------------
@@ -96,20 +117,16 @@ def _fail(op: Operation, message: str) -> SparseDecompositionError:
 
 def _tile_types(tile: TensorType, op: Operation) -> tuple[TensorType, TensorType]:
     """values and metadata tiles of a sparse BM×BK tile."""
+    fmt = _format(tile)
     shape = tile.get_shape()
     if len(shape) != 2:
         raise _fail(op, f"only 2-D sparse tiles can be decomposed, got shape {list(shape)}")
     bm, bk = shape
-    if bm % META_ROWS or bk % 16:
-        raise _fail(
-            op,
-            f"a sparse NV24 tile must have rows and columns that are multiples of 16 "
-            f"(one metadata word covers 16 rows x 16 columns), got {bm}x{bk}",
-        )
-    return (
-        TensorType(tile.element_type, [bm, bk // 2]),
-        TensorType(i16, [bm // META_ROWS, bk]),
-    )
+    why = fmt.check_tile(bm, bk)
+    if why is not None:
+        raise _fail(op, why)
+    v, m = (TensorType(fmt.array_element(a, tile.element_type), a.tile(bm, bk)) for a in fmt.arrays)
+    return v, m
 
 
 def _split_ptr_type(ty: Attribute, op: Operation) -> tuple[Attribute, Attribute]:
@@ -117,7 +134,8 @@ def _split_ptr_type(ty: Attribute, op: Operation) -> tuple[Attribute, Attribute]
         v, m = _tile_types(ty.pointee, op)
         return tt.PointerType(v), tt.PointerType(m)
     if isinstance(ty, tt.PointerType):
-        return tt.PointerType(ty.pointee), tt.PointerType(i16)
+        fmt = _format(ty)
+        return tt.PointerType(ty.pointee), tt.PointerType(fmt.array_element(fmt.metadata, ty.pointee))
     raise _fail(op, "only pointers and block pointers to sparse data can be decomposed")
 
 
@@ -161,6 +179,10 @@ class _Builder:
             return self.const(-(-c // d), v.type)
         bumped = self._insert(arith.AddiOp(v, self.const(d - 1, v.type)))
         return self._insert(arith.DivSIOp(bumped, self.const(d, v.type)))
+
+    def scale(self, v: SSAValue, d: int) -> SSAValue:
+        """`v // d`, and `v` itself (no op) when d is 1."""
+        return v if d == 1 else self.div(v, d)
 
 
 # ----------------------------------------------------------------------------------------
@@ -238,6 +260,10 @@ class _TensorBuilder:
         assert isinstance(ty, TensorType)
         return self._insert(arith.DivSIOp(v, self.splat(self.scalar.const(d, ty.element_type), ty.get_shape(), ty.element_type)))
 
+    def scale(self, v: SSAValue, d: int) -> SSAValue:
+        """`v // d` elementwise, and `v` itself (no op) when d is 1."""
+        return v if d == 1 else self.div(v, d)
+
     def broadcast(self, v: SSAValue, shape: tuple[int, ...]) -> SSAValue:
         if tt.shape_of(v.type) == tuple(shape):
             return v
@@ -246,11 +272,12 @@ class _TensorBuilder:
         return self._insert(tt.BroadcastOp(v, TensorType(ty.element_type, shape)))
 
     def group_reduce(self, v: SSAValue, axis: int, group: int, kind: str) -> SSAValue:
-        """Reduce groups of `group` consecutive entries of a R×1 (axis 0) or 1×C (axis 1) tensor."""
+        """Reduce groups of `group` consecutive entries of a R×1 (axis 0) or 1×C (axis 1) tensor
+        (`v` itself for groups of 1)."""
         ty = v.type
         assert isinstance(ty, TensorType)
         n = ty.get_shape()[axis]
-        if n == 1:
+        if n == 1 or group == 1:
             return v
         grouped = self._insert(tt.ReshapeOp(v, TensorType(ty.element_type, [n // group, group])))
         reduced = self._insert(tt.ReduceOp(grouped, kind, 1))
@@ -288,9 +315,7 @@ class _Decomposer:
             vt, mt = _split_ptr_type(arg.type, func)
             values = block.insert_arg(vt, arg.index + 1)
             meta = block.insert_arg(mt, arg.index + 2)
-            name = arg.name_hint
-            values.name_hint = f"{name}_values" if name else None
-            meta.name_hint = f"{name}_meta" if name else None
+            _name_arrays(_format(arg.type), arg.name_hint, values, meta)
             self.split[arg] = Split(values, meta)
         self.run_block(block)
         self.erase_dead()
@@ -338,7 +363,8 @@ class _Decomposer:
         elif isinstance(op, tt.DotOp):
             self.rewrite_dot(op)
         elif isinstance(op, tt.StoreOp):
-            raise _fail(op, "cannot store a sparse (#tt.sparse<\"NV24\">) tensor; only tt.dot operand A consumes one")
+            enc = _encoding_text(op.value.type if tt.is_sparse(op.value.type) else op.ptr.type)
+            raise _fail(op, f"cannot store a sparse ({enc}) tensor; only tt.dot operand A consumes one")
         elif isinstance(op, tt.SplatOp):
             self.rewrite_splat(op)
         elif isinstance(op, tt.BroadcastOp):
@@ -346,9 +372,10 @@ class _Decomposer:
         elif isinstance(op, tt.AddPtrOp):
             self.rewrite_addptr(op)
         else:
+            sparse = next(v for v in op.operands if v in self.split)
             raise _fail(
                 op,
-                "cannot use a sparse (#tt.sparse<\"NV24\">) tensor here; only tl.make_block_ptr, "
+                f"cannot use a sparse ({_encoding_text(sparse.type)}) tensor here; only tl.make_block_ptr, "
                 "tl.advance, tl.load and tt.dot operand A accept one",
             )
         self.dead.append(op)
@@ -361,24 +388,28 @@ class _Decomposer:
             raise _fail(op, f"a sparse block pointer needs unit stride along K, got {stride_k}")
         vt, mt = _split_ptr_type(op.result.type, op)
         assert isinstance(vt, tt.PointerType) and isinstance(mt, tt.PointerType)
+        fmt = _format(op.result.type)
         b = _Builder(op)
         base = self.split[op.base]
         m, k = op.shape
         sm, sk = op.strides
         om, ok = op.offsets
         order = list(op.order.get_values())
-        values = tt.MakeTensorPtrOp(base.values, [m, b.div(k, 2)], [b.div(sm, 2), sk], [om, b.div(ok, 2)], order, vt)
-        meta = tt.MakeTensorPtrOp(
-            base.meta, [b.ceil_div(m, META_ROWS), k], [sm, sk], [b.div(om, META_ROWS), ok], order, mt
-        )
-        self._emit_pair(op, values, meta)
+        halves = []
+        for array, ptr, ty in zip(fmt.arrays, (base.values, base.meta), (vt, mt), strict=True):
+            shape = list(array.shape(b, m, k))
+            strides = list(array.strides(b, sm, sk))
+            offsets = list(array.offsets(b, om, ok))
+            halves.append(tt.MakeTensorPtrOp(ptr, shape, strides, offsets, order, ty))
+        self._emit_pair(op, *halves)
 
     def rewrite_advance(self, op: tt.AdvanceOp) -> None:
+        fmt = _format(op.result.type)
         b = _Builder(op)
         ptr = self.split[op.ptr]
         dm, dk = op.offsets
-        values = tt.AdvanceOp(ptr.values, [dm, b.div(dk, 2)])
-        meta = tt.AdvanceOp(ptr.meta, [b.div(dm, META_ROWS), dk])
+        values = tt.AdvanceOp(ptr.values, list(fmt.values.offsets(b, dm, dk)))
+        meta = tt.AdvanceOp(ptr.meta, list(fmt.metadata.offsets(b, dm, dk)))
         self._emit_pair(op, values, meta)
 
     def rewrite_load(self, op: tt.LoadOp) -> None:
@@ -393,21 +424,25 @@ class _Decomposer:
         self._emit_pair(op, values, meta)
 
     # -- tensors of pointers -------------------------------------------------------------
-    def _halves(self, shape: tuple[int, ...], op: Operation) -> tuple[list[int], list[int]]:
+    def _halves(self, fmt: formats.SparseFormat, shape: tuple[int, ...],
+                op: Operation) -> tuple[list[int], list[int]]:
         """Shapes of the values and metadata halves of an R×C sparse pointer tensor."""
         if len(shape) != 2:
             raise _fail(op, f"only 2-D tensors of sparse pointers can be decomposed, got shape {list(shape)}")
         r, c = shape
-        if (r != 1 and r % META_ROWS) or (c != 1 and c % 16):
-            raise _fail(op, f"a tensor of sparse pointers needs rows and columns that are multiples of 16, got {r}x{c}")
-        return [r, c // 2 if c > 1 else 1], [r // META_ROWS if r > 1 else 1, c]
+        rm, rk = fmt.tile_multiple
+        if (r != 1 and r % rm) or (c != 1 and c % rk):
+            raise _fail(op, f"a tensor of sparse pointers needs {fmt.tile_rule()}, got {r}x{c}")
+        return list(fmt.values.tile(r, c)), list(fmt.metadata.tile(r, c))
 
     def _ptr_tensor_types(self, ty: Attribute, op: Operation) -> tuple[TensorType, TensorType]:
         assert isinstance(ty, TensorType)
         elem = ty.element_type
         assert isinstance(elem, tt.PointerType)
-        vs, ms = self._halves(ty.get_shape(), op)
-        return TensorType(tt.PointerType(elem.pointee), vs), TensorType(tt.PointerType(i16), ms)
+        fmt = _format(ty)
+        vs, ms = self._halves(fmt, ty.get_shape(), op)
+        return (TensorType(tt.PointerType(fmt.array_element(fmt.values, elem.pointee)), vs),
+                TensorType(tt.PointerType(fmt.array_element(fmt.metadata, elem.pointee)), ms))
 
     def rewrite_splat(self, op: tt.SplatOp) -> None:
         base = self.split[op.src]
@@ -421,58 +456,65 @@ class _Decomposer:
 
     def rewrite_addptr(self, op: tt.AddPtrOp) -> None:
         ptr = self.split[op.ptr]
+        fmt = _format(op.result.type)
         shape = tt.shape_of(op.result.type)
         kind, term = _classify_term(op.offset, shape)
         b = _TensorBuilder(op)
         step = _splat_constant(op.offset)
         if step is not None:  # `a_ptrs += BLOCK_K` arrives as a dense splat constant
             kind, term = "scalar", b.scalar.const(int(step), tt.element_type(op.offset.type))
-        if kind == "scalar":  # a K step: values move half as far, metadata as far
-            ity = term.type
-            values_off = b.splat(b.scalar.div(term, 2), tt.shape_of(ptr.values.type), ity)
-            meta_off = b.splat(term, tt.shape_of(ptr.meta.type), ity)
-        elif kind == "row":
-            values_off = b.broadcast(b.div(term, 2), tt.shape_of(ptr.values.type))
-            meta_off = b.broadcast(b.div(b.group_reduce(term, axis=0, group=META_ROWS, kind="min"), META_ROWS),
-                                   tt.shape_of(ptr.meta.type))
-        elif kind == "col":
-            values_off = b.broadcast(b.div(b.group_reduce(term, axis=1, group=2, kind="min"), 2),
-                                     tt.shape_of(ptr.values.type))
-            meta_off = b.broadcast(term, tt.shape_of(ptr.meta.type))
-        else:
+        if kind not in ("scalar", "row", "col"):
             raise _fail(op, "the offset added to sparse pointers must be a row term (rows[:, None] * stride), "
                             "a column term (cols[None, :]) or a scalar step along K")
-        self._emit_pair(op, tt.AddPtrOp(ptr.values, values_off), tt.AddPtrOp(ptr.meta, meta_off))
+        offsets = []
+        for array, half in zip(fmt.arrays, (ptr.values, ptr.meta), strict=True):
+            hshape = tt.shape_of(half.type)
+            if kind == "scalar":  # a K step: each array moves by its share of the columns
+                offsets.append(b.splat(b.scalar.scale(term, array.col_div), hshape, term.type))
+            elif kind == "row":  # row * sM: one per group of rows, in the array's row stride
+                grouped = b.group_reduce(term, axis=0, group=array.row_div, kind="min")
+                offsets.append(b.broadcast(b.scale(grouped, array.row_offset_div), hshape))
+            else:  # a dense column: one per group of columns
+                grouped = b.group_reduce(term, axis=1, group=array.col_div, kind="min")
+                offsets.append(b.broadcast(b.scale(grouped, array.col_div), hshape))
+        self._emit_pair(op, tt.AddPtrOp(ptr.values, offsets[0]), tt.AddPtrOp(ptr.meta, offsets[1]))
 
     def rewrite_pointer_tensor_load(self, op: tt.LoadOp) -> None:
         ptr = self.split[op.ptr]
-        vshape, mshape = tt.shape_of(ptr.values.type), tt.shape_of(ptr.meta.type)
-        vmask = mmask = None
+        fmt = _format(op.ptr.type)
+        halves = (ptr.values, ptr.meta)
+        shapes = [tt.shape_of(h.type) for h in halves]
+        masks: list[SSAValue | None] = [None, None]
         b = _TensorBuilder(op)
         if op.mask is not None:
             rows, cols = _split_mask(op.mask, tt.shape_of(op.ptr.type))
             if rows is None and cols is None:
                 raise _fail(op, "the mask of a sparse load must be rows[:, None] & cols[None, :] (or either alone)")
-            parts_v, parts_m = [], []
-            if rows is not None:
-                parts_v.append(b.broadcast(rows, vshape))
-                parts_m.append(b.broadcast(b.group_reduce(rows, axis=0, group=META_ROWS, kind="max"), mshape))
-            if cols is not None:
-                parts_v.append(b.broadcast(b.group_reduce(cols, axis=1, group=2, kind="max"), vshape))
-                parts_m.append(b.broadcast(cols, mshape))
-            vmask, mmask = b.all_of(parts_v), b.all_of(parts_m)
-        vother = mother = None
+            parts: list[list[SSAValue]] = [[], []]
+            for term, axis in ((rows, 0), (cols, 1)):
+                if term is None:
+                    continue
+                for i, array in enumerate(fmt.arrays):  # an array element is live if any of its group is
+                    group = array.row_div if axis == 0 else array.col_div
+                    parts[i].append(b.broadcast(b.group_reduce(term, axis=axis, group=group, kind="max"), shapes[i]))
+            masks = [b.all_of(p) for p in parts]
+        others: list[SSAValue | None] = [None, None]
         if op.other is not None:
             fill = _splat_constant(op.other)
             if fill is None:
                 raise _fail(op, "the 'other' of a sparse load must be a constant splat")
-            vother = b.constant_tensor(fill, TensorType(tt.element_type(op.result.type), vshape))
-            mother = b.constant_tensor(0, TensorType(i16, mshape))
-        self._emit_pair(op, tt.LoadOp(ptr.values, vmask, vother), tt.LoadOp(ptr.meta, mmask, mother))
+            dense = tt.element_type(op.result.type)
+            others = [b.constant_tensor(fill if a.masked_fill is None else a.masked_fill,
+                                        TensorType(fmt.array_element(a, dense), shape))
+                      for a, shape in zip(fmt.arrays, shapes, strict=True)]
+        self._emit_pair(op, *(tt.LoadOp(h, m, o) for h, m, o in zip(halves, masks, others, strict=True)))
 
     def rewrite_dot(self, op: tt.DotOp) -> None:
         if op.b in self.split or op.c in self.split or op.a not in self.split:
             raise _fail(op, "only operand A of tt.dot may be sparse")
+        fmt = _format(op.a.type)
+        if fmt is not formats.DOT_FORMAT:
+            raise _fail(op, f"tt.dot takes {formats.DOT_FORMAT.name} operands only, got {fmt.name}")
         a = self.split[op.a]
         new = tt.DotOp(a.values, op.b, op.c, a.meta, sparse_index=0, result_type=op.result.type)
         new.attributes |= op.attributes
@@ -483,11 +525,9 @@ class _Decomposer:
     def _emit_pair(self, op: Operation, values: Operation, meta: Operation) -> None:
         self._insert_before(op, values)
         self._insert_before(op, meta)
-        name = op.results[0].name_hint
-        if name:
-            values.results[0].name_hint = f"{name}_values"
-            meta.results[0].name_hint = f"{name}_meta"
-        self.split[op.results[0]] = Split(values.results[0], meta.results[0])
+        result = op.results[0]
+        _name_arrays(_format(result.type), result.name_hint, values.results[0], meta.results[0])
+        self.split[result] = Split(values.results[0], meta.results[0])
 
     @staticmethod
     def _insert_before(anchor: Operation, new: Operation) -> None:
@@ -520,9 +560,7 @@ class _Decomposer:
         for old_arg in old_body.args:
             if old_arg.index > 0 and carried[old_arg.index - 1] in self.split:
                 values, meta = next(new_args), next(new_args)
-                if old_arg.name_hint:
-                    values.name_hint = f"{old_arg.name_hint}_values"
-                    meta.name_hint = f"{old_arg.name_hint}_meta"
+                _name_arrays(_format(old_arg.type), old_arg.name_hint, values, meta)
                 self.split[old_arg] = Split(values, meta)
             else:
                 new_arg = next(new_args)
@@ -558,9 +596,7 @@ class _Decomposer:
         for res, is_sparse in zip(old.results, sparse):
             if is_sparse:
                 values, meta = next(results), next(results)
-                if res.name_hint:
-                    values.name_hint = f"{res.name_hint}_values"
-                    meta.name_hint = f"{res.name_hint}_meta"
+                _name_arrays(_format(res.type), res.name_hint, values, meta)
                 self.split[res] = Split(values, meta)
             else:
                 r = next(results)
@@ -596,7 +632,7 @@ def _assert_no_sparse(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class DecomposeSparseTensorsPass(ModulePass):
-    """Split each #tt.sparse<"NV24"> tensor into values and metadata (seed 001)."""
+    """Split each #tt.sparse tensor into the arrays its format defines (values and metadata)."""
 
     name = "decompose-sparse-tensors"
 

@@ -20,6 +20,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation
 
+from sparsecc import formats
+from sparsecc.runtime.codec import decode_meta_tile
 from sparsecc.runtime.interp_memory import load, store
 from sparsecc.runtime.interp_values import (
     BlockPtr,
@@ -471,9 +473,8 @@ def _store(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
 def _dot(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
     a, b, c = v[0], v[1], v[2]
     if op.meta is not None:  # type: ignore[attr-defined]
-        from sparsecc.runtime.compress import decode_meta_tile
-
-        a = decode_meta_tile(a.contiguous(), v[3].contiguous())
+        # A holds the format's values: decode the dense tile they and the metadata encode
+        a = decode_meta_tile(a.contiguous(), v[3].contiguous(), formats.DOT_FORMAT)
     dtype = _result_dtype(op)
     if not a.dtype.is_floating_point:
         acc = a.to(torch.int64) @ b.to(torch.int64) + c.to(torch.int64)

@@ -9,8 +9,9 @@ later launch runs only that function and one driver call.
 Argument rules (checked on every launch, each failure a ValueError naming the argument):
 * a pointer parameter `*fp16` takes a CUDA torch.Tensor of exactly that dtype, on the device
   of the other tensor arguments;
-* the values and metadata of a SparseTensor (`A.values`, `A.meta`) and any pointer the kernel
-  addresses with compile-time strides only (it "assumes contiguous") must be contiguous;
+* the arrays of a SparseTensor (`A.values`, `A.meta`: its format's arrays, `sparsecc.formats`)
+  and any pointer the kernel addresses with compile-time strides only (it "assumes
+  contiguous", `sparsecc.passes.kernel_params`) must be contiguous;
 * a tensor the kernel addresses through a block pointer starts at a multiple of 16 bytes
   (ALIGNMENT): the lowering's vector accesses assume it;
 * `i32`/`i64` take Python ints in range, `fp32` a float or int, `i1` a bool or int.
@@ -26,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from sparsecc import formats
+from sparsecc.passes.kernel_params import contiguous_params
 
 __all__ = ["LaunchPlan", "contiguous_params", "fast_launcher", "launch", "plan_for"]
 
@@ -161,14 +165,6 @@ def make_packer(kinds: Sequence[str], contiguous: Sequence[bool], converters: Se
 # --------------------------------------------------------------------------------------
 # Which pointers the kernel assumes contiguous
 # --------------------------------------------------------------------------------------
-
-
-def contiguous_params(module: Any, func_name: str) -> set[int]:
-    """See `sparsecc.frontend.compile.contiguous_params` (computed at compile time since the
-    disk cache keeps no module; kept here for callers of the launcher's API)."""
-    from sparsecc.frontend.compile import contiguous_params as analyse
-
-    return analyse(module, func_name)
 
 
 def _module_of(compiled: Any) -> Any:
@@ -332,7 +328,7 @@ def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
             contiguous = set(known)
         else:
             contiguous = contiguous_params(module, name) if (module := _module_of(compiled)) else set()
-        contig = [i in contiguous or n.endswith((".values", ".meta")) for i, n in enumerate(names)]
+        contig = [i in contiguous or formats.is_array_name(n) for i, n in enumerate(names)]
         bases = getattr(compiled, "aligned", None)  # block-pointer bases (None: unknown, all)
         aligned = [bases is None or i in bases for i in range(len(names))]
         converters = tuple(_converter(name, n, k, c, al) for n, k, c, al in zip(names, kinds, contig, aligned))

@@ -2,9 +2,9 @@
 
 It is deliberately not a `torch.Tensor` subclass and has no `data_ptr`: `@sparsecc.jit` recognises
 it by duck typing (`values`, `meta`, `encoding`) and passes it to kernels as the two arrays
-`values` and `meta`. Shape, strides and size describe the DENSE logical M x K matrix, because
-kernels address a sparse operand as if it were dense and the compiler rewrites the addressing.
-The exact layout is documented in `sparsecc.runtime.compress`.
+`values` and `meta` (the arrays its format, `sparsecc.formats.nv24`, decomposes into). Shape,
+strides and size describe the DENSE logical M x K matrix, because kernels address a sparse
+operand as if it were dense and the compiler rewrites the addressing.
 """
 
 from __future__ import annotations
@@ -13,13 +13,18 @@ from typing import Any
 
 import torch
 
+from sparsecc import formats
+from sparsecc.runtime.codec import compress_arrays, decode_meta_tile, runtime_dtypes
+
 __all__ = ["GROUP", "META_CHUNK", "META_PAD_WORD", "NV24", "SUPPORTED_DTYPES", "SparseTensor"]
 
-NV24 = "NV24"
-SUPPORTED_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
-GROUP = 4  # a 2:4 group: 4 consecutive columns, at most 2 nonzeros
-META_CHUNK = 16  # columns per 16-bit metadata word, and rows per metadata row block
-META_PAD_WORD = 0x4444  # idx (0, 1) in all four groups; int16 17476, fills rows past M
+_FORMAT = formats.NV24
+NV24 = _FORMAT.name
+SUPPORTED_DTYPES: tuple[torch.dtype, ...] = runtime_dtypes(_FORMAT)
+GROUP = _FORMAT.group.size  # a 2:4 group: 4 consecutive columns, at most 2 nonzeros
+META_CHUNK = _FORMAT.meta.word_cols  # columns per 16-bit metadata word (= rows per row block)
+META_PAD_WORD = _FORMAT.meta.pad_word  # idx (0, 1) in all four groups; fills rows past M
+_META_DTYPE = getattr(torch, _FORMAT.meta.element.torch_name)
 
 
 class SparseTensor:
@@ -34,7 +39,10 @@ class SparseTensor:
     def __init__(self, values: torch.Tensor, meta: torch.Tensor,
                  shape: tuple[int, int] | torch.Size, encoding: str = NV24) -> None:
         if encoding != NV24:
-            raise ValueError(f"SparseTensor: unsupported encoding {encoding!r} (supported: {NV24!r})")
+            known = formats.get(encoding) is not None
+            why = "has no SparseTensor form yet" if known else "is not a sparse format"
+            raise ValueError(f"SparseTensor: unsupported encoding {encoding!r}: it {why} "
+                             f"(supported: {NV24!r})")
         if not isinstance(values, torch.Tensor) or not isinstance(meta, torch.Tensor):
             raise TypeError("SparseTensor: values and meta must be torch.Tensors, got "
                             f"{type(values).__name__} and {type(meta).__name__}")
@@ -42,19 +50,21 @@ class SparseTensor:
         if len(dims) != 2:
             raise ValueError(f"SparseTensor: shape must be 2-D (M, K), got {tuple(shape)}")
         m, k = dims
-        if m < 1 or k < 1 or k % META_CHUNK != 0:
+        if m < 1 or k < 1 or k % _FORMAT.tile_multiple[1] != 0:
             raise ValueError(
-                f"SparseTensor: shape {dims} needs M >= 1 and K a positive multiple of {META_CHUNK}")
+                f"SparseTensor: shape {dims} needs M >= 1 and K a positive multiple of "
+                f"{_FORMAT.tile_multiple[1]}")
         if values.dtype not in SUPPORTED_DTYPES:
             supported = ", ".join(str(d) for d in SUPPORTED_DTYPES)
             raise TypeError(f"SparseTensor: unsupported values dtype {values.dtype} "
-                            f"(NV24 supports {supported})")
-        if meta.dtype != torch.int16:
-            raise TypeError(f"SparseTensor: meta must be torch.int16, got {meta.dtype}")
-        if tuple(values.shape) != (m, k // 2):
+                            f"({NV24} supports {supported})")
+        if meta.dtype != _META_DTYPE:
+            raise TypeError(f"SparseTensor: meta must be {_META_DTYPE}, got {meta.dtype}")
+        values_shape = _FORMAT.values.shape(formats.INT, m, k)
+        if tuple(values.shape) != values_shape:
             raise ValueError(f"SparseTensor: values of a {m}x{k} matrix must have shape "
-                             f"{(m, k // 2)}, got {tuple(values.shape)}")
-        meta_shape = (-(-m // META_CHUNK), k)
+                             f"{values_shape}, got {tuple(values.shape)}")
+        meta_shape = _FORMAT.metadata.shape(formats.INT, m, k)
         if tuple(meta.shape) != meta_shape:
             raise ValueError(f"SparseTensor: meta of a {m}x{k} matrix must have shape {meta_shape}, "
                              f"got {tuple(meta.shape)}")
@@ -68,9 +78,8 @@ class SparseTensor:
     @classmethod
     def from_dense(cls, dense: torch.Tensor) -> SparseTensor:
         """Same as `sparsecc.compress(dense)`."""
-        from sparsecc.runtime.compress import compress
-
-        return compress(dense)
+        values, meta = compress_arrays(dense, _FORMAT)
+        return cls(values, meta, tuple(dense.shape))
 
     @property
     def values(self) -> torch.Tensor:
@@ -122,9 +131,7 @@ class SparseTensor:
 
     def to_dense(self) -> torch.Tensor:
         """The dense M x K matrix (the exact inverse of `compress` on 2:4 input)."""
-        from sparsecc.runtime.compress import decode_meta_tile
-
-        return decode_meta_tile(self._values, self._meta)
+        return decode_meta_tile(self._values, self._meta, _FORMAT)
 
     def to(self, device: torch.device | str | int | torch.dtype | None = None,
            dtype: torch.dtype | None = None, non_blocking: bool = False) -> SparseTensor:

@@ -1,0 +1,115 @@
+"""Sparse formats as data: one file per format, looked up by name.
+
+A format's name is what `#tt.sparse<"NAME">` and the `*fp16:NAME` signature suffix say; its
+definition (a `SparseFormat`, see `base.py`) is what every stage asks about it. Adding a format
+is adding a file here (plus its lowering) and listing it in `_FORMATS`.
+
+    >>> from sparsecc import formats
+    >>> formats.lookup("NV24").values.suffix
+    'values'
+"""
+
+from __future__ import annotations
+
+from sparsecc.formats.base import (
+    INT,
+    Arith,
+    ArrayMap,
+    ElementType,
+    GroupShape,
+    Instruction,
+    IntArith,
+    MetadataLayout,
+    SparseFormat,
+)
+from sparsecc.formats.nv24 import NV24
+
+_FORMATS: dict[str, SparseFormat] = {f.name: f for f in (NV24,)}
+
+DOT_FORMAT = NV24
+"""The format of a decomposed sparse `tt.dot` (its metadata operand names none: NV24 is the
+only format the dot and its lowering take today)."""
+
+
+class UnknownFormatError(ValueError):
+    """A sparse format name that no file in `sparsecc.formats` defines."""
+
+
+def names() -> tuple[str, ...]:
+    """The names of every known format, in registry order."""
+    return tuple(_FORMATS)
+
+
+def known() -> str:
+    """The known names for messages: `"NV24"` (quoted, comma-separated)."""
+    return ", ".join(f'"{n}"' for n in _FORMATS)
+
+
+def get(name: str) -> SparseFormat | None:
+    """The format called `name`, or None."""
+    return _FORMATS.get(name)
+
+
+def lookup(name: str) -> SparseFormat:
+    """The format called `name`; UnknownFormatError listing the known ones otherwise.
+
+        >>> lookup("NV42")
+        Traceback (most recent call last):
+        ...
+        sparsecc.formats.UnknownFormatError: unknown sparse format "NV42"; known formats: "NV24"
+    """
+    fmt = _FORMATS.get(name)
+    if fmt is None:
+        raise UnknownFormatError(f'unknown sparse format "{name}"; known formats: {known()}')
+    return fmt
+
+
+def of_signature(kind: str) -> SparseFormat | None:
+    """The format a signature string names (`"*fp16:NV24"` -> NV24), None for a dense one.
+
+    Only pointers carry a format; an integer's `:16` hint is not one.
+    """
+    if not kind.startswith("*"):
+        return None
+    _, _, suffix = kind.partition(":")
+    return lookup(suffix) if suffix else None
+
+
+def flat_params(name: str, kind: str) -> list[tuple[str, str]]:
+    """(name, kind) of the arguments one signature entry becomes after decomposition:
+    `("A", "*fp16:NV24")` -> `[("A.values", "*fp16"), ("A.meta", "*i16")]`, a dense one itself."""
+    fmt = of_signature(kind)
+    if fmt is None:
+        return [(name, kind)]
+    element = kind[1:].partition(":")[0]
+    return list(zip(fmt.flat_names(name), fmt.flat_kinds(element), strict=True))
+
+
+def is_array_name(name: str) -> bool:
+    """Whether a decomposed argument name is a sparse array (`A.values`, `A.meta`): the
+    launcher requires those contiguous, as kernels index them as dense row-major buffers."""
+    _, dot, suffix = name.rpartition(".")
+    return bool(dot) and any(suffix == a.suffix for f in _FORMATS.values() for a in f.arrays)
+
+
+__all__ = [
+    "DOT_FORMAT",
+    "INT",
+    "NV24",
+    "Arith",
+    "ArrayMap",
+    "ElementType",
+    "GroupShape",
+    "Instruction",
+    "IntArith",
+    "MetadataLayout",
+    "SparseFormat",
+    "UnknownFormatError",
+    "flat_params",
+    "get",
+    "is_array_name",
+    "known",
+    "lookup",
+    "names",
+    "of_signature",
+]
