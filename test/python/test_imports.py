@@ -13,8 +13,9 @@ The stages, earliest first (`RANKS`); a module may import its own stage and earl
 
     language    the user-facing DSL (`sparsecc.language as tl`): plain Python, no IR
     switches    the table of code-changing switches and their environment overrides
+    formats     sparse formats as data (what values/metadata a sparse operand is made of); the
+                `#tt.sparse` attribute asks its format which element types it holds
     dialects    the IR: tt, ttg, ptx (+ wgmma, mbarrier ops), arith extensions
-    formats     sparse formats as data (what values/metadata a sparse operand is made of)
     analysis    shared GPU models over the IR: layouts, swizzle, TMA boxes, divisibility, K loops
     passes      IR -> IR rewrites (ttir -> ttgir); they ask `analysis`, never the lowering
     codegen     ttgir -> ptx dialect -> PTX text, ptxas
@@ -43,8 +44,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sparsecc"
 RANKS: dict[str, int] = {
     "language": 0,
     "switches": 1,
-    "dialects": 2,
-    "formats": 3,
+    "formats": 2,
+    "dialects": 3,
     "analysis": 4,
     "passes": 5,
     "codegen": 6,
@@ -76,10 +77,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("sparsecc.codegen.lower", "sparsecc.passes.pipeline"): "SLOT_* names of the pipeline protocol, moving to the IR",
     ("sparsecc.dialects.ptx_wgmma", "sparsecc.codegen.ptx_printer"): "printer registration, becoming a public hook",
     # owned by the formats work (one values/metadata contract)
-    ("sparsecc.frontend.codegen", "sparsecc.frontend.jit"): "TYPE_CHECKING JITFunction: jit <-> compile <-> codegen",
-    ("sparsecc.frontend.jit", "sparsecc.frontend.compile"): "lazy compile_with_options: jit <-> compile",
-    ("sparsecc.runtime.launcher", "sparsecc.frontend.compile"): "contiguous_params: the contract restated in compile",
-    ("sparsecc.runtime.sparse_tensor", "sparsecc.runtime.compress"): "lazy compress/decode: compress <-> sparse_tensor",
 }
 """Known cycle or layering edges (importer, imported) -> why they are still here."""
 
