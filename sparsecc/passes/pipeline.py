@@ -71,6 +71,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
+    SLOT_GUARDED,
+    SLOT_SAFE,
     ArriveBarrierOp,
     AsyncCommitGroupOp,
     AsyncCopyGlobalToLocalOp,
@@ -87,13 +89,6 @@ from sparsecc.dialects.ttg import (
     SharedEncodingAttr,
     WaitBarrierOp,
 )
-
-SLOT_SAFE = "ttg.slot_safe"
-"""On an async copy: its slot is none that was read since the last CTA barrier, so the
-lowering needs no barrier before it (the reads since then target the next slot)."""
-SLOT_GUARDED = "ttg.slot_guarded"
-"""On an async copy (mbarrier mode): a ttg.wait_barrier on the slot's empty barrier came
-first, so the lowering needs neither a CTA barrier nor a wgmma drain before it."""
 
 
 @dataclass
@@ -615,4 +610,4 @@ class PipelinePass(ModulePass):
         _insert(AsyncWaitOp([], 0), InsertPoint.after(new_loop))
 
 
-__all__ = ["PipelinePass", "SLOT_GUARDED", "SLOT_SAFE"]
+__all__ = ["PipelinePass"]

@@ -31,11 +31,11 @@ from xdsl.parser import Parser
 sys.path.insert(0, str(Path(__file__).parent))
 from sgemm_ir import sparse_gemm_ttir  # noqa: E402
 
-from sparsecc.codegen.lower import unroll_by_two  # noqa: E402
 from sparsecc.codegen.lower_mem import esize  # noqa: E402
 from sparsecc.compiler import run_passes  # noqa: E402
 from sparsecc.dialects import make_context, tt  # noqa: E402
 from sparsecc.dialects import ttg as ttgd  # noqa: E402
+from sparsecc.passes.wgmma_unroll import unroll_by_two  # noqa: E402
 
 
 class ProtocolError(AssertionError):
