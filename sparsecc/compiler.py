@@ -3,17 +3,20 @@
     ttir             the frontend's IR; sparse operands carry #tt.sparse<"NV24">
     ttir-decomposed  decompose-sparse-tensors: values + metadata, no sparse type left
     ttgir            layouts (#ttg.blocked/#ttg.mma/#ttg.dot_op{meta}), shared swizzles, pipelining
-    ptx              ttg -> ptx dialect -> PTX text
+    ptx              ttg -> ptx dialect (+ the sparsecc.launch attribute) -> PTX text
     cubin            ptxas
 
-Each `make_<stage>` below is a flat list of named passes, so the whole compiler fits on one
-screen and a pass is inserted by editing one list (the shape of Triton's nvidia backend).
+Each `make_<stage>` below is a flat list of named passes (sparsecc-opt syntax), so the whole
+compiler fits on one screen and a pass is inserted by editing one list (the shape of Triton's
+nvidia backend). A stage that ends in text rather than IR names its last step: `emit-ptx`
+(the PTX printer) and `ptxas` are those steps, not passes.
 """
 
 from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from xdsl.dialects.builtin import ModuleOp
@@ -85,11 +88,13 @@ class StageResult:
     metadata: dict[str, object] = field(default_factory=dict)
 
 
-def decompose_passes() -> list[str]:
+def make_ttir(opts: CompileOptions) -> list[str]:
+    """ttir -> ttir-decomposed."""
     return ["decompose-sparse-tensors"]
 
 
-def ttgir_passes(opts: CompileOptions) -> list[str]:
+def make_ttgir(opts: CompileOptions) -> list[str]:
+    """ttir-decomposed -> ttgir."""
     pipeline = f"num-stages={opts.num_stages}"
     if opts.num_ctas != 1:
         pipeline += f" num-ctas={opts.num_ctas}"
@@ -106,6 +111,71 @@ def ttgir_passes(opts: CompileOptions) -> list[str]:
     ]
 
 
+def make_ptx(opts: CompileOptions) -> list[str]:
+    """ttgir -> ptx dialect -> PTX text."""
+    return [
+        *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
+        "tritongpu-sink-local-loads",
+        *(["tritongpu-warp-specialize"] if opts.warp_specialize else []),
+        f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
+        "ptx-hoist-loop-invariants",
+        EMIT_PTX,
+    ]
+
+
+def make_cubin(opts: CompileOptions) -> list[str]:
+    """PTX text -> cubin."""
+    return [PTXAS]
+
+
+EMIT_PTX = "emit-ptx"
+"""The last step of the ptx stage: print the ptx module as PTX text (`ptx_printer.emit_ptx`)."""
+PTXAS = "ptxas"
+"""The step of the cubin stage: assemble the PTX text (`codegen.ptxas.assemble`)."""
+
+STAGE_TABLE: tuple[tuple[str, Callable[[CompileOptions], list[str]]], ...] = (
+    ("ttir-decomposed", make_ttir),
+    ("ttgir", make_ttgir),
+    ("ptx", make_ptx),
+    ("cubin", make_cubin),
+)
+"""Every stage after ttir, in order, with the function that lists its passes."""
+
+
+def _emit_ptx(module: ModuleOp, opts: CompileOptions, result: StageResult) -> None:
+    from sparsecc.codegen.launch import launch_metadata
+    from sparsecc.codegen.ptx_printer import emit_ptx
+
+    # The tt/ttg stages are verified; the ~12k ops the lowering builds are checked only in
+    # debug mode (verifying them costs more than building and printing them).
+    result.asm["ptx"] = emit_ptx(module, verify=debug_enabled())
+    result.metadata.update(launch_metadata(module))
+
+
+def _ptxas(module: ModuleOp, opts: CompileOptions, result: StageResult) -> None:
+    from sparsecc.codegen.ptxas import assemble
+
+    ptx_text = result.asm["ptx"]
+    assert isinstance(ptx_text, str) and opts.target is not None
+    cubin = assemble(ptx_text, opts.target)
+    result.asm["cubin"] = cubin.data
+    result.metadata["ptxas"] = cubin.resources
+
+
+_FINAL_STEPS: dict[str, Callable[[ModuleOp, CompileOptions, StageResult], None]] = {
+    EMIT_PTX: _emit_ptx,
+    PTXAS: _ptxas,
+}
+
+
+def decompose_passes() -> list[str]:
+    """The passes of the ttir-decomposed stage (they need no options)."""
+    return make_ttir(CompileOptions())
+
+
+ttgir_passes = make_ttgir
+
+
 def run_passes(module: ModuleOp, passes: list[str]) -> ModuleOp:
     """Run a textual pass list (sparsecc-opt syntax) over `module` in place."""
     if not passes:
@@ -117,6 +187,7 @@ def run_passes(module: ModuleOp, passes: list[str]) -> ModuleOp:
 
 
 def print_ir(module: ModuleOp) -> str:
+    """The module as sparsecc-opt prints it (the text of an IR stage)."""
     out = io.StringIO()
     Printer(stream=out).print_op(module)
     return out.getvalue() + "\n"
@@ -143,36 +214,46 @@ def check_target(target: str) -> str:
     return t
 
 
+def run_stage(module: ModuleOp, stage: str, steps: list[str], opts: CompileOptions, result: StageResult) -> None:
+    """Run one stage's steps over `module` in place and record what it produced in `result`:
+    the printed IR (verified), or what its final step (`emit-ptx`, `ptxas`) made."""
+    final = _FINAL_STEPS.get(steps[-1]) if steps else None
+    run_passes(module, steps[:-1] if final is not None else steps)
+    if final is not None:
+        final(module, opts, result)
+        return
+    module.verify()
+    result.asm[stage] = print_ir(module)
+
+
 def compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
-    """Lower a frontend module through every stage `opts` asks for."""
+    """Lower a frontend module through every stage of `STAGE_TABLE` that `opts` asks for
+    (`target=None`: up to ttir-decomposed)."""
     result = StageResult()
     result.asm["ttir"] = print_ir(ttir)
     module = ttir.clone()
-    run_passes(module, decompose_passes())
-    module.verify()
-    result.asm["ttir-decomposed"] = print_ir(module)
-    result.module = module.clone()
-    if opts.target is None:
-        return result
-    target = check_target(opts.target)
-    opts = replace(opts, target=target)
-    run_passes(module, ttgir_passes(opts))
-    module.verify()
-    result.asm["ttgir"] = print_ir(module)
-    from sparsecc.codegen.lower import lower_to_ptx_module
-    from sparsecc.codegen.ptx_printer import emit_ptx
-
-    # The tt/ttg stages above are verified; the ~12k ops the lowering builds are checked only
-    # in debug mode (verifying them costs more than building and printing them).
-    ptx_module, launch_meta = lower_to_ptx_module(
-        module, target, warp_specialize=opts.warp_specialize, unroll=opts.wgmma_unroll,
-        a_from_shared=opts.wgmma_a_smem)
-    ptx_text = emit_ptx(ptx_module, verify=debug_enabled())
-    result.asm["ptx"] = ptx_text
-    result.metadata.update(launch_meta)
-    from sparsecc.codegen.ptxas import assemble
-
-    cubin = assemble(ptx_text, target)
-    result.asm["cubin"] = cubin.data
-    result.metadata["ptxas"] = cubin.resources
+    for stage, make in STAGE_TABLE:
+        if stage == "ttgir":
+            if opts.target is None:
+                break
+            opts = replace(opts, target=check_target(opts.target))
+        run_stage(module, stage, make(opts), opts, result)
+        if stage == "ttir-decomposed":
+            result.module = module.clone()
     return result
+
+
+def lower_to_ptx(ttgir: ModuleOp, opts: CompileOptions) -> tuple[ModuleOp, str, dict[str, object]]:
+    """The ptx stage alone, on a copy of a ttgir module: (ptx module, PTX text, launch metadata).
+
+        pmod, text, meta = lower_to_ptx(module, CompileOptions(target="sm_90a", wgmma_unroll=True))
+    """
+    if opts.target is None:
+        raise ValueError("lower_to_ptx needs a target")
+    opts = replace(opts, target=check_target(opts.target))
+    module = ttgir.clone()
+    result = StageResult()
+    run_stage(module, "ptx", make_ptx(opts), opts, result)
+    text = result.asm["ptx"]
+    assert isinstance(text, str)
+    return module, text, result.metadata

@@ -1,7 +1,8 @@
-"""ttgir -> `ptx` dialect -> PTX text: `lower_to_ptx_text(module, target)`.
+"""The ttgir -> `ptx` dialect lowering behind convert-ttg-to-ptx (convert_ttg_to_ptx.py).
 
-One `tt.func` becomes one `ptx.kernel`. Values are lowered per thread (lower_base.py): a
-distributed tensor is the list of registers its layout gives this thread (analysis/layouts.py), dot
+One `tt.func` becomes one `ptx.kernel` (`Lowerer.build`). Values are lowered per thread
+(lower_base.py): a distributed tensor is the list of registers its layout gives this thread
+(analysis/layouts.py), dot
 operands are mma fragments, block pointers are their scalar fields, shared buffers are 32-bit
 shared addresses into one dynamic `smem` array planned statically here. Memory ops live in
 lower_mem.py, ldmatrix/mma in lower_dot.py.
@@ -11,8 +12,8 @@ Barriers: a `bar.sync` is emitted lazily, before the first shared read after a s
 conservatively (both pending); `scf.if` conditions are assumed uniform (they are: the passes
 only branch on scalars). `ttg.async_wait` is `cp.async.wait_group n` + `bar.sync`; async copies
 count as writes only for WAR (their data is read only after an async_wait, which barriers).
-`ttg.local_load`s are first sunk to their first user, so one K step's shared stores all come
-before its reads (one barrier each way per iteration).
+tritongpu-sink-local-loads runs first, so one K step's shared stores all come before its reads
+(one barrier each way per iteration).
 """
 
 from __future__ import annotations
@@ -34,14 +35,13 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from sparsecc.analysis.divisibility import Divisibility
+from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import accumulation_chains as _accumulation_chains
 from sparsecc.analysis.kloops import only_feeds_next_iteration as _only_feeds_next_iteration
 from sparsecc.analysis.kloops import reads_wgmma_result as _reads_wgmma_result
 from sparsecc.analysis.kloops import uses_wgmma as _uses_wgmma
-from sparsecc.analysis.kloops import wgmma_loops as _wgmma_loops
 from sparsecc.analysis.kloops import zero_restart as _zero_restart
 from sparsecc.analysis.layouts import DistLayout, LayoutError, distributed
 from sparsecc.codegen.lower_async import (
@@ -49,8 +49,8 @@ from sparsecc.codegen.lower_async import (
     lower_specialized,
     lower_tma_copy,
     plan_tensor_maps,
+    producer_split,
     skipped,
-    specialization_split,
 )
 from sparsecc.codegen.lower_base import (
     BlockPtr,
@@ -60,13 +60,11 @@ from sparsecc.codegen.lower_base import (
     Regs,
     Smem,
     SmemOperand,
-    hoist_loop_invariants,
     where,
 )
 from sparsecc.codegen.lower_dot import load_frag, lower_dot
 from sparsecc.codegen.lower_mem import (
     async_copy,
-    esize,
     load_block,
     load_shared,
     store_block,
@@ -77,7 +75,6 @@ from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
-from sparsecc.passes.pipeline import SLOT_GUARDED, SLOT_SAFE
 
 SMEM_ALIGN = 128
 WGMMA_ALIGN = 1024
@@ -127,7 +124,8 @@ class Lowerer:
     a_from_shared: bool = False
     """wgmma reads A values through a descriptor (TMA kernels, or `a_smem_option`)."""
     producer_warps: int = 0
-    """Warps after the `num_warps` compute warps that only issue TMA copies (warp specialization)."""
+    """Warps after the `num_warps` compute warps that only issue TMA copies (the function's
+    `ttg.producer-warps`, set by tritongpu-warp-specialize)."""
     mode: str = ""
     """"producer" / "consumer" while lowering one side of a warp-specialized kernel."""
     tma_thread: int = 0
@@ -136,8 +134,6 @@ class Lowerer:
     """CTAs per cluster (`ttg.num-ctas`): 2 when a TMA loop multicasts a tile to a CTA pair."""
     cta_rank: SSAValue | None = None
     """This CTA's rank in its cluster (%cluster_ctarank), read once at the top when clustered."""
-    warp_specialize: bool = True
-    """Give a TMA kernel's copies a producer warp of their own (CompileOptions.warp_specialize)."""
     a_smem_option: bool = False
     """wgmma reads A through a descriptor outside TMA kernels too (CompileOptions.wgmma_a_smem)."""
 
@@ -148,14 +144,16 @@ class Lowerer:
         self._plan_smem()
         params = []
         for i, ty in enumerate(self.func.function_type.inputs.data):
-            params.append((f"arg{i}", _param_kind(ty, self.func, i)))
+            params.append((f"arg{i}", param_kind(ty, self.func, i)))
         plan_tensor_maps(self, len(params))
         self.a_from_shared = self.a_smem_option or bool(self.tensor_maps)
         params += [(f"tmap{i}", "tmap") for i in range(len(self.tensor_maps))]
-        split = (specialization_split(self.func)
-                 if self.warp_specialize and self.tensor_maps and self.wgmma else None)
+        split = producer_split(self.func)
         if split is not None:
-            self.producer_warps = 1
+            if not (self.tensor_maps and self.wgmma):
+                raise LoweringError(f"tt.func @{self.func.sym_name.data}: marked for warp specialization "
+                                    "but it has no TMA copies feeding a wgmma dot")
+            self.producer_warps = split[2]
             self.tma_thread = 32 * self.num_warps
         self.kernel = ptx.KernelOp(self.func.sym_name.data, params, target=self.target,
                                    maxntid=(self.threads, 1, 1), shared_bytes=self.smem_bytes,
@@ -178,7 +176,7 @@ class Lowerer:
         if split is None:
             self.lower_block(self.func.body.block)
         else:
-            lower_specialized(self, self.func.body.block, *split)
+            lower_specialized(self, self.func.body.block, split[0], split[1])
         if self.cluster > 1:
             # the other CTA multicasts into our shared memory and arrives on our barriers up to
             # its last K step: neither CTA leaves before both are done with the other
@@ -419,8 +417,8 @@ class Lowerer:
             bp, sm = self.get(op.src), self.get(op.dst)
             dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
             pad = op.padding.value.data if op.padding is not None else None
-            async_copy(self, bp, sm, dims, pad, war_barrier=SLOT_SAFE not in op.attributes,
-                       known=self.divs.ptr(op.src), guarded=SLOT_GUARDED in op.attributes)
+            async_copy(self, bp, sm, dims, pad, war_barrier=ttgd.SLOT_SAFE not in op.attributes,
+                       known=self.divs.ptr(op.src), guarded=ttgd.SLOT_GUARDED in op.attributes)
             self.values[op.token] = None
             return
         if isinstance(op, ttgd.AsyncCommitGroupOp):
@@ -738,63 +736,7 @@ class Lowerer:
             pos += n
 
 
-def unroll_by_two(loop: scf.ForOp) -> None:
-    """Rewrite `for i in [lb, ub) step s: body` as a loop running the body twice per trip
-    (i, i + s) over [lb, ub - s) plus one guarded last iteration, so that the two copies of
-    the body write different registers: a wgmma group reading the fragments of one copy stays
-    in flight while the other copy loads its own (register double-buffering).
-
-    The main loop carries `next` = the first iteration it did not run; the remainder runs
-    iteration `next` if `next < ub`.
-    """
-    body = loop.body.block
-    yield_op = body.last_op
-    assert isinstance(yield_op, scf.YieldOp)
-    before = InsertPoint.before(loop)
-
-    def ins(op: Operation, at: InsertPoint | Block) -> SSAValue:
-        if isinstance(at, Block):
-            at.add_op(op)
-        else:
-            Rewriter.insert_op(op, at)
-        return op.results[0]
-
-    iv_ty = loop.lb.type
-    two = ins(arith.ConstantOp(IntegerAttr(2, iv_ty)), before)
-    step2 = ins(arith.MuliOp(loop.step, two), before)
-    ub2 = ins(arith.SubiOp(loop.ub, loop.step), before)
-    carried = [a.type for a in body.args[1:]]
-    nb = Block(arg_types=[iv_ty, *carried, iv_ty])
-
-    def clone_body(dst: Block, iv: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
-        mapper: dict[SSAValue, SSAValue] = {body.args[0]: iv, **dict(zip(body.args[1:], args))}
-        for op in body.ops:
-            if op is yield_op:
-                break
-            dst.add_op(op.clone(value_mapper=mapper))
-        return [mapper.get(v, v) for v in yield_op.operands]
-
-    y1 = clone_body(nb, nb.args[0], list(nb.args[1:-1]))
-    iv2 = ins(arith.AddiOp(nb.args[0], loop.step), nb)
-    y2 = clone_body(nb, iv2, y1)
-    nxt = ins(arith.AddiOp(nb.args[0], step2), nb)
-    nb.add_op(scf.YieldOp(*y2, nxt))
-    main = scf.ForOp(loop.lb, ub2, step2, [*loop.iter_args, loop.lb], Region(nb))
-    Rewriter.insert_op(main, before)
-    rest = list(main.results[:-1])
-    cond = ins(arith.CmpiOp(main.results[-1], loop.ub, "slt"), before)
-    then = Block()
-    y3 = clone_body(then, main.results[-1], rest)
-    then.add_op(scf.YieldOp(*y3))
-    last = scf.IfOp(cond, carried, Region(then), Region(Block([scf.YieldOp(*rest)])))
-    Rewriter.insert_op(last, before)
-    for old, new in zip(loop.results, last.results):
-        old.replace_all_uses_with(new)
-    loop.detach()
-    loop.erase()
-
-
-def _param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
+def param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
     if isinstance(ty, tt.PointerType):
         return "ptr"
     if ty == i32:
@@ -808,79 +750,9 @@ def _param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
     raise LoweringError(f"tt.func @{func.sym_name.data}: parameter {i} has unsupported type {ty}")
 
 
-def _module_int(module: ModuleOp, key: str, default: int) -> int:
+def module_int(module: ModuleOp, key: str, default: int) -> int:
     a = module.attributes.get(key)
     return a.value.data if isinstance(a, IntegerAttr) else default
 
 
-def sink_local_loads(root: Operation) -> None:
-    """Move each ttg.local_load to just before its first user in its block, so the shared
-    stores of one K step come first and need one barrier between them and the reads."""
-    for op in list(root.walk()):
-        if not isinstance(op, ttgd.LocalLoadOp) or op.parent_block() is None:
-            continue
-        block = op.parent_block()
-        first = None
-        for use in op.result.uses:
-            user = use.operation
-            while user is not None and user.parent_block() is not block:
-                user = user.parent_op()
-            if user is None:
-                continue
-            if first is None or block.get_operation_index(user) < block.get_operation_index(first):
-                first = user
-        if first is not None and first is not op.next_op:
-            op.detach()
-            block.insert_op_before(op, first)
-
-
-def lower_to_ptx_module(module: ModuleOp, target: str, *, warp_specialize: bool = True,
-                        unroll: bool = False, a_from_shared: bool = False) -> tuple[ModuleOp, dict]:
-    """ttgir module -> (module of one ptx.kernel, launch metadata). The flags are the
-    CompileOptions fields warp_specialize, wgmma_unroll and wgmma_a_smem."""
-    module = module.clone()
-    if unroll:
-        for loop in _wgmma_loops(module):
-            unroll_by_two(loop)
-    if not (_uses_wgmma(module) and any(isinstance(o, ttgd.AsyncWaitOp | ttgd.WaitBarrierOp) for o in module.walk())):
-        # (a pipelined wgmma loop keeps its reads at the top of the body, right after the
-        # async_wait barrier: the fragment loads then overlap the previous wgmma group)
-        sink_local_loads(module)
-    funcs = [op for op in module.ops if isinstance(op, tt.FuncOp)]
-    if len(funcs) != 1:
-        raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}")
-    func = funcs[0]
-    num_warps = _module_int(module, "ttg.num-warps", 4)
-    lw = Lowerer(func, target, num_warps, cluster=_module_int(module, "ttg.num-ctas", 1),
-                 warp_specialize=warp_specialize, a_smem_option=a_from_shared)
-    kernel = lw.build()
-    hoist_loop_invariants(kernel)
-    params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
-    for i, arg in enumerate(func.body.block.args):
-        if arg.name_hint:
-            params[i] = (arg.name_hint, params[i][1])
-    meta = {
-        "name": kernel.kernel_name,
-        "num_warps": num_warps,
-        "threads": lw.threads,
-        "shared": lw.smem_bytes,
-        "params": params,
-        "target": target,
-    }
-    if lw.cluster > 1:  # the launch grid must be a whole number of clusters
-        meta["cluster"] = lw.cluster
-    if lw.tensor_maps:  # the host builds these per launch (sparsecc.runtime.tensor_map)
-        meta["tensor_maps"] = [recipe.as_json() for _, _, recipe in lw.tensor_maps.values()]
-    return ModuleOp([kernel]), meta
-
-
-def lower_to_ptx_text(module: ModuleOp, target: str, **flags: bool) -> tuple[str, dict]:
-    """ttgir module -> (PTX text, launch metadata: name, num_warps, threads, shared, params);
-    `flags` as for `lower_to_ptx_module`."""
-    from sparsecc.codegen.ptx_printer import emit_ptx
-
-    pmod, meta = lower_to_ptx_module(module, target, **flags)
-    return emit_ptx(pmod), meta
-
-
-__all__ = ["lower_to_ptx_text", "lower_to_ptx_module", "Lowerer", "LoweringError"]
+__all__ = ["Lowerer", "LoweringError", "param_kind", "module_int"]

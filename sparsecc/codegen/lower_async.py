@@ -7,21 +7,19 @@ specialization (the ops tritongpu-pipeline{mbarriers/tma} emits).
   "tma": the TMA thread announces the stage's bytes), ttg.dot_wait (wgmma.wait_group).
 * `plan_tensor_maps` / `lower_tma_copy`: one 128-byte tensor-map kernel parameter per TMA'd
   block pointer (its recipe goes to the launch metadata), and the boxes of each copy.
-* `specialization_split` / `lower_specialized` / `skipped`: a TMA kernel gets one extra
-  producer warp that runs the copies and their empty-slot waits, while the compute warps run
-  everything else.
+* `producer_split` / `lower_specialized` / `skipped`: a TMA kernel that tritongpu-warp-specialize
+  marked gets one extra producer warp that runs the copies and their empty-slot waits, while
+  the compute warps run everything else.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import i32
+from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from sparsecc.analysis.tma import tensor_ptr_root, tma_copy_plan
-from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
+from sparsecc.codegen.lower_base import BlockPtr, LoweringContext, LoweringError, Smem, where
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (
@@ -37,9 +35,6 @@ from sparsecc.dialects.ptx_mbarrier import (
 )
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp
 
-if TYPE_CHECKING:
-    from sparsecc.codegen.lower import Lowerer
-
 
 def _issues_tma(op: Operation) -> bool:
     """An scf.if that holds a stage's TMA copies directly (the pipeline's copy groups)."""
@@ -52,60 +47,28 @@ def _is_empty_ring(ring: SSAValue) -> bool:
     return not any(isinstance(u.operation, ttgd.AsyncTmaCopyOp) for u in ring.uses)
 
 
-_PRODUCER_OPS = frozenset({
-    "scf.for", "scf.if", "scf.yield", "tt.advance", "tt.dot", "tt.get_program_id", "tt.get_num_programs",
-    "ttg.memdesc_subview", "ttg.local_load", "ttg.async_tma_copy", "ttg.wait_barrier", "ttg.arrive_barrier",
-    "ttg.dot_wait",
-})
-"""What the producer side of a warp-specialized kernel may meet from its first TMA copy to its
-last (the rest it skips or runs as plain scalar code): nothing that writes memory, reduces
-across threads or needs a CTA barrier, which the producer warp would run wrongly or alone."""
-
-
-_PIPELINE_SYNC = (ttgd.AsyncTmaCopyOp, ttgd.WaitBarrierOp, ttgd.ArriveBarrierOp, ttgd.InitBarrierOp, ttgd.DotWaitOp,
-                  ttgd.AsyncCopyGlobalToLocalOp, ttgd.AsyncWaitOp)
-
-
-def consumer_only(op: Operation) -> bool:
-    """An scf.if the producer warp skips: nothing in it takes part in the pipeline's
-    synchronisation, and its else branch passes on values from outside it (a persistent GEMM's
-    per-tile epilogue: store the sum, restart it)."""
-    if not isinstance(op, scf.IfOp) or any(isinstance(o, _PIPELINE_SYNC) for o in op.walk()):
-        return False
-    if not op.results:
-        return True
-    if not op.false_region.blocks:
-        return False
-    passed = op.false_region.block.last_op
-    return isinstance(passed, scf.YieldOp) and all(not op.is_ancestor(v.owner if isinstance(v.owner, Operation)
-                                                                     else v.owner.parent_op())
-                                                   for v in passed.operands)
-
-
-def _producer_may_run(op: Operation) -> bool:
-    if consumer_only(op):
-        return True
-    if not (op.name.startswith("arith.") or op.name in _PRODUCER_OPS):
-        return False
-    return all(_producer_may_run(o) for region in op.regions for block in region.blocks for o in block.ops)
-
-
-def specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
-    """(first, last): the top-level ops of `func` from the first that issues TMA copies to the
-    last, when warp specialization applies: every op in between is one the producer may run
-    (`_PRODUCER_OPS`, arith) or skip (`consumer_only`), so stores, reductions and layout
-    conversions stay with the compute warps."""
+def producer_split(func: tt.FuncOp) -> tuple[int, int, int] | None:
+    """(first, last, producer warps) when tritongpu-warp-specialize marked `func`: its
+    `PRODUCER_WARPS` attribute and the contiguous run first..last of top-level ops marked
+    `PRODUCER`; None when it is not marked. Marks that do not form one such run (or ask for
+    another number of producer warps than one) are a LoweringError."""
+    warps = func.attributes.get(ttgd.PRODUCER_WARPS)
     ops = list(func.body.block.ops)
-    holding = [i for i, op in enumerate(ops) if any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.walk())]
-    if not holding:
+    marked = [i for i, op in enumerate(ops) if ttgd.PRODUCER in op.attributes]
+    if warps is None:
+        if marked:
+            raise LoweringError(f"tt.func @{func.sym_name.data}: ops are marked {ttgd.PRODUCER} but the function has "
+                                f"no {ttgd.PRODUCER_WARPS} (run tritongpu-warp-specialize)")
         return None
-    first, last = holding[0], holding[-1]
-    if not all(_producer_may_run(op) for op in ops[first:last + 1]):
-        return None
-    return first, last
+    if not isinstance(warps, IntegerAttr) or warps.value.data != 1:
+        raise LoweringError(f"tt.func @{func.sym_name.data}: {ttgd.PRODUCER_WARPS} must be 1, got {warps}")
+    if not marked or marked != list(range(marked[0], marked[-1] + 1)):
+        raise LoweringError(f"tt.func @{func.sym_name.data}: the ops marked {ttgd.PRODUCER} must be one contiguous, "
+                            "non-empty run of its top-level ops")
+    return marked[0], marked[-1], warps.value.data
 
 
-def lower_specialized(L: Lowerer, block: Block, first: int, last: int) -> None:
+def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -> None:
     """Warp specialization of a TMA kernel: the ops before the first TMA copy run in every
     thread; then one extra warp (the producer) runs the copies of ops first..last with
     their empty-slot waits, and the compute warps (the consumers) run ops first.. without
@@ -138,7 +101,7 @@ def lower_specialized(L: Lowerer, block: Block, first: int, last: int) -> None:
     L.mode = ""
 
 
-def skipped(L: Lowerer, op: Operation) -> bool:
+def skipped(L: LoweringContext, op: Operation) -> bool:
     """Whether this side of a warp-specialized kernel leaves `op` to the other side."""
     if L.mode == "consumer":
         return isinstance(op, scf.IfOp) and _issues_tma(op)
@@ -149,8 +112,7 @@ def skipped(L: Lowerer, op: Operation) -> bool:
         return True
     if isinstance(op, ttgd.WaitBarrierOp):
         return not _is_empty_ring(op.ring)
-    if consumer_only(op):
-        assert isinstance(op, scf.IfOp)
+    if ttgd.CONSUMER_ONLY in op.attributes and isinstance(op, scf.IfOp):
         if op.results:  # the producer carries what the else branch passes on (it reads none of it)
             passed = op.false_region.block.last_op
             assert isinstance(passed, scf.YieldOp)
@@ -161,7 +123,7 @@ def skipped(L: Lowerer, op: Operation) -> bool:
         isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
 
 
-def plan_tensor_maps(L: Lowerer, first_param: int) -> None:
+def plan_tensor_maps(L: LoweringContext, first_param: int) -> None:
     """One tensor-map kernel parameter per block pointer (its tt.make_tensor_ptr) that
     ttg.async_tma_copy reads, after the function's own parameters."""
     for op in L.func.walk():
@@ -180,12 +142,12 @@ def plan_tensor_maps(L: Lowerer, first_param: int) -> None:
             L.tensor_maps[root] = (first_param + len(L.tensor_maps), plan, recipe)
 
 
-def _barrier_addr(L: Lowerer, ring: Smem, slot: SSAValue) -> SSAValue:
+def _barrier_addr(L: LoweringContext, ring: Smem, slot: SSAValue) -> SSAValue:
     """The shared address of mbarrier `slot` of `ring` (8 bytes each)."""
     return L.em.add(ring.addr, L.em.mul(L.em.to32(L.get(slot)), 8))
 
 
-def _is_tma_thread(L: Lowerer) -> SSAValue:
+def _is_tma_thread(L: LoweringContext) -> SSAValue:
     return L.em.cmp("eq", L.tid, L.em.c(L.tma_thread))
 
 
@@ -196,7 +158,7 @@ def _generic_proxy_fill(ring: SSAValue) -> bool:
     return not kinds or "copies" in kinds
 
 
-def lower_barrier_op(L: Lowerer, op: Operation) -> None:
+def lower_barrier_op(L: LoweringContext, op: Operation) -> None:
     """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true} or {tma=true})."""
     em = L.em
     if isinstance(op, ttgd.DotWaitOp):
@@ -237,7 +199,7 @@ def lower_barrier_op(L: Lowerer, op: Operation) -> None:
             em.op(MbarrierRemoteArriveOp(addr, em.xor(L.cta_rank, 1), lane0))
 
 
-def lower_tma_copy(L: Lowerer, op: ttgd.AsyncTmaCopyOp) -> None:
+def lower_tma_copy(L: LoweringContext, op: ttgd.AsyncTmaCopyOp) -> None:
     """The TMA thread (thread 0, or the producer warp's first) issues the tile's boxes
     (BoxPlan) at the block pointer's offsets."""
     em = L.em

@@ -14,8 +14,9 @@ address arithmetic that layouts produce stays small.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
@@ -28,8 +29,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from sparsecc.analysis.layouts import Term
-from sparsecc.dialects import ptx
+from sparsecc.analysis.divisibility import Divisibility
+from sparsecc.analysis.layouts import DistLayout, Term
+from sparsecc.dialects import ptx, tt
 from sparsecc.dialects.ttg import MemDescType
 
 
@@ -262,66 +264,56 @@ class Emitter:
         return self.val(ptx.SpecialRegOp(name))
 
 
-_PURE_PTX = {"ptx.sreg", "ptx.shared_base", "ptx.pack", "ptx.unpack", "ptx.cvt.pack"}
-
-
-def _pure(op: Operation) -> bool:
-    return op.name.startswith("arith.") or op.name in _PURE_PTX
-
-
-def _inside(loop: Operation, v: SSAValue) -> bool:
-    owner = v.owner
-    op = owner if isinstance(owner, Operation) else owner.parent_op()
-    return op is not None and loop.is_ancestor(op)
-
-
 def where(op: Operation) -> str:
     """" at <loc>" for an op that carries a source location (error messages), else ""."""
     loc = op.attributes.get("loc") if hasattr(op, "attributes") else None
     return f" at {loc}" if loc is not None else ""
 
 
-COLD_ELSE = "sparsecc.cold_else"
-"""Marks an scf.if whose else region is a rarely taken slow path (not worth registers)."""
+class LoweringContext(Protocol):
+    """What the op helpers (lower_mem, lower_dot, lower_async, lower_ptrs, mma_store) read and
+    write of the lowering in progress: `sparsecc.codegen.lower.Lowerer` is the one
+    implementation. The helpers are typed against this interface, so they need not import the
+    module that imports them."""
+
+    func: tt.FuncOp
+    kernel: ptx.KernelOp
+    em: Emitter
+    num_warps: int
+    values: dict[SSAValue, object]
+    tid: SSAValue
+    lane: SSAValue
+    warp: SSAValue
+    divs: Divisibility
+    wgmma: bool
+    wgmma_pending: bool
+    wgmma_frag_keep: int
+    wgmma_drained: list
+    writes_pending: bool
+    reads_since_bar: bool
+    ldsm_refs: dict
+    tensor_maps: dict
+    a_from_shared: bool
+    mode: str
+    tma_thread: int
+    cluster: int
+    cta_rank: SSAValue | None
+
+    def get(self, v: SSAValue) -> object: ...
+
+    def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]: ...
+
+    def lower_op(self, op: Operation) -> None: ...
+
+    def bar(self) -> None: ...
+
+    def wgmma_drain(self, keep: int = 0) -> None: ...
+
+    def before_shared_write(self) -> None: ...
+
+    def after_shared_write(self) -> None: ...
+
+    def before_shared_read(self) -> None: ...
 
 
-def _in_cold(loop: Operation, op: Operation) -> bool:
-    region = op.parent_region()
-    while region is not None and region is not loop.body:
-        parent = region.parent_op()
-        if parent is None:
-            return False
-        if isinstance(parent, scf.IfOp) and COLD_ELSE in parent.attributes and region is parent.false_region:
-            return True
-        region = parent.parent_region()
-    return False
-
-
-def hoist_loop_invariants(root: Operation) -> int:
-    """Loop-invariant code motion for the emitted per-thread arithmetic.
-
-    The lowering recomputes thread coordinates, swizzled shared offsets and address terms in
-    every loop body; ptxas does not hoist most of it (it is spread over scf.if paths and 64-bit
-    math). Every pure op (arith, special registers, packs) of an scf.for body, also inside
-    nested scf.if regions, whose operands are all defined outside the loop moves in front of
-    the loop (innermost loops first). Pure ops cannot trap, so speculating them is safe.
-    Returns the number of ops moved.
-    """
-    loops = [op for op in root.walk() if isinstance(op, scf.ForOp)]
-    moved = 0
-    for loop in reversed(loops):  # walk() is pre-order: reversed = inner loops first
-        block = loop.parent_block()
-        if block is None:
-            continue
-        for op in list(loop.body.walk()):
-            if op is loop or not _pure(op) or op.regions or _in_cold(loop, op):
-                continue
-            if any(_inside(loop, v) for v in op.operands):
-                continue
-            op.detach()
-            block.insert_op_before(op, loop)
-            moved += 1
-    return moved
-
-
-__all__ = ["LoweringError", "Regs", "Frag", "SmemOperand", "BlockPtr", "Smem", "Emitter", "hoist_loop_invariants", "COLD_ELSE"]
+__all__ = ["LoweringError", "Regs", "Frag", "SmemOperand", "BlockPtr", "Smem", "Emitter", "LoweringContext", "where"]

@@ -10,8 +10,6 @@ Fragment keys (analysis/layouts.py documents the register layouts):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i64
 from xdsl.ir import SSAValue
@@ -19,17 +17,21 @@ from xdsl.ir import SSAValue
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import distributed, mma_warp_coords, stored_coords
 from sparsecc.analysis.swizzle import mode
-from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, Smem, SmemOperand
+from sparsecc.codegen.lower_base import (
+    Frag,
+    LoweringContext,
+    LoweringError,
+    Regs,
+    Smem,
+    SmemOperand,
+)
 from sparsecc.codegen.lower_mem import smem_offset
 from sparsecc.dialects import ptx
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
 
-if TYPE_CHECKING:
-    from sparsecc.codegen.lower import Lowerer
 
-
-def _warp_tile(L: Lowerer, mma: MmaEncodingAttr, dim: int, rep: int, tiles: int) -> list[SSAValue]:
+def _warp_tile(L: LoweringContext, mma: MmaEncodingAttr, dim: int, rep: int, tiles: int) -> list[SSAValue]:
     """Tile index (in units of 16 rows / 8 cols) of the warp's rep-th tile along dim, mod tiles."""
     em = L.em
     w = mma.warps_per_cta[dim]
@@ -63,7 +65,7 @@ def _ldsm_offsets(sm: Smem, py_rc: list, n: int, num_warps: int) -> tuple[int, .
     return tuple(out)
 
 
-def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool, py_rc: list | None = None) -> list[SSAValue]:
+def _ldmatrix(L: LoweringContext, sm: Smem, rows_cols: list, n: int, trans: bool, py_rc: list | None = None) -> list[SSAValue]:
     """ldmatrix.x{n}: `rows_cols(matrix, r)` -> (row, col) of matrix row r's first element.
 
     With `py_rc` (the same map in Python, (r, warp) -> (row, col)), an address whose offset
@@ -103,7 +105,7 @@ def _ldmatrix(L: Lowerer, sm: Smem, rows_cols: list, n: int, trans: bool, py_rc:
     return list(op.results)
 
 
-def load_frag(L: Lowerer, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
+def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
     enc = ty.encoding
     assert isinstance(enc, DotOperandEncodingAttr)
     mma = enc.parent
@@ -232,7 +234,7 @@ def _canonical_k_major(sm: Smem) -> int | None:
     return width
 
 
-def _wgmma_a_desc(L: Lowerer, a: SmemOperand, rep_m: int, k: int) -> dict[tuple[int, int], SSAValue]:
+def _wgmma_a_desc(L: LoweringContext, a: SmemOperand, rep_m: int, k: int) -> dict[tuple[int, int], SSAValue]:
     """The i64 descriptor of A's m64 x k32 block (i, s) for this thread's warpgroup: rows
     64 * warpgroup + 16 * num_warps * i (the rows the accumulator layout gives the warpgroup's
     four warps), K-major, SBO = 8 rows, the k32 step (16 values) added to the start address."""
@@ -247,7 +249,7 @@ def _wgmma_a_desc(L: Lowerer, a: SmemOperand, rep_m: int, k: int) -> dict[tuple[
             for i in range(rep_m) for s in range(k // 32)}
 
 
-def _desc(L: Lowerer, addr: SSAValue, const: SSAValue) -> SSAValue:
+def _desc(L: LoweringContext, addr: SSAValue, const: SSAValue) -> SSAValue:
     """A matrix descriptor: the address field ((addr >> 4) & 0x3FFF) or-ed into the constant
     fields (LBO, SBO, swizzle; wg.smem_desc_bits with address 0)."""
     em = L.em
@@ -268,7 +270,7 @@ def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int]:
     return bits, 32 * width
 
 
-def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
+def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
                 defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
     """A sparse tt.dot as sm_90a `wgmma.mma_async.sp.m64nNk32`s.
 
@@ -311,7 +313,7 @@ def lower_wgmma(L: Lowerer, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta
     return Regs(result_ty, acc)
 
 
-def lower_dot(L: Lowerer, a: Frag | SmemOperand, b: Frag | SmemOperand, c: Regs, meta: Frag | None,
+def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, c: Regs, meta: Frag | None,
               result_ty: TensorType, defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
     """`scale_d` (wgmma only, i1): whether the dot adds `c` (false: the sum restarts)."""
     enc = result_ty.encoding

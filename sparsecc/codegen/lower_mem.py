@@ -10,7 +10,6 @@ guarantees 16-byte aligned base pointers.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
@@ -33,13 +32,18 @@ from sparsecc.analysis.layouts import (
     distributed,
     stored_coords,
 )
-from sparsecc.codegen.lower_base import COLD_ELSE, BlockPtr, Emitter, LoweringError, Regs, Smem
+from sparsecc.codegen.lower_base import (
+    BlockPtr,
+    Emitter,
+    LoweringContext,
+    LoweringError,
+    Regs,
+    Smem,
+)
 from sparsecc.codegen.mma_store import CHUNK, store_transposed, transpose_plan
 from sparsecc.dialects import ptx
+from sparsecc.dialects.ptx import COLD_ELSE
 from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodingAttr
-
-if TYPE_CHECKING:
-    from sparsecc.codegen.lower import Lowerer
 
 
 def is_b16(ty: Attribute) -> bool:
@@ -53,7 +57,7 @@ def fast_dim(ty: TensorType) -> int:
     return len(ty.get_shape()) - 1
 
 
-def pad_value(L: Lowerer, elt: Attribute, padding: int | None) -> SSAValue:
+def pad_value(L: LoweringContext, elt: Attribute, padding: int | None) -> SSAValue:
     if isinstance(elt, IntegerType):
         return L.em.c(0, elt) if elt.width.data > 1 else L.em.c(0, elt)
     v = float("nan") if padding == 2 else 0.0
@@ -64,7 +68,7 @@ def pad_value(L: Lowerer, elt: Attribute, padding: int | None) -> SSAValue:
 # Packing b16 pairs into b32 words (vector accesses move b32 words)
 
 
-def pack_words(L: Lowerer, vals: list[SSAValue]) -> list[SSAValue]:
+def pack_words(L: LoweringContext, vals: list[SSAValue]) -> list[SSAValue]:
     if not is_b16(vals[0].type):
         return vals
     if len(vals) == 1:
@@ -72,7 +76,7 @@ def pack_words(L: Lowerer, vals: list[SSAValue]) -> list[SSAValue]:
     return [L.em.val(ptx.PackOp(vals[i], vals[i + 1])) for i in range(0, len(vals), 2)]
 
 
-def unpack_words(L: Lowerer, words: list[SSAValue], elt: Attribute, n: int) -> list[SSAValue]:
+def unpack_words(L: LoweringContext, words: list[SSAValue], elt: Attribute, n: int) -> list[SSAValue]:
     if not is_b16(elt) or n == 1:
         return words
     out: list[SSAValue] = []
@@ -93,11 +97,11 @@ def word_type(elt: Attribute, n: int) -> tuple[Attribute, int]:
 # Block pointers
 
 
-def global_coords(L: Lowerer, bp: BlockPtr, coord: tuple[SSAValue, ...]) -> list[SSAValue]:
+def global_coords(L: LoweringContext, bp: BlockPtr, coord: tuple[SSAValue, ...]) -> list[SSAValue]:
     return [L.em.add(bp.offsets[d], coord[d]) for d in range(len(coord))]
 
 
-def global_addr(L: Lowerer, bp: BlockPtr, g: list[SSAValue], elt: Attribute) -> SSAValue:
+def global_addr(L: LoweringContext, bp: BlockPtr, g: list[SSAValue], elt: Attribute) -> SSAValue:
     em = L.em
     off = em.c(0, i64)
     for d, gd in enumerate(g):
@@ -105,7 +109,7 @@ def global_addr(L: Lowerer, bp: BlockPtr, g: list[SSAValue], elt: Attribute) -> 
     return em.add(bp.base, em.mul(off, esize(elt)))
 
 
-def in_bounds(L: Lowerer, bp: BlockPtr, g: list[SSAValue], dims: list[int]) -> SSAValue | None:
+def in_bounds(L: LoweringContext, bp: BlockPtr, g: list[SSAValue], dims: list[int]) -> SSAValue | None:
     em = L.em
     pred: SSAValue | None = None
     for d in dims:
@@ -114,7 +118,7 @@ def in_bounds(L: Lowerer, bp: BlockPtr, g: list[SSAValue], dims: list[int]) -> S
     return pred
 
 
-def vector_ok(L: Lowerer, bp: BlockPtr, fast: int, run: int, dims: list[int]) -> SSAValue:
+def vector_ok(L: LoweringContext, bp: BlockPtr, fast: int, run: int, dims: list[int]) -> SSAValue:
     """Uniform test: may `run`-element vectors along `fast` be accessed as one aligned vector?"""
     em = L.em
     conds = [em.cmp("eq", bp.strides[fast], em.c(1, i64))]
@@ -130,7 +134,7 @@ def vector_ok(L: Lowerer, bp: BlockPtr, fast: int, run: int, dims: list[int]) ->
     return c
 
 
-def _two_paths(L: Lowerer, cond: SSAValue, fast_fn, slow_fn, result_types: list[Attribute]) -> list[SSAValue]:
+def _two_paths(L: LoweringContext, cond: SSAValue, fast_fn, slow_fn, result_types: list[Attribute]) -> list[SSAValue]:
     """scf.if(cond) { fast_fn() } else { slow_fn() } with the values both return."""
     outer = L.em.block
     blocks = []
@@ -147,7 +151,7 @@ def _two_paths(L: Lowerer, cond: SSAValue, fast_fn, slow_fn, result_types: list[
     return list(if_op.results)
 
 
-def load_block(L: Lowerer, bp: BlockPtr, ty: TensorType, dims: list[int], padding: int | None,
+def load_block(L: LoweringContext, bp: BlockPtr, ty: TensorType, dims: list[int], padding: int | None,
                known: PtrDiv | None = None) -> Regs:
     """tt.load through a block pointer into the registers of `ty`'s layout (`known`: what the
     divisibility analysis proved about the pointer; an aligned one gets the vector path only)."""
@@ -194,7 +198,7 @@ def load_block(L: Lowerer, bp: BlockPtr, ty: TensorType, dims: list[int], paddin
     return Regs(ty, regs)
 
 
-def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: PtrDiv | None = None) -> None:
+def store_block(L: LoweringContext, bp: BlockPtr, val: Regs, dims: list[int], known: PtrDiv | None = None) -> None:
     """tt.store of a register tensor through a block pointer (`known`: as in load_block)."""
     ty = val.ty
     elt = ty.element_type
@@ -247,7 +251,7 @@ def store_block(L: Lowerer, bp: BlockPtr, val: Regs, dims: list[int], known: Ptr
 # Shared memory
 
 
-def smem_offset(L: Lowerer, enc: SharedEncodingAttr, row: SSAValue, col: SSAValue, row_len: int,
+def smem_offset(L: LoweringContext, enc: SharedEncodingAttr, row: SSAValue, col: SSAValue, row_len: int,
                 rows: int = 0) -> SSAValue:
     """Element offset of (row, col) under the swizzle (col's low log2(vec) bits pass through):
     `SharedEncodingAttr.swizzled_offset` evaluated on IR values, emitting its arith ops."""
@@ -285,7 +289,7 @@ class _Emitted:
         return _Emitted(self.em, self.em.remu(self.value, d))
 
 
-def smem_addr(L: Lowerer, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
+def smem_addr(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
     """Shared address of element idx (rank-2 or rank-1 views)."""
     shape = sm.ty.get_shape()
     enc = sm.ty.encoding
@@ -314,7 +318,7 @@ def shared_run(sm_ty: MemDescType, dl: DistLayout, fast: int, elt: Attribute) ->
     return contiguous_run(dl, fast, limit)
 
 
-def store_shared(L: Lowerer, sm: Smem, val: Regs) -> None:
+def store_shared(L: LoweringContext, sm: Smem, val: Regs) -> None:
     """Registers -> shared buffer with its swizzle (vectorized along the contiguous dim)."""
     L.wgmma_drain()
     ty = val.ty
@@ -329,7 +333,7 @@ def store_shared(L: Lowerer, sm: Smem, val: Regs) -> None:
     L.after_shared_write()
 
 
-def load_shared(L: Lowerer, sm: Smem, ty: TensorType) -> Regs:
+def load_shared(L: LoweringContext, sm: Smem, ty: TensorType) -> Regs:
     """Shared buffer -> registers of a blocked/mma/slice layout."""
     elt = ty.element_type
     dl = distributed(ty.encoding, ty.get_shape())
@@ -348,7 +352,7 @@ def load_shared(L: Lowerer, sm: Smem, ty: TensorType) -> Regs:
 # Async copies (global -> shared)
 
 
-def async_copy(L: Lowerer, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None,
+def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None,
                war_barrier: bool = True, known: PtrDiv | None = None, guarded: bool = False) -> None:
     """cp.async.cg 16-byte chunks (zero-filled out of bounds) when aligned, else a synchronous
     ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says.
@@ -432,7 +436,7 @@ def _num_warps(dl: DistLayout) -> int:
     return n
 
 
-def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims: list[int], vec: int) -> None:
+def _async_copy_strided(L: LoweringContext, bp: BlockPtr, sm: Smem, dl: DistLayout, dims: list[int], vec: int) -> None:
     """The cp.async fast path with few per-iteration instructions and registers.
 
     A chunk's element is thread base + a compile-time register offset (no wrap), so its
@@ -483,7 +487,7 @@ def _async_copy_strided(L: Lowerer, bp: BlockPtr, sm: Smem, dl: DistLayout, dims
         L.em.op(ptx.CpAsyncOp(dst, src, mask=pred, size=16, cache="cg"))
 
 
-def load_block_scalar(L: Lowerer, bp: BlockPtr, tile: TensorType, dl: DistLayout, coords, dims) -> list[SSAValue]:
+def load_block_scalar(L: LoweringContext, bp: BlockPtr, tile: TensorType, dl: DistLayout, coords, dims) -> list[SSAValue]:
     elt = tile.element_type
     zero = pad_value(L, elt, 1)
     out = []

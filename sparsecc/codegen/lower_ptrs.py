@@ -8,17 +8,12 @@ skips the access; a load then yields `other`). No vectorization: correctness fir
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xdsl.dialects.builtin import TensorType, i64
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
-from sparsecc.codegen.lower_base import LoweringError, Regs
+from sparsecc.codegen.lower_base import LoweringContext, LoweringError, Regs
 from sparsecc.dialects import ptx, tt
-
-if TYPE_CHECKING:
-    from sparsecc.codegen.lower import Lowerer
 
 
 def _per_reg(x: object, n: int, what: str) -> list[SSAValue]:
@@ -40,7 +35,7 @@ def _pointee(ptr_type: object) -> object:
     return pt.pointee
 
 
-def lower_addptr(L: Lowerer, op: tt.AddPtrOp) -> None:
+def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element."""
     em = L.em
     nbytes = esize(_pointee(op.result.type))
@@ -55,7 +50,7 @@ def lower_addptr(L: Lowerer, op: tt.AddPtrOp) -> None:
     L.values[op.result] = Regs(op.result.type, out)
 
 
-def load_ptrs(L: Lowerer, op: tt.LoadOp, ptrs: Regs) -> None:
+def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
     """One (predicated) scalar `ld.global` per register; masked-off registers get `other`."""
     n = len(ptrs.regs)
     elt = _pointee(op.ptr.type)
@@ -69,7 +64,7 @@ def load_ptrs(L: Lowerer, op: tt.LoadOp, ptrs: Regs) -> None:
     L.values[op.result] = Regs(op.result.type, out)
 
 
-def store_ptrs(L: Lowerer, op: tt.StoreOp, ptrs: Regs) -> None:
+def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
     """One (predicated) scalar `st.global` per register; masked-off elements are not written."""
     n = len(ptrs.regs)
     vals = _per_reg(L.get(op.value), n, "stored value")

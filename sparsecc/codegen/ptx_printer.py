@@ -636,6 +636,22 @@ def _asm(e: _KernelEmitter, op: ptx.AsmOp) -> None:
             e.emit(line.strip())
 
 
+def _template(e: _KernelEmitter, op: ptx.TemplateOp) -> None:
+    """Any `ptx.TemplateOp` (the wgmma and mbarrier ops): its `asm_template()` with `$i`
+    replaced by registers; results tied to operands (`tied_operands`) reuse their registers."""
+    tied = op.tied_operands()
+    if tied:
+        for res, src in zip(op.results, tied):
+            e.alias(res, e.use(src))
+        regs = [e.use(r) for r in op.results]
+    else:
+        regs = [e.define(r) for r in op.results]
+    regs += [e.use(a) for a in op.operands]
+    text = re.sub(r"\$(\d+)", lambda m: regs[int(m.group(1))], op.asm_template())
+    for line in text.splitlines():
+        e.emit(line.strip())
+
+
 def _sreg(e: _KernelEmitter, op: ptx.SpecialRegOp) -> None:
     e.emit(f"mov.u32 {e.define(op.result)}, %{op.reg.data};")
 
@@ -689,6 +705,7 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Any], None]] = {
         f"cvt.rn.{op.elem_type.data}x2.f32 {e.define(op.result)}, {e.use(op.hi)}, {e.use(op.lo)};"
     ),
     ptx.AsmOp: _asm,
+    ptx.TemplateOp: _template,  # (found through each subclass's MRO, `_handler_for`)
 }
 
 

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.context import Context
+from xdsl.ir import Dialect
 
 
 def make_context() -> Context:
-    """A context with every dialect sparsecc parses: builtin, arith (tensor-capable), math, scf, tt (+ GPU ones)."""
+    """A context with every dialect sparsecc parses or prints: builtin, arith (tensor-capable),
+    math, scf, tt, and (loaded on first use) ttg and ptx with its wgmma and mbarrier ops, so
+    any IR the compiler prints at any stage parses back:
+
+        module = Parser(make_context(), text).parse_module()
+    """
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.math import Math
     from xdsl.dialects.scf import Scf
@@ -17,25 +25,25 @@ def make_context() -> Context:
     ctx = Context()
     for dialect in (Builtin, ARITH_WITH_TENSORS, Math, Scf, TT):
         ctx.load_dialect(dialect)
-    for name, loader in _optional_dialects().items():
+    for name, loader in _gpu_dialects().items():
         ctx.register_dialect(name, loader)
     return ctx
 
 
-def _optional_dialects() -> dict:
+def _gpu_dialects() -> dict[str, Callable[[], Dialect]]:
     """GPU dialects, registered lazily so the front half never imports them."""
-    loaders = {}
 
-    def ttg():
+    def ttg() -> Dialect:
         from sparsecc.dialects.ttg import TTG
 
         return TTG
 
-    def ptx():
+    def ptx() -> Dialect:
         from sparsecc.dialects.ptx import PTX
+        from sparsecc.dialects.ptx_mbarrier import MBARRIER_OPS
+        from sparsecc.dialects.ptx_wgmma import WGMMA_OPS
 
-        return PTX
+        # the Hopper ops are named ptx.* too: one dialect for the parser
+        return Dialect("ptx", [*PTX.operations, *WGMMA_OPS, *MBARRIER_OPS], list(PTX.attributes))
 
-    loaders["ttg"] = ttg
-    loaders["ptx"] = ptx
-    return loaders
+    return {"ttg": ttg, "ptx": ptx}

@@ -762,6 +762,29 @@ class AsmOp(IRDLOperation):
                 raise VerifyException(f"ptx.asm: unsupported value type {v.type}")
 
 
+class TemplateOp(IRDLOperation):
+    """Base of ops that carry their own PTX text: `emit_ptx` prints any subclass (the wgmma
+    and mbarrier ops of `ptx_wgmma` / `ptx_mbarrier`) from `asm_template()`, with `$i` naming
+    register i, results first, then operands (as in `ptx.asm`). A dialect adds instructions
+    by subclassing it; the printer needs no entry per op.
+    """
+
+    def asm_template(self) -> str:
+        """The op's PTX statements (one per line) with `$i` placeholders."""
+        raise NotImplementedError(f"{self.name}: no asm_template")
+
+    def tied_operands(self) -> Sequence[SSAValue]:
+        """Per result, the operand whose register the result takes over (that value dies
+        here, so the instruction may overwrite it in place); empty: every result gets a
+        register of its own. `asm_template()` must then not copy the operands itself."""
+        return ()
+
+
+COLD_ELSE = "sparsecc.cold_else"
+"""On an `scf.if` in a kernel: its else region is a rarely taken slow path, so loop-invariant
+hoisting (ptx-hoist-loop-invariants) leaves its ops where they are (not worth registers)."""
+
+
 PTX = Dialect(
     "ptx",
     [

@@ -1,8 +1,8 @@
 """Shared-memory mbarriers for the `ptx` dialect (sm_80+ `cp.async` arrivals, sm_90 parity waits).
 
 A pipelined K loop whose warps synchronise through mbarriers instead of `bar.sync` needs these
-PTX forms; each op here prints one of them as a template (the same mechanism as ptx_wgmma: `$i`
-= results first, then operands; `_register_printer` hooks them into `emit_ptx`):
+PTX forms; each op here is a `ptx.TemplateOp` that prints one of them as a template (as in
+ptx_wgmma: `$i` = results first, then operands):
 
     ptx.mbarrier.init       `@pred mbarrier.init.shared::cta.b64 [addr], count;` (one thread)
     ptx.mbarrier.init_fence `fence.mbarrier_init.release.cluster;`           (after the inits)
@@ -42,11 +42,11 @@ from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from sparsecc.dialects.ptx_wgmma import _register_printer, _TemplateOp
+from sparsecc.dialects.ptx import TemplateOp
 
 
 @irdl_op_definition
-class MbarrierInitOp(_TemplateOp):
+class MbarrierInitOp(TemplateOp):
     """`@pred mbarrier.init.shared::cta.b64 [addr], count;` (`pred`: true in one thread)."""
 
     name = "ptx.mbarrier.init"
@@ -66,7 +66,7 @@ class MbarrierInitOp(_TemplateOp):
 
 
 @irdl_op_definition
-class MbarrierInitFenceOp(_TemplateOp):
+class MbarrierInitFenceOp(TemplateOp):
     """`fence.mbarrier_init.release.cluster;`: publish the inits (before the CTA barrier)."""
 
     name = "ptx.mbarrier.init_fence"
@@ -79,7 +79,7 @@ class MbarrierInitFenceOp(_TemplateOp):
 
 
 @irdl_op_definition
-class MbarrierArriveOp(_TemplateOp):
+class MbarrierArriveOp(TemplateOp):
     """`@pred mbarrier.arrive.shared::cta.b64 _, [addr];`: one arrival (release semantics)."""
 
     name = "ptx.mbarrier.arrive"
@@ -94,7 +94,7 @@ class MbarrierArriveOp(_TemplateOp):
 
 
 @irdl_op_definition
-class CpAsyncMbarrierArriveOp(_TemplateOp):
+class CpAsyncMbarrierArriveOp(TemplateOp):
     """`cp.async.mbarrier.arrive.noinc.shared::cta.b64 [addr];`: arrive once this thread's
     cp.async copies issued so far have landed."""
 
@@ -109,7 +109,7 @@ class CpAsyncMbarrierArriveOp(_TemplateOp):
 
 
 @irdl_op_definition
-class MbarrierWaitOp(_TemplateOp):
+class MbarrierWaitOp(TemplateOp):
     """Wait (spinning on try_wait) until the barrier's phase of parity `parity` (0/1) is over."""
 
     name = "ptx.mbarrier.wait"
@@ -132,7 +132,7 @@ class MbarrierWaitOp(_TemplateOp):
 
 
 @irdl_op_definition
-class MbarrierArriveExpectTxOp(_TemplateOp):
+class MbarrierArriveExpectTxOp(TemplateOp):
     """`@pred mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], bytes;`."""
 
     name = "ptx.mbarrier.arrive_expect_tx"
@@ -152,7 +152,7 @@ class MbarrierArriveExpectTxOp(_TemplateOp):
 
 
 @irdl_op_definition
-class CpAsyncBulkTensor2dOp(_TemplateOp):
+class CpAsyncBulkTensor2dOp(TemplateOp):
     """One 2-D TMA box into shared memory, completing on an mbarrier (see the module docstring)."""
 
     name = "ptx.cp.async.bulk.tensor"
@@ -186,7 +186,7 @@ class CpAsyncBulkTensor2dOp(_TemplateOp):
 
 
 @irdl_op_definition
-class MbarrierRemoteArriveOp(_TemplateOp):
+class MbarrierRemoteArriveOp(TemplateOp):
     """`@pred` arrive on the mbarrier at shared offset `addr` of CTA `rank` of the cluster
     (`mapa` maps the offset into that CTA's window). The default semantics, as CUTLASS's
     cluster barriers use them: what the arrival publishes is that this warp's wgmma reads of the
@@ -213,7 +213,7 @@ class MbarrierRemoteArriveOp(_TemplateOp):
 
 
 @irdl_op_definition
-class ClusterBarrierOp(_TemplateOp):
+class ClusterBarrierOp(TemplateOp):
     """Every thread of every CTA of the cluster meets here (release / acquire at cluster
     scope): after it, the other CTA's mbarriers are initialised, or it no longer needs ours."""
 
@@ -236,6 +236,3 @@ def load_into(ctx: Context) -> None:
     for op in MBARRIER_OPS:
         if ctx.get_optional_op(op.name) is None:
             ctx.load_op(op)
-
-
-_register_printer(MBARRIER_OPS)

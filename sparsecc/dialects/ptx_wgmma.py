@@ -1,12 +1,10 @@
 """Hopper (sm_90a) warpgroup MMA ops for the `ptx` dialect: sparse `wgmma.mma_async.sp` and its fences.
 
 These ops live beside `sparsecc.dialects.ptx` (their names start with `ptx.` so they read as one
-dialect) without editing it: `WGMMA_OPS` lists them, `PTX_WGMMA` is a dialect holding them, and
-`load_into(ctx)` makes a context parse them. Importing this module also teaches
-`sparsecc.codegen.ptx_printer.emit_ptx` to print them: every op here renders as a PTX template
-(`asm_template()`, `$i` = results first, then operands, as in `ptx.asm`), and `_register_printer`
-hooks that into the printer's dispatch table, so a kernel mixing them with the other ptx ops
-prints with plain `emit_ptx`. A kernel using them needs `target="sm_90a"`.
+dialect; `sparsecc.dialects.make_context` loads them with it): `WGMMA_OPS` lists them, and
+`load_into(ctx)` makes another context parse them. Each is a `ptx.TemplateOp`: it renders as
+a PTX template (`asm_template()`, `$i` = results first, then operands, as in `ptx.asm`), which
+`sparsecc.codegen.ptx_printer.emit_ptx` prints like any other op of the dialect. A kernel using them needs `target="sm_90a"`.
 
     ptx.wgmma.fence          `wgmma.fence.sync.aligned;` — before the first wgmma, and between
                              ordinary register accesses and a wgmma touching the same registers
@@ -60,7 +58,6 @@ warpgroup, `g = laneid >> 2`, `t = laneid % 4`:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from xdsl.builder import Builder
@@ -81,6 +78,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from sparsecc.analysis.swizzle import hardware_swizzle
+from sparsecc.dialects.ptx import TemplateOp
 
 #: Swizzle mode name -> the descriptor's bits 63:62.
 SWIZZLE_MODES: dict[str, int] = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
@@ -159,15 +157,8 @@ def swizzle_offset(offset: int, swizzle: str) -> int:
 # Ops
 
 
-class _TemplateOp(IRDLOperation):
-    """An op printed as a PTX template, `$i` = results first, then operands (as in `ptx.asm`)."""
-
-    def asm_template(self) -> str:
-        raise NotImplementedError
-
-
 @irdl_op_definition
-class WgmmaFenceOp(_TemplateOp):
+class WgmmaFenceOp(TemplateOp):
     """`wgmma.fence.sync.aligned;`: orders register (and shared memory) accesses before a wgmma."""
 
     name = "ptx.wgmma.fence"
@@ -180,7 +171,7 @@ class WgmmaFenceOp(_TemplateOp):
 
 
 @irdl_op_definition
-class WgmmaCommitGroupOp(_TemplateOp):
+class WgmmaCommitGroupOp(TemplateOp):
     """`wgmma.commit_group.sync.aligned;`: close the group of the wgmmas issued since the last one."""
 
     name = "ptx.wgmma.commit_group"
@@ -193,7 +184,7 @@ class WgmmaCommitGroupOp(_TemplateOp):
 
 
 @irdl_op_definition
-class WgmmaWaitGroupOp(_TemplateOp):
+class WgmmaWaitGroupOp(TemplateOp):
     """`wgmma.wait_group.sync.aligned n;`: wait until at most `n` committed groups are pending."""
 
     name = "ptx.wgmma.wait_group"
@@ -212,7 +203,7 @@ class WgmmaWaitGroupOp(_TemplateOp):
 
 
 @irdl_op_definition
-class FenceProxyAsyncOp(_TemplateOp):
+class FenceProxyAsyncOp(TemplateOp):
     """`fence.proxy.async.shared::cta;`: make generic-proxy shared stores visible to wgmma/TMA."""
 
     name = "ptx.fence.proxy.async"
@@ -225,7 +216,7 @@ class FenceProxyAsyncOp(_TemplateOp):
 
 
 @irdl_op_definition
-class WgmmaMmaAsyncSpOp(_TemplateOp):
+class WgmmaMmaAsyncSpOp(TemplateOp):
     """`wgmma.mma_async.sp.sync.aligned.m64nNk32.f32.T.T`: one 2:4-sparse warpgroup MMA.
 
     Operands: `acc` (empty, or N/2 f32: the input accumulator, copied into the result registers
@@ -317,6 +308,15 @@ class WgmmaMmaAsyncSpOp(_TemplateOp):
         if self.a_in_registers and self.trans_a.value.data:
             raise VerifyException(f"{name}: trans_a needs A in shared memory (a descriptor)")
 
+    def tied_operands(self) -> Sequence[SSAValue]:
+        """The accumulator inputs, when they are distinct values used by nothing else: they die
+        here, so the results may overwrite their registers. Without the copies ptxas keeps a
+        chain of wgmmas in flight; with them it waits after each one."""
+        acc = list(self.acc)
+        if acc and len(set(acc)) == len(acc) and all(len(list(v.uses)) == 1 for v in acc):
+            return acc
+        return ()
+
     def asm_template(self) -> str:
         n = self.n.value.data
         nres = n // 2
@@ -326,7 +326,8 @@ class WgmmaMmaAsyncSpOp(_TemplateOp):
         def group(first: int, count: int) -> str:
             return "{" + ", ".join(f"${first + j}" for j in range(count)) + "}"
 
-        lines = [f"mov.f32 ${j}, ${nres + j};" for j in range(nacc)]
+        # tied: the results live in the accumulator's registers, no copies
+        lines = [] if self.tied_operands() else [f"mov.f32 ${j}, ${nres + j};" for j in range(nacc)]
         if self.a_in_registers:
             a, i = group(i, 4), i + 4
         else:
@@ -357,56 +358,7 @@ PTX_WGMMA = Dialect("ptx_wgmma", list(WGMMA_OPS), [])
 
 
 def load_into(ctx: Context) -> None:
-    """Let `ctx` parse the ops of this module (their `ptx.` names are not in the PTX dialect)."""
+    """Let `ctx` (one not made by `make_context`, which has them) parse the ops of this module."""
     for op in WGMMA_OPS:
         if ctx.get_optional_op(op.name) is None:
             ctx.load_op(op)
-
-
-# ----------------------------------------------------------------------------------------------
-# Printing through sparsecc.codegen.ptx_printer
-
-
-def _tied_accumulator(op: _TemplateOp) -> bool:
-    """Whether `op`'s results may live in its accumulator inputs' registers (no copies).
-
-    True for a `wgmma.mma_async.sp` whose accumulator values are distinct and used by nothing
-    else: the old values die at the op, so overwriting their registers is safe. Without the
-    copies ptxas keeps a chain of wgmmas in flight; with them it waits after each one.
-    """
-    if not isinstance(op, WgmmaMmaAsyncSpOp) or not op.acc:
-        return False
-    acc = list(op.acc)
-    return len(set(acc)) == len(acc) and all(len(list(v.uses)) == 1 for v in acc)
-
-
-def _register_printer(ops: Sequence[type[_TemplateOp]] | None = None) -> None:
-    """Add template ops (default: the ones of this module) to `emit_ptx`'s dispatch table.
-
-    ptx_printer.py has no public extension hook; its handler table is keyed by op class. Each
-    op prints its `asm_template()` with `$i` replaced by registers, like `ptx.asm`; a
-    `wgmma.mma_async.sp` with a tied accumulator (`_tied_accumulator`) gets its results placed
-    in the accumulator's registers and drops the copies.
-    """
-    from sparsecc.codegen import ptx_printer
-
-    def handler(e: ptx_printer._KernelEmitter, op: _TemplateOp) -> None:
-        template = op.asm_template()
-        if _tied_accumulator(op):
-            assert isinstance(op, WgmmaMmaAsyncSpOp)
-            for res, acc in zip(op.res, op.acc):
-                e.alias(res, e.use(acc))
-            template = "\n".join(line for line in template.splitlines() if not line.startswith("mov."))
-            regs = [e.use(r) for r in op.results]
-        else:
-            regs = [e.define(r) for r in op.results]
-        regs += [e.use(a) for a in op.operands]
-        text = re.sub(r"\$(\d+)", lambda m: regs[int(m.group(1))], template)
-        for line in text.splitlines():
-            e.emit(line.strip())
-
-    for op in WGMMA_OPS if ops is None else ops:
-        ptx_printer._HANDLERS.setdefault(op, handler)
-
-
-_register_printer()

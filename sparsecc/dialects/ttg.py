@@ -1090,6 +1090,28 @@ class AsyncWaitOp(IRDLOperation):
 
 
 # ----------------------------------------------------------------------------------------------
+# Discardable attributes: what one pass tells a later one (and the lowering) through the IR
+
+SLOT_SAFE = "ttg.slot_safe"
+"""On an async copy: its slot is none that was read since the last CTA barrier, so the
+lowering needs no barrier before it (the reads since then target the next slot)."""
+SLOT_GUARDED = "ttg.slot_guarded"
+"""On an async copy (mbarrier mode): a ttg.wait_barrier on the slot's empty barrier came
+first, so the lowering needs neither a CTA barrier nor a wgmma drain before it."""
+PRODUCER_WARPS = "ttg.producer-warps"
+"""On a `tt.func` (tritongpu-warp-specialize): the number of warps after the `ttg.num-warps`
+compute warps that only issue the function's TMA copies (1), e.g. `"ttg.producer-warps" = 1 : i32`."""
+PRODUCER = "ttg.producer"
+"""On the top-level ops of a warp-specialized `tt.func` (a contiguous run, from the first that
+issues TMA copies to the last): the producer warp runs them too (their copies and empty-slot
+waits), the compute warps run them without the copies. Ops before the run execute in every
+warp, ops after it in the compute warps only."""
+CONSUMER_ONLY = "ttg.consumer_only"
+"""On an scf.if inside the producer's ops: the producer warp skips it (nothing in it takes part
+in the pipeline's synchronisation, e.g. a persistent GEMM's per-tile epilogue) and carries the
+values its else branch passes on."""
+
+
 # mbarrier synchronisation of a pipelined K loop (tritongpu-pipeline{mbarriers=true})
 
 
@@ -1285,6 +1307,11 @@ __all__ = [
     "AsyncCommitGroupOp",
     "AsyncWaitOp",
     "LayoutAttr",
+    "SLOT_SAFE",
+    "SLOT_GUARDED",
+    "PRODUCER_WARPS",
+    "PRODUCER",
+    "CONSUMER_ONLY",
     "layout_rank",
     "is_distributed_layout",
 ]

@@ -1,5 +1,10 @@
-"""Every pass sparsecc has, by its command-line name (loaded lazily: the front half never
-imports the GPU passes)."""
+"""Every pass sparsecc has, by its command-line name: the one place that knows all of them
+(loaded lazily: the front half never imports the GPU passes).
+
+The ttgir passes live in this package; the conversion to the `ptx` dialect and the passes over
+it live with the rest of the PTX backend in `sparsecc.codegen` (convert_ttg_to_ptx.py,
+ptx_hoist.py), which imports nothing from here.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,36 @@ def _pipeline() -> type[ModulePass]:
     return PipelinePass
 
 
+def _wgmma_unroll() -> type[ModulePass]:
+    from sparsecc.passes.wgmma_unroll import WgmmaUnrollPass
+
+    return WgmmaUnrollPass
+
+
+def _sink_local_loads() -> type[ModulePass]:
+    from sparsecc.passes.sink_local_loads import SinkLocalLoadsPass
+
+    return SinkLocalLoadsPass
+
+
+def _warp_specialize() -> type[ModulePass]:
+    from sparsecc.passes.warp_specialize import WarpSpecializePass
+
+    return WarpSpecializePass
+
+
+def _convert_ttg_to_ptx() -> type[ModulePass]:
+    from sparsecc.codegen.convert_ttg_to_ptx import ConvertTTGToPTXPass
+
+    return ConvertTTGToPTXPass
+
+
+def _ptx_hoist() -> type[ModulePass]:
+    from sparsecc.codegen.ptx_hoist import HoistLoopInvariantsPass
+
+    return HoistLoopInvariantsPass
+
+
 def _canonicalize() -> type[ModulePass]:
     from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -51,6 +86,11 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-tt-to-ttg": _to_gpu,
     "sparse-gpu-encoding": _gpu_encoding,
     "tritongpu-pipeline": _pipeline,
+    "tritongpu-wgmma-unroll": _wgmma_unroll,
+    "tritongpu-sink-local-loads": _sink_local_loads,
+    "tritongpu-warp-specialize": _warp_specialize,
+    "convert-ttg-to-ptx": _convert_ttg_to_ptx,
+    "ptx-hoist-loop-invariants": _ptx_hoist,
     "canonicalize": _canonicalize,
     "cse": _cse,
 }
@@ -58,4 +98,5 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """A copy of `PASSES` (the form xDSL's PassPipeline.parse_spec takes)."""
     return dict(PASSES)

@@ -74,6 +74,8 @@ from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.tma import box_plan, tma_copy_plan
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
+    SLOT_GUARDED,
+    SLOT_SAFE,
     ArriveBarrierOp,
     AsyncCommitGroupOp,
     AsyncCopyGlobalToLocalOp,
@@ -90,13 +92,6 @@ from sparsecc.dialects.ttg import (
     SharedEncodingAttr,
     WaitBarrierOp,
 )
-
-SLOT_SAFE = "ttg.slot_safe"
-"""On an async copy: its slot is none that was read since the last CTA barrier, so the
-lowering needs no barrier before it (the reads since then target the next slot)."""
-SLOT_GUARDED = "ttg.slot_guarded"
-"""On an async copy (mbarrier mode): a ttg.wait_barrier on the slot's empty barrier came
-first, so the lowering needs neither a CTA barrier nor a wgmma drain before it."""
 
 
 @dataclass
@@ -610,4 +605,4 @@ class PipelinePass(ModulePass):
         _insert(AsyncWaitOp([], 0), InsertPoint.after(new_loop))
 
 
-__all__ = ["PipelinePass", "SLOT_GUARDED", "SLOT_SAFE"]
+__all__ = ["PipelinePass"]

@@ -73,7 +73,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
         "--emit",
         choices=("mlir", "ptx"),
         default="mlir",
-        help="what to print: the IR (default) or, for ttgir, the PTX it lowers to",
+        help="what to print: the IR (default) or PTX (of ptx-dialect IR, or of ttgir through the ptx stage)",
     )
     ap.add_argument(
         "--split-input-file",
@@ -344,21 +344,24 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
 
 
 def emit_ptx_text(module: ModuleOp) -> str:
-    """Lower a ttgir module (its `ttg.target` names the GPU) to PTX text, with the lowering
-    switches at their defaults or SPARSECC_* environment overrides."""
+    """PTX text of a module: a ptx-dialect module (convert-ttg-to-ptx's output) is printed as
+    it is; ttgir (its `ttg.target` names the GPU) first runs the compiler's ptx stage
+    (`compiler.make_ptx`, switches at their defaults or SPARSECC_* environment overrides)."""
     from xdsl.dialects.builtin import StringAttr
 
-    from sparsecc.codegen.lower import lower_to_ptx_text
-    from sparsecc.compiler import CompileOptions
+    from sparsecc.codegen.ptx_printer import emit_ptx, kernels_of
+    from sparsecc.compiler import CompileOptions, lower_to_ptx
 
-    target = module.attributes.get("ttg.target")
-    if not isinstance(target, StringAttr):
-        raise ToolError(Diagnostic("--emit=ptx needs ttgir: a module with a "
-                                   "\"ttg.target\" attribute (run convert-tt-to-ttg first)"))
     try:
-        opts = CompileOptions.create()
-        ptx, _ = lower_to_ptx_text(module, target.data, warp_specialize=opts.warp_specialize,
-                                   unroll=opts.wgmma_unroll, a_from_shared=opts.wgmma_a_smem)
+        if kernels_of(module):
+            return emit_ptx(module)
+        target = module.attributes.get("ttg.target")
+        if not isinstance(target, StringAttr):
+            raise ToolError(Diagnostic("--emit=ptx needs ttgir or the ptx dialect: a module with a "
+                                       "\"ttg.target\" attribute (run convert-tt-to-ttg first) or ptx.kernel ops"))
+        _, ptx, _ = lower_to_ptx(module, CompileOptions.create(target=target.data))
+    except ToolError:
+        raise
     except Exception as exc:  # a lowering limit is a user-facing diagnostic, not a crash
         raise ToolError(Diagnostic(f"cannot lower to PTX: {exc}")) from None
     return ptx

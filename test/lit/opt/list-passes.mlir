@@ -5,3 +5,8 @@
 // CHECK-DAG: {{^}}tritongpu-pipeline{{$}}
 // CHECK-DAG: {{^}}canonicalize{{$}}
 // CHECK-DAG: {{^}}cse{{$}}
+// CHECK-DAG: {{^}}tritongpu-wgmma-unroll{{$}}
+// CHECK-DAG: {{^}}tritongpu-sink-local-loads{{$}}
+// CHECK-DAG: {{^}}tritongpu-warp-specialize{{$}}
+// CHECK-DAG: {{^}}convert-ttg-to-ptx{{$}}
+// CHECK-DAG: {{^}}ptx-hoist-loop-invariants{{$}}

@@ -28,9 +28,8 @@ def build_kernel(bm: int, bn: int, bk: int, dtype: str, num_warps: int, num_stag
     """(cubin bytes, launch metadata) of the sparse GEMM through the whole GPU back half."""
     from xdsl.parser import Parser
 
-    from sparsecc.codegen.lower import lower_to_ptx_text
     from sparsecc.codegen.ptxas import assemble
-    from sparsecc.compiler import run_passes
+    from sparsecc.compiler import CompileOptions, lower_to_ptx, run_passes
     from sparsecc.dialects import make_context
 
     module = Parser(make_context(), sparse_gemm_ttir(bm, bn, bk, dtype)).parse_module()
@@ -38,7 +37,7 @@ def build_kernel(bm: int, bn: int, bk: int, dtype: str, num_warps: int, num_stag
     if num_stages > 1:
         passes.append(f"tritongpu-pipeline{{num-stages={num_stages}}}")
     run_passes(module, passes + ["canonicalize", "cse"])
-    ptx, meta = lower_to_ptx_text(module, target)
+    _, ptx, meta = lower_to_ptx(module, CompileOptions(target=target))
     cubin = assemble(ptx, target)
     meta["resources"] = cubin.kernel_resources().as_dict()
     return cubin.data, meta

@@ -74,10 +74,10 @@ def _ttgir(bm, bn, bk, dtype="f16", stages=1, warps=4, target="sm_90"):
 @pytest.mark.parametrize("stages", [1, 3])
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_sparse_gemm_assembles_with_hmma_sp(target, stages, dtype):
-    from sparsecc.codegen.lower import lower_to_ptx_text
     from sparsecc.codegen.ptxas import assemble, dump_sass
+    from sparsecc.compiler import CompileOptions, lower_to_ptx
 
-    ptx, meta = lower_to_ptx_text(_ttgir(64, 64, 64, dtype, stages, target=target), target)
+    _, ptx, meta = lower_to_ptx(_ttgir(64, 64, 64, dtype, stages, target=target), CompileOptions(target=target))
     assert meta["name"] == "sgemm" and meta["threads"] == 128 and meta["num_warps"] == 4
     assert [k for _, k in meta["params"]] == ["ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32"]
     assert meta["shared"] >= stages * (64 * 32 + 64 * 64 + 4 * 64) * 2
@@ -93,7 +93,8 @@ def test_sparse_gemm_assembles_with_hmma_sp(target, stages, dtype):
 
 
 def test_unsupported_op_is_named():
-    from sparsecc.codegen.lower import LoweringError, lower_to_ptx_text
+    from sparsecc.codegen.lower import LoweringError
+    from sparsecc.compiler import CompileOptions, lower_to_ptx
 
     module = _ttgir(64, 64, 64)
     func = next(iter(module.ops))
@@ -104,4 +105,4 @@ def test_unsupported_op_is_named():
     block = func.body.block
     block.insert_ops_before([bad.lhs.owner, bad.rhs.owner, bad], block.first_op)
     with pytest.raises(LoweringError, match="arith.ceildivsi"):
-        lower_to_ptx_text(module, "sm_90")
+        lower_to_ptx(module, CompileOptions(target="sm_90"))

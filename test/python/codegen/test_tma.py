@@ -214,8 +214,8 @@ def test_cta_pairs_multicast_b_and_need_the_cluster_attribute():
     """num_ctas=2: B's copies (two 64-column boxes) become multicasts of a CTA pair, the kernel a
     2-CTA cluster; without TMA (unhinted strides) nothing is clustered. ttgir whose copies
     multicast in a module that is not marked `ttg.num-ctas = 2` is refused by name."""
-    from sparsecc.codegen.lower import lower_to_ptx_module
     from sparsecc.codegen.lower_base import LoweringError
+    from sparsecc.compiler import CompileOptions, lower_to_ptx
 
     consts = {**MM_CONSTS, "CLUSTER_M": 2}
     ck = sparsecc.compile(sparse_mm_kernel, signature=_sig(True), constexprs=consts, target="sm_90a",
@@ -228,7 +228,7 @@ def test_cta_pairs_multicast_b_and_need_the_cluster_attribute():
     assert ck.asm["ptx"].count(".multicast::cluster") == sum(op.ctas == 2 for op in copies) * 2
     del module.attributes["ttg.num-ctas"]
     with pytest.raises(LoweringError, match=r"multicast = 2 needs a module of CTA pairs"):
-        lower_to_ptx_module(module, "sm_90a")
+        lower_to_ptx(module, CompileOptions(target="sm_90a"))
     plain = sparsecc.compile(sparse_mm_kernel, signature=_sig(False), constexprs=consts, target="sm_90a",
                              num_warps=8, num_stages=3, num_ctas=2)
     assert "cluster" not in plain.metadata and ".reqnctapercluster" not in plain.asm["ptx"]

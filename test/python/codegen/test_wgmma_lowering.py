@@ -14,9 +14,8 @@ from sgemm_ir import WGMMA_CONFIGS, sparse_gemm_ttir
 from xdsl.parser import Parser
 
 from sparsecc.analysis.layouts import distributed
-from sparsecc.codegen.lower import lower_to_ptx_text
 from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass
-from sparsecc.compiler import run_passes
+from sparsecc.compiler import CompileOptions, lower_to_ptx, run_passes
 from sparsecc.dialects import make_context
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import MmaEncodingAttr
@@ -96,7 +95,7 @@ def test_pipelined_loop_keeps_one_group_in_flight_and_drains_it():
     its async_wait barrier (so no warpgroup's group still reads a slot when any thread rewrites
     it, nor the A/metadata registers when they are reloaded), and the epilogue waits before it
     reads the accumulators."""
-    ptx, meta = lower_to_ptx_text(ttgir(256, 128, 64, 8, 3), "sm_90a")
+    _, ptx, meta = lower_to_ptx(ttgir(256, 128, 64, 8, 3), CompileOptions(target="sm_90a"))
     assert ".target sm_90a" in ptx
     body = ptx[ptx.index("$L__loop"):]
     loop, after = body.split("@%p", 1)[0], body
@@ -137,7 +136,7 @@ def _assert_copies_wait_for_every_group(body: list[str]) -> None:
 @pytest.mark.parametrize("cfg", WGMMA_CONFIGS, ids=lambda c: "x".join(map(str, c)))
 def test_wgmma_configs_assemble_to_hgmma_sp(cfg, dtype):
     bm, bn, bk, warps, stages = cfg
-    ptx, _ = lower_to_ptx_text(ttgir(bm, bn, bk, warps, stages, dtype=dtype), "sm_90a")
+    _, ptx, _ = lower_to_ptx(ttgir(bm, bn, bk, warps, stages, dtype=dtype), CompileOptions(target="sm_90a"))
     assert f"wgmma.mma_async.sp.sync.aligned.m64n{bn}k32.f32.{dtype}.{dtype}" in ptx
     cubin = assemble(ptx, "sm_90a")
     res = cubin.kernel_resources()
@@ -178,7 +177,7 @@ def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers():
     copy with its own fragment registers; every barrier drains the groups in flight (the slots
     they read are shared by all warpgroups), and the kernel still assembles to HGMMA.SP
     without spills."""
-    ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a", unroll=True)
+    _, ptx, _ = lower_to_ptx(ttgir(64, 64, 64, 4, 3), CompileOptions(target="sm_90a", wgmma_unroll=True))
     _, inside, rest = first_loop(ptx)
     assert sum(ln == "wgmma.commit_group.sync.aligned;" for ln in inside) == 2
     first_frag = next(i for i, ln in enumerate(inside) if ln.startswith("ldmatrix"))
@@ -209,8 +208,8 @@ def test_a_values_from_shared_memory_through_a_descriptor():
     """wgmma_a_smem=True: A values in a canonical K-major swizzled ring are read by wgmma
     itself (an i64 descriptor operand, no ldmatrix for them); the metadata still comes in
     registers; every copy still waits for the groups reading the ring."""
-    base, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a")
-    ptx, _ = lower_to_ptx_text(ttgir(64, 64, 64, 4, 3), "sm_90a", a_from_shared=True)
+    _, base, _ = lower_to_ptx(ttgir(64, 64, 64, 4, 3), CompileOptions(target="sm_90a"))
+    _, ptx, _ = lower_to_ptx(ttgir(64, 64, 64, 4, 3), CompileOptions(target="sm_90a", wgmma_a_smem=True))
     lines = [ln.strip() for ln in ptx.splitlines()]
     mmas = [ln for ln in lines if ln.startswith("wgmma.mma_async.sp")]
     assert mmas and all(ln.split("}, ")[1].startswith("%rd") for ln in mmas)  # A: a descriptor
@@ -261,7 +260,8 @@ def test_mbarrier_pipeline_lowers_without_cta_barriers(unroll):
     """tritongpu-pipeline{mbarriers=true}: full/empty mbarriers initialised once (one thread,
     then fence + barrier), S-1 prologue arrivals, and a loop that synchronises only through
     them (GPU runs: test_gpu_sparse_mm.py::test_mbarrier_pipeline_matches_torch)."""
-    ptx, meta = lower_to_ptx_text(ttgir(256, 128, 128, 8, 3, mbarriers=True), "sm_90a", unroll=unroll)
+    _, ptx, meta = lower_to_ptx(ttgir(256, 128, 128, 8, 3, mbarriers=True),
+                               CompileOptions(target="sm_90a", wgmma_unroll=unroll))
     before, inside, after = first_loop(ptx)
     assert sum(ln.startswith("@") and "mbarrier.init.shared::cta.b64" in ln and ln.endswith(", 256;")
                for ln in before) == 3

@@ -28,10 +28,10 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.parser import Parser
 
 from sparsecc.analysis.dtypes import esize
-from sparsecc.codegen.lower import unroll_by_two
 from sparsecc.compiler import run_passes
 from sparsecc.dialects import make_context, tt
 from sparsecc.dialects import ttg as ttgd
+from sparsecc.passes.wgmma_unroll import unroll_by_two
 
 
 class ProtocolError(AssertionError):

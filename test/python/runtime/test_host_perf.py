@@ -87,15 +87,15 @@ def test_ptx_module_is_verified_only_in_debug_mode(fake_ptxas, monkeypatch):
 
 
 def test_printer_output_is_independent_of_verification():
-    from sparsecc.codegen.lower import lower_to_ptx_module
-    from sparsecc.compiler import CompileOptions, decompose_passes, run_passes, ttgir_passes
+    from sparsecc.compiler import CompileOptions, lower_to_ptx, make_ttgir, make_ttir, run_passes
     from sparsecc.frontend import to_ttir
 
     small = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 1}
     module = to_ttir(sparse_mm_kernel, SIG, small)
-    run_passes(module, decompose_passes())
-    run_passes(module, ttgir_passes(CompileOptions(target="sm_80", num_warps=2, num_stages=2)))
-    pmod, _ = lower_to_ptx_module(module, "sm_80")
+    opts = CompileOptions(target="sm_80", num_warps=2, num_stages=2)
+    run_passes(module, make_ttir(opts))
+    run_passes(module, make_ttgir(opts))
+    pmod, _, _ = lower_to_ptx(module, opts)
     text = ptx_printer.emit_ptx(pmod, verify=False)
     assert text == ptx_printer.emit_ptx(pmod, verify=True)
     assert text.count(".entry sparse_mm_kernel(") == 1 and text.rstrip().endswith("}")
