@@ -67,6 +67,9 @@ class CompileOptions:
                num_ctas: int = 1, **switches: bool | None) -> CompileOptions:
         """Checked options: switches left unset (or None) take their environment override or
         default; a bad value or an unknown option name is a ValueError/TypeError naming it."""
+        if target is not None and not isinstance(target, str):
+            raise TypeError(f"target must be a string such as 'sm_90a' (or None for the interpreter), "
+                            f"got {type(target).__name__} {target!r}")
         for name, value in (("num_warps", num_warps), ("num_stages", num_stages)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -200,6 +203,9 @@ def debug_enabled() -> bool:
 
 def check_target(target: str) -> str:
     """Normalise and validate a target name; mma.sp needs sm_80 or newer."""
+    if not isinstance(target, str):
+        raise TypeError(f"target must be a string such as 'sm_90a' (or None for the interpreter), "
+                        f"got {type(target).__name__} {target!r}")
     t = target if target.startswith("sm_") else f"sm_{target}"
     digits = "".join(ch for ch in t[3:] if ch.isdigit())
     if not digits:

@@ -7,6 +7,7 @@ runtime values (`SSAValue`) or compile-time Python objects (ints, tuples, dtypes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,10 @@ def _dtype(x: Any, what: str = "dtype") -> tl.dtype:
     raise SemanticError(f"{what} must be a tl dtype such as tl.float16, got {sem.py_desc(x)}")
 
 
+MAX_NUMEL = 1 << 20
+"""Most elements one tensor of a kernel may hold (Triton's TRITON_MAX_TENSOR_NUMEL)."""
+
+
 def _shape(x: Any, what: str = "shape") -> tuple[int, ...]:
     """A tensor or block shape: positive powers of two, as in Triton (layouts tile by them)."""
     dims = _ints(x, what)
@@ -63,6 +68,9 @@ def _shape(x: Any, what: str = "shape") -> tuple[int, ...]:
         if d & (d - 1):
             raise SemanticError(f"{what} dimensions must be powers of two, got {list(dims)} "
                                 f"(as in Triton: pad to {1 << (d - 1).bit_length()} and mask)")
+    if math.prod(dims) > MAX_NUMEL:
+        raise SemanticError(f"{what} {list(dims)} has {math.prod(dims)} elements; a tensor holds at most "
+                            f"{MAX_NUMEL} (Triton's limit: one program's registers and shared memory)")
     return dims
 
 
@@ -93,6 +101,8 @@ def arange(em: Emitter, start: Any, end: Any) -> Any:
     s, e = _int(start, "tl.arange start"), _int(end, "tl.arange end")
     if e <= s:
         raise SemanticError(f"tl.arange end ({e}) must be greater than start ({s})")
+    if e - s > MAX_NUMEL:
+        raise SemanticError(f"tl.arange's range ({e - s}) exceeds {MAX_NUMEL} elements (Triton's limit)")
     if (e - s) & (e - s - 1):
         raise SemanticError(f"tl.arange's range must be a power of two, got {e - s} ({s}..{e}; "
                             f"as in Triton: use tl.arange(0, {1 << (e - s - 1).bit_length()}) and a mask)")

@@ -11,6 +11,7 @@ need it). Only entries with a cubin are stored and trusted, so a partial compile
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,10 +87,19 @@ def check_args(kernel: KernelFunction, signature: dict[str, str], constexprs: di
     problem); return the parameter IR types and the constexprs with defaults filled in."""
     if not isinstance(kernel, KernelFunction):
         raise TypeError(f"expected a @sparsecc.jit function, got {type(kernel).__name__}")
+    if not isinstance(signature, Mapping):
+        raise TypeError(f"signature must map parameter names to type strings such as 'i32' or "
+                        f"'*fp16:NV24', got {type(signature).__name__}")
+    if constexprs is not None and not isinstance(constexprs, Mapping):
+        raise TypeError(f"constexprs must map parameter names to values, got {type(constexprs).__name__}")
     constexprs = dict(constexprs or {})
     arg_types: dict[str, Attribute] = {}
     where = kernel.tree
     params = f"{kernel.__name__}({kernel.params_text()})"
+    for name, value in signature.items():
+        if not isinstance(value, str):
+            raise kernel.error(where, f"parameter '{name}': a signature type is a string such as 'i32' or "
+                                      f"'*fp16', got {type(value).__name__} {value!r}")
     for name in signature:
         if name in kernel.constexpr_names:
             raise kernel.error(where, f"'{name}' is a tl.constexpr parameter of {params}: pass it in "

@@ -576,6 +576,15 @@ def test_error_shapes_that_are_not_powers_of_two():
               "block_shape dimensions must be powers of two, got [48, 64]")
 
 
+def test_error_tensors_past_the_element_limit():
+    @sparsecc.jit
+    def huge(X, BLOCK: tl.constexpr):
+        tl.store(X + tl.arange(0, 16), tl.sum(tl.zeros((BLOCK, BLOCK), tl.float32), axis=0))
+
+    assert_at(compile_error(huge, {"X": "*fp32"}, {"BLOCK": 16384}), huge, "tl.zeros((BLOCK, BLOCK), tl.float32)",
+              "shape [16384, 16384] has 268435456 elements; a tensor holds at most 1048576")
+
+
 def test_error_wrong_arg_count_in_jit_call():
     @sparsecc.jit
     def bad(X):

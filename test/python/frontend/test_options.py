@@ -61,6 +61,12 @@ def test_bad_options_are_named():
         CompileOptions.create(num_ctas=3)
     with pytest.raises(TypeError, match="unknown compile option 'tmaa'"):
         sparsecc.compile(sparse_mm_kernel, signature=SIG, constexprs=TILE, target="sm_90a", tmaa=False)
+    with pytest.raises(TypeError, match="target must be a string such as 'sm_90a'.*got int 123"):
+        sparsecc.compile(sparse_mm_kernel, signature=SIG, constexprs=TILE, target=123)
+    with pytest.raises(TypeError, match="signature must map parameter names to type strings"):
+        sparsecc.compile(sparse_mm_kernel, signature=None, constexprs=TILE)
+    with pytest.raises(sparsecc.CompilationError, match="parameter 'M': a signature type is a string"):
+        sparsecc.compile(sparse_mm_kernel, signature=SIG | {"M": 32}, constexprs=TILE)
 
 
 def test_pipeline_pass_options_follow_the_fields():
