@@ -134,6 +134,23 @@ def vector_ok(L: LoweringContext, bp: BlockPtr, fast: int, run: int, dims: list[
     return c
 
 
+def _first_replica(L: LoweringContext, dl: DistLayout, r: int) -> SSAValue | None:
+    """Whether this thread holds the first copy of register r's element, in a layout whose
+    threads cover more than the tile (`wrap`: several threads hold the same elements); None
+    when no dimension wraps. Only that thread copies the chunk into shared memory: two
+    cp.async writing the same bytes without synchronisation between them are a data race
+    (racecheck: WAW "invalid memcpy_async synchronization"), even with equal data."""
+    em = L.em
+    cond = None
+    for d, wraps in enumerate(dl.wrap):
+        if not wraps:
+            continue
+        unwrapped = em.term_sum(dl.base[d], L.lane, L.warp)
+        c = em.cmp("ult", unwrapped, em.c(dl.shape[d] - dl.regs[r][d]))
+        cond = c if cond is None else em.band(cond, c)
+    return cond
+
+
 def _two_paths(L: LoweringContext, cond: SSAValue, fast_fn, slow_fn, result_types: list[Attribute]) -> list[SSAValue]:
     """scf.if(cond) { fast_fn() } else { slow_fn() } with the values both return."""
     outer = L.em.block
@@ -386,7 +403,17 @@ def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padd
             g = global_coords(L, bp, coords[r0])
             src = global_addr(L, bp, g, elt)
             dst = smem_addr(L, sm, coords[r0])
-            L.em.op(ptx.CpAsyncOp(dst, src, mask=in_bounds(L, bp, g, dims), size=16, cache="cg"))
+            mask = in_bounds(L, bp, g, dims)
+            owner = _first_replica(L, dl, r0)
+
+            def copy(dst=dst, src=src, mask=mask) -> list[SSAValue]:
+                L.em.op(ptx.CpAsyncOp(dst, src, mask=mask, size=16, cache="cg"))
+                return []
+
+            if owner is None:
+                copy()
+            else:
+                _two_paths(L, owner, copy, lambda: [], [])
         return []
 
     def slow_path() -> list[SSAValue]:
