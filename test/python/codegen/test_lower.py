@@ -106,3 +106,26 @@ def test_unsupported_op_is_named():
     block.insert_ops_before([bad.lhs.owner, bad.rhs.owner, bad], block.first_op)
     with pytest.raises(LoweringError, match="arith.ceildivsi"):
         lower_to_ptx(module, CompileOptions(target="sm_90"))
+
+
+@pytest.mark.parametrize("spt, tpw, wpc, shape", [
+    ([1, 8], [4, 8], [4, 1], (2, 128)),    # a metadata tile: 16 rows of threads over 2 rows
+    ([1, 8], [8, 4], [4, 1], (16, 16)),    # a small values tile under 128 threads
+    ([1, 8], [2, 16], [8, 1], (4, 64)),    # wrapped along both dims with 8 warps
+    ([1, 8], [4, 8], [4, 1], (64, 64)),    # no wrap: every thread owns its chunks
+])
+def test_each_chunk_of_a_replicated_layout_has_one_copying_thread(spt, tpw, wpc, shape):
+    """The owner rule of `lower_mem._first_replica` (unwrapped coordinate < shape - register
+    offset along every wrapped dim), evaluated for every thread: each 16-byte chunk of the
+    tile is copied by exactly one thread, so no two cp.async write the same shared bytes."""
+    dl = distributed(BlockedEncodingAttr(spt, tpw, wpc, [1, 0]), shape)
+    owners: dict[tuple[int, ...], int] = {}
+    for warp in range(wpc[0] * wpc[1]):
+        for lane in range(32):
+            for r0 in range(0, dl.num_regs, 8):
+                unwrapped = [sum(t.eval(lane, warp) for t in dl.base[d]) for d in range(2)]
+                if all(not dl.wrap[d] or unwrapped[d] < dl.shape[d] - dl.regs[r0][d] for d in range(2)):
+                    key = dl.coord(warp, lane, r0)
+                    owners[key] = owners.get(key, 0) + 1
+    chunks = {(r, c) for r in range(shape[0]) for c in range(0, shape[1], 8)}
+    assert set(owners) == chunks and set(owners.values()) == {1}
