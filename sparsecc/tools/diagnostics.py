@@ -74,7 +74,7 @@ class LocatingParser(Parser):
     """
 
     def __init__(self, ctx, text: str, name: str = "<unknown>"):
-        super().__init__(ctx, text, name)
+        super().__init__(ctx, "", name)  # xDSL's own lexer would lex the first token already
         self._parser_state = ParserState(LinearLexer(Input(text, name)))
         self.op_positions: dict[Operation, int] = {}
         self._first_forward_use: dict[str, Span] = {}

@@ -122,8 +122,8 @@ def _read_input(path: str) -> SourceFile:
 
 def parse_source(ctx: Context, src: SourceFile) -> tuple[ModuleOp, dict]:
     """Parse and verify the input; every failure becomes a located ToolError."""
-    parser = LocatingParser(ctx, src.text, src.name)
     try:
+        parser = LocatingParser(ctx, src.text, src.name)  # (lexes the first token)
         module = parser.parse_module()
     except ParseError as exc:
         line, col = src.line_col(exc.span.start)
