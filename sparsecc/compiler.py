@@ -24,6 +24,7 @@ from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 
 from sparsecc.dialects import make_context
+from sparsecc.dialects.locations import inherit_locations
 from sparsecc.passes import get_all_passes
 from sparsecc.switches import SWITCHES, resolve
 
@@ -225,6 +226,7 @@ def run_stage(module: ModuleOp, stage: str, steps: list[str], opts: CompileOptio
     the printed IR (verified), or what its final step (`emit-ptx`, `ptxas`) made."""
     final = _FINAL_STEPS.get(steps[-1]) if steps else None
     run_passes(module, steps[:-1] if final is not None else steps)
+    inherit_locations(module)
     if final is not None:
         final(module, opts, result)
         return

@@ -325,7 +325,9 @@ class Lowerer:
             msg = str(e)
             if not msg.startswith(op.name):
                 msg = f"{op.name}{where(op)}: {msg}"
-            raise LoweringError(msg) from None
+            located = LoweringError(msg)
+            located.op = getattr(e, "op", None) or op  # the innermost op: its kernel line
+            raise located from None
 
     def _dispatch(self, op: Operation) -> None:
         em = self.em
@@ -616,9 +618,8 @@ class Lowerer:
     def _convert(self, op: ttgd.ConvertLayoutOp) -> None:
         src = self._regs(op.src)
         st = op.src.type
-        mem_ty = ttgd.MemDescType(st.get_shape(), st.element_type, ttgd.SharedEncodingAttr(1, 1, 1, (1, 0)), True)
-        if len(st.get_shape()) == 1:
-            mem_ty = ttgd.MemDescType(st.get_shape(), st.element_type, ttgd.SharedEncodingAttr(1, 1, 1, (0,)), True)
+        order = tuple(range(len(st.get_shape()) - 1, -1, -1))  # row-major, unswizzled
+        mem_ty = ttgd.MemDescType(st.get_shape(), st.element_type, ttgd.SharedEncodingAttr(1, 1, 1, order), True)
         sm = Smem(self.em.add(self.smem, self.smem_plan[op]), mem_ty)
         store_shared(self, sm, src)
         self.values[op.result] = self._read_smem(sm, op.result.type)

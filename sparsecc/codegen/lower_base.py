@@ -36,7 +36,9 @@ from sparsecc.dialects.ttg import MemDescType
 
 
 class LoweringError(Exception):
-    """ttgir the lowering cannot handle; the message names the op."""
+    """ttgir the lowering cannot handle; the message names the op, `op` is it (when known)."""
+
+    op: Operation | None = None
 
 
 @dataclass

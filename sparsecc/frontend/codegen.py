@@ -28,6 +28,7 @@ from xdsl.utils.exceptions import VerifyException
 
 import sparsecc.language as tl
 from sparsecc.dialects import tt
+from sparsecc.dialects.locations import inherit_locations
 from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
@@ -109,6 +110,9 @@ class CodeGenerator(ast.NodeVisitor):
     # ---- plumbing ---------------------------------------------------------------------
 
     def visit(self, node: ast.AST) -> Any:
+        outer = self.em.location
+        if hasattr(node, "lineno"):
+            self.em.location = self.fn.location(node)
         try:
             return super().visit(node)
         except CompilationError:
@@ -118,6 +122,8 @@ class CodeGenerator(ast.NodeVisitor):
         except (VerifyException, ValueError, TypeError, AttributeError, KeyError, IndexError,
                 ZeroDivisionError, AssertionError) as e:
             raise self.fn.error(node, f"{type(e).__name__}: {e}") from e
+        finally:
+            self.em.location = outer
 
     def generic_visit(self, node: ast.AST) -> Any:
         raise SemanticError(f"unsupported Python syntax in a kernel: {type(node).__name__}")
@@ -655,8 +661,11 @@ def generate_ttir(fn: KernelFunction, arg_types: dict[str, Attribute],
         scope[k] = _unwrap(v)
     gen = CodeGenerator(fn, em, scope, is_kernel=True)
     gen.run_body(fn.tree.body)
+    em.location = fn.location(fn.tree)
     em.insert(tt.ReturnOp())
+    func.location = em.location
     module = ModuleOp([func])
+    inherit_locations(module)
     try:
         module.verify()
     except VerifyException as e:

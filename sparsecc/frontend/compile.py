@@ -22,6 +22,7 @@ from sparsecc import formats
 from sparsecc.compiler import CompileOptions, compile_module
 from sparsecc.dialects import tt
 from sparsecc.frontend.codegen import generate_ttir
+from sparsecc.frontend.diagnose import located_error, pass_errors
 from sparsecc.frontend.kernel import KernelFunction
 from sparsecc.frontend.types import parse_signature_type, signature_hint, signature_string
 from sparsecc.passes.kernel_params import block_pointer_params, contiguous_params
@@ -168,7 +169,10 @@ _PRIVATE = "_sparsecc_kernel"
 def _compile(kernel: KernelFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
              constexprs: dict[str, Any], options: CompileOptions) -> CompiledKernel:
     ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
-    stages = compile_module(ttir, options)
+    try:
+        stages = compile_module(ttir, options)
+    except pass_errors() as e:
+        raise located_error(kernel, e) from e
     ck = CompiledKernel(
         name=kernel.__name__,
         signature=signature,

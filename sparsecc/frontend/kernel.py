@@ -14,6 +14,8 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
+
 import sparsecc.language as tl
 from sparsecc.frontend.errors import CompilationError
 
@@ -50,6 +52,7 @@ class KernelFunction:
                                 if _is_constexpr_annotation(p.annotation)]
         self.runtime_names = [n for n in self.arg_names if n not in self.constexpr_names]
         self._tree: ast.FunctionDef | None = None
+        self._locations: dict[tuple[int, int], FileLineColLoc] = {}
         self.file = inspect.getsourcefile(fn) or "<unknown>"
         lines, self.first_line = inspect.getsourcelines(fn)
         self.src = "".join(lines)
@@ -68,11 +71,22 @@ class KernelFunction:
             self._tree = node
         return self._tree
 
+    def position(self, node: ast.AST) -> tuple[int, int]:
+        """(line, column), 1-based, of `node` in the file that holds this function."""
+        rel = getattr(node, "lineno", 1)
+        return self.first_line + rel - 1, getattr(node, "col_offset", 0) + self.indent + 1
+
+    def location(self, node: ast.AST) -> FileLineColLoc:
+        """The IR location (`loc("file":line:col)`) of `node`, shared by the ops it emits."""
+        pos = self.position(node)
+        loc = self._locations.get(pos)
+        if loc is None:
+            loc = self._locations[pos] = FileLineColLoc(StringAttr(self.file), IntAttr(pos[0]), IntAttr(pos[1]))
+        return loc
+
     def error(self, node: ast.AST, message: str) -> CompilationError:
         """A CompilationError at `node` of this function's source."""
-        rel = getattr(node, "lineno", 1)
-        line = self.first_line + rel - 1
-        col = getattr(node, "col_offset", 0) + self.indent + 1
+        line, col = self.position(node)
         text = linecache.getline(self.file, line) or None
         return CompilationError(message, self.file, line, col, text)
 

@@ -21,8 +21,10 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    LocationAttr,
     NoneAttr,
     TensorType,
+    UnknownLoc,
     f16,
     f32,
     f64,
@@ -44,12 +46,14 @@ I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
 class Emitter:
-    """Where new ops go: the end of the current block (an xDSL `Builder`)."""
+    """Where new ops go: the end of the current block (an xDSL `Builder`), and the kernel source
+    position they come from (`location`, set by the code generator for each node it visits)."""
 
     def __init__(self, block: Block):
         self.builder = Builder(InsertPoint.at_end(block))
         self.constants: dict[tuple[int, Attribute, Any], SSAValue] = {}
         """(block, type, value) -> an earlier scalar constant of that block, to reuse."""
+        self.location: LocationAttr | None = None
 
     @property
     def block(self) -> Block:
@@ -64,6 +68,8 @@ class Emitter:
         return old
 
     def insert(self, op: Operation) -> Operation:
+        if self.location is not None and isinstance(op.location, UnknownLoc):
+            op.location = self.location
         return self.builder.insert(op)
 
     def value(self, op: Operation) -> SSAValue:

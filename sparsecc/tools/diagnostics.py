@@ -10,6 +10,7 @@ created) back to a line and column, and `format_error` renders the usual
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.ir import Attribute, Operation
@@ -162,12 +163,33 @@ class LocatingParser(Parser):
 def locate(
     op: Operation | None, positions: dict[Operation, int], src: SourceFile
 ) -> tuple[int, int] | None:
-    """(line, col) of `op`, or of its nearest ancestor that came from the source."""
+    """(line, col) of `op`; for an op a pass created, of the op it stands in for (the next op of
+    its block that came from the source, since rewrites insert before the op they replace, else
+    the previous one), else of its nearest ancestor that came from the source."""
     while op is not None:
         if op in positions:
             return src.line_col(positions[op])
+        block = op.parent_block()
+        if block is not None:
+            for neighbour in (*_after(op), *_before(op)):
+                if neighbour in positions:
+                    return src.line_col(positions[neighbour])
         op = op.parent_op()
     return None
+
+
+def _after(op: Operation) -> Iterator[Operation]:
+    nxt = op.next_op
+    while nxt is not None:
+        yield nxt
+        nxt = nxt.next_op
+
+
+def _before(op: Operation) -> Iterator[Operation]:
+    prev = op.prev_op
+    while prev is not None:
+        yield prev
+        prev = prev.prev_op
 
 
 def find_failing_op(root: Operation) -> tuple[Operation, Exception] | None:

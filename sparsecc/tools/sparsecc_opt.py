@@ -57,6 +57,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("-p", "--passes", default="", help="pass pipeline, e.g. 'a,b{opt=v}'")
     ap.add_argument("-o", "--output", default="-", help="output file ('-': stdout)")
     ap.add_argument("--print-op-generic", action="store_true", help="print ops in generic form")
+    ap.add_argument("--mlir-print-debuginfo", action="store_true",
+                    help="print each op's source location, loc(...) (kernel file:line:col)")
     ap.add_argument("--list-passes", action="store_true", help="list the available passes")
     ap.add_argument(
         "--print-ir-before-all", action="store_true", help="dump IR before each pass (stderr)"
@@ -83,10 +85,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def print_module(module: ModuleOp, generic: bool) -> str:
-    """The module as text, exactly as `str(module)` prints it (or in generic form)."""
+def print_module(module: ModuleOp, generic: bool, debuginfo: bool = False) -> str:
+    """The module as text, exactly as `str(module)` prints it (or in generic form; with
+    `debuginfo`, each op's `loc(...)`)."""
     out = StringIO()
-    Printer(stream=out, print_generic_format=generic).print_op(module)
+    Printer(stream=out, print_generic_format=generic, print_debuginfo=debuginfo).print_op(module)
     return out.getvalue() + "\n"
 
 
@@ -340,7 +343,7 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
     run_pipeline(ctx, module, pipeline, positions, src, args)
     if getattr(args, "emit", "mlir") == "ptx":
         return emit_ptx_text(module)
-    return print_module(module, args.print_op_generic)
+    return print_module(module, args.print_op_generic, args.mlir_print_debuginfo)
 
 
 def emit_ptx_text(module: ModuleOp) -> str:
