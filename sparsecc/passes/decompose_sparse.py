@@ -64,6 +64,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc import formats
 from sparsecc.dialects import tt
+from sparsecc.passes.group_starts import at_group_starts
 
 
 class SparseDecompositionError(DiagnosticException):
@@ -184,6 +185,15 @@ class _Builder:
         """`v // d`, and `v` itself (no op) when d is 1."""
         return v if d == 1 else self.div(v, d)
 
+    def sum(self, terms: list[SSAValue]) -> SSAValue | None:
+        """The sum of scalars (None for none)."""
+        if not terms:
+            return None
+        out = terms[0]
+        for t in terms[1:]:
+            out = self._insert(arith.AddiOp(out, t))
+        return out
+
 
 # ----------------------------------------------------------------------------------------
 # Offsets and masks of pointer tensors
@@ -197,7 +207,7 @@ def _strip_broadcast(v: SSAValue) -> SSAValue:
 
 
 def _classify_term(offset: SSAValue, shape: tuple[int, ...]) -> tuple[str, SSAValue]:
-    """Is an addptr offset a scalar step, a row term (R×1) or a column term (1×C)?"""
+    """Is a term of an offset a scalar step, a row term (R×1) or a column term (1×C)?"""
     src = _strip_broadcast(offset)
     if isinstance(src.owner, tt.SplatOp) and not isinstance(src.owner.src.type, TensorType):
         return "scalar", src.owner.src
@@ -209,20 +219,85 @@ def _classify_term(offset: SSAValue, shape: tuple[int, ...]) -> tuple[str, SSAVa
     return "other", src
 
 
-def _split_mask(mask: SSAValue, shape: tuple[int, ...]) -> tuple[SSAValue | None, SSAValue | None]:
-    """Row (R×1) and column (1×C) parts of `rows[:, None] & cols[None, :]`."""
-    terms = [mask]
-    if isinstance(mask.owner, arith.AndIOp):
-        terms = [mask.owner.lhs, mask.owner.rhs]
-    rows = cols = None
-    for t in terms:
+def _terms(v: SSAValue, shape: tuple[int, ...], combine: type[Operation]) -> list[SSAValue]:
+    """The operands of a tree of `combine` ops (arith.addi for offsets, arith.andi for masks)
+    whose result has the full R×C shape: `rows[:, None] * s + (cols[None, :] + k)` gives its
+    three terms, each classified on its own."""
+    src = _strip_broadcast(v)
+    if isinstance(src.owner, combine) and tt.shape_of(src.type) == tuple(shape) and len(shape) == 2:
+        return [t for operand in src.owner.operands for t in _terms(operand, shape, combine)]
+    return [v]
+
+
+@dataclass
+class _Offset:
+    """An offset of sparse pointers as a sum: scalar steps along K, row terms, column terms."""
+
+    scalars: list[SSAValue]
+    rows: list[SSAValue]
+    cols: list[SSAValue]
+
+
+def _split_offset(offset: SSAValue, shape: tuple[int, ...], b: _TensorBuilder, op: Operation) -> _Offset:
+    parts = _Offset([], [], [])
+    for term in _terms(offset, shape, arith.AddiOp):
+        step = _splat_constant(term)
+        if step is not None:  # `a_ptrs += BLOCK_K` arrives as a dense splat constant
+            parts.scalars.append(b.scalar.const(int(step), tt.element_type(term.type)))
+            continue
+        kind, value = _classify_term(term, shape)
+        if kind == "other":
+            raise _fail(op, "cannot decompose this offset of sparse pointers: each term must be a "
+                            "row term (rows[:, None] * stride), a column term (cols[None, :]) or a "
+                            "scalar step along K; a term that varies along both (a gather) has no "
+                            "values/metadata address")
+        if kind == "col":
+            stride = _runtime_factor(value)
+            if stride is not None:
+                name = f"'{stride.name_hint}'" if stride.name_hint else "a runtime value"
+                raise _fail(op, f"the columns of sparse pointers (K, the compressed dimension) are "
+                                f"scaled by {name}: K must be contiguous (stride 1). Launched "
+                                "through kernel[grid], a stride equal to 1 compiles as the constant "
+                                "1; with sparsecc.compile, declare it 'i32:1'")
+        {"scalar": parts.scalars, "row": parts.rows, "col": parts.cols}[kind].append(value)
+    return parts
+
+
+def _runtime_factor(term: SSAValue) -> SSAValue | None:
+    """A scalar that is not a compile-time constant and multiplies the index in `term` (a
+    column term such as `cols[None, :] * stride_ak`), if there is one."""
+    seen: set[SSAValue] = set()
+    stack = [term]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        owner = v.owner
+        if isinstance(owner, arith.MuliOp):
+            for side in owner.operands:
+                src = _strip_broadcast(side)
+                if isinstance(src.owner, tt.SplatOp) and _Builder.constant_of(src.owner.src) is None:
+                    return src.owner.src
+            stack.extend(owner.operands)
+        elif isinstance(owner, arith.AddiOp | arith.SubiOp | tt.ExpandDimsOp | tt.BroadcastOp):
+            stack.extend(owner.operands)
+    return None
+
+
+def _split_mask(mask: SSAValue, shape: tuple[int, ...]) -> tuple[list[SSAValue], list[SSAValue]] | None:
+    """Row (R×1) and column (1×C) conditions of `rows[:, None] & cols[None, :]` (any number of
+    each); None when a condition varies along both axes."""
+    rows: list[SSAValue] = []
+    cols: list[SSAValue] = []
+    for t in _terms(mask, shape, arith.AndIOp):
         kind, src = _classify_term(t, shape)
-        if kind == "row" and rows is None:
-            rows = src
-        elif kind == "col" and cols is None:
-            cols = src
+        if kind == "row":
+            rows.append(src)
+        elif kind == "col":
+            cols.append(src)
         else:
-            return None, None
+            return None
     return rows, cols
 
 
@@ -288,6 +363,24 @@ class _TensorBuilder:
         for m in masks[1:]:
             out = self._insert(arith.AndIOp(out, m))
         return out
+
+    def sum(self, terms: list[SSAValue]) -> SSAValue | None:
+        """The sum of same-shaped tensors (None for none)."""
+        if not terms:
+            return None
+        out = terms[0]
+        for t in terms[1:]:
+            out = self._insert(arith.AddiOp(out, t))
+        return out
+
+    def group_starts(self, v: SSAValue, axis: int, group: int, fallback: str) -> SSAValue:
+        """`v` at the first entry of each group along `axis` when `v` is a function of one
+        `tl.arange` (plain elementwise IR); else the `fallback` reduction over each group (for
+        increasing offsets and masks of the form `idx < bound` the two agree)."""
+        starts = at_group_starts(self.anchor, v, axis, group)
+        if starts is not None:
+            return starts
+        return self.group_reduce(v, axis=axis, group=group, kind=fallback)
 
 
 # ----------------------------------------------------------------------------------------
@@ -458,25 +551,26 @@ class _Decomposer:
         ptr = self.split[op.ptr]
         fmt = _format(op.result.type)
         shape = tt.shape_of(op.result.type)
-        kind, term = _classify_term(op.offset, shape)
         b = _TensorBuilder(op)
-        step = _splat_constant(op.offset)
-        if step is not None:  # `a_ptrs += BLOCK_K` arrives as a dense splat constant
-            kind, term = "scalar", b.scalar.const(int(step), tt.element_type(op.offset.type))
-        if kind not in ("scalar", "row", "col"):
-            raise _fail(op, "the offset added to sparse pointers must be a row term (rows[:, None] * stride), "
-                            "a column term (cols[None, :]) or a scalar step along K")
+        parts = _split_offset(op.offset, shape, b, op)
+        scalar = b.scalar.sum(parts.scalars)
+        rows = b.sum(parts.rows)
+        cols = b.sum(parts.cols)
         offsets = []
         for array, half in zip(fmt.arrays, (ptr.values, ptr.meta), strict=True):
             hshape = tt.shape_of(half.type)
-            if kind == "scalar":  # a K step: each array moves by its share of the columns
-                offsets.append(b.splat(b.scalar.scale(term, array.col_div), hshape, term.type))
-            elif kind == "row":  # row * sM: one per group of rows, in the array's row stride
-                grouped = b.group_reduce(term, axis=0, group=array.row_div, kind="min")
-                offsets.append(b.broadcast(b.scale(grouped, array.row_offset_div), hshape))
-            else:  # a dense column: one per group of columns
-                grouped = b.group_reduce(term, axis=1, group=array.col_div, kind="min")
-                offsets.append(b.broadcast(b.scale(grouped, array.col_div), hshape))
+            terms: list[SSAValue] = []
+            if scalar is not None:  # a K step: each array moves by its share of the columns
+                terms.append(b.splat(b.scalar.scale(scalar, array.col_div), hshape, scalar.type))
+            if rows is not None:  # row * sM at each group's first row, in the array's row stride
+                grouped = b.group_starts(rows, axis=0, group=array.row_div, fallback="min")
+                terms.append(b.broadcast(b.scale(grouped, array.row_offset_div), hshape))
+            if cols is not None:  # a dense column at each group's first column
+                grouped = b.group_starts(cols, axis=1, group=array.col_div, fallback="min")
+                terms.append(b.broadcast(b.scale(grouped, array.col_div), hshape))
+            total = b.sum(terms)
+            assert total is not None
+            offsets.append(total)
         self._emit_pair(op, tt.AddPtrOp(ptr.values, offsets[0]), tt.AddPtrOp(ptr.meta, offsets[1]))
 
     def rewrite_pointer_tensor_load(self, op: tt.LoadOp) -> None:
@@ -487,16 +581,20 @@ class _Decomposer:
         masks: list[SSAValue | None] = [None, None]
         b = _TensorBuilder(op)
         if op.mask is not None:
-            rows, cols = _split_mask(op.mask, tt.shape_of(op.ptr.type))
-            if rows is None and cols is None:
-                raise _fail(op, "the mask of a sparse load must be rows[:, None] & cols[None, :] (or either alone)")
+            split = _split_mask(op.mask, tt.shape_of(op.ptr.type))
+            if split is None:
+                raise _fail(op, "the mask of a sparse load must be rows[:, None] & cols[None, :] "
+                                "(any number of row and column conditions); a condition that varies "
+                                "along both axes cannot be split into values and metadata masks")
             parts: list[list[SSAValue]] = [[], []]
-            for term, axis in ((rows, 0), (cols, 1)):
-                if term is None:
+            for terms, axis in ((split[0], 0), (split[1], 1)):
+                if not terms:
                     continue
-                for i, array in enumerate(fmt.arrays):  # an array element is live if any of its group is
+                term = b.all_of(terms)
+                for i, array in enumerate(fmt.arrays):  # an array element is live if its group is
                     group = array.row_div if axis == 0 else array.col_div
-                    parts[i].append(b.broadcast(b.group_reduce(term, axis=axis, group=group, kind="max"), shapes[i]))
+                    grouped = b.group_starts(term, axis=axis, group=group, fallback="max")
+                    parts[i].append(b.broadcast(grouped, shapes[i]))
             masks = [b.all_of(p) for p in parts]
         others: list[SSAValue | None] = [None, None]
         if op.other is not None:
