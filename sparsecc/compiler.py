@@ -94,7 +94,7 @@ class StageResult:
 
 def make_ttir(opts: CompileOptions) -> list[str]:
     """ttir -> ttir-decomposed."""
-    return ["decompose-sparse-tensors"]
+    return ["raise-pointer-tensors", "decompose-sparse-tensors"]
 
 
 def make_ttgir(opts: CompileOptions) -> list[str]:

@@ -22,15 +22,18 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
+from xdsl.dialects import math as xmath
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
     ModuleOp,
     TensorType,
+    f32,
     i32,
     i64,
 )
@@ -87,6 +90,10 @@ _SUPPORTED_ARITH = {
     ).split()
 }
 """arith ops the PTX printer has a form for (per element for tensors)."""
+_MATH_DIRECT = {"math." + n for n in "exp2 log2 sqrt rsqrt sin cos tanh floor ceil absf absi fma".split()}
+"""math ops the PTX printer has an instruction for."""
+_LOG2_E = 1.4426950408889634
+_LN_2 = 0.6931471805599453
 _CASTS = {"arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi",
           "arith.fptoui", "arith.extf", "arith.truncf", "arith.bitcast", "arith.index_cast"}
 
@@ -446,6 +453,9 @@ class Lowerer:
         if op.name.startswith("arith."):
             self._arith(op)
             return
+        if op.name.startswith("math."):
+            self._math(op)
+            return
         raise LoweringError(f"{op.name}: not supported by the PTX lowering")
 
     # ---------------------------------------------------------------- op helpers
@@ -503,6 +513,36 @@ class Lowerer:
             args = [o.regs[r] if isinstance(o, Regs) else o for o in operands]
             out.append(self._scalar_arith(op, cls, args, elt))
         self.values[op.results[0]] = Regs(res_ty, out)
+
+    def _math(self, op: Operation) -> None:
+        """Elementwise `math` ops, per register: what PTX has an instruction for directly;
+        exp and log through ex2/lg2 and a constant factor."""
+        if op.name not in _MATH_DIRECT and op.name not in ("math.exp", "math.log"):
+            raise LoweringError(f"{op.name}: not supported by the PTX lowering")
+        res_ty = op.results[0].type
+        elt = res_ty.element_type if isinstance(res_ty, TensorType) else res_ty
+        if op.name != "math.absi" and not isinstance(elt, Float32Type):
+            raise LoweringError(f"{op.name} on {elt}: the PTX lowering computes math in f32 "
+                                "(the frontend widens 16-bit floats; f64 is not supported)")
+        operands = [self.get(o) for o in op.operands]
+        count = max((len(o.regs) for o in operands if isinstance(o, Regs)), default=0)
+        em = self.em
+
+        def one(args: list[SSAValue]) -> SSAValue:
+            if op.name == "math.exp":
+                scaled = em.val(arith.MulfOp(args[0], em.val(arith.ConstantOp(FloatAttr(_LOG2_E, f32)))))
+                return em.val(xmath.Exp2Op(scaled))
+            if op.name == "math.log":
+                lg2 = em.val(xmath.Log2Op(args[0]))
+                return em.val(arith.MulfOp(lg2, em.val(arith.ConstantOp(FloatAttr(_LN_2, f32)))))
+            return em.val(type(op).create(operands=args, result_types=[elt],
+                                          properties=dict(op.properties)))
+
+        if not isinstance(res_ty, TensorType) and not count:
+            self.values[op.results[0]] = one(list(operands))
+            return
+        regs = [one([o.regs[r] if isinstance(o, Regs) else o for o in operands]) for r in range(count)]
+        self.values[op.results[0]] = Regs(res_ty, regs)
 
     def _scalar_arith(self, op: Operation, cls, args: list[SSAValue], res_ty: Attribute) -> SSAValue:
         em = self.em

@@ -373,6 +373,30 @@ def _fma(e: _KernelEmitter, op: math.FmaOp) -> None:
     e.emit(f"fma.rn.{_ftype(ty)} {e.define(op.results[0])}, {e.use(a)}, {e.use(b)}, {e.use(c)};")
 
 
+_MATH_UNARY: dict[type[Operation], str] = {
+    math.Exp2Op: "ex2.approx.ftz.f32", math.Log2Op: "lg2.approx.ftz.f32",
+    math.SqrtOp: "sqrt.rn.f32", math.RsqrtOp: "rsqrt.approx.ftz.f32",
+    math.SinOp: "sin.approx.ftz.f32", math.CosOp: "cos.approx.ftz.f32",
+    math.TanhOp: "tanh.approx.f32", math.FloorOp: "cvt.rmi.f32.f32", math.CeilOp: "cvt.rpi.f32.f32",
+    math.AbsFOp: "abs.f32",
+}
+"""f32 math ops with one PTX instruction (the approximations Triton also uses)."""
+
+
+def _math_unary(e: _KernelEmitter, op: Operation) -> None:
+    src, res = op.operands[0], op.results[0]
+    if not isinstance(res.type, Float32Type):
+        raise PtxEmitError(f"{op.name}: only f32 is printed (widen 16-bit floats first)")
+    e.emit(f"{_MATH_UNARY[type(op)]} {e.define(res)}, {e.use(src)};")
+
+
+def _absi(e: _KernelEmitter, op: Operation) -> None:
+    w = _width(op.results[0].type)
+    if w not in (16, 32, 64):
+        raise PtxEmitError(f"math.absi on i{w} has no PTX form")
+    e.emit(f"abs.s{w} {e.define(op.results[0])}, {e.use(op.operands[0])};")
+
+
 def _cmpi(e: _KernelEmitter, op: arith.CmpiOp) -> None:
     pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
     ty = op.lhs.type
@@ -668,6 +692,8 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Any], None]] = {
     **{cls: _float_binary for cls in _FLOAT_BINARY},
     arith.NegfOp: _negf,
     math.FmaOp: _fma,
+    **{cls: _math_unary for cls in _MATH_UNARY},
+    math.AbsIOp: _absi,
     arith.CmpiOp: _cmpi,
     arith.CmpfOp: _cmpf,
     arith.SelectOp: _select,

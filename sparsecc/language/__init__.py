@@ -1,5 +1,6 @@
 """`import sparsecc.language as tl`: the Triton-like kernel language."""
 
+from sparsecc.language import math
 from sparsecc.language.core import (
     DTYPES,
     OutsideKernelError,
@@ -35,8 +36,27 @@ from sparsecc.language.core import (
     where,
     zeros,
 )
+from sparsecc.language.math import (
+    abs,
+    ceil,
+    clamp,
+    cos,
+    exp,
+    exp2,
+    floor,
+    fma,
+    log,
+    log2,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+)
 
 __all__ = [
+    "abs", "ceil", "clamp", "cos", "exp", "exp2", "fma", "floor", "log", "log2", "math", "rsqrt",
+    "sigmoid", "sin", "sqrt", "tanh",
     "DTYPES",
     "OutsideKernelError",
     "advance",

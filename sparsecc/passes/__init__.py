@@ -19,6 +19,12 @@ def _decompose() -> type[ModulePass]:
     return DecomposeSparseTensorsPass
 
 
+def _raise_pointer_tensors() -> type[ModulePass]:
+    from sparsecc.passes.raise_pointer_tensors import RaisePointerTensorsPass
+
+    return RaisePointerTensorsPass
+
+
 def _to_gpu() -> type[ModulePass]:
     from sparsecc.passes.to_gpu import ConvertTTToTTGPass
 
@@ -82,6 +88,7 @@ def _cse() -> type[ModulePass]:
 
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "raise-pointer-tensors": _raise_pointer_tensors,
     "decompose-sparse-tensors": _decompose,
     "convert-tt-to-ttg": _to_gpu,
     "sparse-gpu-encoding": _gpu_encoding,

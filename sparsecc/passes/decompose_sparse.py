@@ -63,6 +63,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc import formats
+from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.dialects import tt
 from sparsecc.passes.group_starts import at_group_starts
 
@@ -394,6 +395,7 @@ class _Decomposer:
     def __init__(self) -> None:
         self.split: dict[SSAValue, Split] = {}
         self.dead: list[Operation] = []
+        self.divisibility: tuple[tt.FuncOp, Divisibility] | None = None
 
     # -- function arguments -------------------------------------------------------------
     def run_func(self, func: tt.FuncOp) -> None:
@@ -402,6 +404,7 @@ class _Decomposer:
         block = func.body.blocks.first
         assert block is not None
         old_attrs = dict(zip(block.args, func.arg_attrs.data)) if func.arg_attrs is not None else None
+        self.divisibility = (func, Divisibility(func))  # before the arguments move
         for arg in list(block.args):
             if not tt.is_sparse(arg.type):
                 continue
@@ -562,6 +565,8 @@ class _Decomposer:
             terms: list[SSAValue] = []
             if scalar is not None:  # a K step: each array moves by its share of the columns
                 terms.append(b.splat(b.scalar.scale(scalar, array.col_div), hshape, scalar.type))
+            if rows is not None and array.row_div > 1:
+                self._check_row_wraps(rows, array.row_div, op)
             if rows is not None:  # row * sM at each group's first row, in the array's row stride
                 grouped = b.group_starts(rows, axis=0, group=array.row_div, fallback="min")
                 terms.append(b.broadcast(b.scale(grouped, array.row_offset_div), hshape))
@@ -572,6 +577,40 @@ class _Decomposer:
             assert total is not None
             offsets.append(total)
         self._emit_pair(op, tt.AddPtrOp(ptr.values, offsets[0]), tt.AddPtrOp(ptr.meta, offsets[1]))
+
+    def _check_row_wraps(self, rows: SSAValue, group: int, op: Operation) -> None:
+        """Rows wrapped with `% M` keep whole row groups together only when M is a multiple of the
+        group (16 rows share a metadata word row): otherwise the wrapped rows would read other
+        rows' metadata."""
+        stack, seen = [rows], set()
+        while stack:
+            v = stack.pop()
+            if v in seen or not isinstance(v.owner, Operation):
+                continue
+            seen.add(v)
+            owner = v.owner
+            if isinstance(owner, arith.RemSIOp):
+                divisor = _strip_broadcast(owner.rhs)
+                if isinstance(divisor.owner, tt.SplatOp):
+                    divisor = divisor.owner.src
+                const = _Builder.constant_of(divisor)
+                known = const if const is not None else self._divisibility(op).of(divisor)
+                if known % group:
+                    name = f"'{divisor.name_hint}'" if divisor.name_hint else "its divisor"
+                    raise _fail(op, f"rows of sparse pointers wrapped with % {name}: {group} rows share "
+                                    f"metadata, so wrapped rows stay exact only when {name} is a "
+                                    f"multiple of {group} (declare it 'i32:16'); or mask the rows "
+                                    f"instead, or store only rows below {name}")
+            stack.extend(owner.operands)
+
+    def _divisibility(self, op: Operation) -> Divisibility:
+        func = op
+        while not isinstance(func, tt.FuncOp):
+            func = func.parent_op()
+            assert func is not None
+        if self.divisibility is None or self.divisibility[0] is not func:
+            self.divisibility = (func, Divisibility(func))
+        return self.divisibility[1]
 
     def rewrite_pointer_tensor_load(self, op: tt.LoadOp) -> None:
         ptr = self.split[op.ptr]

@@ -60,8 +60,8 @@ def triton_cdiv(x: int, y: int) -> int:
 def _signature(kernel, unit_k: bool = False) -> dict[str, str]:
     names = kernel.arg_names
     ints = {n: "i32" for n in names[3:12]}
-    if unit_k:
-        ints["stride_ak"] = "i32:1"
+    if unit_k:  # as kernel[grid] specializes contiguous tensors' unit strides
+        ints.update(stride_ak="i32:1", stride_bn="i32:1", stride_cn="i32:1")
     return {names[0]: "*fp16:NV24", names[1]: "*fp16", names[2]: "*fp16", **ints}
 
 
@@ -138,3 +138,34 @@ def test_masked_matmul_variants_on_the_gpu(m, n, k):
                                out.stride(0), out.stride(1), BLOCK_M=64, BLOCK_N=32, BLOCK_K=64)
     torch.cuda.synchronize()
     _check(out.cpu(), dense.cpu(), b.cpu())
+
+
+def test_the_tutorial_k_loop_is_raised_to_block_pointers():
+    ck = sparsecc.compile(matmul_kernel, _signature(matmul_kernel, unit_k=True),
+                          {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8})
+    text = ck.asm["ttir-decomposed"]
+    assert text.count("tt.make_tensor_ptr") == 4  # A's values and metadata, B, C
+    assert "tt.addptr" not in text
+
+
+def test_wrapped_rows_that_are_stored_keep_their_pointers(interpret):
+    from tutorial_kernels import wrapped_rows_kernel
+
+    # M a multiple of 16: whole metadata row groups wrap, rows past M read rows 0.. as written
+    m, n, k = 48, 16, 96
+    dense, a, b, _ = _problem(m, n, k, seed=11)
+    out = torch.full((64, n), float("nan"), dtype=torch.float16)
+    wrapped_rows_kernel[(2,)](a, b, out, m, n, k, a.stride(0), b.stride(0), out.stride(0),
+                              BLOCK_M=32, BLOCK_N=16, BLOCK_K=32)
+    rows = torch.arange(64) % m
+    _check(out, dense[rows], b)
+    sig = {"a_ptr": "*fp16:NV24", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32:16", "N": "i32",
+           "K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+    blocks = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 32}
+    decomposed = sparsecc.compile(wrapped_rows_kernel, sig, blocks).asm["ttir-decomposed"]
+    assert "a_ptrs_values" in decomposed  # A stays a tensor of pointers
+    # a ragged M would wrap inside a 16-row metadata group: a located error, not wrong rows
+    from sparsecc.frontend.errors import CompilationError
+
+    with pytest.raises(CompilationError, match="wrapped with % 'M'.*multiple of 16"):
+        sparsecc.compile(wrapped_rows_kernel, sig | {"M": "i32"}, blocks)

@@ -78,3 +78,24 @@ def masked_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, str
         b_ptrs += BLOCK_K * stride_bk
     c_ptrs = tile_pointers(c_ptr, rm, rn, stride_cm, stride_cn)
     tl.store(c_ptrs, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@sparsecc.jit
+def wrapped_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Rows wrapped with `% M` and every row of the tile stored (c has a multiple of BLOCK_M
+    rows): rows past M are observable, so they must read rows 0.. as written."""
+    rm = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    rn = tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * stride_bk
+    rc = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.store(c_ptr + rc[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))

@@ -1,0 +1,101 @@
+"""The `tl.math` builtins: unary float functions computed in fp32 for 16-bit floats (rounded
+back to the input's type, as Triton does), composites (`sigmoid`, `clamp`) from primitives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import f32
+from xdsl.ir import Operation, SSAValue
+
+from sparsecc.frontend import semantic as sem
+from sparsecc.frontend.builtins import impl
+from sparsecc.frontend.errors import SemanticError
+from sparsecc.frontend.semantic import Emitter
+from sparsecc.frontend.types import bitwidth, describe, is_float
+
+_UNARY: dict[str, type[Operation]] = {
+    "exp": math.ExpOp, "exp2": math.Exp2Op, "log": math.LogOp, "log2": math.Log2Op,
+    "sqrt": math.SqrtOp, "rsqrt": math.RsqrtOp, "sin": math.SinOp, "cos": math.CosOp,
+    "tanh": math.TanhOp, "floor": math.FloorOp, "ceil": math.CeilOp,
+}
+
+
+def _float_input(em: Emitter, x: Any, name: str) -> SSAValue:
+    """`x` as a float SSA value (a Python number becomes an fp32 constant)."""
+    if sem.is_py_scalar(x) and not isinstance(x, bool):
+        return sem.constant(em, float(x), f32)
+    v = sem.require_value(x, f"tl.{name}'s input")
+    sem.require_dense(v, f"tl.{name}")
+    if not is_float(sem.elem(v)):
+        raise SemanticError(f"tl.{name} needs a floating-point input, got {describe(v.type)}; "
+                            "convert it first, e.g. x.to(tl.float32)")
+    return v
+
+
+def _in_fp32(em: Emitter, v: SSAValue, body: Callable[[SSAValue], SSAValue]) -> SSAValue:
+    """`body` on `v` widened to fp32 when it is a 16-bit float, the result rounded back."""
+    t = sem.elem(v)
+    if bitwidth(t) >= 32:
+        return body(v)
+    return sem.cast(em, body(sem.cast(em, v, f32)), t)
+
+
+def _unary(name: str) -> Callable[..., Any]:
+    cls = _UNARY[name]
+
+    def build(em: Emitter, x: Any) -> Any:
+        v = _float_input(em, x, name)
+        return _in_fp32(em, v, lambda w: em.value(cls(w)))
+
+    build.__name__ = name
+    return build
+
+
+for _name in _UNARY:
+    impl(_unary(_name))
+
+
+@impl
+def abs_(em: Emitter, x: Any) -> Any:
+    if sem.is_py_scalar(x):
+        return x if not isinstance(x, bool) else int(x)
+    v = sem.require_value(x, "tl.abs's input")
+    sem.require_dense(v, "tl.abs")
+    if is_float(sem.elem(v)):
+        return _in_fp32(em, v, lambda w: em.value(math.AbsFOp(w)))
+    return em.value(math.AbsIOp(v))
+
+
+@impl
+def sigmoid(em: Emitter, x: Any) -> Any:
+    v = _float_input(em, x, "sigmoid")
+
+    def body(w: SSAValue) -> SSAValue:
+        one = sem.constant(em, 1.0, w.type)
+        e = em.value(math.ExpOp(em.value(arith.NegfOp(w))))
+        return em.value(arith.DivfOp(one, em.value(arith.AddfOp(one, e))))
+
+    return _in_fp32(em, v, body)
+
+
+@impl
+def fma(em: Emitter, x: Any, y: Any, z: Any) -> Any:
+    a, b = sem._operands(em, x, y, "tl.fma")
+    t = sem.promote(sem.elem(a), sem.elem(b))
+    c = z if isinstance(z, SSAValue) else sem.constant(em, float(z), t)
+    t = sem.promote(t, sem.elem(c))
+    if not is_float(t):
+        raise SemanticError(f"tl.fma needs floating-point inputs, got {describe(t)}")
+    a, b, c = sem.broadcast_all(em, sem.cast(em, a, t), sem.cast(em, b, t), sem.cast(em, c, t))
+    if bitwidth(t) >= 32:
+        return em.value(math.FmaOp(a, b, c))
+    wide = [sem.cast(em, v, f32) for v in (a, b, c)]
+    return sem.cast(em, em.value(math.FmaOp(*wide)), t)
+
+
+@impl
+def clamp(em: Emitter, x: Any, min: Any, max: Any) -> Any:  # noqa: A002
+    return sem.minmax(em, "min", sem.minmax(em, "max", x, min), max)
