@@ -946,7 +946,8 @@ class DotOp(IRDLOperation):
         _require(c == d, "dot accumulator and result must have the same shape")
         m, n = d
         _require(a[0] == m and b[1] == n, f"dot shapes do not agree: {list(a)} * {list(b)} -> {list(d)}")
-        _require(not is_sparse(self.b.type), "only the left operand (A) of tt.dot may be sparse")
+        _require(not (is_sparse(self.a.type) and is_sparse(self.b.type)),
+                 "at most one operand of tt.dot may be sparse")
         if self.meta is None:
             _require(self.sparseIndex is None, "sparseIndex needs a metadata operand")
             _require(a[1] == b[0], f"dot reduction dims differ: {list(a)} * {list(b)}")

@@ -278,7 +278,8 @@ def dot(em: Emitter, input: Any, other: Any, acc: Any, out_dtype: Any, allow_tf3
         input_precision: Any) -> Any:
     a = sem.require_value(input, "tl.dot's first operand")
     b = sem.require_value(other, "tl.dot's second operand")
-    sem.require_dense(b, "tl.dot operand B")
+    if is_sparse(a.type) and is_sparse(b.type):
+        raise SemanticError("tl.dot: at most one operand may be 2:4 sparse")
     if len(sem.shape(a)) != 2 or len(sem.shape(b)) != 2:
         raise SemanticError(f"tl.dot needs two 2-D tiles, got {describe(a.type)} and {describe(b.type)}")
     ea, eb = sem.elem(a), sem.elem(b)

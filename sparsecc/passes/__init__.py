@@ -25,6 +25,12 @@ def _raise_pointer_tensors() -> type[ModulePass]:
     return RaisePointerTensorsPass
 
 
+def _sparse_to_lhs() -> type[ModulePass]:
+    from sparsecc.passes.sparse_to_lhs import SparseOperandToLhsPass
+
+    return SparseOperandToLhsPass
+
+
 def _to_gpu() -> type[ModulePass]:
     from sparsecc.passes.to_gpu import ConvertTTToTTGPass
 
@@ -89,6 +95,7 @@ def _cse() -> type[ModulePass]:
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "raise-pointer-tensors": _raise_pointer_tensors,
+    "sparse-operand-to-lhs": _sparse_to_lhs,
     "decompose-sparse-tensors": _decompose,
     "convert-tt-to-ttg": _to_gpu,
     "sparse-gpu-encoding": _gpu_encoding,

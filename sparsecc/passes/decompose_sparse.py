@@ -648,7 +648,8 @@ class _Decomposer:
 
     def rewrite_dot(self, op: tt.DotOp) -> None:
         if op.b in self.split or op.c in self.split or op.a not in self.split:
-            raise _fail(op, "only operand A of tt.dot may be sparse")
+            raise _fail(op, "only operand A of tt.dot may be sparse here (sparse-operand-to-lhs, "
+                            "which runs before this pass when compiling, moves a sparse B to the left)")
         fmt = _format(op.a.type)
         if fmt is not formats.DOT_FORMAT:
             raise _fail(op, f"tt.dot takes {formats.DOT_FORMAT.name} operands only, got {fmt.name}")

@@ -107,13 +107,14 @@ def test_undecomposable_uses_name_the_op(body, message):
     assert info.value.op is not None
 
 
-def test_sparse_operand_b_is_rejected():
+def test_a_sparse_operand_b_moves_to_the_left():
+    """A K-major sparse B (the tile of W.T): the dot is computed transposed, W on the left."""
     text = """builtin.module {
   tt.func public @k(%A: !tt.ptr<f16, #tt.sparse<"NV24">>, %B: !tt.ptr<f16>) {
     %c16 = arith.constant 16 : i64
     %c1 = arith.constant 1 : i64
     %c0 = arith.constant 0 : i32
-    %pa = tt.make_tensor_ptr %A, shape=[%c16, %c16], strides=[%c16, %c1], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<16x16xf16, #tt.sparse<"NV24">>>
+    %pa = tt.make_tensor_ptr %A, shape=[%c16, %c16], strides=[%c1, %c16], offsets=[%c0, %c0] {order = array<i32: 0, 1>} : !tt.ptr<tensor<16x16xf16, #tt.sparse<"NV24">>>
     %pb = tt.make_tensor_ptr %B, shape=[%c16, %c16], strides=[%c16, %c1], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<16x16xf16>>
     %a = tt.load %pa : !tt.ptr<tensor<16x16xf16, #tt.sparse<"NV24">>>
     %b = tt.load %pb : !tt.ptr<tensor<16x16xf16>>
@@ -122,9 +123,14 @@ def test_sparse_operand_b_is_rejected():
     tt.return
   }
 }"""
-    # The tt verifier already refuses a sparse B.
-    with pytest.raises(Exception, match="only the left operand"):
-        Parser(make_context(), text).parse_module().verify()
+    # decompose-sparse-tensors alone refuses it; sparse-operand-to-lhs first puts it on the left
+    with pytest.raises(SparseDecompositionError, match=r"needs order = \[1, 0\]"):
+        run_passes(Parser(make_context(), text).parse_module(), ["decompose-sparse-tensors"])
+    module = run_passes(Parser(make_context(), text).parse_module(),
+                        ["sparse-operand-to-lhs", "decompose-sparse-tensors"])
+    module.verify()
+    dots = [op for op in module.walk() if isinstance(op, tt.DotOp)]
+    assert len(dots) == 1 and dots[0].meta is not None and dots[0].a.name_hint == "a_values"
 
 
 def test_pointer_tensors_decompose():

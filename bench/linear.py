@@ -1,0 +1,76 @@
+"""`y = x @ W.T` with W 2:4 sparse through a user's @sparsecc.jit kernel (W the right operand of
+tl.dot, moved to the left by the compiler) against dense `F.linear`, same run (H100).
+
+Llama-shaped weights N×K at M = 1, 16 and 128 tokens; each kernel time is the best of a few tiles
+(do_bench_cudagraph medians, CUDA graphs so that launch costs do not hide the GPU time).
+
+    python bench/linear.py [--quick]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+import triton.testing
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "python", "conformance"))
+
+from linear_kernels import linear_block_ptr  # noqa: E402
+
+import sparsecc  # noqa: E402
+
+SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192)]
+TILES = {"decode": [(16, 32, 256, 4, 4), (16, 64, 256, 4, 3), (16, 64, 128, 4, 4), (16, 128, 128, 4, 3)],
+         "prefill": [(128, 128, 64, 8, 3), (64, 128, 128, 4, 3), (128, 256, 64, 8, 3), (128, 128, 128, 8, 3)]}
+
+
+def _graph_time(fn) -> float:
+    fn()
+    torch.cuda.synchronize()
+    return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
+
+
+def bench(m: int, n: int, k: int) -> tuple[float, float, str]:
+    torch.manual_seed(0)
+    x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    dense_w = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))
+    w = sparsecc.compress(dense_w)
+    y = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    ref = F.linear(x, dense_w)
+    best = (float("inf"), "")
+    for bm, bn, bk, warps, stages in TILES["decode" if m <= 16 else "prefill"]:
+        grid = ((m + bm - 1) // bm, (n + bn - 1) // bn)
+
+        def run(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, grid=grid):
+            linear_block_ptr[grid](y, x, w, y, m, n, k, x.stride(0), w.stride(0), y.stride(0),
+                                   BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, HAS_BIAS=False, SILU=False,
+                                   num_warps=warps, num_stages=stages)
+
+        y.fill_(float("nan"))
+        run()
+        torch.cuda.synchronize()
+        err = (y.float() - ref.float()).abs().max().item()
+        assert err < 0.02 * ref.abs().max().item() + 0.1, f"{bm}x{bn}x{bk}: max error {err}"
+        t = _graph_time(run)
+        if t < best[0]:
+            best = (t, f"{bm}x{bn}x{bk}w{warps}s{stages}")
+    dense = _graph_time(lambda: F.linear(x, dense_w, out=None))
+    return best[0], dense, best[1]
+
+
+def main(argv: list[str]) -> None:
+    ms = [1, 16] if "--quick" in argv else [1, 16, 128]
+    rows = []
+    for n, k in SHAPES:
+        for m in ms:
+            t, dense, tile = bench(m, n, k)
+            rows.append(f"| {m} | {n}x{k} | {t * 1e3:.1f} | {dense * 1e3:.1f} | {dense / t:.2f} | {tile} |")
+    print("| M | N×K | sparse user kernel µs | F.linear µs | speed-up | tile |\n|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
