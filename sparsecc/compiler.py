@@ -94,7 +94,7 @@ class StageResult:
 
 def make_ttir(opts: CompileOptions) -> list[str]:
     """ttir -> ttir-decomposed."""
-    return ["raise-pointer-tensors", "sparse-operand-to-lhs", "decompose-sparse-tensors"]
+    return ["raise-pointer-tensors", "sparse-operand-to-lhs", "fold-transposes", "decompose-sparse-tensors"]
 
 
 def make_ttgir(opts: CompileOptions) -> list[str]:

@@ -489,6 +489,31 @@ class ExpandDimsOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TransOp(IRDLOperation):
+    """`tt.trans %x : tensor<64x32xf16> -> tensor<32x64xf16>`: a 2-D transpose (`tl.trans`).
+
+    The passes fold it into the loads or stores around it (sparse-operand-to-lhs,
+    fold-transposes); one that cannot be folded runs on the interpreter only."""
+
+    name = "tt.trans"
+    src = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue):
+        st = src.type
+        assert isinstance(st, TensorType)
+        m, n = st.get_shape()
+        super().__init__(operands=[src], result_types=[TensorType(st.element_type, [n, m], st.encoding)])
+
+    def verify_(self) -> None:
+        s, r = shape_of(self.src.type), shape_of(self.result.type)
+        _require(len(s) == 2 and tuple(reversed(s)) == r, f"tt.trans of {list(s)} must give {list(reversed(s))}")
+        _require(element_type(self.src.type) == element_type(self.result.type), "tt.trans keeps the element type")
+
+
+@irdl_op_definition
 class ReshapeOp(IRDLOperation):
     """`tt.reshape %x : tensor<32xi32> -> tensor<2x16xi32>`: same elements, row-major."""
 
@@ -1091,6 +1116,7 @@ TT = Dialect(
         SplatOp,
         BroadcastOp,
         ExpandDimsOp,
+        TransOp,
         ReshapeOp,
         AddPtrOp,
         MakeTensorPtrOp,

@@ -323,6 +323,16 @@ def where(em: Emitter, condition: Any, x: Any, y: Any) -> Any:
 
 
 @impl
+def trans(em: Emitter, input: Any, dims: Any = ()) -> Any:
+    v = sem.require_value(input, "tl.trans's input")
+    if len(sem.shape(v)) != 2:
+        raise SemanticError(f"tl.trans transposes 2-D tiles, got {describe(v.type)}")
+    if tuple(dims) not in ((), (1, 0)) and tuple(dims) != ((1, 0),):
+        raise SemanticError(f"tl.trans of a 2-D tile takes no dims or (1, 0), got {tuple(dims)}")
+    return em.value(tt.TransOp(v))
+
+
+@impl
 def maximum(em: Emitter, x: Any, y: Any) -> Any:
     return sem.minmax(em, "max", x, y)
 

@@ -33,6 +33,7 @@ from sparsecc.language.core import (
     static_range,
     store,
     sum,
+    trans,
     where,
     zeros,
 )
@@ -56,7 +57,7 @@ from sparsecc.language.math import (
 
 __all__ = [
     "abs", "ceil", "clamp", "cos", "exp", "exp2", "fma", "floor", "log", "log2", "math", "rsqrt",
-    "sigmoid", "sin", "sqrt", "tanh",
+    "sigmoid", "sin", "sqrt", "tanh", "trans",
     "DTYPES",
     "OutsideKernelError",
     "advance",

@@ -211,6 +211,12 @@ def dot(input: Any, other: Any, acc: Any = None, out_dtype: Any = float32,
 
 
 @builtin
+def trans(input: Any, *dims: Any) -> Any:
+    """The transpose of a 2-D tile: `tl.dot(x, tl.trans(w))` with `w` a BLOCK_N×BLOCK_K tile of an
+    nn.Linear weight. Folded into the loads/stores around it, so it moves no data."""
+
+
+@builtin
 def where(condition: Any, x: Any, y: Any) -> Any:
     """Elementwise `x if condition else y`."""
 

@@ -31,6 +31,12 @@ def _sparse_to_lhs() -> type[ModulePass]:
     return SparseOperandToLhsPass
 
 
+def _fold_transposes() -> type[ModulePass]:
+    from sparsecc.passes.fold_transposes import FoldTransposesPass
+
+    return FoldTransposesPass
+
+
 def _to_gpu() -> type[ModulePass]:
     from sparsecc.passes.to_gpu import ConvertTTToTTGPass
 
@@ -96,6 +102,7 @@ def _cse() -> type[ModulePass]:
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "raise-pointer-tensors": _raise_pointer_tensors,
     "sparse-operand-to-lhs": _sparse_to_lhs,
+    "fold-transposes": _fold_transposes,
     "decompose-sparse-tensors": _decompose,
     "convert-tt-to-ttg": _to_gpu,
     "sparse-gpu-encoding": _gpu_encoding,

@@ -101,8 +101,8 @@ def _linked(v: SSAValue) -> list[SSAValue]:
                 if init is v:
                     out += [op.results[i], op.body.block.args[i + 1]]
             continue
-        if isinstance(op, scf.IfOp):
-            continue
+        if isinstance(op, scf.IfOp | tt.TransOp):
+            continue  # a transpose is where the transposed part of the program ends
         out += [o for o in op.operands if _is_2d(o.type)]
         out += [r for r in op.results if _is_2d(r.type)]
     return out
@@ -110,8 +110,13 @@ def _linked(v: SSAValue) -> list[SSAValue]:
 
 def component(dot: tt.DotOp) -> set[SSAValue]:
     """The 2-D values connected to `dot` (see the module docstring)."""
+    return component_of([dot.a, dot.b, dot.c, dot.result])
+
+
+def component_of(start: list[SSAValue]) -> set[SSAValue]:
+    """The 2-D values connected to `start`; a `tt.trans` bounds it."""
     seen: set[SSAValue] = set()
-    work = [dot.a, dot.b, dot.c, dot.result]
+    work = list(start)
     while work:
         v = work.pop()
         if v in seen or not _is_2d(v.type):
@@ -181,7 +186,7 @@ def _transpose_op(op: Operation, web: set[SSAValue]) -> None:
                 raise TransposeError("only splat constants can be transposed", op)
             op.properties["value"] = DenseIntOrFPElementsAttr.from_list(op.result.type, [vals[0]])
         return
-    if isinstance(op, _SHAPE_ONLY) or op.dialect_name() in ("arith", "math"):
+    if isinstance(op, (*_SHAPE_ONLY, tt.TransOp)) or op.dialect_name() in ("arith", "math"):
         return
     raise TransposeError(f"'{op.name}' is connected to a dot whose right operand is sparse and "
                          "cannot be transposed to put the sparse operand on the left", op)
@@ -199,16 +204,37 @@ class SparseOperandToLhsPass(ModulePass):
                 continue
             if tt.is_sparse(dot.a.type):
                 raise TransposeError("both operands of this dot are sparse; at most one may be", dot)
-            web = component(dot)
-            ops = _ops_of(web)
-            for o in ops:  # check everything before changing anything
-                if not (isinstance(o, (*_SHAPE_ONLY, tt.ExpandDimsOp, tt.ReduceOp, tt.MakeTensorPtrOp,
-                                       tt.AdvanceOp, tt.LoadOp, tt.StoreOp, tt.DotOp, arith.ConstantOp))
-                        or o.dialect_name() in ("arith", "math")):
-                    raise TransposeError(f"'{o.name}' is connected to a dot whose right operand is "
-                                         "sparse and cannot be transposed to put the sparse operand "
-                                         "on the left", o)
-            for v in web:
-                _set_type(v, _swapped(v.type))
-            for o in ops:
-                _transpose_op(o, web)
+            transpose_component(component(dot))
+
+
+_TRANSPOSABLE = (*_SHAPE_ONLY, tt.ExpandDimsOp, tt.ReduceOp, tt.MakeTensorPtrOp, tt.AdvanceOp,
+                 tt.LoadOp, tt.StoreOp, tt.DotOp, arith.ConstantOp, tt.TransOp)
+
+
+def untransposable(web: set[SSAValue]) -> Operation | None:
+    """The first op touching `web` that cannot be transposed, if any."""
+    for o in _ops_of(web):
+        if not (isinstance(o, _TRANSPOSABLE) or o.dialect_name() in ("arith", "math")):
+            return o
+        if isinstance(o, tt.TransOp) and o.src in web and o.result in web:
+            return o
+    return None
+
+
+def transpose_component(web: set[SSAValue]) -> None:
+    """Swap the shape of every value in `web` and adjust its ops; a `tt.trans` at the edge then
+    relates two values of one type and disappears."""
+    bad = untransposable(web)
+    if bad is not None:  # checked before changing anything
+        raise TransposeError(f"'{bad.name}' is connected to a dot whose right operand is sparse and "
+                             "cannot be transposed to put the sparse operand on the left", bad)
+    ops = _ops_of(web)
+    for v in web:
+        _set_type(v, _swapped(v.type))
+    for o in ops:
+        _transpose_op(o, web)
+    for o in ops:
+        if isinstance(o, tt.TransOp):
+            o.result.replace_all_uses_with(o.src)
+            o.detach()
+            o.erase(safe_erase=False)

@@ -408,6 +408,7 @@ def _shaped(fn: Callable[[torch.Tensor, Operation], torch.Tensor]) -> Handler:
 HANDLERS["tt.broadcast"] = _shaped(lambda x, op: x.expand(_shape(op)))
 HANDLERS["tt.expand_dims"] = _shaped(lambda x, op: x.unsqueeze(op.axis.value.data))  # type: ignore[attr-defined]
 HANDLERS["tt.reshape"] = _shaped(lambda x, op: x.reshape(_shape(op)))
+HANDLERS["tt.trans"] = _shaped(lambda x, op: x.transpose(0, 1))
 
 
 # --------------------------------------------------------------------------------------

@@ -52,3 +52,26 @@ def linear_pointers(Y, X, W, M, N, K, stride_xm, stride_wn, stride_ym,
         w_ptrs += BLOCK_K
     tl.store(Y + rm[:, None] * stride_ym + rn[None, :], acc.to(tl.float16),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@sparsecc.jit
+def linear_trans(Y, X, W, M, N, K, stride_xm, stride_wn, stride_ym,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The other spelling: W's tile read as stored (BLOCK_N × BLOCK_K) and transposed."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, 0),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    w_ptr = tl.make_block_ptr(W, shape=(N, K), strides=(stride_wn, 1), offsets=(pid_n * BLOCK_N, 0),
+                              block_shape=(BLOCK_N, BLOCK_K), order=(1, 0))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
+        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(x, tl.trans(w), acc)
+        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
+        w_ptr = tl.advance(w_ptr, (0, BLOCK_K))
+    y_ptr = tl.make_block_ptr(Y, shape=(M, N), strides=(stride_ym, 1),
+                              offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+    tl.store(y_ptr, acc.to(Y.dtype.element_ty), boundary_check=(0, 1))

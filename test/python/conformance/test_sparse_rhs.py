@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from linear_kernels import linear_block_ptr, linear_pointers
+from linear_kernels import linear_block_ptr, linear_pointers, linear_trans
 
 import sparsecc
 
@@ -53,6 +53,26 @@ def test_linear_pointer_tensors_on_the_interpreter(m, n, k, monkeypatch):
     _check(y, x.float() @ dense_w.float().T)
 
 
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("m, n, k", [(1, 48, 64), (40, 72, 96)])
+def test_linear_with_tl_trans_on_the_interpreter(m, n, k, sparse, monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    x, dense_w, w, _, y = _problem(m, n, k, torch.float16, "cpu", seed=5 * m + k)
+    grid = ((m + 15) // 16, (n + 31) // 32)
+    linear_trans[grid](y, x, w if sparse else dense_w, m, n, k, x.stride(0), dense_w.stride(0), y.stride(0),
+                       BLOCK_M=16, BLOCK_N=32, BLOCK_K=32)
+    _check(y, x.float() @ dense_w.float().T)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_tl_trans_is_folded_away(sparse):
+    sig = {"Y": "*fp16", "X": "*fp16", "W": "*fp16:NV24" if sparse else "*fp16", "M": "i32", "N": "i32",
+           "K": "i32", "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32"}
+    ck = sparsecc.compile(linear_trans, sig, {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64}, target="sm_90a")
+    assert "tt.trans" in ck.asm["ttir"] and "tt.trans" not in ck.asm["ttir-decomposed"]
+    assert "tt.trans" not in ck.asm["ttgir"]
+
+
 def test_the_transposed_dot_has_w_on_the_left():
     sig = {"Y": "*fp16", "X": "*fp16", "W": "*fp16:NV24", "BIAS": "*fp16", "M": "i32", "N": "i32",
            "K": "i32", "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32"}
@@ -94,6 +114,11 @@ def test_linear_on_the_gpu(m, n, k, dtype):
         _check(y, ref)
     y.fill_(float("nan"))
     grid = ((m + 15) // 16, (n + 63) // 64)
+    linear_trans[grid](y, x, w, m, n, k, x.stride(0), w.stride(0), y.stride(0), BLOCK_M=16, BLOCK_N=64,
+                       BLOCK_K=64)
+    torch.cuda.synchronize()
+    _check(y, x.float() @ dense_w.float().T)
+    y.fill_(float("nan"))
     linear_pointers[grid](y, x, w, m, n, k, x.stride(0), w.stride(0), y.stride(0),
                           BLOCK_M=16, BLOCK_N=64, BLOCK_K=64)
     torch.cuda.synchronize()
