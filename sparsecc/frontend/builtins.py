@@ -322,6 +322,38 @@ def where(em: Emitter, condition: Any, x: Any, y: Any) -> Any:
     return sem.select(em, condition, x, y)
 
 
+def _hint(name: str, input: Any, values: Any) -> Any:
+    vals = values if isinstance(values, list | tuple) else [values]
+    if not vals or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in vals):
+        raise SemanticError(f"tl.{name}'s values must be positive compile-time ints, got {values!r}")
+    v = sem.require_value(input, f"tl.{name}'s input")
+    sem.require_dense(v, f"tl.{name}")
+    return v
+
+
+@impl
+def multiple_of(em: Emitter, input: Any, values: Any) -> Any:
+    return _hint("multiple_of", input, values)
+
+
+@impl
+def max_contiguous(em: Emitter, input: Any, values: Any) -> Any:
+    return _hint("max_contiguous", input, values)
+
+
+@impl
+def max_constancy(em: Emitter, input: Any, values: Any) -> Any:
+    return _hint("max_constancy", input, values)
+
+
+@impl
+def zeros_like(em: Emitter, input: Any) -> Any:
+    v = sem.require_value(input, "tl.zeros_like's input")
+    if sem.is_tensor(v):
+        return sem.constant(em, 0, TensorType(sem.elem(v), list(sem.shape(v))))
+    return sem.constant(em, 0, v.type)
+
+
 @impl
 def trans(em: Emitter, input: Any, dims: Any = ()) -> Any:
     v = sem.require_value(input, "tl.trans's input")

@@ -54,7 +54,12 @@ class KernelFunction:
         self._tree: ast.FunctionDef | None = None
         self._locations: dict[tuple[int, int], FileLineColLoc] = {}
         self.file = inspect.getsourcefile(fn) or "<unknown>"
-        lines, self.first_line = inspect.getsourcelines(fn)
+        try:
+            lines, self.first_line = inspect.getsourcelines(fn)
+        except (OSError, TypeError):
+            raise ValueError(f"@sparsecc.jit needs the source of {getattr(fn, '__qualname__', fn)!r} "
+                             "to compile it; define the kernel in a .py file (not at an interactive "
+                             "prompt, in exec() or a lambda)") from None
         self.src = "".join(lines)
         self.indent = len(lines[0]) - len(lines[0].lstrip())
 

@@ -24,9 +24,12 @@ from sparsecc.language.core import (
     load,
     make_block_ptr,
     max,
+    max_constancy,
+    max_contiguous,
     maximum,
     min,
     minimum,
+    multiple_of,
     num_programs,
     pointer_type,
     program_id,
@@ -36,6 +39,7 @@ from sparsecc.language.core import (
     trans,
     where,
     zeros,
+    zeros_like,
 )
 from sparsecc.language.math import (
     abs,
@@ -57,7 +61,7 @@ from sparsecc.language.math import (
 
 __all__ = [
     "abs", "ceil", "clamp", "cos", "exp", "exp2", "fma", "floor", "log", "log2", "math", "rsqrt",
-    "sigmoid", "sin", "sqrt", "tanh", "trans",
+    "sigmoid", "sin", "sqrt", "tanh", "trans", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
     "DTYPES",
     "OutsideKernelError",
     "advance",

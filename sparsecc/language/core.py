@@ -217,6 +217,31 @@ def trans(input: Any, *dims: Any) -> Any:
 
 
 @builtin
+def multiple_of(input: Any, values: Any) -> Any:
+    """Triton's promise that `input` is a multiple of `values`; accepted and returned unchanged:
+    sparsecc derives divisibility from `i32:16` specialization and its own analyses, e.g.
+    `offs = tl.multiple_of(pid * BLOCK, BLOCK)`."""
+
+
+@builtin
+def max_contiguous(input: Any, values: Any) -> Any:
+    """Triton's promise that the first `values` entries of `input` are contiguous; accepted and
+    returned unchanged (raise-pointer-tensors proves contiguity from the index arithmetic):
+    `offs = tl.max_contiguous(tl.arange(0, BLOCK), BLOCK)`."""
+
+
+@builtin
+def max_constancy(input: Any, values: Any) -> Any:
+    """Triton's promise that runs of `values` entries of `input` are equal; accepted and returned
+    unchanged: `tl.max_constancy(rows, 16)`."""
+
+
+@builtin
+def zeros_like(input: Any) -> Any:
+    """A tensor of zeros with `input`'s shape and dtype: `acc = tl.zeros_like(x)`."""
+
+
+@builtin
 def where(condition: Any, x: Any, y: Any) -> Any:
     """Elementwise `x if condition else y`."""
 
