@@ -517,8 +517,9 @@ def test_error_sparse_as_dot_operand_b_and_reduce_and_to():
         else:
             a.to(tl.float32)
 
-    for which, text, msg in ((0, "tl.dot(a, a)", "tl.dot operand B"), (1, "tl.sum(a, axis=0)", "tl.sum"),
-                             (2, "a.to(tl.float32)", "'.to()'")):
+    err = compile_error(bad, {"A": "*fp16:NV24"}, {"WHICH": 0})
+    assert_at(err, bad, "tl.dot(a, a)", "tl.dot: at most one operand may be 2:4 sparse")
+    for which, text, msg in ((1, "tl.sum(a, axis=0)", "tl.sum"), (2, "a.to(tl.float32)", "'.to()'")):
         err = compile_error(bad, {"A": "*fp16:NV24"}, {"WHICH": which})
         assert_at(err, bad, text, f"sparse tensor 'a' (#tt.sparse<\"NV24\">) cannot be used in {msg}")
 
