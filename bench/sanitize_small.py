@@ -27,7 +27,9 @@ def main() -> int:
     # 2-warpgroup wgmma tile on sm_90a (M > 128) with K not a multiple of BLOCK_K
     cases = ((37, 45, 80, False), (37, 1, 80, False), (37, 5, 80, True), (300, 45, 208, False))
     configs = (None, MMConfig(32, 32, 64, num_stages=1), MMConfig(128, 128, 64, num_stages=3),
-               MMConfig(256, 128, 128, num_warps=8, num_stages=3))
+               MMConfig(64, 64, 64, num_stages=4), MMConfig(256, 128, 128, num_warps=8, num_stages=3))
+    if torch.cuda.get_device_capability() >= (9, 0):  # CTA pairs: a cluster multicasting B
+        configs += (MMConfig(256, 128, 128, num_warps=8, num_stages=3, num_ctas=2),)
     for dtype in (torch.float16, torch.bfloat16):
         for m, n, k, column_major in cases:
             dense = sparsecc.prune_2to4(torch.randn(m, k, dtype=dtype, device="cuda"))
@@ -42,7 +44,28 @@ def main() -> int:
                 status |= not ok
                 print(f"sparse_mm {dtype} {m}x{n}x{k}{' (B column-major)' if column_major else ''} config={cfg}: "
                       f"max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
-    return int(status)
+    return int(status | user_kernels())
+
+
+def user_kernels() -> int:
+    """The conformance grid's kernel on ragged shapes: tensors of pointers raised to block
+    pointers, and a sparse right operand (x^T a K-major wgmma operand), both epilogues."""
+    import os
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "python", "conformance"))
+    from test_dot_grid import run_case
+
+    status = 0
+    for sparse in ("A", "B"):
+        for addr in ("block", "pointers"):
+            for tiles, warps in (((64, 64, 64), 4), ((128, 128, 64), 8)):
+                try:
+                    run_case(300, 136, 208, torch.float16, sparse, addr, "bias_relu", "cuda", tiles, warps)
+                    print(f"grid kernel sparse {sparse} {addr} {tiles} w{warps}: ok")
+                except AssertionError as e:
+                    status = 1
+                    print(f"grid kernel sparse {sparse} {addr} {tiles} w{warps}: MISMATCH {e}")
+    return status
 
 
 if __name__ == "__main__":

@@ -70,8 +70,11 @@ from sparsecc.codegen.lower_mem import (
     async_copy,
     load_block,
     load_shared,
+    smem_addr,
     store_block,
     store_shared,
+    unpack_words,
+    word_type,
 )
 from sparsecc.codegen.lower_ptrs import load_ptrs, lower_addptr, store_ptrs
 from sparsecc.dialects import ptx, tt
@@ -202,8 +205,8 @@ class Lowerer:
             if isinstance(op, ttgd.LocalAllocOp):
                 ty = op.result.type
                 size = math.prod(ty.get_shape()) * esize(ty.element_type)
-            elif isinstance(op, ttgd.ConvertLayoutOp):
-                ty = op.src.type
+            elif isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp):
+                ty = op.operands[0].type
                 size = math.prod(ty.get_shape()) * esize(ty.element_type)
             if size:
                 off = -(-off // align) * align
@@ -419,6 +422,9 @@ class Lowerer:
             return
         if isinstance(op, ttgd.ConvertLayoutOp):
             self._convert(op)
+            return
+        if isinstance(op, tt.ReduceOp):
+            self._reduce(op)
             return
         if isinstance(op, ttgd.AsyncCopyGlobalToLocalOp):
             if not op.is_block_pointer:
@@ -663,6 +669,51 @@ class Lowerer:
         sm = Smem(self.em.add(self.smem, self.smem_plan[op]), mem_ty)
         store_shared(self, sm, src)
         self.values[op.result] = self._read_smem(sm, op.result.type)
+
+    def _reduce(self, op: tt.ReduceOp) -> None:
+        """`tt.reduce` through shared memory: the source is stored row-major, then each thread
+        combines, for each of its result elements, the entries along the reduced axis (every
+        thread of a scalar result computes the same value). Correct for any layout; it reads
+        the reduced extent once per result register, so it suits epilogues and row-wise
+        kernels (softmax), not reductions in a GEMM's main loop."""
+        em = self.em
+        src = self._regs(op.src)
+        st = op.src.type
+        shape = st.get_shape()
+        axis = op.axis.value.data
+        elt = st.element_type
+        order = tuple(range(len(shape) - 1, -1, -1))
+        mem_ty = ttgd.MemDescType(shape, elt, ttgd.SharedEncodingAttr(1, 1, 1, order), True)
+        sm = Smem(em.add(self.smem, self.smem_plan[op]), mem_ty)
+        store_shared(self, sm, src)
+        self.before_shared_read()
+        kind = op.kind.data
+        floats = not isinstance(elt, IntegerType)
+        combine = {("sum", True): arith.AddfOp, ("sum", False): arith.AddiOp,
+                   ("max", True): arith.MaximumfOp, ("max", False): arith.MaxSIOp,
+                   ("min", True): arith.MinimumfOp, ("min", False): arith.MinSIOp}.get((kind, floats))
+        if combine is None:
+            raise LoweringError(f"tt.reduce {kind}: not supported by the PTX lowering")
+
+        def fold(coords: list[tuple[SSAValue, ...]]) -> SSAValue:
+            acc = None
+            for c in coords:
+                wt, wn = word_type(elt, 1)
+                word = em.op(ptx.LdSharedOp(smem_addr(self, sm, c), wt, wn))
+                value = unpack_words(self, list(word.results), elt, 1)[0]
+                acc = value if acc is None else em.val(combine(acc, value))
+            assert acc is not None
+            return acc
+
+        res_ty = op.result.type
+        if not isinstance(res_ty, TensorType):
+            self.values[op.result] = fold([(em.c(i),) for i in range(shape[0])])
+            return
+        dl = distributed(res_ty.encoding, res_ty.get_shape())
+        regs = []
+        for c in self.coords(dl):
+            regs.append(fold([(*c[:axis], em.c(i), *c[axis:]) for i in range(shape[axis])]))
+        self.values[op.result] = Regs(res_ty, regs)
 
     # ---------------------------------------------------------------- control flow
     def _for(self, op: scf.ForOp) -> None:

@@ -257,17 +257,24 @@ def _desc(L: LoweringContext, addr: SSAValue, const: SSAValue) -> SSAValue:
     return em.val(arith.OrIOp(em.ext64(field, signed=False), const))
 
 
-def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int]:
-    """(descriptor bits without the address, bytes per 32-row K step) of B."""
+def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int, int]:
+    """(descriptor bits without the address, bytes per 32-row K step, imm-trans-b) of B."""
     enc = b.sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
-    k, _ = b.sm.ty.get_shape()
+    k, n = b.sm.ty.get_shape()
+    esz = esize(b.sm.ty.element_type)
+    if tuple(enc.order) == (0, 1):  # K-major: N rows of K, each row one swizzle atom
+        width = k * esz
+        if width not in _SWIZZLE_NAME or enc.col_block or (enc.vec * esz, enc.per_phase, enc.max_phase) != mode(width):
+            raise LoweringError(f"a K-major wgmma B must be N rows of one 32/64/128-byte swizzle atom, got {enc}")
+        bits = wg.smem_desc_bits(0, lbo=n * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
+        return bits, 32 * esz, 0
     width = enc.col_block * esize(b.sm.ty.element_type)
     if width not in _SWIZZLE_NAME:
         raise LoweringError(f"wgmma B must be staged in a 32/64/128-byte swizzled colBlock layout, got {enc}")
     # MN-major canonical layout: LBO = from one column block to the next, SBO = 8 K rows.
     bits = wg.smem_desc_bits(0, lbo=k * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
-    return bits, 32 * width
+    return bits, 32 * width, 1
 
 
 def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
@@ -289,7 +296,7 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     k = b.sm.ty.get_shape()[0]
     if k % 32:
         raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of 32")
-    bits, step_bytes = _wgmma_b_desc(b)
+    bits, step_bytes, trans_b = _wgmma_b_desc(b)
     const = em.c(wg.as_signed64(bits), i64)
     t = _ab_type(a.ty.element_type)
     L.before_shared_read()
@@ -301,7 +308,7 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
         desc = _desc(L, em.add(b.sm.addr, s * step_bytes), const)
         for i in range(rep_m):
             op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, s // 2)][0], n=n, ab_type=t,
-                                            acc=acc[i * per:(i + 1) * per], selector=s % 2, trans_b=1,
+                                            acc=acc[i * per:(i + 1) * per], selector=s % 2, trans_b=trans_b,
                                             scale_d=scale_d if s == 0 else None))
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())

@@ -110,14 +110,17 @@ def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> Share
     if len(shape) != 2:
         raise ValueError(f"dot operands are 2-D, got shape {list(shape)}")
     parent = dot_op.parent
+    src = ty.encoding
+    kmajor = isinstance(src, BlockedEncodingAttr) and tuple(src.order) == (0, 1)
     if dot_op.op_idx == 1 and isinstance(parent, MmaEncodingAttr) and parent.version_major == 3:
+        if kmajor:  # N rows of K: the canonical K-major layout (a row is one swizzle atom)
+            return mma_swizzle(shape[0], _elem_bytes(ty.element_type), order=(0, 1))
         return wgmma_swizzle(shape[1], _elem_bytes(ty.element_type))
     if dot_op.is_sparse_meta:
         if shape[1] % META_GROUP_WORDS == 0:
             return SharedEncodingAttr(1, 1, 1, (1, 0), meta_pack=1)
         return SharedEncodingAttr(1, 1, 1, (1, 0))
-    src = ty.encoding
-    if dot_op.op_idx == 1 and isinstance(src, BlockedEncodingAttr) and tuple(src.order) == (0, 1):
+    if dot_op.op_idx == 1 and kmajor:
         # K-major B (column-major in memory): keep it so, N rows of K, for 16-byte copies;
         # ldmatrix without .trans then yields mma's B fragments
         return mma_swizzle(shape[0], _elem_bytes(ty.element_type), order=(0, 1))

@@ -310,16 +310,21 @@ class ConvertTTToTTGPass(ModulePass):
         stacked along M (each warp owns 16 rows of every m64 block: M % (16 * num_warps) == 0),
         one wgmma wide along N (N a multiple of 16, at most 256; B is staged MN-major with a
         16/32/64-element column block), K in steps of 32. A K-major B (`kmajor_b`: block
-        pointer order [0, 1]) stays on mma.sp, which reads it with plain ldmatrix.
+        pointer order [0, 1], e.g. the x^T of `y = x @ W.T`) is staged as N rows of K in wgmma's
+        canonical K-major layout when a row is one 64/128-byte swizzle atom (K = 32 or 64);
+        longer K-major rows stay on mma.sp, which reads them with plain ldmatrix.
         """
-        if not has_wgmma(self.target) or self.num_warps % 4 or kmajor_b:
+        if not has_wgmma(self.target) or self.num_warps % 4:
             return False
         if m % (16 * self.num_warps) or n % 16 or n > 256:
             return False
         for d in dots:
             if d.meta is None or _bytes(tt.element_type(d.a.type)) != 2:
                 return False
-            if tt.shape_of(d.b.type)[0] % 32:
+            k = tt.shape_of(d.b.type)[0]
+            if k % 32:
+                return False
+            if kmajor_b and k * 2 not in (64, 128):  # N rows of K: one 64/128-byte swizzle atom
                 return False
         return True
 

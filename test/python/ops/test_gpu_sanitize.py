@@ -1,6 +1,8 @@
-"""compute-sanitizer over small ragged sparse_mm launches (bench/sanitize_small.py: cp.async
-rings of 1-3 stages, mma.sp and wgmma/TMA tiles, K-major B): no memory error, no shared-memory
-race, no barrier misuse. Each tool runs the script in a child process under the sanitizer."""
+"""compute-sanitizer over small ragged launches (bench/sanitize_small.py: sparse_mm with cp.async
+rings of 1-4 stages, mma.sp and wgmma/TMA tiles, CTA pairs, K-major B, and user kernels with
+tensors of pointers and a sparse right operand), under each pipeline form (TMA off, warp
+specialization off, mbarriers): no memory error, no shared-memory race, no barrier misuse. Each
+tool runs the script in a child process under the sanitizer."""
 
 from __future__ import annotations
 
@@ -16,14 +18,26 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 
+VARIANTS = {
+    "default": {},
+    "no-tma": {"SPARSECC_TMA": "0"},
+    "no-warp-specialization": {"SPARSECC_WARP_SPECIALIZE": "0"},
+    "mbarriers": {"SPARSECC_MBARRIERS": "1", "SPARSECC_TMA": "0"},
+}
+"""Pipeline forms (the CompileOptions switches' environment overrides); the script itself covers
+1-4 stages, mma.sp and wgmma tiles, CTA pairs, K-major B, and user kernels (tensors of
+pointers, a sparse right operand)."""
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-def test_sanitizer_is_clean_on_small_ragged_gemms(tool, tmp_path):
+@pytest.mark.parametrize("tool, variant", [("memcheck", "default"), ("racecheck", "default"), ("synccheck", "default"),
+                                           *[(t, v) for v in list(VARIANTS)[1:] for t in ("memcheck", "racecheck")]])
+def test_sanitizer_is_clean_on_small_ragged_gemms(tool, variant, tmp_path):
     sanitizer = shutil.which("compute-sanitizer")
     if sanitizer is None:
         pytest.skip("compute-sanitizer is not on PATH")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-               SPARSECC_CACHE_DIR=str(tmp_path))
+               SPARSECC_CACHE_DIR=str(tmp_path), **VARIANTS[variant])
     # (cuda-python probes driver entry points this driver may lack: host API errors, not ours)
     proc = subprocess.run([sanitizer, "--tool", tool, "--report-api-errors", "no", sys.executable,
                            str(REPO / "bench" / "sanitize_small.py")], capture_output=True, text=True,
