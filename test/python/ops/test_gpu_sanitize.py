@@ -29,9 +29,21 @@ VARIANTS = {
 pointers, a sparse right operand)."""
 
 
+KNOWN_RACES = {
+    ("racecheck", "mbarriers"): "the opt-in mbarrier form of a cp.async ring (mbarriers=True, tma=False) "
+                                "reports 3 read-then-write hazards per launch on the conformance grid's "
+                                "kernel (every tile, sparse A or B; sparse_mm's kernels are clean): open",
+}
+
+
+def _case(tool: str, variant: str):
+    reason = KNOWN_RACES.get((tool, variant))
+    return pytest.param(tool, variant, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else (tool, variant)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool, variant", [("memcheck", "default"), ("racecheck", "default"), ("synccheck", "default"),
-                                           *[(t, v) for v in list(VARIANTS)[1:] for t in ("memcheck", "racecheck")]])
+                                           *[_case(t, v) for v in list(VARIANTS)[1:] for t in ("memcheck", "racecheck")]])
 def test_sanitizer_is_clean_on_small_ragged_gemms(tool, variant, tmp_path):
     sanitizer = shutil.which("compute-sanitizer")
     if sanitizer is None:
