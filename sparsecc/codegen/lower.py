@@ -76,7 +76,7 @@ from sparsecc.codegen.lower_mem import (
     unpack_words,
     word_type,
 )
-from sparsecc.codegen.lower_ptrs import load_ptrs, lower_addptr, store_ptrs
+from sparsecc.codegen.lower_ptrs import atomic_ptrs, load_ptrs, lower_addptr, store_ptrs
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
@@ -387,6 +387,9 @@ class Lowerer:
             return
         if isinstance(op, tt.StoreOp):
             self._store(op)
+            return
+        if isinstance(op, tt.AtomicRMWOp):
+            atomic_ptrs(self, op)
             return
         if isinstance(op, tt.DotOp):
             a, b, c = self.get(op.a), self.get(op.b), self.get(op.c)

@@ -74,9 +74,24 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
 
 
+def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp) -> None:
+    """One (predicated) `atom.global.add` per element; the old values are the result."""
+    ptrs = L.get(op.ptr)
+    addrs = ptrs.regs if isinstance(ptrs, Regs) else [ptrs]
+    n = len(addrs)
+    vals = _per_reg(L.get(op.value), n, "atomic value")
+    masks = _per_reg(L.get(op.mask), n, "atomic mask") if op.mask is not None else [None] * n
+    olds = []
+    for addr, v, m in zip(addrs, vals, masks):
+        _check_addr(addr)
+        olds.append(L.em.op(ptx.AtomGlobalAddOp(addr, v, m)).results[0])
+    ty = op.result.type
+    L.values[op.result] = Regs(ty, olds) if isinstance(ty, TensorType) else olds[0]
+
+
 def _check_addr(addr: SSAValue) -> None:
     if addr.type != i64:
         raise LoweringError(f"pointer registers must be 64-bit addresses, got {addr.type}")
 
 
-__all__ = ["lower_addptr", "load_ptrs", "store_ptrs"]
+__all__ = ["atomic_ptrs", "lower_addptr", "load_ptrs", "store_ptrs"]

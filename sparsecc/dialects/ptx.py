@@ -780,6 +780,30 @@ class TemplateOp(IRDLOperation):
         return ()
 
 
+@irdl_op_definition
+class AtomGlobalAddOp(TemplateOp):
+    """`atom.global.add.{f32|s32} old, [addr], value` (predicated by `mask` when given): one
+    element of `tl.atomic_add`; `addr` is a 64-bit address."""
+
+    name = "ptx.atom.global.add"
+    addr = operand_def(i64)
+    value = operand_def()
+    mask = opt_operand_def(i1)
+    result = result_def()
+
+    def __init__(self, addr: SSAValue, value: SSAValue, mask: SSAValue | None = None):
+        super().__init__(operands=[addr, value, *([mask] if mask is not None else [])], result_types=[value.type])
+
+    def verify_(self) -> None:
+        if self.value.type not in (f32, i32):
+            raise VerifyException(f"{self.name}: f32 or i32 values only, got {self.value.type}")
+
+    def asm_template(self) -> str:
+        suffix = "f32" if self.value.type == f32 else "s32"
+        guard = "@$3 " if self.mask is not None else ""
+        return f"{guard}atom.global.add.{suffix} $0, [$1], $2;"
+
+
 COLD_ELSE = "sparsecc.cold_else"
 """On an `scf.if` in a kernel: its else region is a rarely taken slow path, so loop-invariant
 hoisting (ptx-hoist-loop-invariants) leaves its ops where they are (not worth registers)."""
@@ -793,6 +817,7 @@ PTX = Dialect(
         SpecialRegOp,
         SharedBaseOp,
         LdGlobalOp,
+        AtomGlobalAddOp,
         LdSharedOp,
         StGlobalOp,
         StSharedOp,

@@ -921,6 +921,38 @@ class StoreOp(IRDLOperation):
         printer.print_attribute(self.ptr.type)
 
 
+@irdl_op_definition
+class AtomicRMWOp(IRDLOperation):
+    """`tt.atomic_rmw add, %ptr, %value[, %mask] : ptr-type`: per element, atomically
+    `*ptr = *ptr <kind> value` and return the old value (`tl.atomic_add`, split-K reductions).
+    Masked-off elements touch no memory and return an unspecified value."""
+
+    name = "tt.atomic_rmw"
+    kind = prop_def(StringAttr)
+    ptr = operand_def()
+    value = operand_def()
+    mask = opt_operand_def()
+    result = result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = ("$kind `,` $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr) `,` type($value) "
+                       "(`,` type($mask)^)? `->` type($result)")
+
+    KINDS: ClassVar[tuple[str, ...]] = ("add",)
+
+    def __init__(self, kind: str, ptr: SSAValue, value: SSAValue, mask: SSAValue | None = None):
+        super().__init__(operands=[ptr, value, [mask] if mask else []],
+                         properties={"kind": StringAttr(kind)}, result_types=[value.type])
+
+    def verify_(self) -> None:
+        _require(self.kind.data in self.KINDS, f"tt.atomic_rmw kind must be one of {self.KINDS}")
+        _require(self.value.type == loaded_type(self.ptr.type),
+                 f"atomic value type {_type_str(self.value.type)} does not match pointer type "
+                 f"{_type_str(self.ptr.type)}")
+        if self.mask is not None:
+            _require(self.mask.type == _mask_type(self.ptr.type), "atomic mask must be i1 with the pointer's shape")
+
+
 # --------------------------------------------------------------------------------------
 # Compute
 # --------------------------------------------------------------------------------------
@@ -1117,6 +1149,7 @@ TT = Dialect(
         BroadcastOp,
         ExpandDimsOp,
         TransOp,
+        AtomicRMWOp,
         ReshapeOp,
         AddPtrOp,
         MakeTensorPtrOp,

@@ -6,6 +6,7 @@ from sparsecc.language.core import (
     OutsideKernelError,
     advance,
     arange,
+    atomic_add,
     bfloat16,
     cdiv,
     constexpr,
@@ -61,7 +62,7 @@ from sparsecc.language.math import (
 
 __all__ = [
     "abs", "ceil", "clamp", "cos", "exp", "exp2", "fma", "floor", "log", "log2", "math", "rsqrt",
-    "sigmoid", "sin", "sqrt", "tanh", "trans", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
+    "sigmoid", "sin", "sqrt", "tanh", "trans", "atomic_add", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
     "DTYPES",
     "OutsideKernelError",
     "advance",

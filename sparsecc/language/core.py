@@ -211,6 +211,13 @@ def dot(input: Any, other: Any, acc: Any = None, out_dtype: Any = float32,
 
 
 @builtin
+def atomic_add(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+    """Per element, atomically `*pointer += val`; returns the old values. The split-K idiom:
+    `tl.atomic_add(C + offs, partial, mask=offs < n)` (fp32 and int32; `sem`/`scope` take
+    Triton's defaults, relaxed and GPU)."""
+
+
+@builtin
 def trans(input: Any, *dims: Any) -> Any:
     """The transpose of a 2-D tile: `tl.dot(x, tl.trans(w))` with `w` a BLOCK_N×BLOCK_K tile of an
     nn.Linear weight. Folded into the loads/stores around it, so it moves no data."""

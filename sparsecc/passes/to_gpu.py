@@ -192,7 +192,8 @@ class _Layouts:
                 self.parent[b] = a
 
 
-_SAME_LAYOUT_OPS = (tt.AddPtrOp, tt.SplatOp, tt.LoadOp, tt.StoreOp, tt.AdvanceOp, tt.BroadcastOp, tt.MakeTensorPtrOp)
+_SAME_LAYOUT_OPS = (tt.AddPtrOp, tt.SplatOp, tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AdvanceOp, tt.BroadcastOp,
+                    tt.MakeTensorPtrOp)
 
 
 def _is_elementwise(op: Operation) -> bool:

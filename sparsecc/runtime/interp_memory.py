@@ -80,6 +80,17 @@ def load(ptr: Any, mask: Any, other: Any, checked: tuple[int, ...], padding: int
     return result.to(dtype)
 
 
+def atomic_add(ptr: Any, value: Any, mask: Any) -> torch.Tensor:
+    """`*ptr += value` for the active elements, in element order (programs run one after the
+    other, so this is exactly what any interleaving of atomic adds gives); the old values."""
+    buf, offs, active = _addresses(ptr, mask, ())
+    _check_bounds(buf, offs, active, "atomic_add")
+    old = buf.data[torch.where(active, offs, 0)].clone()
+    value = value.to(buf.data.dtype).expand(offs.shape)
+    buf.data.index_put_((offs[active],), value[active], accumulate=True)
+    return old
+
+
 def store(ptr: Any, value: Any, mask: Any, checked: tuple[int, ...]) -> None:
     """Write the active elements of `value`; others keep their memory."""
     buf, offs, active = _addresses(ptr, mask, checked)

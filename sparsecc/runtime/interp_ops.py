@@ -22,7 +22,7 @@ from xdsl.ir import Operation
 
 from sparsecc import formats
 from sparsecc.runtime.codec import decode_meta_tile
-from sparsecc.runtime.interp_memory import load, store
+from sparsecc.runtime.interp_memory import atomic_add, load, store
 from sparsecc.runtime.interp_values import (
     BlockPtr,
     InterpreterError,
@@ -463,6 +463,12 @@ def _store(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
     checked = tuple(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else ()  # type: ignore[attr-defined]
     store(v[0], v[1], mask, checked)
     return ()
+
+
+@_on("tt.atomic_rmw")
+def _atomic(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
+    mask = v[2] if op.mask is not None else None  # type: ignore[attr-defined]
+    return (atomic_add(v[0], v[1], mask),)
 
 
 # --------------------------------------------------------------------------------------

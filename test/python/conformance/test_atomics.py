@@ -1,0 +1,94 @@
+"""tl.atomic_add: a split-K sparse GEMM (each program adds its K slice's partial product into a
+zeroed fp32 output) and a histogram of int32 counts, on the interpreter, assembled, on the GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sparsecc
+import sparsecc.language as tl
+
+
+@sparsecc.jit
+def split_k_gemm(C, A, B, M, N, K, stride_am, stride_bk, stride_cm,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
+    a_ptrs = A + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = B + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K * SPLIT_K):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] + k < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * SPLIT_K
+        b_ptrs += BLOCK_K * SPLIT_K * stride_bk
+    tl.atomic_add(C + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@sparsecc.jit
+def histogram(X, H, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0)
+    tl.atomic_add(H + x, 1, mask=offs < n)
+
+
+def _split_k(device: str, m: int, n: int, k: int, tiles=(32, 32, 32), split=3, warps=4) -> None:
+    g = torch.Generator().manual_seed(m + k)
+    dense = sparsecc.prune_2to4(torch.randn(m, k, generator=g).half()).to(device)
+    b = torch.randn(k, n, generator=g).half().to(device)
+    c = torch.zeros(m, n, device=device)
+    bm, bn, bk = tiles
+    grid = ((m + bm - 1) // bm, (n + bn - 1) // bn, split)
+    a = sparsecc.compress(dense)
+    split_k_gemm[grid](c, a, b, m, n, k, a.stride(0), b.stride(0), c.stride(0), BLOCK_M=bm, BLOCK_N=bn,
+                       BLOCK_K=bk, SPLIT_K=split, num_warps=warps)
+    ref = dense.float() @ b.float()
+    torch.testing.assert_close(c.cpu(), ref.cpu(), rtol=1e-2, atol=1e-2 * ref.abs().max().item())
+
+
+def _histogram(device: str) -> None:
+    x = torch.randint(0, 37, (5000,), dtype=torch.int32, device=device)
+    h = torch.zeros(37, dtype=torch.int32, device=device)
+    histogram[((5000 + 255) // 256,)](x, h, 5000, BLOCK=256)
+    assert torch.equal(h.cpu(), torch.bincount(x.cpu().long(), minlength=37).int())
+
+
+def test_split_k_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    _split_k("cpu", 40, 24, 192)
+
+
+def test_histogram_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    _histogram("cpu")
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_atomics_assemble(target):
+    sig = {"C": "*fp32", "A": "*fp16:NV24", "B": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+    ck = sparsecc.compile(split_k_gemm, sig, {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT_K": 4},
+                          target=target)
+    assert "atom.global.add.f32" in ck.asm["ptx"] and isinstance(ck.asm["cubin"], bytes)
+    ck = sparsecc.compile(histogram, {"X": "*i32", "H": "*i32", "n": "i32"}, {"BLOCK": 256}, target=target)
+    assert "atom.global.add.s32" in ck.asm["ptx"]
+
+
+def test_atomic_add_errors_name_the_problem():
+    from sparsecc.frontend.errors import CompilationError
+
+    with pytest.raises(CompilationError, match="fp32 and int32 memory"):
+        sparsecc.compile(histogram, {"X": "*i32", "H": "*fp16", "n": "i32"}, {"BLOCK": 256})
+
+
+@pytest.mark.gpu
+def test_split_k_and_histogram_on_the_gpu():
+    _split_k("cuda", 300, 136, 1024, tiles=(64, 64, 64), split=4)
+    _split_k("cuda", 16, 4096, 4096, tiles=(64, 128, 64), split=8, warps=4)
+    _histogram("cuda")
