@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType, NoneAttr, TensorType, f16, f32, i1, i32, i64
 
 import sparsecc.language as tl
@@ -440,7 +441,30 @@ def to(em: Emitter, v: sem.SSAValue, dtype: Any, bitcast: Any = False) -> Any:
     sem.require_dense(v, "'.to()'")
     if isinstance(v.type, PointerType) or isinstance(sem.elem(v), PointerType):
         raise SemanticError(f"cannot convert pointer {describe(v.type)} with .to()")
+    dst = ir_type(_dtype(dtype))
     if bitcast:
-        raise SemanticError(".to(bitcast=True) is not supported")
-    return sem.cast(em, v, ir_type(_dtype(dtype)))
+        return _bitcast(em, v, dst)
+    return sem.cast(em, v, dst)
+
+
+def _bitcast(em: Emitter, v: sem.SSAValue, dst: Any) -> Any:
+    """Reinterpret the bits of each element as `dst` (same width)."""
+    from sparsecc.frontend.types import bitwidth
+
+    src = sem.elem(v)
+    if src == dst:
+        return v
+    if bitwidth(src) != bitwidth(dst) or bitwidth(src) == 1:
+        raise SemanticError(f"a bitcast keeps the width: {describe(src)} ({bitwidth(src)} bits) cannot "
+                            f"become {describe(dst)} ({bitwidth(dst)} bits)")
+    return em.value(arith.BitcastOp(v, sem.like(v.type, dst)))
+
+
+@impl
+def cast(em: Emitter, input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: Any = False) -> Any:
+    if fp_downcast_rounding not in (None, "rtne"):
+        raise SemanticError(f"tl.cast: fp_downcast_rounding={fp_downcast_rounding!r} is not supported (only 'rtne')")
+    v = sem.require_value(input, "tl.cast's input")
+    sem.require_dense(v, "tl.cast")
+    return to(em, v, dtype, bitcast)
 

@@ -8,6 +8,7 @@ from sparsecc.language.core import (
     arange,
     atomic_add,
     bfloat16,
+    cast,
     cdiv,
     constexpr,
     dot,
@@ -62,7 +63,7 @@ from sparsecc.language.math import (
 
 __all__ = [
     "abs", "ceil", "clamp", "cos", "exp", "exp2", "fma", "floor", "log", "log2", "math", "rsqrt",
-    "sigmoid", "sin", "sqrt", "tanh", "trans", "atomic_add", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
+    "sigmoid", "sin", "sqrt", "tanh", "trans", "atomic_add", "cast", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
     "DTYPES",
     "OutsideKernelError",
     "advance",

@@ -218,6 +218,12 @@ def atomic_add(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope:
 
 
 @builtin
+def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> Any:
+    """`input` converted to `dtype` (like `x.to(dtype)`); `bitcast=True` reinterprets the bits
+    of each element instead (same width): `tl.cast(bits, tl.float32, bitcast=True)`."""
+
+
+@builtin
 def trans(input: Any, *dims: Any) -> Any:
     """The transpose of a 2-D tile: `tl.dot(x, tl.trans(w))` with `w` a BLOCK_N×BLOCK_K tile of an
     nn.Linear weight. Folded into the loads/stores around it, so it moves no data."""

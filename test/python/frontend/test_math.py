@@ -221,3 +221,37 @@ def test_sparse_gemm_with_a_silu_epilogue_on_the_gpu(m, n, k):
             BLOCK_K=bk, num_warps=warps)
         torch.cuda.synchronize()
         torch.testing.assert_close(out.float(), ref, rtol=1e-2, atol=1e-2 * ref.abs().max().item())
+
+
+@sparsecc.jit
+def bits_roundtrip(X, Y, B, n: tl.constexpr):
+    offs = tl.arange(0, n)
+    x = tl.load(X + offs)
+    bits = x.to(tl.int32, bitcast=True)
+    tl.store(B + offs, bits)
+    tl.store(Y + offs, tl.cast(bits ^ -2147483648, tl.float32, bitcast=True))  # flip the sign bit
+
+
+def _bits(device: str) -> None:
+    x = torch.randn(64, device=device)
+    y = torch.full_like(x, float("nan"))
+    b = torch.zeros(64, dtype=torch.int32, device=device)
+    bits_roundtrip[(1,)](x, y, b, n=64)
+    assert torch.equal(b.cpu(), x.cpu().view(torch.int32)) and torch.equal(y.cpu(), -x.cpu())
+
+
+def test_bitcast_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    _bits("cpu")
+
+
+def test_bitcast_assembles_and_checks_widths():
+    ck = sparsecc.compile(bits_roundtrip, {"X": "*fp32", "Y": "*fp32", "B": "*i32"}, {"n": 64}, target="sm_90a")
+    assert isinstance(ck.asm["cubin"], bytes)
+    with pytest.raises(CompilationError, match="a bitcast keeps the width"):
+        sparsecc.compile(bits_roundtrip, {"X": "*fp16", "Y": "*fp32", "B": "*i32"}, {"n": 64})
+
+
+@pytest.mark.gpu
+def test_bitcast_on_the_gpu():
+    _bits("cuda")
