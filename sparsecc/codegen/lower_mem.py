@@ -134,7 +134,7 @@ def vector_ok(L: LoweringContext, bp: BlockPtr, fast: int, run: int, dims: list[
     return c
 
 
-def _first_replica(L: LoweringContext, dl: DistLayout, r: int) -> SSAValue | None:
+def first_replica(L: LoweringContext, dl: DistLayout, r: int) -> SSAValue | None:
     """Whether this thread holds the first copy of register r's element, in a layout whose
     threads cover more than the tile (`wrap`: several threads hold the same elements); None
     when no dimension wraps. Only that thread copies the chunk into shared memory: two
@@ -404,7 +404,7 @@ def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padd
             src = global_addr(L, bp, g, elt)
             dst = smem_addr(L, sm, coords[r0])
             mask = in_bounds(L, bp, g, dims)
-            owner = _first_replica(L, dl, r0)
+            owner = first_replica(L, dl, r0)
 
             def copy(dst=dst, src=src, mask=mask) -> list[SSAValue]:
                 L.em.op(ptx.CpAsyncOp(dst, src, mask=mask, size=16, cache="cg"))

@@ -12,7 +12,9 @@ from xdsl.dialects.builtin import TensorType, i64
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.layouts import distributed
 from sparsecc.codegen.lower_base import LoweringContext, LoweringError, Regs
+from sparsecc.codegen.lower_mem import first_replica
 from sparsecc.dialects import ptx, tt
 
 
@@ -75,16 +77,26 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
 
 
 def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp) -> None:
-    """One (predicated) `atom.global.add` per element; the old values are the result."""
+    """One (predicated) `atom.global.add` per element, issued by the first thread that holds it
+    (a layout wider than its tile gives some elements to several threads); the old values are
+    the result."""
     ptrs = L.get(op.ptr)
     addrs = ptrs.regs if isinstance(ptrs, Regs) else [ptrs]
     n = len(addrs)
     vals = _per_reg(L.get(op.value), n, "atomic value")
     masks = _per_reg(L.get(op.mask), n, "atomic mask") if op.mask is not None else [None] * n
+    em = L.em
+    ty = op.ptr.type
+    if isinstance(ty, TensorType):  # threads that hold a replica of an element must not add it again
+        dl = distributed(ty.encoding, ty.get_shape())
+        owners = [first_replica(L, dl, r) for r in range(n)]
+    else:  # a scalar atomic is one per program, as in Triton
+        owners = [em.cmp("eq", em.add(L.lane, em.mul(L.warp, 32)), em.c(0))]
     olds = []
-    for addr, v, m in zip(addrs, vals, masks):
+    for addr, v, m, owner in zip(addrs, vals, masks, owners):
         _check_addr(addr)
-        olds.append(L.em.op(ptx.AtomGlobalAddOp(addr, v, m)).results[0])
+        guard = owner if m is None else (m if owner is None else em.band(m, owner))
+        olds.append(em.op(ptx.AtomGlobalAddOp(addr, v, guard)).results[0])
     ty = op.result.type
     L.values[op.result] = Regs(ty, olds) if isinstance(ty, TensorType) else olds[0]
 

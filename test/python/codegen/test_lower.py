@@ -115,7 +115,7 @@ def test_unsupported_op_is_named():
     ([1, 8], [4, 8], [4, 1], (64, 64)),    # no wrap: every thread owns its chunks
 ])
 def test_each_chunk_of_a_replicated_layout_has_one_copying_thread(spt, tpw, wpc, shape):
-    """The owner rule of `lower_mem._first_replica` (unwrapped coordinate < shape - register
+    """The owner rule of `lower_mem.first_replica` (unwrapped coordinate < shape - register
     offset along every wrapped dim), evaluated for every thread: each 16-byte chunk of the
     tile is copied by exactly one thread, so no two cp.async write the same shared bytes."""
     dl = distributed(BlockedEncodingAttr(spt, tpw, wpc, [1, 0]), shape)
