@@ -19,6 +19,8 @@ _LAZY = {
     "autotune": ("sparsecc.runtime.autotune", "autotune"),
     "Config": ("sparsecc.runtime.autotune", "Config"),
     "ops": ("sparsecc.ops", None),
+    "nn": ("sparsecc.nn", None),
+    "sparsify_": ("sparsecc.nn", "sparsify_"),
 }
 
 
@@ -44,6 +46,8 @@ __all__ = [
     "compile",
     "compress",
     "jit",
+    "nn",
     "ops",
     "prune_2to4",
+    "sparsify_",
 ]

@@ -54,6 +54,7 @@ RANKS: dict[str, int] = {
     "frontend": 9,
     "sparsecc": 10,
     "ops": 11,
+    "nn": 11,
     "tools": 12,
     "demo": 12,
 }

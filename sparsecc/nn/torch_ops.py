@@ -1,0 +1,47 @@
+"""`torch.ops.sparsecc.sparse_linear`: the sparse linear layer as a torch custom op, so that
+`torch.compile(fullgraph=True)` traces it without a graph break, `torch.export` exports it and
+CUDA graphs capture it.
+
+The op takes the compressed arrays (values N×K/2, metadata) and the dense shape, not a
+SparseTensor (torch ops take tensors). On CUDA it runs the sparsecc kernel
+(`sparsecc.ops.sparse_linear`); on the CPU it computes with the decompressed weight in torch —
+the model-sized path for CPU users and CI, since the interpreter is for checking kernels, not for
+running models. The fake kernel gives the output's shape and dtype. Training is not supported:
+the op has no backward, and a call that would need one is an error that says so.
+
+    y = torch.ops.sparsecc.sparse_linear(x, values, meta, in_features, bias, "silu")
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sparsecc.ops.sparse_linear import ACTIVATIONS, reference_linear, sparse_linear
+from sparsecc.runtime.sparse_tensor import SparseTensor
+
+
+@torch.library.custom_op("sparsecc::sparse_linear", mutates_args=())
+def sparse_linear_op(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, in_features: int,
+                     bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+    """`act(x @ W.T + bias)` with W given as its NV24 arrays (see the module docstring)."""
+    w = SparseTensor(values, meta, (values.shape[0], in_features))
+    if x.device.type == "cuda":
+        return sparse_linear(x, w, bias, activation)
+    return reference_linear(x, w, bias, activation)
+
+
+@sparse_linear_op.register_fake
+def _(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, in_features: int,
+      bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+    torch._check(x.shape[-1] == in_features, lambda: f"sparse_linear: x has {x.shape[-1]} features, "
+                                                      f"the weight expects {in_features}")
+    torch._check(activation in ACTIVATIONS, lambda: f"sparse_linear: unknown activation {activation!r}")
+    return x.new_empty((*x.shape[:-1], values.shape[0]))
+
+
+def _no_backward(ctx, grad):  # noqa: ANN001 - torch's autograd signature
+    raise RuntimeError("sparsecc.sparse_linear is inference-only: it has no backward (2:4 training is "
+                       "not supported); run the model under torch.no_grad() / torch.inference_mode()")
+
+
+sparse_linear_op.register_autograd(_no_backward)

@@ -1,0 +1,134 @@
+"""`sparse_linear(x, w, bias, activation)`: `act(x @ W.T + bias)` with W a 2:4 SparseTensor read as
+stored (N × K, 2:4 along K) — an nn.Linear with a sparse weight.
+
+The kernel is written as a Triton user would: `tl.dot(x_tile, w_tile)` with `w_tile` the K×N
+view of W; the compiler (sparse-operand-to-lhs) computes the transposed product with W on the
+left, so neither W nor x is copied. Bias and activation run in the kernel's epilogue.
+
+    w = sparsecc.compress(sparsecc.prune_2to4(linear.weight.detach()))
+    y = sparse_linear(x, w, linear.bias, activation="silu")   # x: (..., K) -> y: (..., N)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+import sparsecc
+import sparsecc.language as tl
+from sparsecc.runtime.sparse_tensor import SparseTensor
+
+ACTIVATIONS = ("none", "relu", "gelu_tanh", "silu")
+
+
+@sparsecc.jit
+def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]), W 2:4 sparse along K."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, 0),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(0, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
+        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(x, w, acc)
+        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
+        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
+    if HAS_BIAS:
+        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu_tanh":
+        acc = 0.5 * acc * (1.0 + tl.tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)))
+    elif ACTIVATION == "silu":
+        acc = acc * tl.sigmoid(acc)
+    y_ptr = tl.make_block_ptr(Y, shape=(M, N), strides=(stride_ym, 1), offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+    tl.store(y_ptr, acc.to(Y.dtype.element_ty), boundary_check=(0, 1))
+
+
+@dataclass(frozen=True)
+class LinearConfig:
+    """Tiles of one sparse_linear launch (BLOCK_M over tokens, BLOCK_N over output features)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+
+
+def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> LinearConfig:
+    """The tiles bench/linear.py measured best on the H100 (bench/results/linear-current-*.md)."""
+    if device_type == "cpu":
+        return LinearConfig(16, 32, 32, num_stages=1)
+    if m <= 16:
+        return LinearConfig(16, 64, 256, 4, 3) if n >= 8192 else LinearConfig(16, 32, 256, 4, 4)
+    if m <= 64:
+        return LinearConfig(32, 64, 128, 4, 4)
+    return LinearConfig(64, 128, 128, 4, 3)
+
+
+def _check(x: Any, w: Any, bias: Any, activation: str) -> None:
+    if not isinstance(w, SparseTensor):
+        raise TypeError(f"sparse_linear: w must be a sparsecc.SparseTensor (sparsecc.compress(weight)), "
+                        f"got {type(w).__name__}")
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"sparse_linear: x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype != w.dtype:
+        raise TypeError(f"sparse_linear: x is {x.dtype} but the weight is {w.dtype}")
+    if x.shape[-1] != w.shape[1]:
+        raise ValueError(f"sparse_linear: x has {x.shape[-1]} features, the weight expects {w.shape[1]} "
+                         f"(weight {tuple(w.shape)} = out x in)")
+    if x.device != w.device:
+        raise ValueError(f"sparse_linear: x is on {x.device}, the weight on {w.device}")
+    if bias is not None and (not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (w.shape[0],)):
+        raise ValueError(f"sparse_linear: bias must be a tensor of shape ({w.shape[0]},)")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"sparse_linear: activation must be one of {ACTIVATIONS}, got {activation!r}")
+
+
+def sparse_linear(x: torch.Tensor, w: SparseTensor, bias: torch.Tensor | None = None,
+                  activation: str = "none", config: LinearConfig | None = None) -> torch.Tensor:
+    """`act(x @ W.T + bias)` for a 2:4 SparseTensor W (out × in); x is (..., in), fp16/bf16 like
+    W; the result is (..., out) in x's dtype. CUDA tensors run the sparsecc kernel, CPU tensors
+    the interpreter (exact, slow)."""
+    _check(x, w, bias, activation)
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    if x2.stride(-1) != 1 or x2.data_ptr() % 16:
+        x2 = x2.contiguous()
+    m, k = x2.shape
+    n = w.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    if m == 0 or n == 0:
+        return y.reshape(*lead, n)
+    cfg = config or default_linear_config(m, n, k, x.device.type)
+    b = bias.to(x.dtype).contiguous() if bias is not None else y
+    grid = ((m + cfg.block_m - 1) // cfg.block_m, (n + cfg.block_n - 1) // cfg.block_n)
+    sparse_linear_kernel[grid](y, x2, w, b, m, n, k, x2.stride(0), w.stride(0), y.stride(0),
+                               BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
+                               HAS_BIAS=bias is not None, ACTIVATION=activation,
+                               num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    return y.reshape(*lead, n)
+
+
+def reference_linear(x: torch.Tensor, w: SparseTensor, bias: torch.Tensor | None = None,
+                     activation: str = "none") -> torch.Tensor:
+    """The same result computed by torch on the decompressed weight (fp32 accumulation)."""
+    y = torch.nn.functional.linear(x.float(), w.to_dense().float(), None if bias is None else bias.float())
+    if activation == "relu":
+        y = torch.relu(y)
+    elif activation == "gelu_tanh":
+        y = torch.nn.functional.gelu(y, approximate="tanh")
+    elif activation == "silu":
+        y = torch.nn.functional.silu(y)
+    return y.to(x.dtype)
