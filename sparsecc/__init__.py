@@ -12,6 +12,9 @@ from typing import Any
 from sparsecc.compiler import STAGES, CompileOptions
 from sparsecc.frontend import CompilationError, CompiledKernel, JITFunction, compile, jit
 
+__version__ = "0.2.0"
+"""The release (kept equal to pyproject.toml's `version` by test_version.py)."""
+
 _LAZY = {
     "SparseTensor": ("sparsecc.runtime.sparse_tensor", "SparseTensor"),
     "compress": ("sparsecc.runtime.compress", "compress"),
@@ -36,6 +39,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "STAGES",
+    "__version__",
     "CompilationError",
     "CompileOptions",
     "CompiledKernel",

@@ -58,13 +58,13 @@ def producer_split(func: tt.FuncOp) -> tuple[int, int, int] | None:
     if warps is None:
         if marked:
             raise LoweringError(f"tt.func @{func.sym_name.data}: ops are marked {ttgd.PRODUCER} but the function has "
-                                f"no {ttgd.PRODUCER_WARPS} (run tritongpu-warp-specialize)")
+                                f"no {ttgd.PRODUCER_WARPS} (run tritongpu-warp-specialize)", ops[marked[0]])
         return None
     if not isinstance(warps, IntegerAttr) or warps.value.data != 1:
-        raise LoweringError(f"tt.func @{func.sym_name.data}: {ttgd.PRODUCER_WARPS} must be 1, got {warps}")
+        raise LoweringError(f"tt.func @{func.sym_name.data}: {ttgd.PRODUCER_WARPS} must be 1, got {warps}", func)
     if not marked or marked != list(range(marked[0], marked[-1] + 1)):
         raise LoweringError(f"tt.func @{func.sym_name.data}: the ops marked {ttgd.PRODUCER} must be one contiguous, "
-                            "non-empty run of its top-level ops")
+                            "non-empty run of its top-level ops", ops[marked[-1]] if marked else func)
     return marked[0], marked[-1], warps.value.data
 
 

@@ -40,6 +40,10 @@ class LoweringError(Exception):
 
     op: Operation | None = None
 
+    def __init__(self, message: str, op: Operation | None = None):
+        super().__init__(message)
+        self.op = op
+
 
 @dataclass
 class Regs:

@@ -117,9 +117,11 @@ def run_cli(text: str, pipeline: str, area: str = "cli") -> str:
         diag = exc.diag
         if "internal error" in diag.message:
             return record(area, "crash", f"{diag.message}\n--- input ---\n{text}")
-        if diag.line is None and os.environ.get("SPARSECC_FUZZ_SHOW_UNLOCATED"):
+        # an error in the -p argument names the argument: it has no place in the input file
+        located = diag.line is not None or diag.message.startswith("invalid pass pipeline")
+        if not located and os.environ.get("SPARSECC_FUZZ_SHOW_UNLOCATED"):
             sys.stderr.write(f"unlocated: {diag.message}\n")
-        return record(area, "clean error" if diag.line is not None else "unlocated error")
+        return record(area, "clean error" if located else "unlocated error")
     except RecursionError:
         return record(area, "crash", f"RecursionError\n--- input ---\n{text}")
     except Exception as exc:  # noqa: BLE001 - anything escaping compile_source is a bug
@@ -281,7 +283,7 @@ def main() -> int:
     os.environ["SPARSECC_FUZZ_EXAMPLES"] = str(ns.examples)
     if ns.out:
         os.environ["SPARSECC_FUZZ_REPORT"] = str(ns.out.resolve())
-    return pytest.main([str(Path(__file__).parent / "fuzz" / "test_fuzz.py"), "-q", "-p", "no:cacheprovider"])
+    return pytest.main([str(Path(__file__).parent / "fuzz" / "test_fuzz.py"), "-q", "-s", "-p", "no:cacheprovider"])
 
 
 if __name__ == "__main__":
