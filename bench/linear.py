@@ -4,7 +4,7 @@ tl.dot, moved to the left by the compiler) against dense `F.linear`, same run (H
 Llama-shaped weights N×K at M = 1, 16 and 128 tokens; each kernel time is the best of a few tiles
 (do_bench_cudagraph medians, CUDA graphs so that launch costs do not hide the GPU time).
 
-    python bench/linear.py [--quick]
+    python bench/linear.py [--quick] [NxK ...]
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from linear_kernels import linear_block_ptr  # noqa: E402
 import sparsecc  # noqa: E402
 
 SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192)]
-TILES = {"decode": [(16, 32, 256, 4, 4), (16, 64, 256, 4, 3), (16, 64, 128, 4, 4), (16, 128, 128, 4, 3)],
+TILES = {"decode": [(16, 32, 256, 4, 4), (16, 64, 256, 4, 3), (16, 64, 128, 4, 4), (16, 128, 128, 4, 3),
+                    (16, 16, 256, 4, 4), (16, 32, 512, 4, 3), (16, 32, 128, 4, 6), (16, 32, 1024, 4, 2),
+                    (16, 16, 512, 4, 3), (16, 32, 512, 4, 4), (16, 32, 512, 8, 3)],
          "prefill": [(128, 128, 64, 8, 3), (64, 128, 128, 4, 3), (128, 256, 64, 8, 3), (64, 64, 64, 4, 4),
                      (32, 64, 128, 4, 4), (16, 64, 256, 4, 3), (128, 64, 64, 4, 4)]}
 
@@ -64,8 +66,9 @@ def bench(m: int, n: int, k: int) -> tuple[float, float, str]:
 
 def main(argv: list[str]) -> None:
     ms = [1, 16] if "--quick" in argv else [1, 16, 128]
+    shapes = [tuple(int(v) for v in a.split("x")) for a in argv if "x" in a] or SHAPES
     rows = []
-    for n, k in SHAPES:
+    for n, k in shapes:
         for m in ms:
             t, dense, tile = bench(m, n, k)
             rows.append(f"| {m} | {n}x{k} | {t * 1e3:.1f} | {dense * 1e3:.1f} | {dense / t:.2f} | {tile} |")

@@ -70,8 +70,10 @@ def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> 
     """The tiles bench/linear.py measured best on the H100 (bench/results/linear-current-*.md)."""
     if device_type == "cpu":
         return LinearConfig(16, 32, 32, num_stages=1)
-    if m <= 16:
-        return LinearConfig(16, 64, 256, 4, 3) if n >= 8192 else LinearConfig(16, 32, 256, 4, 4)
+    if m <= 16:  # long K slices per CTA: the fixed cost per K step dominates small weights
+        if n >= 8192:
+            return LinearConfig(16, 64, 256, 4, 3)
+        return LinearConfig(16, 32, 512, 4, 4) if k >= 8192 else LinearConfig(16, 32, 1024, 4, 2)
     if m <= 64:
         return LinearConfig(32, 64, 128, 4, 4)
     return LinearConfig(64, 128, 128, 4, 3)
