@@ -73,7 +73,7 @@ def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> 
     if m <= 16:  # long K slices per CTA: the fixed cost per K step dominates small weights
         if n >= 8192:
             return LinearConfig(16, 64, 256, 4, 3)
-        return LinearConfig(16, 32, 512, 4, 4) if k >= 8192 else LinearConfig(16, 32, 1024, 4, 2)
+        return LinearConfig(16, 32, 512, 4, 4) if k >= 8192 else LinearConfig(16, 32, 1024, 4, 3)
     if m <= 64:
         return LinearConfig(32, 64, 128, 4, 4)
     return LinearConfig(64, 128, 128, 4, 3)
