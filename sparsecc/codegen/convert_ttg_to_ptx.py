@@ -27,7 +27,8 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
     `sparsecc.launch`; returns the kernel."""
     funcs = [op for op in module.ops if isinstance(op, tt.FuncOp)]
     if len(funcs) != 1:
-        raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}")
+        raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}",
+                            funcs[1] if len(funcs) > 1 else module)
     func = funcs[0]
     num_warps = module_int(module, "ttg.num-warps", 4)
     lw = Lowerer(func, target, num_warps, cluster=module_int(module, "ttg.num-ctas", 1), a_smem_option=a_from_shared)
