@@ -205,7 +205,7 @@ class Lowerer:
             if isinstance(op, ttgd.LocalAllocOp):
                 ty = op.result.type
                 size = math.prod(ty.get_shape()) * esize(ty.element_type)
-            elif isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp):
+            elif isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
                 ty = op.operands[0].type
                 size = math.prod(ty.get_shape()) * esize(ty.element_type)
             if size:
@@ -428,6 +428,9 @@ class Lowerer:
             return
         if isinstance(op, tt.ReduceOp):
             self._reduce(op)
+            return
+        if isinstance(op, tt.ReshapeOp):
+            self._reshape(op)
             return
         if isinstance(op, ttgd.AsyncCopyGlobalToLocalOp):
             if not op.is_block_pointer:
@@ -672,6 +675,20 @@ class Lowerer:
         sm = Smem(self.em.add(self.smem, self.smem_plan[op]), mem_ty)
         store_shared(self, sm, src)
         self.values[op.result] = self._read_smem(sm, op.result.type)
+
+    def _reshape(self, op: tt.ReshapeOp) -> None:
+        """`tt.reshape` keeps the row-major order of the elements: the source is stored row-major
+        into a scratch buffer and read back as the result's shape in the result's layout."""
+        src = self._regs(op.src)
+        st, rt = op.src.type, op.result.type
+        addr = self.em.add(self.smem, self.smem_plan[op])
+
+        def row_major(ty: TensorType) -> ttgd.MemDescType:
+            order = tuple(range(len(ty.get_shape()) - 1, -1, -1))
+            return ttgd.MemDescType(ty.get_shape(), ty.element_type, ttgd.SharedEncodingAttr(1, 1, 1, order), True)
+
+        store_shared(self, Smem(addr, row_major(st)), src)
+        self.values[op.result] = load_shared(self, Smem(addr, row_major(rt)), rt)
 
     def _reduce(self, op: tt.ReduceOp) -> None:
         """`tt.reduce` through shared memory: the source is stored row-major, then each thread

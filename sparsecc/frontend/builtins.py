@@ -376,6 +376,20 @@ def zeros_like(em: Emitter, input: Any) -> Any:
 
 
 @impl
+def reshape(em: Emitter, input: Any, shape: Any = (), can_reorder: Any = False) -> Any:
+    v = sem.require_value(input, "tl.reshape's input")
+    sem.require_dense(v, "tl.reshape")
+    dims = shape[0] if len(shape) == 1 and isinstance(shape[0], list | tuple) else shape
+    new = _shape(tuple(dims), "tl.reshape's shape")
+    old = sem.shape(v)
+    if math.prod(new) != math.prod(old):
+        raise SemanticError(f"tl.reshape: {list(old)} has {math.prod(old)} elements, {list(new)} has {math.prod(new)}")
+    if tuple(new) == tuple(old):
+        return v
+    return em.value(tt.ReshapeOp(v, TensorType(sem.elem(v), list(new))))
+
+
+@impl
 def trans(em: Emitter, input: Any, dims: Any = ()) -> Any:
     v = sem.require_value(input, "tl.trans's input")
     if len(sem.shape(v)) != 2:

@@ -35,6 +35,7 @@ from sparsecc.language.core import (
     num_programs,
     pointer_type,
     program_id,
+    reshape,
     static_range,
     store,
     sum,
@@ -63,7 +64,7 @@ from sparsecc.language.math import (
 
 __all__ = [
     "abs", "ceil", "clamp", "cos", "exp", "exp2", "fma", "floor", "log", "log2", "math", "rsqrt",
-    "sigmoid", "sin", "sqrt", "tanh", "trans", "atomic_add", "cast", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
+    "sigmoid", "sin", "sqrt", "tanh", "trans", "atomic_add", "cast", "reshape", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
     "DTYPES",
     "OutsideKernelError",
     "advance",

@@ -224,6 +224,12 @@ def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool
 
 
 @builtin
+def reshape(input: Any, *shape: Any, can_reorder: bool = False) -> Any:
+    """The same elements, in row-major order, with a new shape (a power of two per dim):
+    `tl.reshape(x, (BLOCK_M * 2, BLOCK_N // 2))`. On the GPU it goes through shared memory."""
+
+
+@builtin
 def trans(input: Any, *dims: Any) -> Any:
     """The transpose of a 2-D tile: `tl.dot(x, tl.trans(w))` with `w` a BLOCK_N×BLOCK_K tile of an
     nn.Linear weight. Folded into the loads/stores around it, so it moves no data."""

@@ -123,3 +123,38 @@ def test_reductions_assemble(target):
 @pytest.mark.gpu
 def test_row_and_column_reductions_on_the_gpu():
     _row_col("cuda")
+
+
+@sparsecc.jit
+def reshape_kernel(X, Y, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs = tl.arange(0, BLOCK_M * BLOCK_N)
+    x = tl.load(X + offs)
+    tile = tl.reshape(x, (BLOCK_M, BLOCK_N))
+    row_sums = tl.sum(tile, axis=1)
+    out = tl.reshape(tile * 2.0, [BLOCK_M * BLOCK_N])
+    tl.store(Y + offs, out)
+    tl.store(Y + BLOCK_M * BLOCK_N + tl.arange(0, BLOCK_M), row_sums)
+
+
+def _reshape(device: str) -> None:
+    x = torch.randn(32 * 16, device=device)
+    y = torch.full((32 * 16 + 32,), float("nan"), device=device)
+    reshape_kernel[(1,)](x, y, BLOCK_M=32, BLOCK_N=16)
+    torch.testing.assert_close(y[:512], x * 2)
+    torch.testing.assert_close(y[512:], x.reshape(32, 16).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_reshape_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    _reshape("cpu")
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_reshape_assembles(target):
+    ck = sparsecc.compile(reshape_kernel, {"X": "*fp32", "Y": "*fp32"}, {"BLOCK_M": 32, "BLOCK_N": 16}, target=target)
+    assert isinstance(ck.asm["cubin"], bytes)
+
+
+@pytest.mark.gpu
+def test_reshape_on_the_gpu():
+    _reshape("cuda")
