@@ -118,7 +118,7 @@ def run_cli(text: str, pipeline: str, area: str = "cli") -> str:
         if "internal error" in diag.message:
             return record(area, "crash", f"{diag.message}\n--- input ---\n{text}")
         # an error in the -p argument names the argument: it has no place in the input file
-        located = diag.line is not None or diag.message.startswith("invalid pass pipeline")
+        located = diag.line is not None or diag.message.startswith(("invalid pass pipeline", "unknown pass"))
         if not located and os.environ.get("SPARSECC_FUZZ_SHOW_UNLOCATED"):
             sys.stderr.write(f"unlocated: {diag.message}\n")
         return record(area, "clean error" if located else "unlocated error")
