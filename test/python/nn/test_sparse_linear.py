@@ -125,3 +125,18 @@ def test_sparse_linear_on_the_gpu(m, n, k):
     b = torch.randn(n, dtype=torch.float16, device="cuda")
     for act in ("none", "silu", "gelu_tanh"):
         _close(sparse_linear(x, w, b, act), reference_linear(x, w, b, act))
+
+
+def test_safetensors_round_trip(tmp_path):
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    model = sparsify_(_model(torch.bfloat16))
+    path = tmp_path / "model-2to4.safetensors"
+    safetensors_torch.save_model(model, str(path))
+    fresh = sparsify_(_model(torch.bfloat16, seed=2))
+    missing, unexpected = safetensors_torch.load_model(fresh, str(path))
+    assert not missing and not unexpected
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    with torch.no_grad():
+        _close(fresh(x), model(x))
+    saved = safetensors_torch.load_file(str(path))
+    assert saved["0.meta"].dtype == torch.int16 and tuple(saved["0.values"].shape) == (96, 32)
