@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
+DEMO_STAMP = $(VENV)/.demo-installed
 
 .PHONY: demo test lint lit pytest clean
 
@@ -15,7 +16,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[test,ptx]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo needs only the package on a CPU machine (the interpreter); with a GPU it also needs
+# cuda-python and the triton wheel's ptxas (the `gpu` extra). The tests need the rest.
+$(DEMO_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	if command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install -q -e ".[gpu]"; else $(PY) -m pip install -q -e .; fi
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(PY) -m sparsecc.demo $(DEMO_ARGS)
 
 lit: $(STAMP)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,15 @@ _OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
 _OPTIONS = frozenset(_OPTION_DEFAULTS) | frozenset(SWITCHES)
 """Launch keywords that are compile options, not kernel parameters (`num_warps=8`, `tma=False`)."""
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+class InterpreterFallbackWarning(UserWarning):
+    """A launch ran on the CPU interpreter because its tensors were on the CPU (said once per
+    kernel): `warnings.simplefilter("ignore", InterpreterFallbackWarning)` silences it."""
+
+
+_WARNED_CPU: set[str] = set()
+"""Kernels whose CPU fallback was already announced."""
 
 
 def _env_reader(name: str) -> Callable[[], Any]:
@@ -185,7 +195,14 @@ class JITFunction(KernelFunction):
                       for n, v in named.items() if n in self.constexpr_names}
         runtime = {n: named[n] for n in self.runtime_names}
         signature = {n: specialize(v, n, self.__name__) for n, v in runtime.items()}
-        interpret = interpret_forced() or _on_cpu(runtime.values())
+        forced = interpret_forced()
+        interpret = forced or _on_cpu(runtime.values())
+        if interpret and not forced and self.__name__ not in _WARNED_CPU:
+            _WARNED_CPU.add(self.__name__)
+            warnings.warn(f"sparsecc: kernel '{self.__name__}' runs on the CPU interpreter because its tensors are "
+                          "on the CPU: exact, but orders of magnitude slower than the GPU; move the tensors "
+                          "to CUDA, or set SPARSECC_INTERPRET=1 to ask for the interpreter (and silence this)",
+                          InterpreterFallbackWarning, stacklevel=3)
         target = None if interpret else current_target()
         compile_options = CompileOptions.create(target=target, **options, **switches)
         key = (tuple(signature.items()), tuple((k, _hashable(v)) for k, v in constexprs.items()),
