@@ -6,7 +6,7 @@ PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 DEMO_STAMP = $(VENV)/.demo-installed
 
-.PHONY: demo test lint lit pytest clean
+.PHONY: demo test lint lit pytest wheel-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
@@ -42,5 +42,16 @@ test: $(STAMP)
 	$(MAKE) lint
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q test/python
 
+# The packaged form: build the wheel, install it into a fresh virtualenv (torch from the host's
+# site-packages or the CPU build) and run the demo from outside the source tree.
+wheel-check: $(STAMP)
+	rm -rf dist .wheel-venv
+	$(PY) -m pip wheel -q --no-deps -w dist .
+	$(PYTHON) -m venv --system-site-packages .wheel-venv
+	.wheel-venv/bin/python -c "import torch" 2>/dev/null || .wheel-venv/bin/python -m pip install -q torch==2.13.0
+	.wheel-venv/bin/python -m pip install -q dist/sparsecc-*.whl
+	cd /tmp && $(abspath .wheel-venv)/bin/python -c "import sparsecc, sys; assert 'site-packages' in sparsecc.__file__, sparsecc.__file__; print('sparsecc', sparsecc.__version__, 'from', sparsecc.__file__)"
+	cd /tmp && $(abspath .wheel-venv)/bin/python -m sparsecc.demo
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache dist .wheel-venv
