@@ -10,6 +10,7 @@ running models. The fake kernel gives the output's shape and dtype. Training is 
 the op has no backward, and a call that would need one is an error that says so.
 
     y = torch.ops.sparsecc.sparse_linear(x, values, meta, in_features, bias, "silu")
+    d = torch.ops.sparsecc.sparse_mm(values, meta, k, b)          # A (M x k, 2:4) @ b (k x N)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from sparsecc.ops.sparse_linear import ACTIVATIONS, reference_linear, sparse_linear
+from sparsecc.ops.sparse_mm import sparse_mm
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
 
@@ -45,3 +47,22 @@ def _no_backward(ctx, grad):  # noqa: ANN001 - torch's autograd signature
 
 
 sparse_linear_op.register_autograd(_no_backward)
+
+
+@torch.library.custom_op("sparsecc::sparse_mm", mutates_args=())
+def sparse_mm_op(values: torch.Tensor, meta: torch.Tensor, k: int, b: torch.Tensor) -> torch.Tensor:
+    """`A @ b` with A (M x k, 2:4 along k) given as its NV24 arrays; CUDA runs `sparse_mm`, the CPU
+    computes with the decompressed A in torch."""
+    a = SparseTensor(values, meta, (values.shape[0], k))
+    if b.device.type == "cuda":
+        return sparse_mm(a, b)
+    return (a.to_dense().float() @ b.float()).to(b.dtype)
+
+
+@sparse_mm_op.register_fake
+def _(values: torch.Tensor, meta: torch.Tensor, k: int, b: torch.Tensor) -> torch.Tensor:
+    torch._check(b.shape[0] == k, lambda: f"sparse_mm: A has {k} columns but b has {b.shape[0]} rows")
+    return b.new_empty((values.shape[0], b.shape[1]))
+
+
+sparse_mm_op.register_autograd(_no_backward)

@@ -140,3 +140,40 @@ def test_safetensors_round_trip(tmp_path):
         _close(fresh(x), model(x))
     saved = safetensors_torch.load_file(str(path))
     assert saved["0.meta"].dtype == torch.int16 and tuple(saved["0.values"].shape) == (96, 32)
+
+
+def _mm_module():
+    from sparsecc.nn.torch_ops import sparse_mm_op
+
+    class SparseMM(nn.Module):
+        def __init__(self, a):
+            super().__init__()
+            self.register_buffer("a_values", a.values)
+            self.register_buffer("a_meta", a.meta)
+            self.k = a.shape[1]
+
+        def forward(self, b):
+            return sparse_mm_op(self.a_values, self.a_meta, self.k, b) * 2
+
+    return SparseMM
+
+
+def test_the_sparse_mm_op_compiles_and_exports():
+    dense = sparsecc.prune_2to4(torch.randn(48, 64).half())
+    module = _mm_module()(sparsecc.compress(dense))
+    b = torch.randn(64, 24).half()
+    ref = (dense.float() @ b.float() * 2).half()
+    with torch.no_grad():
+        _close(torch.compile(module, fullgraph=True, backend="aot_eager")(b), ref)
+        exported = torch.export.export(module, (b,))
+        assert any("sparsecc.sparse_mm" in str(n.target) for n in exported.graph.nodes)
+        _close(exported.module()(b), ref)
+
+
+@pytest.mark.gpu
+def test_the_sparse_mm_op_on_the_gpu():
+    dense = sparsecc.prune_2to4(torch.randn(300, 256, device="cuda").half())
+    module = _mm_module()(sparsecc.compress(dense))
+    b = torch.randn(256, 72, device="cuda").half()
+    with torch.no_grad():
+        _close(module(b), (dense.float() @ b.float() * 2).half())
