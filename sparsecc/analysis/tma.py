@@ -38,19 +38,23 @@ SWIZZLE_BYTES = (*MODES, 0)
 """TMA swizzle modes by row width in bytes (0: none), most preferred first."""
 MAX_BOX = 256
 """Largest box extent per dimension, in elements."""
-DTYPE_NAMES = {"f16": "fp16", "bf16": "bf16", "i16": "u16", "f32": "fp32", "i8": "u8", "i32": "u32"}
+DTYPE_NAMES = {"f16": "fp16", "bf16": "bf16", "i16": "u16", "f32": "fp32", "i8": "u8", "f8E4M3FN": "u8", "f8E5M2": "u8",
+               "i32": "u32"}
 
 
 @dataclass(frozen=True)
 class BoxPlan:
     """A tile as TMA boxes: `count` boxes of `rows` x `width` elements side by side along the
-    row, box j at byte offset j * rows * width * esize of the tile, rows swizzled by `swizzle`."""
+    row, box j at byte offset j * rows * width * esize of the tile, rows swizzled by `swizzle`.
+    `transposed`: the tile is stored column-major (order [0, 1], e.g. a K-major B): its stored
+    rows are the tile's columns, and the boxes' rows and widths are counted in that view."""
 
     rows: int
     width: int
     count: int
     swizzle: int  # bytes: 128 / 64 / 32, 0 = none
     esize: int
+    transposed: bool = False
 
     @property
     def box_bytes(self) -> int:
@@ -67,15 +71,16 @@ def box_plan(mem_ty: MemDescType, esize: int) -> BoxPlan | None:
     as its encoding says (checked for every element)."""
     shape = mem_ty.get_shape()
     enc = mem_ty.encoding
-    if len(shape) != 2 or not isinstance(enc, SharedEncodingAttr) or tuple(enc.order) != (1, 0):
+    if len(shape) != 2 or not isinstance(enc, SharedEncodingAttr) or tuple(enc.order) not in ((1, 0), (0, 1)):
         return None
-    rows, cols = shape
+    transposed = tuple(enc.order) == (0, 1)
+    rows, cols = (shape[1], shape[0]) if transposed else shape
     if rows > MAX_BOX:
         return None
     # every element at once (numpy arrays through the same int arithmetic): a compile meets
     # several 32k-element tiles, which an element-by-element Python loop took ~0.1 s for
     r, c = np.meshgrid(np.arange(rows, dtype=np.int64), np.arange(cols, dtype=np.int64), indexing="ij")
-    stored_at = enc.swizzled_offset(*stored_coords(enc, r, c, shape))
+    stored_at = enc.swizzled_offset(*stored_coords(enc, *((c, r) if transposed else (r, c)), shape))
     for swizzle in SWIZZLE_BYTES:
         width = swizzle // esize if swizzle else min(cols, MAX_BOX)
         if width == 0 or cols % width or (width * esize) % 16 or width > MAX_BOX:
@@ -83,7 +88,7 @@ def box_plan(mem_ty: MemDescType, esize: int) -> BoxPlan | None:
         if swizzle and rows % 8:
             continue
         if np.array_equal(stored_at * esize, box_offset(r, c, width, rows, esize, swizzle)):
-            return BoxPlan(rows, width, cols // width, swizzle, esize)
+            return BoxPlan(rows, width, cols // width, swizzle, esize, transposed)
     return None
 
 
@@ -199,7 +204,8 @@ class TensorMapRecipe:
 
 def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_name: str,
                 outer_stride_div: int) -> TensorMapRecipe | None:
-    """The tensor-map recipe of a 2-D row-major block pointer made by `root`, or None when the
+    """The tensor-map recipe of a 2-D block pointer made by `root` (row-major; or column-major,
+    order [0, 1], for a transposed plan: the map then runs along the columns), or None when the
     host cannot build it (base not an argument, shape or strides not computable from the
     arguments, inner stride not 1, outer stride not provably a multiple of 16 bytes)."""
     base = root.base
@@ -207,16 +213,17 @@ def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_na
         return None
     if len(root.shape) != 2 or elt_name not in DTYPE_NAMES:
         return None
-    order = root.attributes.get("order")
-    if order is not None and tuple(order.get_values()) != (1, 0):
+    want = (0, 1) if plan.transposed else (1, 0)
+    if tuple(root.order.get_values()) != want:
         return None
-    inner = host_expr(root.strides[1], func)
+    fast, slow = (0, 1) if plan.transposed else (1, 0)
+    inner = host_expr(root.strides[fast], func)
     if inner != ["const", 1]:
         return None
     if (outer_stride_div * plan.esize) % 16:
         return None
-    rows, cols = (host_expr(s, func) for s in root.shape)
-    stride = host_expr(root.strides[0], func)
+    rows, cols = (host_expr(root.shape[d], func) for d in (slow, fast))
+    stride = host_expr(root.strides[slow], func)
     if rows is None or cols is None or stride is None:
         return None
     return TensorMapRecipe(base.index, DTYPE_NAMES[elt_name], (cols, rows), (["mul", stride, ["const", plan.esize]],),
@@ -233,7 +240,7 @@ def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any
     plan = box_plan(tile, esize(tile.element_type))
     if root is None or plan is None:
         return None
-    recipe = host_recipe(root, func, plan, str(tile.element_type), divs.of(root.strides[0]))
+    recipe = host_recipe(root, func, plan, str(tile.element_type), divs.of(root.strides[1 if plan.transposed else 0]))
     return None if recipe is None else (root, plan, recipe)
 
 

@@ -211,6 +211,8 @@ def lower_tma_copy(L: LoweringContext, op: ttgd.AsyncTmaCopyOp) -> None:
     first = _is_tma_thread(L)
     tmap = L.kernel.args[index]
     row, col = (em.to32(o) for o in bp.offsets)
+    if plan.transposed:  # a column-major tile: the map's rows are the tile's columns
+        row, col = col, row
     issuers, cta_mask = [first], 0  # box j: issued where issuers[j % len(issuers)] holds
     if op.ctas > 1:  # a CTA pair: this CTA issues the boxes of its parity into both CTAs
         if L.cluster != op.ctas or L.cta_rank is None:

@@ -5,13 +5,27 @@ Fragment keys (analysis/layouts.py documents the register layouts):
   kk = 16-column step of the stored tile (for values: one m16n8k32 step).
 - B: (j, k16) -> 2 b32, j = the warp's j-th n8 tile, k16 = 16-row step of K.
 - metadata: (i, q) -> [b32], q = 64-column group of the NV24 tile; feeds k32 step 2q with
-  sparsity selector 0 and step 2q + 1 with selector 1 (ldmatrix.trans, seed 003's trick).
+  sparsity selector 0 and step 2q + 1 with selector 1 (ldmatrix.trans, seed 003's trick); with
+  8-bit operands the one k64 step q with selector 0, from the same words in another order
+  (ldmatrix.trans with permuted row addresses).
+
+8-bit operands (fp8 e4m3/e5m2, int8) are read as 16-bit pairs along K (ptx.py's docstring):
+their A and K-major B tiles give the same fragments as a 16-bit tile half as wide, so the keys
+count 16-bit columns, and one k64 step takes the registers of one 16-bit k32 step.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i64
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    IntegerType,
+    TensorType,
+    i64,
+)
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
@@ -122,8 +136,10 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
     shape = sm.ty.get_shape()
     if len(shape) != 2:
         raise LoweringError("ttg.local_load to #ttg.dot_op needs a 2-D memdesc")
-    if esize(sm.ty.element_type) != 2:
-        raise LoweringError(f"dot operands must be 16-bit, got {sm.ty.element_type}")
+    esz = esize(sm.ty.element_type)
+    if esz not in (1, 2):
+        raise LoweringError(f"dot operands must be 16- or 8-bit, got {sm.ty.element_type}")
+    pair = 2 // esz  # elements per 16-bit unit along K
     L.before_shared_read()
     em = L.em
     frags: dict[tuple[int, int], list[SSAValue]] = {}
@@ -133,6 +149,10 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
         rep = max(1, (mb * 16) // (16 * wm))
         tiles = _warp_tile(L, mma, 0, rep, mb)
         keys = [(i, q) for i in range(rep) for q in range((bk + 63) // 64)]
+        # kWidth (A elements per b32 along K) says what the metadata feeds: 8-bit mmas take
+        # each b32 as 32 columns of one row (rows g, g + 8 for t = 0, 1; columns 32-63 for
+        # t = 2, 3), measured on the H100; 16-bit ones as chunk t of rows g (low) and g + 8
+        eight_bit = enc.k_width == 4
         pos = 0
         while pos < len(keys):
             left = len(keys) - pos
@@ -144,10 +164,16 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
                 partial = bk - 64 * q < 64
 
                 def rc(r, i=i, q=q, partial=partial):
+                    if eight_bit:  # matrix row r: chunk 2 (r // 4) + r % 2, rows 8 ((r // 2) % 2) ..
+                        col = em.add(em.add(em.mul(em.divu(r, 4), 32), em.mul(em.remu(r, 2), 16)),
+                                     em.mul(em.remu(em.divu(r, 2), 2), 8))
+                        return tiles[i], em.add(col, 64 * q)
                     rr = em.remu(r, 4) if partial else r
                     return tiles[i], em.add(em.mul(rr, 8), 64 * q)
 
                 def py(r, warp, i=i, q=q, partial=partial):
+                    if eight_bit:
+                        return _py_tiles(mma, 0, rep, mb, warp)[i], 32 * (r // 4) + 16 * (r % 2) + 8 * ((r // 2) % 2) + 64 * q
                     rr = r % 4 if partial else r
                     return _py_tiles(mma, 0, rep, mb, warp)[i], rr * 8 + 64 * q
                 fns.append(rc)
@@ -158,27 +184,29 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
         return Frag(ty, frags)
     if enc.op_idx == 0:
         m, ka = shape
-        if m % 16 or ka % 16:
-            raise LoweringError(f"dot operand A tile {m}x{ka} must be a multiple of 16x16")
+        if m % 16 or ka % (16 * pair):
+            raise LoweringError(f"dot operand A tile {m}x{ka} must be a multiple of 16x{16 * pair}")
         wm = mma.warps_per_cta[0]
         rep = max(1, m // (16 * wm))
         tiles = _warp_tile(L, mma, 0, rep, m // 16)
         for i in range(rep):
-            for kk in range(ka // 16):
+            for kk in range(ka // (16 * pair)):
                 fns, pys = [], []
                 for j in range(4):
                     def rc(r, j=j, i=i, kk=kk):
-                        return em.add(em.mul(tiles[i], 16), em.add(r, 8 * (j % 2))), em.c(16 * kk + 8 * (j // 2))
+                        return (em.add(em.mul(tiles[i], 16), em.add(r, 8 * (j % 2))),
+                                em.c(pair * (16 * kk + 8 * (j // 2))))
 
                     def py(r, warp, j=j, i=i, kk=kk):
-                        return _py_tiles(mma, 0, rep, m // 16, warp)[i] * 16 + r + 8 * (j % 2), 16 * kk + 8 * (j // 2)
+                        return (_py_tiles(mma, 0, rep, m // 16, warp)[i] * 16 + r + 8 * (j % 2),
+                                pair * (16 * kk + 8 * (j // 2)))
                     fns.append(rc)
                     pys.append(py)
                 frags[(i, kk)] = _ldmatrix(L, sm, fns, 4, trans=False, py_rc=pys)
         return Frag(ty, frags)
     k, n = shape
-    if k % 16 or n % 8:
-        raise LoweringError(f"dot operand B tile {k}x{n} must be a multiple of 16x8")
+    if k % (16 * pair) or n % 8:
+        raise LoweringError(f"dot operand B tile {k}x{n} must be a multiple of {16 * pair}x8")
     wn = mma.warps_per_cta[1]
     rep = max(1, n // (8 * wn))
     tiles = _warp_tile(L, mma, 1, rep, n // 8)
@@ -186,19 +214,24 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
     # K-major tile (order [0, 1], stored as N rows of K) already has the fragment's shape:
     # matrix row r = 8 k's of column n + r, plain ldmatrix.
     kmajor = tuple(sm.ty.encoding.order) == (0, 1)
+    if pair != 1 and not kmajor:
+        raise LoweringError(
+            f"an 8-bit ({sm.ty.element_type}) tl.dot reads B K-major on the GPU (ldmatrix cannot "
+            "transpose bytes): store B column-major and load it with a block pointer of order=(0, 1)")
+    k16s = k // (16 * pair)
     for j in range(rep):
-        for k32 in range(0, k // 16, 2):
-            nmat = 4 if k32 + 1 < k // 16 else 2
+        for k32 in range(0, k16s, 2):
+            nmat = 4 if k32 + 1 < k16s else 2
             fns, pys = [], []
             for mt in range(nmat):
                 def rc(r, mt=mt, j=j, k32=k32):
                     if kmajor:
-                        return em.c(16 * k32 + 8 * mt), em.add(em.mul(tiles[j], 8), r)
+                        return em.c(pair * (16 * k32 + 8 * mt)), em.add(em.mul(tiles[j], 8), r)
                     return em.add(r, 16 * k32 + 8 * mt), em.mul(tiles[j], 8)
 
                 def py(r, warp, mt=mt, j=j, k32=k32):
                     col = _py_tiles(mma, 1, rep, n // 8, warp)[j] * 8
-                    return (16 * k32 + 8 * mt, col + r) if kmajor else (r + 16 * k32 + 8 * mt, col)
+                    return (pair * (16 * k32 + 8 * mt), col + r) if kmajor else (r + 16 * k32 + 8 * mt, col)
                 fns.append(rc)
                 pys.append(py)
             regs = _ldmatrix(L, sm, fns, nmat, trans=not kmajor, py_rc=pys)
@@ -209,11 +242,18 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
 
 
 def _ab_type(elt) -> str:
+    """The PTX operand type of a dot of `elt` elements."""
     if isinstance(elt, Float16Type):
         return "f16"
     if isinstance(elt, BFloat16Type):
         return "bf16"
-    raise LoweringError(f"tt.dot: operands must be f16 or bf16, got {elt}")
+    if isinstance(elt, Float8E4M3FNType):
+        return "e4m3"
+    if isinstance(elt, Float8E5M2Type):
+        return "e5m2"
+    if isinstance(elt, IntegerType) and elt.width.data == 8:
+        return "s8"
+    raise LoweringError(f"tt.dot: operands must be f16, bf16, f8E4M3FN, f8E5M2 or i8, got {elt}")
 
 
 _SWIZZLE_NAME = {width: name for name, width in wg.SWIZZLE_BYTES.items() if name != "none"}
@@ -234,10 +274,11 @@ def _canonical_k_major(sm: Smem) -> int | None:
     return width
 
 
-def _wgmma_a_desc(L: LoweringContext, a: SmemOperand, rep_m: int, k: int) -> dict[tuple[int, int], SSAValue]:
-    """The i64 descriptor of A's m64 x k32 block (i, s) for this thread's warpgroup: rows
+def _wgmma_a_desc(L: LoweringContext, a: SmemOperand, rep_m: int, steps: int) -> dict[tuple[int, int], SSAValue]:
+    """The i64 descriptor of A's m64 block (i, s) of K step s for this thread's warpgroup: rows
     64 * warpgroup + 16 * num_warps * i (the rows the accumulator layout gives the warpgroup's
-    four warps), K-major, SBO = 8 rows, the k32 step (16 values) added to the start address."""
+    four warps), K-major, SBO = 8 rows, the step's 32 bytes of values (a k32 step of 16-bit
+    values, a k64 step of 8-bit ones) added to the start address."""
     em = L.em
     width = _canonical_k_major(a.sm)
     assert width is not None
@@ -246,7 +287,7 @@ def _wgmma_a_desc(L: LoweringContext, a: SmemOperand, rep_m: int, k: int) -> dic
     const = em.c(wg.as_signed64(bits), i64)
     group_base = em.add(a.sm.addr, em.mul(em.divu(L.warp, 4), 64 * width))
     return {(i, s): _desc(L, em.add(group_base, 16 * L.num_warps * i * width + 32 * s), const)
-            for i in range(rep_m) for s in range(k // 32)}
+            for i in range(rep_m) for s in range(steps)}
 
 
 def _desc(L: LoweringContext, addr: SSAValue, const: SSAValue) -> SSAValue:
@@ -257,8 +298,8 @@ def _desc(L: LoweringContext, addr: SSAValue, const: SSAValue) -> SSAValue:
     return em.val(arith.OrIOp(em.ext64(field, signed=False), const))
 
 
-def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int, int]:
-    """(descriptor bits without the address, bytes per 32-row K step, imm-trans-b) of B."""
+def _wgmma_b_desc(b: SmemOperand, kstep: int) -> tuple[int, int, int]:
+    """(descriptor bits without the address, bytes per `kstep`-row K step, imm-trans-b) of B."""
     enc = b.sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
     k, n = b.sm.ty.get_shape()
@@ -268,13 +309,23 @@ def _wgmma_b_desc(b: SmemOperand) -> tuple[int, int, int]:
         if width not in _SWIZZLE_NAME or enc.col_block or (enc.vec * esz, enc.per_phase, enc.max_phase) != mode(width):
             raise LoweringError(f"a K-major wgmma B must be N rows of one 32/64/128-byte swizzle atom, got {enc}")
         bits = wg.smem_desc_bits(0, lbo=n * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
-        return bits, 32 * esz, 0
-    width = enc.col_block * esize(b.sm.ty.element_type)
+        return bits, kstep * esz, 0
+    if esz != 2:
+        raise LoweringError(f"wgmma reads {b.sm.ty.element_type} B K-major only (order [0, 1]), got {enc}")
+    width = enc.col_block * esz
     if width not in _SWIZZLE_NAME:
         raise LoweringError(f"wgmma B must be staged in a 32/64/128-byte swizzled colBlock layout, got {enc}")
     # MN-major canonical layout: LBO = from one column block to the next, SBO = 8 K rows.
     bits = wg.smem_desc_bits(0, lbo=k * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
-    return bits, 32 * width, 1
+    return bits, kstep * width, 1
+
+
+def _meta_step(t: str, s: int) -> tuple[tuple[int, int], int]:
+    """(metadata fragment column q, sparsity selector) of K step s: a 16-bit step takes half a
+    metadata register (two k32 steps share one), an 8-bit k64 step the whole of one."""
+    if ptx.mma_sp_k(t) == 64:
+        return s, 0
+    return s // 2, s % 2
 
 
 def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
@@ -294,21 +345,23 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     m, n = result_ty.get_shape()
     rep_m = m // (16 * L.num_warps)
     k = b.sm.ty.get_shape()[0]
-    if k % 32:
-        raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of 32")
-    bits, step_bytes, trans_b = _wgmma_b_desc(b)
-    const = em.c(wg.as_signed64(bits), i64)
     t = _ab_type(a.ty.element_type)
+    kstep = ptx.mma_sp_k(t)
+    if k % kstep:
+        raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of {kstep}")
+    bits, step_bytes, trans_b = _wgmma_b_desc(b, kstep)
+    const = em.c(wg.as_signed64(bits), i64)
     L.before_shared_read()
-    a_ops = _wgmma_a_desc(L, a, rep_m, k) if isinstance(a, SmemOperand) else a.frags
+    a_ops = _wgmma_a_desc(L, a, rep_m, k // kstep) if isinstance(a, SmemOperand) else a.frags
     em.op(wg.WgmmaFenceOp())
     acc = list(c.regs)
     per = n // 2
-    for s in range(k // 32):
+    for s in range(k // kstep):
         desc = _desc(L, em.add(b.sm.addr, s * step_bytes), const)
+        q, selector = _meta_step(t, s)
         for i in range(rep_m):
-            op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, s // 2)][0], n=n, ab_type=t,
-                                            acc=acc[i * per:(i + 1) * per], selector=s % 2, trans_b=trans_b,
+            op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, q)][0], n=n, ab_type=t,
+                                            acc=acc[i * per:(i + 1) * per], selector=selector, trans_b=trans_b,
                                             scale_d=scale_d if s == 0 else None))
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())
@@ -326,8 +379,9 @@ def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, 
     enc = result_ty.encoding
     if not isinstance(enc, MmaEncodingAttr):
         raise LoweringError("tt.dot: the result must have a #ttg.mma layout")
-    if c.ty.element_type != f32:
-        raise LoweringError("tt.dot: only f32 accumulators are supported")
+    t = _ab_type(a.ty.element_type)
+    if c.ty.element_type != ptx.mma_acc_type(t):
+        raise LoweringError(f"tt.dot: a {t} dot accumulates in {ptx.mma_acc_type(t)}, got {c.ty.element_type}")
     if enc.version_major == 3:
         if meta is None or not isinstance(b, SmemOperand):
             raise LoweringError("tt.dot: #ttg.mma version 3 (wgmma) needs a sparse dot with B in shared memory")
@@ -340,21 +394,24 @@ def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, 
     dl = distributed(enc, (m, n))
     assert dl.num_regs == rep_m * rep_n * 4
     acc = list(c.regs)
-    t = _ab_type(a.ty.element_type)
     k = b.ty.get_shape()[0]
     em = L.em
     if meta is not None:
-        if k % 32:
-            raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of 32")
-        for s in range(k // 32):
+        kstep = ptx.mma_sp_k(t)
+        if k % kstep:
+            raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of {kstep}")
+        for s in range(k // kstep):
+            q, selector = _meta_step(t, s)
             for i in range(rep_m):
                 for j in range(rep_n):
                     base = (i * rep_n + j) * 4
                     bregs = b.frags[(j, 2 * s)] + b.frags[(j, 2 * s + 1)]
-                    op = em.op(ptx.MmaSpOp(a.frags[(i, s)], bregs, acc[base:base + 4], meta.frags[(i, s // 2)][0],
-                                           ab_type=t, selector=s % 2))
+                    op = em.op(ptx.MmaSpOp(a.frags[(i, s)], bregs, acc[base:base + 4], meta.frags[(i, q)][0],
+                                           ab_type=t, selector=selector))
                     acc[base:base + 4] = list(op.results)
     else:
+        if t not in ptx.MMA_AB_TYPES:
+            raise LoweringError(f"tt.dot: a dense {t} dot has no GPU lowering (dense dots take f16 or bf16)")
         if k % 16:
             raise LoweringError(f"tt.dot: K = {k} must be a multiple of 16")
         for kk in range(k // 16):

@@ -50,6 +50,19 @@ def is_b16(ty: Attribute) -> bool:
     return isinstance(ty, Float16Type | BFloat16Type) or ty == IntegerType(16)
 
 
+def is_b8(ty: Attribute) -> bool:
+    """An 8-bit element (int8, fp8): it lives in the low byte of a b16 register."""
+    return ty != IntegerType(1) and esize(ty) == 1
+
+
+# Four bytes (each in the low half of a b16 register) <-> one b32 word: pairs of b16 into two
+# words, whose bytes 0 and 2 `prmt` gathers (selector 0x6420), and back.
+_PACK4 = ("{\n.reg .b32 %pk<2>;\nmov.b32 %pk0, {$1, $2};\nmov.b32 %pk1, {$3, $4};\n"
+          "prmt.b32 $0, %pk0, %pk1, 0x6420;\n}")
+_UNPACK4 = ("{\n.reg .b16 %pk<2>;\nmov.b32 {%pk0, %pk1}, $4;\nand.b16 $0, %pk0, 255;\n"
+            "shr.u16 $1, %pk0, 8;\nand.b16 $2, %pk1, 255;\nshr.u16 $3, %pk1, 8;\n}")
+
+
 def fast_dim(ty: TensorType) -> int:
     enc = ty.encoding
     if isinstance(enc, BlockedEncodingAttr):
@@ -69,6 +82,8 @@ def pad_value(L: LoweringContext, elt: Attribute, padding: int | None) -> SSAVal
 
 
 def pack_words(L: LoweringContext, vals: list[SSAValue]) -> list[SSAValue]:
+    if is_b8(vals[0].type) and len(vals) >= 4:
+        return [L.em.val(ptx.AsmOp(_PACK4, vals[i:i + 4], [i32], pure=True)) for i in range(0, len(vals), 4)]
     if not is_b16(vals[0].type):
         return vals
     if len(vals) == 1:
@@ -77,6 +92,8 @@ def pack_words(L: LoweringContext, vals: list[SSAValue]) -> list[SSAValue]:
 
 
 def unpack_words(L: LoweringContext, words: list[SSAValue], elt: Attribute, n: int) -> list[SSAValue]:
+    if is_b8(elt) and n >= 4:
+        return [r for w in words for r in L.em.op(ptx.AsmOp(_UNPACK4, [w], [elt] * 4, pure=True)).results]
     if not is_b16(elt) or n == 1:
         return words
     out: list[SSAValue] = []
@@ -90,6 +107,8 @@ def word_type(elt: Attribute, n: int) -> tuple[Attribute, int]:
     """(type, count) of the words that move n elements of `elt`."""
     if is_b16(elt) and n > 1:
         return i32, n // 2
+    if is_b8(elt) and n >= 4:
+        return i32, n // 4
     return elt, n
 
 

@@ -18,6 +18,8 @@ from typing import Any
 from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     FloatAttr,
@@ -61,17 +63,17 @@ def _compute_reg_class(ty: Attribute) -> tuple[str, str]:
         w = ty.width.data
         if w == 1:
             return "%p", ".pred"
-        if w == 16:
+        if w in (8, 16):  # PTX has no 8-bit registers: bytes load into and store from b16 ones
             return "%rs", ".b16"
         if w == 32:
             return "%r", ".b32"
         if w == 64:
             return "%rd", ".b64"
-    elif isinstance(ty, Float16Type | BFloat16Type):
+    elif isinstance(ty, Float16Type | BFloat16Type | Float8E4M3FNType | Float8E5M2Type):
         return "%rs", ".b16"
     elif isinstance(ty, Float32Type):
         return "%f", ".f32"
-    raise PtxEmitError(f"no PTX register class for type {ty} (use i1, i16, i32, i64, f16, bf16 or f32)")
+    raise PtxEmitError(f"no PTX register class for type {ty} (use i1, i8, i16, i32, i64, f8, f16, bf16 or f32)")
 
 
 _CLASS_ORDER = ("%p", "%rs", "%r", "%rd", "%f")
@@ -225,7 +227,7 @@ class _KernelEmitter:
 
     def mov(self, dst: str, src: str, ty: Attribute) -> None:
         if dst != src:
-            suffix = "pred" if _is_pred(ty) else f"b{_width(ty)}"
+            suffix = "pred" if _is_pred(ty) else f"b{max(16, _width(ty))}"
             self.emit(f"mov.{suffix} {dst}, {src};")
 
     # kernel --------------------------------------------------------------------------------
@@ -307,12 +309,14 @@ def _constant(e: _KernelEmitter, op: arith.ConstantOp) -> None:
         if ty.width.data == 1:
             e.emit(f"mov.pred {d}, {1 if v & 1 else 0};")
         else:
-            e.emit(f"mov.b{ty.width.data} {d}, {_int_imm(v, ty.width.data)};")
+            e.emit(f"mov.b{max(16, ty.width.data)} {d}, {_int_imm(v, ty.width.data)};")
     elif isinstance(value, FloatAttr) and _is_float(ty):
         if isinstance(ty, Float32Type):
             e.emit(f"mov.f32 {d}, {_float_bits(value.value.data, ty)};")
         else:
             e.emit(f"mov.b16 {d}, {_float_bits(value.value.data, ty)};")
+    elif isinstance(value, FloatAttr) and isinstance(ty, Float8E4M3FNType | Float8E5M2Type) and value.value.data == 0.0:
+        e.emit(f"mov.b16 {d}, 0;")  # the zero an 8-bit float load pads with (+0.0: all bits 0)
     else:
         raise PtxEmitError(f"arith.constant: only scalar integer/float constants print as PTX, got {value}")
 
@@ -629,11 +633,12 @@ def _group(e: _KernelEmitter, values: Iterable[SSAValue]) -> str:
 
 def _mma_sp(e: _KernelEmitter, op: ptx.MmaSpOp) -> None:
     t = op.ab_type.data
+    acc = "s32" if t == "s8" else "f32"
     a, b, c = _group(e, op.a), _group(e, op.b), _group(e, op.c)
     meta = e.use(op.meta)
     d = "{" + ", ".join(e.define(r) for r in op.res) + "}"
     e.emit(
-        f"mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.{t}.{t}.f32 "
+        f"mma.sp::ordered_metadata.sync.aligned.m16n8k{ptx.mma_sp_k(t)}.row.col.{acc}.{t}.{t}.{acc} "
         f"{d}, {a}, {b}, {c}, {meta}, 0x{op.selector.value.data:x};"
     )
 

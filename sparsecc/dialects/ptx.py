@@ -87,6 +87,16 @@ point type" and "... for sparse mma.m16n8k32 with .f16 and .bf16 types"), with
   (int16 meta[ceil(M/16), K], word of row m and 16-column chunk c at meta[m//16, 16*c + m%16])
   the register of (g, h) for the k32 step kk is therefore
       meta[tile, 16*(2kk+h) + g] | meta[tile, 16*(2kk+h) + g + 8] << 16.
+
+8-bit operands (e4m3, e5m2, s8; m16n8k64) hold the same bytes in the same registers: a
+compressed 16x32 8-bit A is 16 rows of 32 bytes, like the 16x16 16-bit one, and a thread's b32
+holds 4 consecutive K elements of A or B where the 16-bit form holds 2. So the fragments are the
+16-bit ones of the tile read as 16-bit pairs (ldmatrix loads them unchanged; B must be K-major,
+as ldmatrix cannot transpose bytes). The metadata of one k64 step is one b32 per thread, every
+thread of a quad supplying it (selector 0), and each b32 covers 32 columns of ONE row: thread t
+holds row g + 8 (t % 2), 16-column chunks 2 (t // 2) (bits 15:0) and 2 (t // 2) + 1 (bits
+31:16) of the step (measured on the H100 with host-permuted words, bench/results/NOTES.md). The
+words are NV24's; only their order in the registers differs. The accumulator of s8 is s32.
 """
 
 from __future__ import annotations
@@ -97,6 +107,8 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     IntegerAttr,
@@ -105,9 +117,12 @@ from xdsl.dialects.builtin import (
     SymbolNameConstraint,
     UnitAttr,
     bf16,
+    f8E4M3FN,
+    f8E5M2,
     f16,
     f32,
     i1,
+    i8,
     i16,
     i32,
     i64,
@@ -132,14 +147,14 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 #: Every scalar type a PTX register of this dialect can hold.
-SCALAR_TYPES: tuple[Attribute, ...] = (i1, i16, i32, i64, f16, bf16, f32)
+SCALAR_TYPES: tuple[Attribute, ...] = (i1, i8, i16, i32, i64, f8E4M3FN, f8E5M2, f16, bf16, f32)
 # IRDL constraints by base type; exact widths are checked in `verify_` (xDSL's `AnyOf` cannot
 # hold two `IntegerType`s of different widths).
 _B16_TYPES = base(IntegerType) | base(Float16Type) | base(BFloat16Type)
-_MEM_TYPES = _B16_TYPES | base(Float32Type)
+_MEM_TYPES = _B16_TYPES | base(Float32Type) | base(Float8E4M3FNType) | base(Float8E5M2Type)
 _ADDR_TYPES = base(IntegerType)
 #: Types a memory op may move (no predicates in memory).
-MEM_TYPES: tuple[Attribute, ...] = (i16, i32, i64, f16, bf16, f32)
+MEM_TYPES: tuple[Attribute, ...] = (i8, i16, i32, i64, f8E4M3FN, f8E5M2, f16, bf16, f32)
 B16_TYPES: tuple[Attribute, ...] = (i16, f16, bf16)
 
 PARAM_KINDS: dict[str, Attribute] = {"ptr": i64, "i64": i64, "i32": i32, "f32": f32, "tmap": i64}
@@ -151,6 +166,19 @@ SPECIAL_REGS = tuple(
 LD_CACHE_OPS = ("ca", "cg", "cs", "lu", "cv")
 ST_CACHE_OPS = ("wb", "cg", "cs", "wt")
 MMA_AB_TYPES = ("f16", "bf16")
+MMA_SP_AB_TYPES: dict[str, tuple[int, Attribute]] = {
+    "f16": (32, f32), "bf16": (32, f32), "e4m3": (64, f32), "e5m2": (64, f32), "s8": (64, i32)}
+"""Sparse mma operand type -> (dense K of one instruction, accumulator type)."""
+
+
+def mma_sp_k(ab_type: str) -> int:
+    """The dense K of one sparse mma of `ab_type` (32 for 16-bit operands, 64 for 8-bit)."""
+    return MMA_SP_AB_TYPES[ab_type][0]
+
+
+def mma_acc_type(ab_type: str) -> Attribute:
+    """The accumulator element type of a sparse mma of `ab_type` (s32 for s8, else f32)."""
+    return MMA_SP_AB_TYPES[ab_type][1]
 
 
 def bit_width(ty: Attribute) -> int:
@@ -159,6 +187,8 @@ def bit_width(ty: Attribute) -> int:
         return ty.width.data
     if isinstance(ty, Float16Type | BFloat16Type):
         return 16
+    if isinstance(ty, Float8E4M3FNType | Float8E5M2Type):
+        return 8
     if isinstance(ty, Float32Type):
         return 32
     raise VerifyException(f"ptx: unsupported value type {ty}")
@@ -565,20 +595,22 @@ def _check_mma(op: IRDLOperation, groups: dict[str, tuple[Sequence[SSAValue], in
 
 @irdl_op_definition
 class MmaSpOp(IRDLOperation):
-    """`mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.T.T.f32 d, a, b, c, e, sel`.
+    """`mma.sp::ordered_metadata.sync.aligned.m16n8kK.row.col.C.T.T.C d, a, b, c, e, sel`.
 
-    a: 4 b32 (packed pairs of the compressed 16x16 A), b: 4 b32 (32x8 B), c: 4 f32, e: the
-    metadata b32, `selector` 0 or 1 (which thread pair of each quad supplies e); results: 4 f32.
-    Layouts are in this module's docstring. T = `ab_type` ("f16" or "bf16").
+    a: 4 b32 (the compressed 16 x K/2 A), b: 4 b32 (K x 8 B), c: 4 accumulators, e: the metadata
+    b32, `selector` (16-bit T: 0 or 1, which thread pair of each quad supplies e; 8-bit T: 0,
+    every thread does); results: 4 accumulators. T = `ab_type`: "f16"/"bf16" (K = 32, C = f32),
+    "e4m3"/"e5m2" (K = 64, C = f32) or "s8" (K = 64, C = s32). Layouts are in this module's
+    docstring.
     """
 
     name = "ptx.mma.sp"
 
     a = var_operand_def(i32)
     b = var_operand_def(i32)
-    c = var_operand_def(f32)
+    c = var_operand_def()
     meta = operand_def(i32)
-    res = var_result_def(f32)
+    res = var_result_def()
     ab_type = prop_def(StringAttr)
     selector = prop_def(IntegerAttr)
 
@@ -594,18 +626,23 @@ class MmaSpOp(IRDLOperation):
         ab_type: str = "f16",
         selector: int = 0,
     ):
+        acc = MMA_SP_AB_TYPES[ab_type][1] if ab_type in MMA_SP_AB_TYPES else f32
         super().__init__(
             operands=[list(a), list(b), list(c), meta],
-            result_types=[[f32] * 4],
+            result_types=[[acc] * 4],
             properties={"ab_type": StringAttr(ab_type), "selector": _int_prop(selector, 32)},
         )
 
     def verify_(self) -> None:
-        _check_mma(self, {"a": (self.a, 4, i32), "b": (self.b, 4, i32), "c": (self.c, 4, f32), "d": (self.res, 4, f32)})
-        if self.ab_type.data not in MMA_AB_TYPES:
-            raise VerifyException(f"ptx.mma.sp: ab_type must be one of {MMA_AB_TYPES}")
-        if self.selector.value.data not in (0, 1):
-            raise VerifyException("ptx.mma.sp: the sparsity selector of m16n8k32 f16/bf16 is 0 or 1")
+        t = self.ab_type.data
+        if t not in MMA_SP_AB_TYPES:
+            raise VerifyException(f"ptx.mma.sp: ab_type must be one of {tuple(MMA_SP_AB_TYPES)}")
+        k, acc = MMA_SP_AB_TYPES[t]
+        _check_mma(self, {"a": (self.a, 4, i32), "b": (self.b, 4, i32), "c": (self.c, 4, acc), "d": (self.res, 4, acc)})
+        selectors = (0, 1) if k == 32 else (0,)
+        if self.selector.value.data not in selectors:
+            raise VerifyException(f"ptx.mma.sp: the sparsity selector of m16n8k{k} {t} is "
+                                  + " or ".join(map(str, selectors)))
 
 
 @irdl_op_definition

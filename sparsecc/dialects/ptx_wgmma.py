@@ -86,7 +86,9 @@ SWIZZLE_MODES: dict[str, int] = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
 SWIZZLE_BYTES: dict[str, int] = {"none": 16, "32B": 32, "64B": 64, "128B": 128}
 #: N of m64nNk32 (multiples of 8 up to 256, as the PTX ISA allows for f16/bf16).
 WGMMA_N = tuple(range(8, 257, 8))
-WGMMA_AB_TYPES = ("f16", "bf16")
+WGMMA_AB_TYPES = ("f16", "bf16", "e4m3", "e5m2", "s8")
+"""Operand types of `wgmma.mma_async.sp` sparsecc emits (the 8-bit ones take K = 64, K-major
+operands only, and s8 accumulates in s32; `ptx.MMA_SP_AB_TYPES`)."""
 
 
 def _int(value: int, width: int = 32) -> IntegerAttr:
@@ -217,25 +219,27 @@ class FenceProxyAsyncOp(TemplateOp):
 
 @irdl_op_definition
 class WgmmaMmaAsyncSpOp(TemplateOp):
-    """`wgmma.mma_async.sp.sync.aligned.m64nNk32.f32.T.T`: one 2:4-sparse warpgroup MMA.
+    """`wgmma.mma_async.sp.sync.aligned.m64nNkK.C.T.T`: one 2:4-sparse warpgroup MMA.
 
-    Operands: `acc` (empty, or N/2 f32: the input accumulator, copied into the result registers
-    before the wgmma), `a` (one i64 shared-memory descriptor of the compressed 64x16 A, or 4 i32
-    registers in the layout of the module docstring), `b_desc` (i64 descriptor of B, 32xN),
+    Operands: `acc` (empty, or N/2 accumulators, copied into the result registers before the
+    wgmma), `a` (one i64 shared-memory descriptor of the compressed 64 x K/2 A, or 4 i32
+    registers in the layout of the module docstring), `b_desc` (i64 descriptor of B, K x N),
     `meta` (i32 metadata register), optional `scale_d` (i1: add the accumulator iff true; when
     absent the immediate `scale_d_imm` is used, 1 with an `acc`, 0 without). Properties: `n`,
-    `ab_type` ("f16"/"bf16"), `selector` (0/1), `scale_a`/`scale_b` (1 or -1), `trans_a`/`trans_b`
-    (0/1, 1 = MN-major operand; `trans_a` only for A in shared memory). Results: N/2 f32.
+    `ab_type` T ("f16"/"bf16": K = 32; "e4m3"/"e5m2"/"s8": K = 64), `selector` (0/1 for 16-bit
+    T, 0 for 8-bit), `scale_a`/`scale_b` (1 or -1; 1 for s8), `trans_a`/`trans_b` (0/1, 1 =
+    MN-major operand; `trans_a` only for A in shared memory; 0 for 8-bit T). Results: N/2
+    accumulators C (f32; s32 for s8).
     """
 
     name = "ptx.wgmma.mma_async.sp"
 
-    acc = var_operand_def(f32)
+    acc = var_operand_def()
     a = var_operand_def(IntegerType)
     b_desc = operand_def(i64)
     meta = operand_def(i32)
     scale_d = opt_operand_def(i1)
-    res = var_result_def(f32)
+    res = var_result_def()
     n = prop_def(IntegerAttr)
     ab_type = prop_def(StringAttr)
     selector = prop_def(IntegerAttr)
@@ -266,7 +270,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         a_list = list(a) if isinstance(a, Sequence) else [a]
         super().__init__(
             operands=[list(acc), a_list, b_desc, meta, [scale_d] if scale_d is not None else []],
-            result_types=[[f32] * (n // 2)],
+            result_types=[[i32 if ab_type == "s8" else f32] * (n // 2)],
             properties={
                 "n": _int(n),
                 "ab_type": StringAttr(ab_type),
@@ -283,6 +287,11 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
     def a_in_registers(self) -> bool:
         return len(self.a) == 4
 
+    @property
+    def eight_bit(self) -> bool:
+        """Whether the operands are 8-bit (m64nNk64)."""
+        return self.ab_type.data in ("e4m3", "e5m2", "s8")
+
     def verify_(self) -> None:
         n = self.n.value.data
         name = self.name
@@ -290,15 +299,24 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
             raise VerifyException(f"{name}: N must be a multiple of 8 in 8..256, got {n}")
         if self.ab_type.data not in WGMMA_AB_TYPES:
             raise VerifyException(f"{name}: ab_type must be one of {WGMMA_AB_TYPES}")
-        if len(self.res) != n // 2:
-            raise VerifyException(f"{name}: m64n{n} has {n // 2} f32 results, got {len(self.res)}")
-        if len(self.acc) not in (0, n // 2):
-            raise VerifyException(f"{name}: acc must be empty or {n // 2} f32 values, got {len(self.acc)}")
+        t = self.ab_type.data
+        acc_ty = i32 if t == "s8" else f32
+        if len(self.res) != n // 2 or any(r.type != acc_ty for r in self.res):
+            raise VerifyException(f"{name}: m64n{n} has {n // 2} {acc_ty} results, got {len(self.res)}")
+        if len(self.acc) not in (0, n // 2) or any(v.type != acc_ty for v in self.acc):
+            raise VerifyException(f"{name}: acc must be empty or {n // 2} {acc_ty} values, got {len(self.acc)}")
         a_types = [v.type for v in self.a]
         if a_types != [i64] and a_types != [i32] * 4:
             raise VerifyException(f"{name}: a must be one i64 descriptor or 4 i32 registers")
-        if self.selector.value.data not in (0, 1):
-            raise VerifyException(f"{name}: the sparsity selector of m64nNk32 f16/bf16 is 0 or 1")
+        if self.eight_bit:
+            if self.selector.value.data != 0:
+                raise VerifyException(f"{name}: the sparsity selector of m64nNk64 {t} is 0")
+            if self.trans_a.value.data or self.trans_b.value.data:
+                raise VerifyException(f"{name}: {t} operands must be K-major (trans_a = trans_b = 0)")
+            if t == "s8" and (self.scale_a.value.data, self.scale_b.value.data) != (1, 1):
+                raise VerifyException(f"{name}: s8 has no scale_a/scale_b (they must be 1)")
+        elif self.selector.value.data not in (0, 1):
+            raise VerifyException(f"{name}: the sparsity selector of m64nNk32 {t} is 0 or 1")
         for what in ("scale_a", "scale_b"):
             if getattr(self, what).value.data not in (1, -1):
                 raise VerifyException(f"{name}: {what} must be 1 or -1")
@@ -327,7 +345,9 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
             return "{" + ", ".join(f"${first + j}" for j in range(count)) + "}"
 
         # tied: the results live in the accumulator's registers, no copies
-        lines = [] if self.tied_operands() else [f"mov.f32 ${j}, ${nres + j};" for j in range(nacc)]
+        t = self.ab_type.data
+        acc = "s32" if t == "s8" else "f32"
+        lines = [] if self.tied_operands() else [f"mov.{acc} ${j}, ${nres + j};" for j in range(nacc)]
         if self.a_in_registers:
             a, i = group(i, 4), i + 4
         else:
@@ -335,14 +355,16 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         b_desc, meta = f"${i}", f"${i + 1}"
         i += 2
         scale_d = f"${i}" if self.scale_d is not None else str(self.scale_d_imm.value.data)
-        t = self.ab_type.data
-        imms = [self.scale_a.value.data, self.scale_b.value.data]
-        if not self.a_in_registers:
-            imms.append(self.trans_a.value.data)
-        imms.append(self.trans_b.value.data)
+        # immediates: 16-bit: scale-a, scale-b, [trans-a,] trans-b; fp8: scale-a, scale-b; s8: none
+        imms = [] if t == "s8" else [self.scale_a.value.data, self.scale_b.value.data]
+        if not self.eight_bit:
+            if not self.a_in_registers:
+                imms.append(self.trans_a.value.data)
+            imms.append(self.trans_b.value.data)
+        k = 64 if self.eight_bit else 32
         lines.append(
-            f"wgmma.mma_async.sp.sync.aligned.m64n{n}k32.f32.{t}.{t} {group(0, nres)}, {a}, {b_desc}, "
-            f"{meta}, {self.selector.value.data}, {scale_d}, " + ", ".join(map(str, imms)) + ";"
+            f"wgmma.mma_async.sp.sync.aligned.m64n{n}k{k}.{acc}.{t}.{t} {group(0, nres)}, {a}, {b_desc}, "
+            f"{meta}, {self.selector.value.data}, {scale_d}" + "".join(f", {v}" for v in imms) + ";"
         )
         return "\n".join(lines)
 

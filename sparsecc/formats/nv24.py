@@ -31,15 +31,26 @@ on a metadata word), tiles multiples of 16 both ways.
 The GPU reads both arrays unchanged: `mma.sp::ordered_metadata` m16n8k32 (sm_80+) and, on
 sm_90a, `wgmma.mma_async.sp` with K = 32 per instruction; neither needs a re-encoding.
 
-The element types: `#tt.sparse<"NV24">` and `*T:NV24` signatures hold 16- and 8-bit types (the
-hardware's 2:4 instructions take both); `compress`, `SparseTensor` and the GPU lowering handle
-fp16 and bf16.
+The element types: fp16, bf16, fp8 e4m3 / e5m2 and int8, everywhere (`#tt.sparse<"NV24">`,
+`*T:NV24` signatures, `compress`, `SparseTensor`, the interpreter, the GPU). The arrays have
+the same shapes and the same 16-bit words for every type, since a group is 4 elements whatever
+their width. What differs is how a thread's 32-bit metadata register packs the words, and that
+is the lowering's business, not the format's:
+
+* 16-bit elements (m16n8k32, K = 32 per instruction): one register serves two instructions;
+  thread t of quad g holds 16-column chunk t of rows g (bits 15:0) and g + 8 (bits 31:16), the
+  sparsity selector picking threads 0-1 or 2-3;
+* 8-bit elements (m16n8k64 / m64nNk64, K = 64): one register per instruction, every thread
+  supplying one; thread t holds row g + 8 (t % 2), chunks 2 (t // 2) and 2 (t // 2) + 1: 32
+  consecutive columns of one row (measured on the H100, bench/results/NOTES.md stop 14).
+
+fp8 needs sm_89 or newer, and the tensor cores read an 8-bit dense operand K-major only.
 """
 
 from __future__ import annotations
 
 from sparsecc.formats.base import ArrayMap, GroupShape, Instruction, MetadataLayout, SparseFormat
-from sparsecc.formats.elements import BF16, FP8E4NV, FP16, I8, I16
+from sparsecc.formats.elements import BF16, FP8E4NV, FP8E5, FP16, I8, I16
 
 GROUP = GroupShape(kept=2, size=4)
 META = MetadataLayout(element=I16, index_bits=2, word_cols=16, block_rows=16, pad_word=0x4444)
@@ -47,9 +58,9 @@ META = MetadataLayout(element=I16, index_bits=2, word_cols=16, block_rows=16, pa
 NV24 = SparseFormat(
     name="NV24",
     summary="NVIDIA 2:4 along the last dimension",
-    element_types=(FP16, BF16, FP8E4NV, I8),
+    element_types=(FP16, BF16, FP8E4NV, FP8E5, I8),
     element_kind="a 16- or 8-bit element type",
-    runtime_element_types=(FP16, BF16),
+    runtime_element_types=(FP16, BF16, FP8E4NV, FP8E5, I8),
     group=GROUP,
     meta=META,
     # Values: 2 of every 4 columns, rows unchanged; the row stride halves with the columns.
@@ -64,6 +75,10 @@ NV24 = SparseFormat(
                     "a thread pair's 32-bit register holds the two 16-bit words of rows r and r+8"),
         Instruction("wgmma.mma_async.sp", (64, 256, 32), "sm_90a",
                     "N any multiple of 8 up to 256; the same words, a thread pair's 32-bit register"),
+        Instruction("mma.sp::ordered_metadata", (16, 8, 64), "sm_89",
+                    "8-bit (e4m3, e5m2; s8 from sm_80): each thread's register holds two words of one row"),
+        Instruction("wgmma.mma_async.sp", (64, 256, 64), "sm_90a",
+                    "8-bit, K-major operands only; the 8-bit mma.sp register layout per warp"),
     ),
 )
 """The NV24 format (see the module docstring)."""

@@ -12,7 +12,20 @@ from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerType, NoneAttr, TensorType, f16, f32, i1, i32, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    IntegerType,
+    NoneAttr,
+    TensorType,
+    f16,
+    f32,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Block, BlockArgument
 
 import sparsecc.language as tl
 from sparsecc.dialects import tt
@@ -271,7 +284,7 @@ def store(em: Emitter, pointer: Any, value: Any, mask: Any, boundary_check: Any,
 # Compute
 # --------------------------------------------------------------------------------------
 
-_DOT_INPUTS = ("fp16", "bf16", "fp8e4nv", "i8")
+_DOT_INPUTS = ("fp16", "bf16", "fp8e4nv", "fp8e5", "i8")
 
 
 @impl
@@ -291,7 +304,7 @@ def dot(em: Emitter, input: Any, other: Any, acc: Any, out_dtype: Any, allow_tf3
 
     name = tl_dtype(ea).name
     if name not in _DOT_INPUTS:
-        raise SemanticError(f"tl.dot operands must be fp16, bf16, fp8e4nv or i8, got {name} "
+        raise SemanticError(f"tl.dot operands must be fp16, bf16, fp8e4nv, fp8e5 or i8, got {name} "
                             "(convert with .to(tl.float16))")
     (m, k), (k2, n) = sem.shape(a), sem.shape(b)
     if k != k2:
@@ -354,7 +367,28 @@ def _hint(name: str, input: Any, values: Any) -> Any:
 
 @impl
 def multiple_of(em: Emitter, input: Any, values: Any) -> Any:
-    return _hint("multiple_of", input, values)
+    v = _hint("multiple_of", input, values)
+    vals = values if isinstance(values, list | tuple) else [values]
+    if isinstance(v, BlockArgument) and isinstance(v.type, IntegerType) and len(vals) == 1:
+        _raise_arg_divisibility(v, vals[0])
+    return v
+
+
+def _raise_arg_divisibility(arg: BlockArgument, multiple: int) -> None:
+    """`tl.multiple_of(arg, d)` on a kernel's integer argument: its `tt.divisibility` becomes
+    the largest power of two dividing d (if larger), as a ':16' specialization gives 16, so the
+    analyses that read it (aligned vectors, TMA strides) may rely on it."""
+    func = arg.owner.parent_op() if isinstance(arg.owner, Block) else None
+    if not isinstance(func, tt.FuncOp) or arg.owner is not func.body.block:
+        return
+    pow2 = multiple & -multiple
+    n = len(func.body.block.args)
+    dicts = list(func.arg_attrs.data) if func.arg_attrs is not None else [DictionaryAttr({})] * n
+    old = dicts[arg.index].data.get("tt.divisibility")
+    if isinstance(old, IntegerAttr) and old.value.data >= pow2:
+        return
+    dicts[arg.index] = DictionaryAttr({**dicts[arg.index].data, "tt.divisibility": IntegerAttr(pow2, 32)})
+    func.arg_attrs = ArrayAttr(dicts)
 
 
 @impl

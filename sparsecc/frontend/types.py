@@ -9,6 +9,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -16,6 +17,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     bf16,
     f8E4M3FN,
+    f8E5M2,
     f16,
     f32,
     f64,
@@ -32,13 +34,13 @@ from sparsecc import formats
 from sparsecc.dialects.tt import PointerType, SparseEncodingAttr, sparse_encoding_of
 
 _IR: dict[str, Attribute] = {
-    "fp8e4nv": f8E4M3FN, "fp16": f16, "bf16": bf16, "fp32": f32, "fp64": f64,
+    "fp8e4nv": f8E4M3FN, "fp8e5": f8E5M2, "fp16": f16, "bf16": bf16, "fp32": f32, "fp64": f64,
     "i1": i1, "i8": i8, "i16": i16, "i32": i32, "i64": i64,
 }
 
-POINTEE_NAMES = ("fp16", "bf16", "fp32", "fp8e4nv", "i8", "i16", "i32", "i64")
+POINTEE_NAMES = ("fp16", "bf16", "fp32", "fp8e4nv", "fp8e5", "i8", "i16", "i32", "i64")
 SCALAR_NAMES = ("i1", "i32", "i64", "fp32")
-FLOAT_TYPES = (Float8E4M3FNType, Float16Type, BFloat16Type, Float32Type, Float64Type)
+FLOAT_TYPES = (Float8E4M3FNType, Float8E5M2Type, Float16Type, BFloat16Type, Float32Type, Float64Type)
 
 
 def ir_type(dt: tl.dtype) -> Attribute:
@@ -122,7 +124,7 @@ def is_int(ty: Attribute) -> bool:
 def bitwidth(ty: Attribute) -> int:
     if isinstance(ty, IntegerType):
         return ty.width.data
-    return {Float8E4M3FNType: 8, Float16Type: 16, BFloat16Type: 16, Float32Type: 32,
+    return {Float8E4M3FNType: 8, Float8E5M2Type: 8, Float16Type: 16, BFloat16Type: 16, Float32Type: 32,
             Float64Type: 64}[type(ty)]
 
 

@@ -44,7 +44,7 @@ class constexpr:  # noqa: N801 - the Triton spelling users know
 class dtype:  # noqa: N801
     """A scalar element type (`tl.float16`, ...); `name` is its signature spelling ("fp16")."""
 
-    FLOATS = ("fp8e4nv", "fp16", "bf16", "fp32", "fp64")
+    FLOATS = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
     INTS = ("i1", "i8", "i16", "i32", "i64")
 
     def __init__(self, name: str):
@@ -63,7 +63,7 @@ class dtype:  # noqa: N801
 
     @property
     def primitive_bitwidth(self) -> int:
-        return {"i1": 1, "i8": 8, "fp8e4nv": 8, "i16": 16, "fp16": 16, "bf16": 16,
+        return {"i1": 1, "i8": 8, "fp8e4nv": 8, "fp8e5": 8, "i16": 16, "fp16": 16, "bf16": 16,
                 "i32": 32, "fp32": 32, "i64": 64, "fp64": 64}[self.name]
 
     def __eq__(self, other: object) -> bool:
@@ -103,6 +103,7 @@ class pointer_type(dtype):  # noqa: N801
 
 
 float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
 float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
@@ -113,11 +114,11 @@ int16 = dtype("i16")
 int32 = dtype("i32")
 int64 = dtype("i64")
 
-_PY_NAMES = {"fp8e4nv": "float8e4nv", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
+_PY_NAMES = {"fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
              "fp64": "float64", "i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32",
              "i64": "int64"}
 
-DTYPES: dict[str, dtype] = {d.name: d for d in (float8e4nv, float16, bfloat16, float32, float64,
+DTYPES: dict[str, dtype] = {d.name: d for d in (float8e4nv, float8e5, float16, bfloat16, float32, float64,
                                                    int1, int8, int16, int32, int64)}
 """Signature spelling -> dtype."""
 

@@ -11,6 +11,7 @@ the op has no backward, and a call that would need one is an error that says so.
 
     y = torch.ops.sparsecc.sparse_linear(x, values, meta, in_features, bias, "silu")
     d = torch.ops.sparsecc.sparse_mm(values, meta, k, b)          # A (M x k, 2:4) @ b (k x N)
+    y = torch.ops.sparsecc.sparse_mm(w8.values, w8.meta, k, x8.t(), sw, sx)   # int8/fp8, rowwise scales
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 
 from sparsecc.ops.sparse_linear import ACTIVATIONS, reference_linear, sparse_linear
 from sparsecc.ops.sparse_mm import sparse_mm
+from sparsecc.ops.sparse_mm_8bit import EIGHT_BIT_DTYPES, default_out_dtype
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
 
@@ -49,20 +51,36 @@ def _no_backward(ctx, grad):  # noqa: ANN001 - torch's autograd signature
 sparse_linear_op.register_autograd(_no_backward)
 
 
+def _out_dtype(values: torch.Tensor, scaled: bool) -> torch.dtype:
+    return default_out_dtype(values.dtype, scaled) if values.dtype in EIGHT_BIT_DTYPES else values.dtype
+
+
 @torch.library.custom_op("sparsecc::sparse_mm", mutates_args=())
-def sparse_mm_op(values: torch.Tensor, meta: torch.Tensor, k: int, b: torch.Tensor) -> torch.Tensor:
+def sparse_mm_op(values: torch.Tensor, meta: torch.Tensor, k: int, b: torch.Tensor,
+                 scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None) -> torch.Tensor:
     """`A @ b` with A (M x k, 2:4 along k) given as its NV24 arrays; CUDA runs `sparse_mm`, the CPU
-    computes with the decompressed A in torch."""
+    computes with the decompressed A in torch. int8 / fp8 operands may take rowwise fp32 scales
+    (`scale_a`: M values, `scale_b`: N) and return `sparse_mm`'s default dtype for them (int32
+    for unscaled int8, else bfloat16)."""
     a = SparseTensor(values, meta, (values.shape[0], k))
     if b.device.type == "cuda":
-        return sparse_mm(a, b)
-    return (a.to_dense().float() @ b.float()).to(b.dtype)
+        return sparse_mm(a, b, scale_a=scale_a, scale_b=scale_b)
+    out = _out_dtype(values, scale_a is not None or scale_b is not None)
+    if out == torch.int32:  # exact, as the GPU's int32 sums
+        return (a.to_dense().long() @ b.long()).to(torch.int32)
+    d = a.to_dense().double() @ b.double()
+    if scale_a is not None:
+        d = d * scale_a.double().reshape(-1, 1)
+    if scale_b is not None:
+        d = d * scale_b.double().reshape(1, -1)
+    return d.to(out)
 
 
 @sparse_mm_op.register_fake
-def _(values: torch.Tensor, meta: torch.Tensor, k: int, b: torch.Tensor) -> torch.Tensor:
+def _(values: torch.Tensor, meta: torch.Tensor, k: int, b: torch.Tensor,
+      scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None) -> torch.Tensor:
     torch._check(b.shape[0] == k, lambda: f"sparse_mm: A has {k} columns but b has {b.shape[0]} rows")
-    return b.new_empty((values.shape[0], b.shape[1]))
+    return b.new_empty((values.shape[0], b.shape[1]), dtype=_out_dtype(values, scale_a is not None or scale_b is not None))
 
 
 sparse_mm_op.register_autograd(_no_backward)

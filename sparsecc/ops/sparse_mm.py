@@ -19,6 +19,9 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
+from sparsecc.ops.mm_tiles import MMConfig, _operand_ptrs, _store_tile, _tile_coords, _tile_sum
+from sparsecc.ops.mm_tiles import check_out as _check_out
+from sparsecc.ops.sparse_mm_8bit import EIGHT_BIT_DTYPES, sparse_mm_8bit
 from sparsecc.passes.to_gpu import has_wgmma
 from sparsecc.runtime.launcher import ALIGNMENT
 from sparsecc.runtime.sparse_tensor import SparseTensor
@@ -46,55 +49,6 @@ def sparse_mm_kernel(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_d
     else:
         _one_tile(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_dm, stride_dn,
                   BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, B_KMAJOR, CLUSTER_M)
-
-
-@sparsecc.jit
-def _tile_coords(tile, num_m, num_n, GROUP_M: tl.constexpr):
-    # grouped tile order: GROUP_M row-tiles share the same B column panel while it is in L2
-    if GROUP_M == 1:  # plain row-major order: one division
-        return tile // num_n, tile % num_n
-    per_group = GROUP_M * num_n
-    first_m = (tile // per_group) * GROUP_M
-    group_rows = min(num_m - first_m, GROUP_M)
-    return first_m + (tile % per_group) % group_rows, (tile % per_group) // group_rows
-
-
-@sparsecc.jit
-def _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr):
-    # the first K step's A and B tiles of output tile (tile_m, tile_n)
-    a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1),
-                              offsets=(tile_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K),
-                              order=(1, 0))
-    b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn),
-                              offsets=(0, tile_n * BLOCK_N), block_shape=(BLOCK_K, BLOCK_N),
-                              order=(0, 1) if B_KMAJOR else (1, 0))
-    return a_ptr, b_ptr
-
-
-@sparsecc.jit
-def _store_tile(D, acc, M, N, stride_dm, stride_dn, tile_m, tile_n,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, stride_dn),
-                              offsets=(tile_m * BLOCK_M, tile_n * BLOCK_N),
-                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-    tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
-
-
-@sparsecc.jit
-def _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr):
-    # the fp32 sum of output tile (tile_m, tile_n) over all of K
-    a_ptr, b_ptr = _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
-                                 BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
-        b = tl.load(b_ptr, boundary_check=(0, 1), padding_option="zero")
-        acc = tl.dot(a, b, acc)
-        a_ptr = tl.advance(a_ptr, (0, BLOCK_K))
-        b_ptr = tl.advance(b_ptr, (BLOCK_K, 0))
-    return acc
 
 
 @sparsecc.jit
@@ -156,27 +110,6 @@ def _persistent_tiles(D, A, B, M, N, K, stride_am, stride_bk, stride_bn, stride_
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
 
 
-@dataclass(frozen=True)
-class MMConfig:
-    """Tile sizes and launch options of one sparse_mm launch."""
-
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int = 8
-    num_warps: int = 4
-    num_stages: int = 3
-    persistent: bool = False
-    """One program per SM (at most) walking the tiles, instead of one program per tile."""
-    num_ctas: int = 1
-    """2: CTA pairs (a cluster) on vertically adjacent tiles load each B tile once between them
-    (TMA multicast on sm_90a); the programs come in pairs."""
-
-    def __post_init__(self) -> None:
-        for name in ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages", "num_ctas"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"MMConfig: {name} must be a positive int, got {value!r}")
 
 
 # One m16n8k32 mma.sp step needs BLOCK_M % 16 == 0 and BLOCK_K % 32 == 0; metadata tiles need
@@ -347,7 +280,7 @@ def _b_plan(b: torch.Tensor, target: str | None) -> _BPlan:
 
 def _check(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtype:
     """Validate operands; one clear message per problem. Returns the output dtype."""
-    from sparsecc.runtime.sparse_tensor import SUPPORTED_DTYPES, SparseTensor
+    from sparsecc.runtime.sparse_tensor import SparseTensor
 
     if not isinstance(a, SparseTensor):
         raise TypeError(f"sparse_mm: A must be a sparsecc.SparseTensor (use sparsecc.compress(dense)), "
@@ -368,28 +301,26 @@ def _check(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtyp
         raise ValueError(f"sparse_mm: operands on {b.device} are not supported (CUDA tensors run "
                          "on the GPU, CPU tensors in the interpreter)")
     out = a.dtype if out_dtype is None else out_dtype
-    allowed = (*SUPPORTED_DTYPES, torch.float32)
+    allowed = (torch.float16, torch.bfloat16, torch.float32)
     if out not in allowed:
         raise TypeError(f"sparse_mm: out_dtype must be one of {', '.join(map(str, allowed))}, "
                         f"got {out}")
     return out
 
 
-def _check_out(out: Any, shape: tuple[int, int], dtype: torch.dtype, device: torch.device) -> None:
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"sparse_mm: out must be a torch.Tensor, got {type(out).__name__}")
-    if tuple(out.shape) != shape:
-        raise ValueError(f"sparse_mm: out has shape {tuple(out.shape)}, expected {shape}")
-    if out.dtype != dtype:
-        raise TypeError(f"sparse_mm: out has dtype {out.dtype}, expected {dtype}")
-    if out.device != device:
-        raise ValueError(f"sparse_mm: out is on {out.device} but the operands are on {device}")
-
-
 def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
               out: torch.Tensor | None = None, config: MMConfig | None = None,
-              autotune: bool = False) -> torch.Tensor:
-    """A_dense @ B for A a 2:4 SparseTensor (M x K) and B dense (K x N), same fp16/bf16 dtype.
+              autotune: bool = False, scale_a: torch.Tensor | None = None,
+              scale_b: torch.Tensor | None = None) -> torch.Tensor:
+    """A_dense @ B for A a 2:4 SparseTensor (M x K) and B dense (K x N) of A's dtype.
+
+    fp16 and bf16 are described here; int8 and fp8 (float8_e4m3fn, float8_e5m2) operands, and
+    the rowwise scales `scale_a` (M) / `scale_b` (N) they may take, go to
+    `sparsecc.ops.sparse_mm_8bit.sparse_mm_8bit` (int32 or bf16 output; see there).
+
+        >>> A = sparsecc.compress(sparsecc.prune_2to4(torch.randn(64, 32, dtype=torch.float16)))
+        >>> sparse_mm(A, torch.randn(32, 16, dtype=torch.float16)).shape
+        torch.Size([64, 16])
 
     Accumulates in fp32 and returns `out_dtype` (default: A's dtype, or `out`'s dtype when `out`
     is given). `out` (M x N, any strides) receives the result. `config` overrides the default
@@ -401,6 +332,13 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     than 8 columns are read K-major (no padding); a wide column-major B on sm_90a and a B or
     `out` that starts off a 16-byte boundary are first copied (the kernel's vectors need it).
     """
+    if isinstance(a, SparseTensor) and (a.dtype in EIGHT_BIT_DTYPES or scale_a is not None or scale_b is not None):
+        _check(a, b, torch.float32)  # operands; the 8-bit path checks the output dtype
+        if a.dtype not in EIGHT_BIT_DTYPES:
+            raise TypeError(f"sparse_mm: scale_a/scale_b apply to int8 and fp8 operands, got {a.dtype}")
+        if autotune:
+            raise ValueError("sparse_mm: autotune=True is not available for 8-bit operands yet; pass a config")
+        return sparse_mm_8bit(a, b, out_dtype, out=out, config=config, scale_a=scale_a, scale_b=scale_b)
     hot_key = None
     if out is None and out_dtype is None and config is None and isinstance(b, torch.Tensor) and isinstance(a, SparseTensor):
         # Repeated calls on operands like an earlier call's (decode loops): the checks passed for

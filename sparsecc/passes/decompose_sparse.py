@@ -57,6 +57,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     TensorType,
+    UnknownLoc,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -669,9 +670,13 @@ class _Decomposer:
 
     @staticmethod
     def _insert_before(anchor: Operation, new: Operation) -> None:
+        """Insert `new`, which stands in for `anchor` (and is located where it is: the anchor
+        is erased later, so its neighbours would lend `new` the wrong line)."""
         block = anchor.parent_block()
         assert block is not None
         block.insert_op_before(new, anchor)
+        if isinstance(new.location, UnknownLoc):
+            new.location = anchor.location
 
     # -- structured control flow ----------------------------------------------------------
     def rewrite_for(self, op: scf.ForOp) -> None:

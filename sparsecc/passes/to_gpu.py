@@ -32,6 +32,8 @@ from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -201,7 +203,17 @@ def _is_elementwise(op: Operation) -> bool:
 
 
 class ConvertError(DiagnosticException):
-    pass
+    """A module convert-tt-to-ttg cannot give GPU layouts; `op` (when known) is the culprit,
+    whose location the error reports."""
+
+    def __init__(self, message: str, op: Operation | None = None):
+        super().__init__(message)
+        self.op = op
+
+
+def _arch(target: str) -> int:
+    """The number of an `sm_XY[a]` target (90 for sm_90a)."""
+    return int("".join(ch for ch in target[3:] if ch.isdigit()) or 0)
 
 
 # --------------------------------------------------------------------------------------
@@ -291,6 +303,7 @@ class ConvertTTToTTGPass(ModulePass):
             m, n = shape
             kmajor_b = any(groups[uf.find(d.b)].memory_order() is not None
                            for d in group.dot_results if d.b in uf.parent)
+            self._check_8bit(group.dot_results, kmajor_b)
             if self._use_wgmma(group.dot_results, m, n, kmajor_b):
                 return MmaEncodingAttr((self.num_warps, 1), version_major=3, instr_shape=(64, n))
             return MmaEncodingAttr(mma_warps(self.num_warps, m, n))
@@ -304,28 +317,48 @@ class ConvertTTToTTGPass(ModulePass):
                 return SliceEncodingAttr(ex.axis.value.data, res_layout)
         return default_blocked(shape, group.elem_bytes(), self.num_warps, group.memory_order())
 
+    def _check_8bit(self, dots: list[tt.DotOp], kmajor_b: bool) -> None:
+        """8-bit dots need a target with their mma.sp (fp8: sm_89+) and B staged K-major (the
+        tensor cores and ldmatrix cannot transpose bytes)."""
+        for d in dots:
+            elt = tt.element_type(d.a.type)
+            if _bytes(elt) != 1:
+                continue
+            if isinstance(elt, Float8E4M3FNType | Float8E5M2Type) and _arch(self.target) < 89:
+                raise ConvertError(f"an fp8 ({elt}) tl.dot needs sm_89 or newer (the target is {self.target})", d)
+            if d.meta is None:
+                raise ConvertError(f"a dense {elt} tl.dot has no GPU lowering; 8-bit dots need a 2:4 sparse operand", d)
+            if not kmajor_b:
+                raise ConvertError(
+                    f"an 8-bit ({elt}) tl.dot reads its dense operand K-major on the GPU (the tensor cores "
+                    "cannot transpose bytes): store it column-major (K contiguous) and load it with a "
+                    "block pointer of order=(0, 1), as torch._scaled_mm takes its second operand", d)
+
     def _use_wgmma(self, dots: list[tt.DotOp], m: int, n: int, kmajor_b: bool) -> bool:
         """Whether these dots become sm_90a `wgmma.mma_async.sp` (#ttg.mma version 3).
 
-        Sparse dots of 16-bit operands only (the dense dot keeps mma.sync), whole warpgroups
-        stacked along M (each warp owns 16 rows of every m64 block: M % (16 * num_warps) == 0),
-        one wgmma wide along N (N a multiple of 16, at most 256; B is staged MN-major with a
-        16/32/64-element column block), K in steps of 32. A K-major B (`kmajor_b`: block
-        pointer order [0, 1], e.g. the x^T of `y = x @ W.T`) is staged as N rows of K in wgmma's
-        canonical K-major layout when a row is one 64/128-byte swizzle atom (K = 32 or 64);
-        longer K-major rows stay on mma.sp, which reads them with plain ldmatrix.
+        Sparse dots of 16- or 8-bit operands only (the dense dot keeps mma.sync), whole
+        warpgroups stacked along M (each warp owns 16 rows of every m64 block: M % (16 *
+        num_warps) == 0), one wgmma wide along N (N a multiple of 16, at most 256; B is staged
+        MN-major with a 16/32/64-element column block), K in steps of 32 (8-bit: 64). A K-major
+        B (`kmajor_b`: block pointer order [0, 1], e.g. the x^T of `y = x @ W.T`) is staged as
+        N rows of K in wgmma's canonical K-major layout when a row is one 64/128-byte swizzle
+        atom (16-bit K = 32 or 64, 8-bit K = 64 or 128); longer K-major rows stay on mma.sp,
+        which reads them with plain ldmatrix. 8-bit B must be K-major (wgmma cannot transpose
+        8-bit operands).
         """
         if not has_wgmma(self.target) or self.num_warps % 4:
             return False
         if m % (16 * self.num_warps) or n % 16 or n > 256:
             return False
         for d in dots:
-            if d.meta is None or _bytes(tt.element_type(d.a.type)) != 2:
+            esz = _bytes(tt.element_type(d.a.type))
+            if d.meta is None or esz not in (1, 2) or (esz == 1 and not kmajor_b):
                 return False
             k = tt.shape_of(d.b.type)[0]
-            if k % 32:
+            if k % (64 // esz):
                 return False
-            if kmajor_b and k * 2 not in (64, 128):  # N rows of K: one 64/128-byte swizzle atom
+            if kmajor_b and k * esz not in (64, 128):  # N rows of K: one 64/128-byte swizzle atom
                 return False
         return True
 

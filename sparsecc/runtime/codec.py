@@ -193,7 +193,9 @@ def compress_arrays(dense: torch.Tensor, fmt: SparseFormat = NV24) -> tuple[torc
     nonzero = groups != 0  # NaN != 0, so NaN counts as nonzero
     _check_groups(groups, nonzero, fmt)
     idx0, idx1 = _select_indices(nonzero)
-    values = torch.gather(groups, -1, torch.stack((idx0, idx1), dim=-1))
+    # gather moves bits, so 8-bit floats go through their uint8 view (CPU torch has no fp8 gather)
+    bits = groups.view(torch.uint8) if groups.dtype.is_floating_point and groups.element_size() == 1 else groups
+    values = torch.gather(bits, -1, torch.stack((idx0, idx1), dim=-1)).view(groups.dtype)
     values = values.reshape(fmt.values.shape(INT, m, k))
     return values.contiguous(), encode_meta(idx0, idx1, fmt)
 

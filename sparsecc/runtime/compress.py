@@ -34,18 +34,22 @@ def prune_2to4(dense: torch.Tensor) -> torch.Tensor:
     """A copy of `dense` with only the 2 largest-|x| entries of every group of 4 (last dim) kept.
 
     Ties go to the lower index, and NaN ranks as the largest magnitude, so the result is always
-    2:4 sparse and `compress` accepts it. Works for any float dtype and any leading dims.
+    2:4 sparse and `compress` accepts it. Works for any float dtype, int8, and any leading dims.
+
+        >>> prune_2to4(torch.tensor([[1, -5, 3, 2]], dtype=torch.int8))
+        tensor([[ 0, -5,  3,  0]], dtype=torch.int8)
     """
     if not isinstance(dense, torch.Tensor):
         raise TypeError(f"prune_2to4 expects a torch.Tensor, got {type(dense).__name__}")
-    if not dense.is_floating_point():
-        raise TypeError(f"prune_2to4 expects a floating-point tensor, got dtype {dense.dtype}")
+    if not (dense.is_floating_point() or dense.dtype == torch.int8):
+        raise TypeError(f"prune_2to4 expects a floating-point or int8 tensor, got dtype {dense.dtype}")
     if dense.dim() == 0 or dense.shape[-1] % GROUP != 0:
         raise ValueError(
             f"prune_2to4: the last dimension must be a multiple of {GROUP}, got shape "
             f"{tuple(dense.shape)}")
     x = dense.detach()
-    # Rank in float32 (exact for every 16-bit and 8-bit float) so comparisons work on any dtype.
+    # Rank in float32 (exact for int8 and every 16-bit and 8-bit float; |-128| does not wrap) so
+    # comparisons work on any dtype.
     key = x.abs() if x.element_size() >= 4 else x.float().abs()
     key = torch.where(torch.isnan(key), torch.full_like(key, math.inf), key)
     groups = key.reshape(*x.shape[:-1], x.shape[-1] // GROUP, GROUP)
@@ -58,7 +62,8 @@ def prune_2to4(dense: torch.Tensor) -> torch.Tensor:
 
 
 def compress(dense: torch.Tensor) -> SparseTensor:
-    """Compress a 2:4-sparse M x K fp16/bf16 matrix to NV24 (`sparsecc.formats.nv24`).
+    """Compress a 2:4-sparse M x K matrix to NV24 (`sparsecc.formats.nv24`): fp16, bf16, int8,
+    float8_e4m3fn or float8_e5m2.
 
     K must be a multiple of 16; any M >= 1 works (meta is padded to a multiple of 16 rows with
     0x4444 words). Raises if the data is not 2:4 sparse, naming the first bad group. Outputs live

@@ -15,6 +15,7 @@ import torch
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -61,6 +62,8 @@ def torch_dtype(ty: Attribute) -> torch.dtype:
         return torch.float64
     elif isinstance(ty, Float8E4M3FNType):
         return torch.float8_e4m3fn
+    elif isinstance(ty, Float8E5M2Type):
+        return torch.float8_e5m2
     raise InterpreterError(f"the interpreter has no runtime representation for type {ty}")
 
 

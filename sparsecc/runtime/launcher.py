@@ -37,6 +37,7 @@ _TORCH = {
     "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
     "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
     "fp8e4nv": getattr(torch, "float8_e4m3fn", None),
+    "fp8e5": getattr(torch, "float8_e5m2", None),
 }
 _INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "i1": (0, 1)}
 ALIGNMENT = 16

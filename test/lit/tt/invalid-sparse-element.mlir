@@ -1,7 +1,7 @@
 // RUN: not sparsecc-opt %s --split-input-file 2>&1 | filecheck %s
 // #tt.sparse rejects an element type its format cannot hold, where the type is written, saying why.
 
-// CHECK: invalid-sparse-element.mlir:[[# @LINE + 2]]:30: error: {{.*}}#tt.sparse<"NV24"> cannot hold f32 elements: NV24 sparsity needs a 16- or 8-bit element type (fp16, bf16, fp8e4nv, i8)
+// CHECK: invalid-sparse-element.mlir:[[# @LINE + 2]]:30: error: {{.*}}#tt.sparse<"NV24"> cannot hold f32 elements: NV24 sparsity needs a 16- or 8-bit element type (fp16, bf16, fp8e4nv, fp8e5, i8)
 builtin.module {
   tt.func public @scalar(%a: !tt.ptr<f32, #tt.sparse<"NV24">>) {
     tt.return

@@ -60,13 +60,17 @@ def test_box_plans_of_the_wgmma_tiles():
 
 def test_box_plan_rejects_layouts_tma_cannot_write():
     # an XOR swizzle of 16-byte chunks by row // 2 over 128-byte rows (mma.sp's A ring shape) is
-    # none of TMA's modes; a transposed (K-major) tile is not a row of boxes either
+    # none of TMA's modes
     from xdsl.dialects.builtin import f16
 
     swz = ttgd.SharedEncodingAttr(8, 2, 4, (1, 0))
     assert box_plan(ttgd.MemDescType((64, 64), f16, swz, mutable=True), 2) is None
+    # a transposed (K-major) tile is boxes along its columns: N rows of one 128-byte K atom...
     kmajor = ttgd.SharedEncodingAttr(8, 1, 8, (0, 1))
-    assert box_plan(ttgd.MemDescType((64, 64), f16, kmajor, mutable=True), 2) is None
+    plan = box_plan(ttgd.MemDescType((64, 64), f16, kmajor, mutable=True), 2)
+    assert plan is not None and plan.transposed and (plan.rows, plan.width, plan.swizzle) == (64, 64, 128)
+    # ...but not with a swizzle that is not the atom's
+    assert box_plan(ttgd.MemDescType((64, 64), f16, ttgd.SharedEncodingAttr(8, 2, 4, (0, 1)), mutable=True), 2) is None
     # and the same swizzle on 64-byte rows is TMA's 64B mode
     assert box_plan(ttgd.MemDescType((64, 32), f16, swz, mutable=True), 2).swizzle == 64
 

@@ -33,11 +33,11 @@ def test_nv24_data():
     assert NV24.meta.groups_per_word(NV24.group) == 4
     # a word holds exactly its groups' kept indices
     assert NV24.meta.groups_per_word(NV24.group) * NV24.group.kept * NV24.meta.index_bits == 16
-    assert [e.name for e in NV24.element_types] == ["fp16", "bf16", "fp8e4nv", "i8"]
-    assert [e.name for e in NV24.runtime_element_types] == ["fp16", "bf16"]
+    assert [e.name for e in NV24.element_types] == ["fp16", "bf16", "fp8e4nv", "fp8e5", "i8"]
+    assert [e.name for e in NV24.runtime_element_types] == ["fp16", "bf16", "fp8e4nv", "fp8e5", "i8"]
     assert [a.suffix for a in NV24.arrays] == ["values", "meta"]
-    assert [i.ptx for i in NV24.instructions] == ["mma.sp::ordered_metadata", "wgmma.mma_async.sp"]
-    assert {i.shape[2] for i in NV24.instructions} == {32}
+    assert [i.ptx for i in NV24.instructions] == ["mma.sp::ordered_metadata", "wgmma.mma_async.sp"] * 2
+    assert {i.shape[2] for i in NV24.instructions} == {32, 64}
 
 
 @pytest.mark.parametrize("m,k", [(1, 16), (16, 32), (17, 64), (45, 48), (64, 128), (130, 256)])
@@ -137,7 +137,7 @@ def test_sparse_attribute_checks_format_and_element():
     for ok in (f16, bf16, i8):
         tt.PointerType(ok, enc)
     with pytest.raises(VerifyException, match=r'#tt.sparse<"NV24"> cannot hold f32 elements: NV24 sparsity '
-                                              r"needs a 16- or 8-bit element type \(fp16, bf16, fp8e4nv, i8\)"):
+                                              r"needs a 16- or 8-bit element type \(fp16, bf16, fp8e4nv, fp8e5, i8\)"):
         tt.PointerType(f32, enc)
     from xdsl.dialects.builtin import TensorType
 
@@ -150,7 +150,7 @@ def test_signature_errors_name_the_format():
     with pytest.raises(ValueError, match=r"unknown sparse encoding 'NV42' in '\*fp16:NV42' \(known: NV24\)"):
         parse_signature_type("*fp16:NV42")
     with pytest.raises(ValueError, match=r"'\*fp32:NV24': NV24 sparsity needs a 16- or 8-bit element type "
-                                         r"\(\*fp16, \*bf16, \*fp8e4nv, \*i8\)"):
+                                         r"\(\*fp16, \*bf16, \*fp8e4nv, \*fp8e5, \*i8\)"):
         parse_signature_type("*fp32:NV24")
 
 

@@ -1,0 +1,102 @@
+"""The pieces every sparse_mm kernel shares: tile order, operand block pointers, the K loop, the
+epilogue store (`@sparsecc.jit` helpers, inlined into each kernel), and the launch config type.
+
+`sparsecc.ops.sparse_mm` (fp16 / bf16) and `sparsecc.ops.sparse_mm_8bit` (int8 / fp8) build
+their kernels from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+import sparsecc
+import sparsecc.language as tl
+
+__all__ = ["MMConfig", "check_out"]
+
+
+@sparsecc.jit
+def _tile_coords(tile, num_m, num_n, GROUP_M: tl.constexpr):
+    # grouped tile order: GROUP_M row-tiles share the same B column panel while it is in L2
+    if GROUP_M == 1:  # plain row-major order: one division
+        return tile // num_n, tile % num_n
+    per_group = GROUP_M * num_n
+    first_m = (tile // per_group) * GROUP_M
+    group_rows = min(num_m - first_m, GROUP_M)
+    return first_m + (tile % per_group) % group_rows, (tile % per_group) // group_rows
+
+
+@sparsecc.jit
+def _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr):
+    # the first K step's A and B tiles of output tile (tile_m, tile_n)
+    a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, 1),
+                              offsets=(tile_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K),
+                              order=(1, 0))
+    b_ptr = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn),
+                              offsets=(0, tile_n * BLOCK_N), block_shape=(BLOCK_K, BLOCK_N),
+                              order=(0, 1) if B_KMAJOR else (1, 0))
+    return a_ptr, b_ptr
+
+
+@sparsecc.jit
+def _store_tile(D, acc, M, N, stride_dm, stride_dn, tile_m, tile_n,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    d_ptr = tl.make_block_ptr(D, shape=(M, N), strides=(stride_dm, stride_dn),
+                              offsets=(tile_m * BLOCK_M, tile_n * BLOCK_N),
+                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+    tl.store(d_ptr, acc.to(D.dtype.element_ty), boundary_check=(0, 1))
+
+
+@sparsecc.jit
+def _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr,
+              ACC_INT: tl.constexpr = False):
+    # the sum of output tile (tile_m, tile_n) over all of K: fp32, or int32 for int8 operands
+    a_ptr, b_ptr = _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
+                                 BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
+        b = tl.load(b_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(a, b, acc)
+        a_ptr = tl.advance(a_ptr, (0, BLOCK_K))
+        b_ptr = tl.advance(b_ptr, (BLOCK_K, 0))
+    return acc
+
+
+@dataclass(frozen=True)
+class MMConfig:
+    """Tile sizes and launch options of one sparse_mm launch."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+    persistent: bool = False
+    """One program per SM (at most) walking the tiles, instead of one program per tile."""
+    num_ctas: int = 1
+    """2: CTA pairs (a cluster) on vertically adjacent tiles load each B tile once between them
+    (TMA multicast on sm_90a); the programs come in pairs."""
+
+    def __post_init__(self) -> None:
+        for name in ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages", "num_ctas"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"MMConfig: {name} must be a positive int, got {value!r}")
+
+
+def check_out(out: Any, shape: tuple[int, int], dtype: torch.dtype, device: torch.device) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"sparse_mm: out must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != shape:
+        raise ValueError(f"sparse_mm: out has shape {tuple(out.shape)}, expected {shape}")
+    if out.dtype != dtype:
+        raise TypeError(f"sparse_mm: out has dtype {out.dtype}, expected {dtype}")
+    if out.device != device:
+        raise ValueError(f"sparse_mm: out is on {out.device} but the operands are on {device}")
