@@ -1,4 +1,4 @@
-"""int8 and fp8 2:4 GEMMs against their peers, same run (H100): `y = x @ W.T`, W (N x K) 2:4.
+"""int8 and fp8 2:4 GEMMs and tf32 1:2 ones against their peers, same run (H100): `y = x @ W.T`, W (N x K) 2:4.
 
 sparsecc runs `sparse_mm(W, x.T)` (W on the left as stored, x.T read K-major: no copy) and
 returns yᵀ; the peers are dense `torch._scaled_mm` (fp8, rowwise scales, bf16 out) and
@@ -27,17 +27,24 @@ from sparsecc.ops import MMConfig, sparse_mm  # noqa: E402
 SHAPES = {  # (M, N, K) of y = x @ W.T: M tokens, N out features, K in features
     "fp8": [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 8192), (16, 8192, 8192), (128, 8192, 8192)],
     "int8": [(4096, 4096, 4096), (8192, 8192, 8192)],
+    "tf32": [(4096, 4096, 4096), (8192, 8192, 8192)],
 }
-QUICK = {"fp8": [(4096, 4096, 4096), (16, 8192, 8192)], "int8": [(4096, 4096, 4096)]}
+QUICK = {"fp8": [(4096, 4096, 4096), (16, 8192, 8192)], "int8": [(4096, 4096, 4096)], "tf32": [(8192, 8192, 8192)]}
 
 # sparse_mm computes W @ x.T: its "M" is N (out features) and its "N" is M (tokens)
 CONFIGS = {
     "large": [MMConfig(128, 256, 128, num_warps=8, num_stages=4), MMConfig(256, 128, 128, num_warps=8, num_stages=4),
               MMConfig(256, 128, 128, num_warps=8, num_stages=5), MMConfig(256, 128, 64, num_warps=8, num_stages=5),
-              MMConfig(128, 256, 64, num_warps=8, num_stages=5)],
+              MMConfig(128, 256, 64, num_warps=8, num_stages=5),
+              # BLOCK_K 256: K-major B in two 128-byte column blocks (two atoms along K)
+              MMConfig(256, 128, 256, num_warps=8, num_stages=3), MMConfig(128, 128, 256, num_warps=4, num_stages=4),
+              MMConfig(128, 128, 256, num_warps=8, num_stages=4)],
     "mid": [MMConfig(64, 128, 128, num_warps=4, num_stages=4), MMConfig(128, 128, 128, num_warps=8, num_stages=4),
             MMConfig(64, 64, 128, num_warps=4, num_stages=4), MMConfig(128, 64, 128, num_warps=4, num_stages=4),
             MMConfig(128, 128, 128, num_warps=4, num_stages=5)],
+    "tf32": [MMConfig(256, 128, 32, num_warps=8, num_stages=5), MMConfig(128, 256, 32, num_warps=8, num_stages=4),
+             MMConfig(128, 256, 32, num_warps=8, num_stages=5), MMConfig(256, 128, 64, num_warps=8, num_stages=3),
+             MMConfig(128, 128, 64, num_warps=4, num_stages=4), MMConfig(128, 128, 64, num_warps=8, num_stages=4)],
     "decode": [MMConfig(32, 16, 256, num_warps=4, num_stages=4), MMConfig(32, 16, 512, num_warps=4, num_stages=3),
                MMConfig(64, 16, 512, num_warps=4, num_stages=3), MMConfig(32, 16, 1024, num_warps=4, num_stages=2),
                # wgmma + TMA (BLOCK_K 128: K-major rows of one 128-byte atom), deep rings
@@ -58,7 +65,10 @@ def _tflops(m: int, n: int, k: int, ms: float) -> float:
 
 def _data(kind: str, m: int, n: int, k: int):
     g = torch.Generator(device="cuda").manual_seed(m + n + k)
-    if kind == "int8":
+    if kind == "tf32":
+        x = torch.randn(m, k, device="cuda", generator=g)
+        w = sparsecc.prune_1to2(torch.randn(n, k, device="cuda", generator=g))
+    elif kind == "int8":
         x = torch.randint(-128, 128, (m, k), device="cuda", dtype=torch.int8, generator=g)
         w = sparsecc.prune_2to4(torch.randint(-128, 128, (n, k), device="cuda", dtype=torch.int8, generator=g))
     else:
@@ -83,7 +93,7 @@ def _cslt(w: torch.Tensor, x: torch.Tensor, out_dtype: torch.dtype):
 
 def _ours(kind: str, w_sparse, x: torch.Tensor, sx, sw, ref: torch.Tensor, scaled: bool, m: int):
     """(best ms, config) of sparse_mm over the candidate tiles; each is checked first."""
-    group = "decode" if m <= 16 else ("mid" if m <= 256 else "large")
+    group = "tf32" if kind == "tf32" else ("decode" if m <= 16 else ("mid" if m <= 256 else "large"))
     best = (float("inf"), None)
     for cfg in CONFIGS[group]:
         def run(cfg=cfg):
@@ -96,7 +106,7 @@ def _ours(kind: str, w_sparse, x: torch.Tensor, sx, sw, ref: torch.Tensor, scale
             print(f"  {cfg}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
             continue
         err = (out - ref).abs().max().item()
-        tol = 0 if (kind == "int8" and not scaled) else 0.02 * ref.abs().max().item()
+        tol = 0 if (kind == "int8" and not scaled) else (0.004 if kind == "tf32" else 0.02) * ref.abs().max().item()
         if err > tol:
             print(f"  {cfg}: WRONG, max error {err:.4g} (tolerance {tol:.4g})")
             continue
@@ -118,6 +128,16 @@ def bench(kind: str, m: int, n: int, k: int) -> list[str]:
         cs = _cslt(w, x, torch.bfloat16)
         t_cs = _time(cs) if cs else float("nan")
         rows.append(f"| fp8 e4m3 → bf16 (rowwise) | {m}×{n}×{k} | {_tflops(m, n, k, t_dense):.0f} (`_scaled_mm`) | "
+                    f"{_tflops(m, n, k, t_cs):.0f} | **{_tflops(m, n, k, t_ours):.0f}** | "
+                    f"{t_dense / t_ours:.2f}× | {_cfg(cfg)} |")
+    elif kind == "tf32":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        ref = (x.double() @ w.double().t()).t().float()
+        t_dense = _time(lambda: torch.mm(x, w.t()))
+        t_ours, cfg = _ours(kind, ws, x, sx, sw, ref, False, m)
+        cs = _cslt(w, x, torch.float32)
+        t_cs = _time(cs) if cs else float("nan")
+        rows.append(f"| tf32 (1:2) → fp32 | {m}×{n}×{k} | {_tflops(m, n, k, t_dense):.0f} (`torch.mm`, tf32) | "
                     f"{_tflops(m, n, k, t_cs):.0f} | **{_tflops(m, n, k, t_ours):.0f}** | "
                     f"{t_dense / t_ours:.2f}× | {_cfg(cfg)} |")
     else:
@@ -151,7 +171,7 @@ def main() -> None:
     head = ["| type | M×N×K | dense | cuSPARSELt 2:4 | sparsecc 2:4 | vs dense | sparsecc tile |",
             "|---|---|---|---|---|---|---|"]
     rows = []
-    for kind in ("fp8", "int8"):
+    for kind in ("fp8", "int8", "tf32"):
         for m, n, k in shapes[kind]:
             rows += bench(kind, m, n, k)
             print(rows[-1], flush=True)

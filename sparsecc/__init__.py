@@ -19,6 +19,7 @@ _LAZY = {
     "SparseTensor": ("sparsecc.runtime.sparse_tensor", "SparseTensor"),
     "compress": ("sparsecc.runtime.compress", "compress"),
     "prune_2to4": ("sparsecc.runtime.compress", "prune_2to4"),
+    "prune_1to2": ("sparsecc.runtime.compress", "prune_1to2"),
     "autotune": ("sparsecc.runtime.autotune", "autotune"),
     "Config": ("sparsecc.runtime.autotune", "Config"),
     "ops": ("sparsecc.ops", None),
@@ -52,6 +53,7 @@ __all__ = [
     "jit",
     "nn",
     "ops",
+    "prune_1to2",
     "prune_2to4",
     "sparsify_",
 ]

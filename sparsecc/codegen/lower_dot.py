@@ -16,12 +16,15 @@ count 16-bit columns, and one k64 step takes the registers of one 16-bit k32 ste
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float8E4M3FNType,
     Float8E5M2Type,
     Float16Type,
+    Float32Type,
     IntegerType,
     TensorType,
     i64,
@@ -137,18 +140,26 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
     if len(shape) != 2:
         raise LoweringError("ttg.local_load to #ttg.dot_op needs a 2-D memdesc")
     esz = esize(sm.ty.element_type)
-    if esz not in (1, 2):
-        raise LoweringError(f"dot operands must be 16- or 8-bit, got {sm.ty.element_type}")
-    pair = 2 // esz  # elements per 16-bit unit along K
+    if esz not in (1, 2, 4):
+        raise LoweringError(f"dot operands must be 32-, 16- or 8-bit, got {sm.ty.element_type}")
+
+    def el(units: int) -> int:
+        """16-bit units along a stored row -> elements (ldmatrix moves 16-bit units)."""
+        return units * 2 // esz
+
     L.before_shared_read()
     em = L.em
     frags: dict[tuple[int, int], list[SSAValue]] = {}
     if enc.meta == 1:
         mb, bk = shape
+        bk = bk * esz // 2  # in 16-bit words (NV12 stores them in int32 pairs)
         wm = mma.warps_per_cta[0]
         rep = max(1, (mb * 16) // (16 * wm))
         tiles = _warp_tile(L, mma, 0, rep, mb)
         keys = [(i, q) for i in range(rep) for q in range((bk + 63) // 64)]
+
+        def word_col(col: SSAValue) -> SSAValue:
+            return em.divu(col, 2) if esz == 4 else col
         # kWidth (A elements per b32 along K) says what the metadata feeds: 8-bit mmas take
         # each b32 as 32 columns of one row (rows g, g + 8 for t = 0, 1; columns 32-63 for
         # t = 2, 3), measured on the H100; 16-bit ones as chunk t of rows g (low) and g + 8
@@ -169,13 +180,13 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
                                      em.mul(em.remu(em.divu(r, 2), 2), 8))
                         return tiles[i], em.add(col, 64 * q)
                     rr = em.remu(r, 4) if partial else r
-                    return tiles[i], em.add(em.mul(rr, 8), 64 * q)
+                    return tiles[i], word_col(em.add(em.mul(rr, 8), 64 * q))
 
                 def py(r, warp, i=i, q=q, partial=partial):
                     if eight_bit:
                         return _py_tiles(mma, 0, rep, mb, warp)[i], 32 * (r // 4) + 16 * (r % 2) + 8 * ((r // 2) % 2) + 64 * q
                     rr = r % 4 if partial else r
-                    return _py_tiles(mma, 0, rep, mb, warp)[i], rr * 8 + 64 * q
+                    return _py_tiles(mma, 0, rep, mb, warp)[i], el(rr * 8 + 64 * q)
                 fns.append(rc)
                 pys.append(py)
             regs = _ldmatrix(L, sm, fns, n, trans=True, py_rc=pys)
@@ -184,29 +195,29 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
         return Frag(ty, frags)
     if enc.op_idx == 0:
         m, ka = shape
-        if m % 16 or ka % (16 * pair):
-            raise LoweringError(f"dot operand A tile {m}x{ka} must be a multiple of 16x{16 * pair}")
+        if m % 16 or ka % el(16):
+            raise LoweringError(f"dot operand A tile {m}x{ka} must be a multiple of 16x{el(16)}")
         wm = mma.warps_per_cta[0]
         rep = max(1, m // (16 * wm))
         tiles = _warp_tile(L, mma, 0, rep, m // 16)
         for i in range(rep):
-            for kk in range(ka // (16 * pair)):
+            for kk in range(ka // el(16)):
                 fns, pys = [], []
                 for j in range(4):
                     def rc(r, j=j, i=i, kk=kk):
                         return (em.add(em.mul(tiles[i], 16), em.add(r, 8 * (j % 2))),
-                                em.c(pair * (16 * kk + 8 * (j // 2))))
+                                em.c(el(16 * kk + 8 * (j // 2))))
 
                     def py(r, warp, j=j, i=i, kk=kk):
                         return (_py_tiles(mma, 0, rep, m // 16, warp)[i] * 16 + r + 8 * (j % 2),
-                                pair * (16 * kk + 8 * (j // 2)))
+                                el(16 * kk + 8 * (j // 2)))
                     fns.append(rc)
                     pys.append(py)
                 frags[(i, kk)] = _ldmatrix(L, sm, fns, 4, trans=False, py_rc=pys)
         return Frag(ty, frags)
     k, n = shape
-    if k % (16 * pair) or n % 8:
-        raise LoweringError(f"dot operand B tile {k}x{n} must be a multiple of {16 * pair}x8")
+    if k % el(16) or n % 8:
+        raise LoweringError(f"dot operand B tile {k}x{n} must be a multiple of {el(16)}x8")
     wn = mma.warps_per_cta[1]
     rep = max(1, n // (8 * wn))
     tiles = _warp_tile(L, mma, 1, rep, n // 8)
@@ -214,11 +225,11 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
     # K-major tile (order [0, 1], stored as N rows of K) already has the fragment's shape:
     # matrix row r = 8 k's of column n + r, plain ldmatrix.
     kmajor = tuple(sm.ty.encoding.order) == (0, 1)
-    if pair != 1 and not kmajor:
+    if esz != 2 and not kmajor:
         raise LoweringError(
-            f"an 8-bit ({sm.ty.element_type}) tl.dot reads B K-major on the GPU (ldmatrix cannot "
-            "transpose bytes): store B column-major and load it with a block pointer of order=(0, 1)")
-    k16s = k // (16 * pair)
+            f"a {sm.ty.element_type} tl.dot reads B K-major on the GPU (ldmatrix transposes 16-bit "
+            "elements only): store B column-major and load it with a block pointer of order=(0, 1)")
+    k16s = k // el(16)
     for j in range(rep):
         for k32 in range(0, k16s, 2):
             nmat = 4 if k32 + 1 < k16s else 2
@@ -226,12 +237,12 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
             for mt in range(nmat):
                 def rc(r, mt=mt, j=j, k32=k32):
                     if kmajor:
-                        return em.c(pair * (16 * k32 + 8 * mt)), em.add(em.mul(tiles[j], 8), r)
+                        return em.c(el(16 * k32 + 8 * mt)), em.add(em.mul(tiles[j], 8), r)
                     return em.add(r, 16 * k32 + 8 * mt), em.mul(tiles[j], 8)
 
                 def py(r, warp, mt=mt, j=j, k32=k32):
                     col = _py_tiles(mma, 1, rep, n // 8, warp)[j] * 8
-                    return (pair * (16 * k32 + 8 * mt), col + r) if kmajor else (r + 16 * k32 + 8 * mt, col)
+                    return (el(16 * k32 + 8 * mt), col + r) if kmajor else (r + 16 * k32 + 8 * mt, col)
                 fns.append(rc)
                 pys.append(py)
             regs = _ldmatrix(L, sm, fns, nmat, trans=not kmajor, py_rc=pys)
@@ -253,6 +264,8 @@ def _ab_type(elt) -> str:
         return "e5m2"
     if isinstance(elt, IntegerType) and elt.width.data == 8:
         return "s8"
+    if isinstance(elt, Float32Type):
+        return "tf32"
     raise LoweringError(f"tt.dot: operands must be f16, bf16, f8E4M3FN, f8E5M2 or i8, got {elt}")
 
 
@@ -298,18 +311,23 @@ def _desc(L: LoweringContext, addr: SSAValue, const: SSAValue) -> SSAValue:
     return em.val(arith.OrIOp(em.ext64(field, signed=False), const))
 
 
-def _wgmma_b_desc(b: SmemOperand, kstep: int) -> tuple[int, int, int]:
-    """(descriptor bits without the address, bytes per `kstep`-row K step, imm-trans-b) of B."""
+def _wgmma_b_desc(b: SmemOperand, kstep: int) -> tuple[int, Callable[[int], int], int]:
+    """(descriptor bits without the address, K step s -> its byte offset in the tile, imm-trans-b)
+    of B."""
     enc = b.sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
     k, n = b.sm.ty.get_shape()
     esz = esize(b.sm.ty.element_type)
-    if tuple(enc.order) == (0, 1):  # K-major: N rows of K, each row one swizzle atom
-        width = k * esz
-        if width not in _SWIZZLE_NAME or enc.col_block or (enc.vec * esz, enc.per_phase, enc.max_phase) != mode(width):
-            raise LoweringError(f"a K-major wgmma B must be N rows of one 32/64/128-byte swizzle atom, got {enc}")
+    if tuple(enc.order) == (0, 1):  # K-major: N rows of K, each row (or column block) one atom
+        width = (enc.col_block or k) * esz
+        if width not in _SWIZZLE_NAME or (enc.vec * esz, enc.per_phase, enc.max_phase) != mode(width):
+            raise LoweringError(f"a K-major wgmma B must be N rows of 32/64/128-byte swizzle atoms, got {enc}")
         bits = wg.smem_desc_bits(0, lbo=n * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
-        return bits, kstep * esz, 0
+
+        def kmajor_offset(s: int) -> int:  # column block (N rows of one atom each), then within it
+            atom, within = divmod(s * kstep * esz, width)
+            return atom * n * width + within
+        return bits, kmajor_offset, 0
     if esz != 2:
         raise LoweringError(f"wgmma reads {b.sm.ty.element_type} B K-major only (order [0, 1]), got {enc}")
     width = enc.col_block * esz
@@ -317,7 +335,7 @@ def _wgmma_b_desc(b: SmemOperand, kstep: int) -> tuple[int, int, int]:
         raise LoweringError(f"wgmma B must be staged in a 32/64/128-byte swizzled colBlock layout, got {enc}")
     # MN-major canonical layout: LBO = from one column block to the next, SBO = 8 K rows.
     bits = wg.smem_desc_bits(0, lbo=k * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
-    return bits, kstep * width, 1
+    return bits, lambda s: s * kstep * width, 1
 
 
 def _meta_step(t: str, s: int) -> tuple[tuple[int, int], int]:
@@ -349,7 +367,7 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     kstep = ptx.mma_sp_k(t)
     if k % kstep:
         raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of {kstep}")
-    bits, step_bytes, trans_b = _wgmma_b_desc(b, kstep)
+    bits, step_offset, trans_b = _wgmma_b_desc(b, kstep)
     const = em.c(wg.as_signed64(bits), i64)
     L.before_shared_read()
     a_ops = _wgmma_a_desc(L, a, rep_m, k // kstep) if isinstance(a, SmemOperand) else a.frags
@@ -357,7 +375,7 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     acc = list(c.regs)
     per = n // 2
     for s in range(k // kstep):
-        desc = _desc(L, em.add(b.sm.addr, s * step_bytes), const)
+        desc = _desc(L, em.add(b.sm.addr, step_offset(s)), const)
         q, selector = _meta_step(t, s)
         for i in range(rep_m):
             op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, q)][0], n=n, ab_type=t,

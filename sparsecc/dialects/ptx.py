@@ -167,7 +167,7 @@ LD_CACHE_OPS = ("ca", "cg", "cs", "lu", "cv")
 ST_CACHE_OPS = ("wb", "cg", "cs", "wt")
 MMA_AB_TYPES = ("f16", "bf16")
 MMA_SP_AB_TYPES: dict[str, tuple[int, Attribute]] = {
-    "f16": (32, f32), "bf16": (32, f32), "e4m3": (64, f32), "e5m2": (64, f32), "s8": (64, i32)}
+    "f16": (32, f32), "bf16": (32, f32), "e4m3": (64, f32), "e5m2": (64, f32), "s8": (64, i32), "tf32": (16, f32)}
 """Sparse mma operand type -> (dense K of one instruction, accumulator type)."""
 
 
@@ -639,7 +639,7 @@ class MmaSpOp(IRDLOperation):
             raise VerifyException(f"ptx.mma.sp: ab_type must be one of {tuple(MMA_SP_AB_TYPES)}")
         k, acc = MMA_SP_AB_TYPES[t]
         _check_mma(self, {"a": (self.a, 4, i32), "b": (self.b, 4, i32), "c": (self.c, 4, acc), "d": (self.res, 4, acc)})
-        selectors = (0, 1) if k == 32 else (0,)
+        selectors = (0,) if k == 64 else (0, 1)
         if self.selector.value.data not in selectors:
             raise VerifyException(f"ptx.mma.sp: the sparsity selector of m16n8k{k} {t} is "
                                   + " or ".join(map(str, selectors)))

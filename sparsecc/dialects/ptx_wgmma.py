@@ -86,7 +86,7 @@ SWIZZLE_MODES: dict[str, int] = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
 SWIZZLE_BYTES: dict[str, int] = {"none": 16, "32B": 32, "64B": 64, "128B": 128}
 #: N of m64nNk32 (multiples of 8 up to 256, as the PTX ISA allows for f16/bf16).
 WGMMA_N = tuple(range(8, 257, 8))
-WGMMA_AB_TYPES = ("f16", "bf16", "e4m3", "e5m2", "s8")
+WGMMA_AB_TYPES = ("f16", "bf16", "e4m3", "e5m2", "s8", "tf32")
 """Operand types of `wgmma.mma_async.sp` sparsecc emits (the 8-bit ones take K = 64, K-major
 operands only, and s8 accumulates in s32; `ptx.MMA_SP_AB_TYPES`)."""
 
@@ -289,8 +289,8 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
 
     @property
     def eight_bit(self) -> bool:
-        """Whether the operands are 8-bit (m64nNk64)."""
-        return self.ab_type.data in ("e4m3", "e5m2", "s8")
+        """Whether the operands take no transpose (8-bit m64nNk64, tf32 m64nNk16): K-major only."""
+        return self.ab_type.data in ("e4m3", "e5m2", "s8", "tf32")
 
     def verify_(self) -> None:
         n = self.n.value.data
@@ -309,7 +309,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         if a_types != [i64] and a_types != [i32] * 4:
             raise VerifyException(f"{name}: a must be one i64 descriptor or 4 i32 registers")
         if self.eight_bit:
-            if self.selector.value.data != 0:
+            if t != "tf32" and self.selector.value.data != 0:
                 raise VerifyException(f"{name}: the sparsity selector of m64nNk64 {t} is 0")
             if self.trans_a.value.data or self.trans_b.value.data:
                 raise VerifyException(f"{name}: {t} operands must be K-major (trans_a = trans_b = 0)")
@@ -361,7 +361,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
             if not self.a_in_registers:
                 imms.append(self.trans_a.value.data)
             imms.append(self.trans_b.value.data)
-        k = 64 if self.eight_bit else 32
+        k = {"tf32": 16}.get(t, 64 if self.eight_bit else 32)
         lines.append(
             f"wgmma.mma_async.sp.sync.aligned.m64n{n}k{k}.{acc}.{t}.{t} {group(0, nres)}, {a}, {b_desc}, "
             f"{meta}, {self.selector.value.data}, {scale_d}" + "".join(f", {v}" for v in imms) + ";"

@@ -1013,13 +1013,13 @@ class DotOp(IRDLOperation):
         assert self.sparseIndex is not None
         _require(self.sparseIndex.value.data == 0, "sparseIndex must be 0 (only A may be sparse)")
         _require(not is_sparse(self.a.type), "decomposed dot operands carry no #tt.sparse")
-        fmt = formats.DOT_FORMAT
+        mt = self.meta.type
+        fmt = formats.of_dot_metadata(element_type(mt))
         k = b[0]
         vk = fmt.values.shape(formats.INT, m, k)[1]
         _require(a[1] == vk, f"sparse dot values operand must have K/{k // vk} = {vk} columns, got {a[1]}")
-        mt = self.meta.type
-        rows, cols = meta_shape(m, k)
-        meta_ty = fmt.meta.element.ir
+        rows, cols = fmt.metadata.shape(formats.INT, m, k)
+        meta_ty = fmt.array_element(fmt.metadata, element_type(self.a.type))
         _require(
             shape_of(mt) == (rows, cols) and element_type(mt) == meta_ty,
             f"sparse dot metadata must be tensor<{rows}x{cols}x{meta_ty}>, got {_type_str(mt)}",

@@ -22,13 +22,31 @@ from sparsecc.formats.base import (
     MetadataLayout,
     SparseFormat,
 )
+from sparsecc.formats.nv12 import NV12
 from sparsecc.formats.nv24 import NV24
 
-_FORMATS: dict[str, SparseFormat] = {f.name: f for f in (NV24,)}
+_FORMATS: dict[str, SparseFormat] = {f.name: f for f in (NV24, NV12)}
 
 DOT_FORMAT = NV24
-"""The format of a decomposed sparse `tt.dot` (its metadata operand names none: NV24 is the
-only format the dot and its lowering take today)."""
+"""The default format of a decomposed sparse `tt.dot` (see `of_dot_metadata`)."""
+
+
+def of_dot_metadata(element: object) -> SparseFormat:
+    """The format of a decomposed sparse `tt.dot` whose metadata operand has IR element type
+    `element`: the metadata array's element tells the formats apart (NV24 i16, NV12 i32)."""
+    for f in _FORMATS.values():
+        if f.metadata.element is not None and f.metadata.element.ir == element:
+            return f
+    return DOT_FORMAT
+
+
+def for_dtype(torch_name: str) -> SparseFormat:
+    """The format `sparsecc.compress` gives a matrix of torch dtype `torch_name` ("float32" ->
+    NV12, the 16- and 8-bit types -> NV24)."""
+    for f in _FORMATS.values():
+        if any(e.torch_name == torch_name for e in f.runtime_element_types):
+            return f
+    return DOT_FORMAT
 
 
 class UnknownFormatError(ValueError):
@@ -56,7 +74,7 @@ def lookup(name: str) -> SparseFormat:
         >>> lookup("NV42")
         Traceback (most recent call last):
         ...
-        sparsecc.formats.UnknownFormatError: unknown sparse format "NV42"; known formats: "NV24"
+        sparsecc.formats.UnknownFormatError: unknown sparse format "NV42"; known formats: "NV24", "NV12"
     """
     fmt = _FORMATS.get(name)
     if fmt is None:
@@ -95,6 +113,7 @@ def is_array_name(name: str) -> bool:
 __all__ = [
     "DOT_FORMAT",
     "INT",
+    "NV12",
     "NV24",
     "Arith",
     "ArrayMap",
@@ -106,10 +125,12 @@ __all__ = [
     "SparseFormat",
     "UnknownFormatError",
     "flat_params",
+    "for_dtype",
     "get",
     "is_array_name",
     "known",
     "lookup",
     "names",
+    "of_dot_metadata",
     "of_signature",
 ]

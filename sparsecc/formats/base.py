@@ -63,10 +63,18 @@ class MetadataLayout:
     word_cols: int
     block_rows: int
     pad_word: int
+    halves: bool = False
+    """Groups of one kept element (1:2) written as 2:4 over 16-bit halves: kept element i is
+    indices (2i, 2i + 1), so a group takes two indices like NV24's (tf32's 1:2, PTX)."""
 
     def groups_per_word(self, group: GroupShape) -> int:
         """Groups one word covers (4 for NV24: 16 columns of 4-column groups)."""
         return self.word_cols // group.size
+
+    @property
+    def group_bits(self) -> int:
+        """Bits one group takes in a word: two indices (of 2:4 positions) per group."""
+        return 2 * self.index_bits
 
 
 @dataclass(frozen=True)

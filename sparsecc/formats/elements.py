@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import bf16, f8E4M3FN, f8E5M2, f16, i8, i16
+from xdsl.dialects.builtin import bf16, f8E4M3FN, f8E5M2, f16, f32, i8, i16, i32
 
 from sparsecc.formats.base import ElementType
 
@@ -12,3 +12,5 @@ FP8E4NV = ElementType("fp8e4nv", f8E4M3FN, "float8_e4m3fn", 8)
 FP8E5 = ElementType("fp8e5", f8E5M2, "float8_e5m2", 8)
 I8 = ElementType("i8", i8, "int8", 8)
 I16 = ElementType("i16", i16, "int16", 16)
+I32 = ElementType("i32", i32, "int32", 32)
+FP32 = ElementType("fp32", f32, "float32", 32)

@@ -303,9 +303,10 @@ def dot(em: Emitter, input: Any, other: Any, acc: Any, out_dtype: Any, allow_tf3
     from sparsecc.frontend.types import tl_dtype
 
     name = tl_dtype(ea).name
-    if name not in _DOT_INPUTS:
-        raise SemanticError(f"tl.dot operands must be fp16, bf16, fp8e4nv, fp8e5 or i8, got {name} "
-                            "(convert with .to(tl.float16))")
+    tf32_sparse = name == "fp32" and (is_sparse(a.type) or is_sparse(b.type))  # NV12: tf32 1:2
+    if name not in _DOT_INPUTS and not tf32_sparse:
+        raise SemanticError(f"tl.dot operands must be fp16, bf16, fp8e4nv, fp8e5 or i8 (fp32 with a 1:2 "
+                            f"NV12 operand), got {name} (convert with .to(tl.float16))")
     (m, k), (k2, n) = sem.shape(a), sem.shape(b)
     if k != k2:
         raise SemanticError(f"tl.dot shapes do not agree: [{m}, {k}] x [{k2}, {n}]")

@@ -339,6 +339,11 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
         if autotune:
             raise ValueError("sparse_mm: autotune=True is not available for 8-bit operands yet; pass a config")
         return sparse_mm_8bit(a, b, out_dtype, out=out, config=config, scale_a=scale_a, scale_b=scale_b)
+    if isinstance(a, SparseTensor) and a.encoding == "NV12":  # tf32 1:2: the K-major-B kernel too
+        _check(a, b, torch.float32)
+        if autotune:
+            raise ValueError("sparse_mm: autotune=True is not available for tf32 (NV12) operands yet; pass a config")
+        return sparse_mm_8bit(a, b, out_dtype, out=out, config=config)
     hot_key = None
     if out is None and out_dtype is None and config is None and isinstance(b, torch.Tensor) and isinstance(a, SparseTensor):
         # Repeated calls on operands like an earlier call's (decode loops): the checks passed for

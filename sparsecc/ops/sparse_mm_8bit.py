@@ -1,4 +1,5 @@
-"""`sparse_mm` for 8-bit operands: int8 and fp8 (e4m3, e5m2) 2:4 A, optional rowwise scales.
+"""`sparse_mm` for 8-bit operands: int8 and fp8 (e4m3, e5m2) 2:4 A, optional rowwise scales;
+and for tf32 1:2 A (NV12, float32), which the tensor cores also read K-major only.
 
 `sparse_mm(A, B)` sends 8-bit operands here. The kernel is the fp16 one's tile loop (the same
 `@sparsecc.jit` helpers) with an int32 sum for int8, then the epilogue a rowwise-scaled linear
@@ -64,17 +65,25 @@ _LARGE_8 = {True: MMConfig(128, 256, 128, group_m=8, num_warps=8, num_stages=4),
 _SMALL_8 = MMConfig(64, 64, 128, group_m=8, num_warps=4, num_stages=4)
 _DECODE_8 = MMConfig(32, 16, 256, group_m=8, num_warps=4, num_stages=4)
 _CPU_8 = MMConfig(32, 32, 64, group_m=4, num_warps=4, num_stages=1)
+# tf32: BLOCK_K 32 (a K-major B row of 32 fp32 is one 128-byte atom)
+_LARGE_TF32 = {True: MMConfig(256, 128, 32, group_m=8, num_warps=8, num_stages=5),
+               False: MMConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=3)}
+_SMALL_TF32 = MMConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=4)
+_DECODE_TF32 = MMConfig(32, 16, 128, group_m=8, num_warps=4, num_stages=4)
 
 
-def default_config_8bit(m: int, n: int, k: int, device_type: str = "cuda", target: str | None = "sm_90a") -> MMConfig:
-    """The tile config of an 8-bit (m, n, k) sparse_mm on `device_type` compiled for `target`."""
+def default_config_8bit(m: int, n: int, k: int, device_type: str = "cuda", target: str | None = "sm_90a",
+                        dtype: torch.dtype = torch.int8) -> MMConfig:
+    """The tile config of an 8-bit (or, `dtype` float32, tf32) (m, n, k) sparse_mm on
+    `device_type` compiled for `target`."""
     if device_type == "cpu":
         return _CPU_8
+    tf32 = dtype == torch.float32
     if n <= 16:
-        return _DECODE_8
+        return _DECODE_TF32 if tf32 else _DECODE_8
     if m <= 256 or n <= 256:
-        return _SMALL_8
-    return _LARGE_8[has_wgmma(target)]
+        return _SMALL_TF32 if tf32 else _SMALL_8
+    return (_LARGE_TF32 if tf32 else _LARGE_8)[has_wgmma(target)]
 
 
 def _scale(scale: Any, length: int, name: str, device: torch.device) -> torch.Tensor | None:
@@ -104,6 +113,13 @@ def default_out_dtype(a_dtype: torch.dtype, scaled: bool) -> torch.dtype:
 
 
 def _out_dtype(a_dtype: torch.dtype, out_dtype: torch.dtype | None, scaled: bool) -> torch.dtype:
+    if a_dtype == torch.float32:  # tf32: float32 by default, as torch.mm
+        allowed = [torch.float32, torch.bfloat16, torch.float16]
+        out = torch.float32 if out_dtype is None else out_dtype
+        if out not in allowed:
+            raise TypeError(f"sparse_mm: out_dtype must be one of {', '.join(map(str, allowed))} for tf32 "
+                            f"(NV12) operands, got {out}")
+        return out
     allowed = [torch.bfloat16, torch.float16, torch.float32]
     if a_dtype == torch.int8 and not scaled:
         allowed.insert(0, torch.int32)
@@ -153,12 +169,13 @@ def sparse_mm_8bit(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None
             b = b.t().contiguous().t()
         kmajor = True
     target = _jit.current_target() if b.is_cuda else None
-    cfg = config if config is not None else default_config_8bit(m, n, k, b.device.type, target)
+    cfg = config if config is not None else default_config_8bit(m, n, k, b.device.type, target, a.dtype)
     if not isinstance(cfg, MMConfig):
         raise TypeError(f"sparse_mm: config must be a sparsecc.ops.MMConfig, got {type(cfg).__name__}")
-    if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % 64:
+    step = 32 if a.dtype == torch.float32 else 64
+    if cfg.block_m % 16 or cfg.block_n % 16 or cfg.block_k % step:
         raise ValueError(f"sparse_mm: config {cfg} needs BLOCK_M and BLOCK_N multiples of 16 and BLOCK_K a "
-                         "multiple of 64 for 8-bit operands")
+                         f"multiple of {step} for {a.dtype} operands")
     if cfg.persistent or cfg.num_ctas != 1:
         raise ValueError(f"sparse_mm: config {cfg}: 8-bit operands take one program per tile (no persistent, "
                          "no CTA pairs)")

@@ -652,8 +652,8 @@ class _Decomposer:
             raise _fail(op, "only operand A of tt.dot may be sparse here (sparse-operand-to-lhs, "
                             "which runs before this pass when compiling, moves a sparse B to the left)")
         fmt = _format(op.a.type)
-        if fmt is not formats.DOT_FORMAT:
-            raise _fail(op, f"tt.dot takes {formats.DOT_FORMAT.name} operands only, got {fmt.name}")
+        if formats.of_dot_metadata(fmt.array_element(fmt.metadata, tt.element_type(op.a.type))) is not fmt:
+            raise _fail(op, f"tt.dot cannot take {fmt.name} operands")
         a = self.split[op.a]
         new = tt.DotOp(a.values, op.b, op.c, a.meta, sparse_index=0, result_type=op.result.type)
         new.attributes |= op.attributes

@@ -114,7 +114,11 @@ def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> Share
     kmajor = isinstance(src, BlockedEncodingAttr) and tuple(src.order) == (0, 1)
     if dot_op.op_idx == 1 and isinstance(parent, MmaEncodingAttr) and parent.version_major == 3:
         if kmajor:  # N rows of K: the canonical K-major layout (a row is one swizzle atom)
-            return mma_swizzle(shape[0], _elem_bytes(ty.element_type), order=(0, 1))
+            esz = _elem_bytes(ty.element_type)
+            if esz != 2 and shape[0] * esz > 128 and (shape[0] * esz) % 128 == 0:
+                # longer rows: 128-byte column blocks of N rows each, one atom per block
+                return SharedEncodingAttr(*element_mode(128, esz), (0, 1), col_block=128 // esz)
+            return mma_swizzle(shape[0], esz, order=(0, 1))
         return wgmma_swizzle(shape[1], _elem_bytes(ty.element_type))
     if dot_op.is_sparse_meta:
         if shape[1] % META_GROUP_WORDS == 0:

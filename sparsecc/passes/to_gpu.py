@@ -322,7 +322,7 @@ class ConvertTTToTTGPass(ModulePass):
         tensor cores and ldmatrix cannot transpose bytes)."""
         for d in dots:
             elt = tt.element_type(d.a.type)
-            if _bytes(elt) != 1:
+            if _bytes(elt) == 2:
                 continue
             if isinstance(elt, Float8E4M3FNType | Float8E5M2Type) and _arch(self.target) < 89:
                 raise ConvertError(f"an fp8 ({elt}) tl.dot needs sm_89 or newer (the target is {self.target})", d)
@@ -330,9 +330,10 @@ class ConvertTTToTTGPass(ModulePass):
                 raise ConvertError(f"a dense {elt} tl.dot has no GPU lowering; 8-bit dots need a 2:4 sparse operand", d)
             if not kmajor_b:
                 raise ConvertError(
-                    f"an 8-bit ({elt}) tl.dot reads its dense operand K-major on the GPU (the tensor cores "
-                    "cannot transpose bytes): store it column-major (K contiguous) and load it with a "
-                    "block pointer of order=(0, 1), as torch._scaled_mm takes its second operand", d)
+                    f"a {'tf32' if _bytes(elt) == 4 else '8-bit'} ({elt}) tl.dot reads its dense operand K-major "
+                    "on the GPU (the tensor cores transpose 16-bit operands only): store it column-major (K "
+                    "contiguous) and load it with a block pointer of order=(0, 1), as torch._scaled_mm takes "
+                    "its second operand", d)
 
     def _use_wgmma(self, dots: list[tt.DotOp], m: int, n: int, kmajor_b: bool) -> bool:
         """Whether these dots become sm_90a `wgmma.mma_async.sp` (#ttg.mma version 3).
@@ -353,12 +354,15 @@ class ConvertTTToTTGPass(ModulePass):
             return False
         for d in dots:
             esz = _bytes(tt.element_type(d.a.type))
-            if d.meta is None or esz not in (1, 2) or (esz == 1 and not kmajor_b):
+            if d.meta is None or esz not in (1, 2, 4) or (esz != 2 and not kmajor_b):
                 return False
             k = tt.shape_of(d.b.type)[0]
             if k % (64 // esz):
                 return False
-            if kmajor_b and k * esz not in (64, 128):  # N rows of K: one 64/128-byte swizzle atom
+            # K-major B: N rows of one 64/128-byte atom; 8-bit and tf32 rows may also span several
+            # 128-byte atoms (column blocks: more MMA per pipeline stage). 16-bit keeps one atom:
+            # its longer K-major tiles (decode) stay on mma.sp, as measured
+            if kmajor_b and k * esz not in (64, 128) and (esz == 2 or (k * esz) % 128):
                 return False
         return True
 

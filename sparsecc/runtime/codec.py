@@ -31,8 +31,19 @@ def runtime_dtypes(fmt: SparseFormat = NV24) -> tuple[torch.dtype, ...]:
 
 
 def _group_bits(fmt: SparseFormat) -> int:
-    """Bits one group's kept indices take in a metadata word (4 for NV24)."""
-    return fmt.group.kept * fmt.meta.index_bits
+    """Bits one group's kept indices take in a metadata word (4 for NV24 and NV12)."""
+    return fmt.meta.group_bits
+
+
+def _word_dtype(fmt: SparseFormat) -> torch.dtype:
+    """The torch dtype of one metadata word (int16 for NV24 and NV12)."""
+    return getattr(torch, fmt.meta.element.torch_name)
+
+
+def _array_dtype(fmt: SparseFormat) -> torch.dtype:
+    """The torch dtype of the stored metadata array (NV12 pairs its int16 words as int32)."""
+    el = fmt.metadata.element
+    return _word_dtype(fmt) if el is None else getattr(torch, el.torch_name)
 
 
 def check_dense(dense: torch.Tensor, fmt: SparseFormat = NV24) -> None:
@@ -49,7 +60,7 @@ def check_dense(dense: torch.Tensor, fmt: SparseFormat = NV24) -> None:
     m, k = dense.shape
     if m == 0 or k == 0:
         raise ValueError(f"compress: empty tensor of shape {tuple(dense.shape)} (M and K must be >= 1)")
-    cols = fmt.meta.word_cols
+    cols = fmt.tile_multiple[1]
     if k % cols != 0:
         raise ValueError(
             f"compress: K = {k} is not a multiple of {cols} (one {fmt.meta.element.torch_name} "
@@ -73,14 +84,15 @@ def _check_groups(groups: torch.Tensor, nonzero: torch.Tensor, fmt: SparseFormat
     nan_note = f", {nans} of them NaN (NaN counts as nonzero)" if nans else ""
     raise ValueError(
         f"not {kept}:{size} sparse: row {row}, columns {size * g}..{size * g + size - 1} have {n} "
-        f"nonzeros{nan_note} (at most {kept} allowed); use sparsecc.prune_2to4 first")
+        f"nonzeros{nan_note} (at most {kept} allowed); use sparsecc.prune_{kept}to{size} first")
 
 
-def _select_indices(nonzero: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Kept positions (idx0 < idx1) per group: the nonzeros, topped up with the lowest free slots."""
+def _select_indices(nonzero: torch.Tensor, kept: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    """Kept positions (idx0 < idx1) per group: the nonzeros, topped up with the lowest free slots
+    (`kept` = 1: idx0 = idx1 = the one kept position)."""
     size = nonzero.shape[-1]
     zero = ~nonzero
-    need = (2 - nonzero.sum(-1, keepdim=True)).clamp_min(0)
+    need = (kept - nonzero.sum(-1, keepdim=True)).clamp_min(0)
     zero_rank = torch.cumsum(zero.to(torch.int8), dim=-1) - 1  # rank among the group's zeros
     selected = nonzero | (zero & (zero_rank < need))
     pos = torch.arange(size, device=nonzero.device)
@@ -89,12 +101,20 @@ def _select_indices(nonzero: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return idx0, idx1
 
 
+def _hw_indices(kept0: torch.Tensor, kept1: torch.Tensor, fmt: SparseFormat) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two 2:4 indices a group's word holds: its kept positions, or for a 1:2 format
+    (`halves`) the two 16-bit halves (2i, 2i + 1) of its kept element i."""
+    if fmt.meta.halves:
+        return 2 * kept0, 2 * kept0 + 1
+    return kept0, kept1
+
+
 def encode_meta(idx0: torch.Tensor, idx1: torch.Tensor, fmt: SparseFormat = NV24) -> torch.Tensor:
     """Pack per-group kept indices (each M x K/4, values 0..3) into the format's `meta` array.
 
-    Returns int16 of shape (ceil(M/16), K), padding rows set to 0x4444 (NV24's numbers). Indices
-    are taken as given (the caller guarantees idx0 < idx1; hardware requires it for ordered
-    metadata).
+    Returns int16 of shape (ceil(M/16), K), padding rows set to 0x4444 (NV24's numbers; NV12's
+    words pair up into int32, see `sparsecc.formats.nv12`). Indices are 2:4 positions, taken as
+    given (the caller guarantees idx0 < idx1; hardware requires it for ordered metadata).
     """
     if idx0.shape != idx1.shape or idx0.dim() != 2:
         raise ValueError(
@@ -118,8 +138,9 @@ def encode_meta(idx0: torch.Tensor, idx1: torch.Tensor, fmt: SparseFormat = NV24
     signed = torch.where(padded >= word // 2, padded - word, padded).to(getattr(torch, layout.element.torch_name))
     chunks = n_groups // per_word
     # word (row r, chunk c) -> meta[r // 16, 16*c + r % 16]
-    return (signed.reshape(mb, rows_per_block, chunks).transpose(1, 2)
-            .reshape(mb, chunks * rows_per_block).contiguous())
+    words16 = (signed.reshape(mb, rows_per_block, chunks).transpose(1, 2)
+               .reshape(mb, chunks * rows_per_block).contiguous())
+    return words16.view(_array_dtype(fmt))
 
 
 def decode_meta(meta: torch.Tensor, rows: int | None = None,
@@ -133,6 +154,8 @@ def decode_meta(meta: torch.Tensor, rows: int | None = None,
                          f"shape {tuple(meta.shape)}")
     layout = fmt.meta
     per_word, rows_per_block = layout.groups_per_word(fmt.group), layout.block_rows
+    if meta.dtype != _word_dtype(fmt) and meta.element_size() > _word_dtype(fmt).itemsize:
+        meta = meta.contiguous().view(_word_dtype(fmt))  # NV12: int32 pairs of int16 words
     mb, width = meta.shape
     if width % rows_per_block != 0:
         raise ValueError(f"decode_meta: meta width {width} is not a multiple of {rows_per_block}")
@@ -175,9 +198,11 @@ def decode_meta_tile(values_tile: torch.Tensor, meta_tile: torch.Tensor,
         raise ValueError(f"decode_meta_tile: values on {values_tile.device}, meta on {meta_tile.device}")
     idx0, idx1 = decode_meta(meta_tile, bm, fmt)
     v = values_tile.reshape(bm, bk // size, kept)
-    v0, v1 = v[..., :1], v[..., 1:]
     pos = torch.arange(size, device=values_tile.device)
     zero = torch.zeros((), dtype=values_tile.dtype, device=values_tile.device)
+    if fmt.meta.halves:  # 1:2: the kept element spans halves (idx0, idx1) = (2i, 2i + 1)
+        return torch.where(pos == (idx0 // 2).unsqueeze(-1), v, zero).reshape(bm, bk)
+    v0, v1 = v[..., :1], v[..., 1:]
     dense = torch.where(pos == idx1.unsqueeze(-1), v1,
                         torch.where(pos == idx0.unsqueeze(-1), v0, zero))
     return dense.reshape(bm, bk)
@@ -192,10 +217,12 @@ def compress_arrays(dense: torch.Tensor, fmt: SparseFormat = NV24) -> tuple[torc
     groups = x.reshape(m, k // size, size)
     nonzero = groups != 0  # NaN != 0, so NaN counts as nonzero
     _check_groups(groups, nonzero, fmt)
-    idx0, idx1 = _select_indices(nonzero)
+    kept = fmt.group.kept
+    idx0, idx1 = _select_indices(nonzero, kept)
     # gather moves bits, so 8-bit floats go through their uint8 view (CPU torch has no fp8 gather)
     bits = groups.view(torch.uint8) if groups.dtype.is_floating_point and groups.element_size() == 1 else groups
-    values = torch.gather(bits, -1, torch.stack((idx0, idx1), dim=-1)).view(groups.dtype)
+    index = torch.stack((idx0, idx1), dim=-1)[..., :kept]
+    values = torch.gather(bits, -1, index).view(groups.dtype)
     values = values.reshape(fmt.values.shape(INT, m, k))
-    return values.contiguous(), encode_meta(idx0, idx1, fmt)
+    return values.contiguous(), encode_meta(*_hw_indices(idx0, idx1, fmt), fmt)
 

@@ -1,4 +1,5 @@
-"""2:4 pruning and compression to the NV24 format (`sparsecc.prune_2to4`, `sparsecc.compress`).
+"""2:4 and 1:2 pruning and compression to the NV24 / NV12 formats (`sparsecc.prune_2to4`,
+`sparsecc.prune_1to2`, `sparsecc.compress`).
 
 The format itself (values M x K/2, int16 metadata ceil(M/16) x K, the bits of a word) is one
 definition, `sparsecc.formats.nv24`; the torch code that encodes and decodes it is
@@ -13,8 +14,8 @@ import math
 
 import torch
 
-from sparsecc.formats import NV24
-from sparsecc.runtime.codec import compress_arrays, decode_meta, decode_meta_tile, encode_meta
+from sparsecc.formats import NV12, NV24
+from sparsecc.runtime.codec import decode_meta, decode_meta_tile, encode_meta
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "decode_meta_tile",
     "decompress",
     "encode_meta",
+    "prune_1to2",
     "prune_2to4",
 ]
 
@@ -39,38 +41,52 @@ def prune_2to4(dense: torch.Tensor) -> torch.Tensor:
         >>> prune_2to4(torch.tensor([[1, -5, 3, 2]], dtype=torch.int8))
         tensor([[ 0, -5,  3,  0]], dtype=torch.int8)
     """
+    return _prune(dense, KEPT, GROUP, "prune_2to4")
+
+
+def prune_1to2(dense: torch.Tensor) -> torch.Tensor:
+    """A copy of `dense` with only the larger-|x| entry of every pair (last dim) kept: NV12's 1:2
+    sparsity, what tf32 sparse tensor cores take (ties and NaN as `prune_2to4`).
+
+        >>> prune_1to2(torch.tensor([[1.0, -5.0, 3.0, 2.0]]))
+        tensor([[ 0., -5.,  3.,  0.]])
+    """
+    return _prune(dense, NV12.group.kept, NV12.group.size, "prune_1to2")
+
+
+def _prune(dense: torch.Tensor, kept: int, group: int, name: str) -> torch.Tensor:
     if not isinstance(dense, torch.Tensor):
-        raise TypeError(f"prune_2to4 expects a torch.Tensor, got {type(dense).__name__}")
+        raise TypeError(f"{name} expects a torch.Tensor, got {type(dense).__name__}")
     if not (dense.is_floating_point() or dense.dtype == torch.int8):
-        raise TypeError(f"prune_2to4 expects a floating-point or int8 tensor, got dtype {dense.dtype}")
-    if dense.dim() == 0 or dense.shape[-1] % GROUP != 0:
+        raise TypeError(f"{name} expects a floating-point or int8 tensor, got dtype {dense.dtype}")
+    if dense.dim() == 0 or dense.shape[-1] % group != 0:
         raise ValueError(
-            f"prune_2to4: the last dimension must be a multiple of {GROUP}, got shape "
+            f"{name}: the last dimension must be a multiple of {group}, got shape "
             f"{tuple(dense.shape)}")
     x = dense.detach()
     # Rank in float32 (exact for int8 and every 16-bit and 8-bit float; |-128| does not wrap) so
     # comparisons work on any dtype.
     key = x.abs() if x.element_size() >= 4 else x.float().abs()
     key = torch.where(torch.isnan(key), torch.full_like(key, math.inf), key)
-    groups = key.reshape(*x.shape[:-1], x.shape[-1] // GROUP, GROUP)
+    groups = key.reshape(*x.shape[:-1], x.shape[-1] // group, group)
     ki, kj = groups.unsqueeze(-1), groups.unsqueeze(-2)  # [..., i, j]
-    pos = torch.arange(GROUP, device=x.device)
+    pos = torch.arange(group, device=x.device)
     lower = pos.unsqueeze(0) < pos.unsqueeze(1)  # [i, j]: j < i
     beaten_by = (kj > ki) | ((kj == ki) & lower)
-    keep = (beaten_by.sum(-1) < KEPT).reshape(x.shape)
+    keep = (beaten_by.sum(-1) < kept).reshape(x.shape)
     return torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
 
 
-def compress(dense: torch.Tensor) -> SparseTensor:
+def compress(dense: torch.Tensor, format: str | None = None) -> SparseTensor:  # noqa: A002
     """Compress a 2:4-sparse M x K matrix to NV24 (`sparsecc.formats.nv24`): fp16, bf16, int8,
-    float8_e4m3fn or float8_e5m2.
+    float8_e4m3fn or float8_e5m2; a 1:2-sparse float32 one to NV12 (tf32, `formats.nv12`).
+    `format` names the format; by default the dtype picks it.
 
     K must be a multiple of 16; any M >= 1 works (meta is padded to a multiple of 16 rows with
     0x4444 words). Raises if the data is not 2:4 sparse, naming the first bad group. Outputs live
     on the input's device.
     """
-    values, meta = compress_arrays(dense, NV24)
-    return SparseTensor(values, meta, tuple(dense.shape))
+    return SparseTensor.from_dense(dense, format)
 
 
 def decompress(sparse: SparseTensor) -> torch.Tensor:

@@ -481,7 +481,8 @@ def _dot(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
     a, b, c = v[0], v[1], v[2]
     if op.meta is not None:  # type: ignore[attr-defined]
         # A holds the format's values: decode the dense tile they and the metadata encode
-        a = decode_meta_tile(a.contiguous(), v[3].contiguous(), formats.DOT_FORMAT)
+        fmt = formats.of_dot_metadata(op.meta.type.element_type)  # type: ignore[attr-defined]
+        a = decode_meta_tile(a.contiguous(), v[3].contiguous(), fmt)
     dtype = _result_dtype(op)
     if not a.dtype.is_floating_point:
         acc = a.to(torch.int64) @ b.to(torch.int64) + c.to(torch.int64)

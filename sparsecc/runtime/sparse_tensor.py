@@ -1,4 +1,5 @@
-"""`SparseTensor`: a 2:4-sparse matrix in the NV24 format (values + int16 metadata).
+"""`SparseTensor`: a 2:4-sparse matrix in the NV24 format (values + int16 metadata), or a 1:2
+float32 one in NV12 (values + int32 pairs of metadata words; tf32 tensor cores).
 
 It is deliberately not a `torch.Tensor` subclass and has no `data_ptr`: `@sparsecc.jit` recognises
 it by duck typing (`values`, `meta`, `encoding`) and passes it to kernels as the two arrays
@@ -16,7 +17,7 @@ import torch
 from sparsecc import formats
 from sparsecc.runtime.codec import compress_arrays, decode_meta_tile, runtime_dtypes
 
-__all__ = ["GROUP", "META_CHUNK", "META_PAD_WORD", "NV24", "SUPPORTED_DTYPES", "SparseTensor"]
+__all__ = ["GROUP", "META_CHUNK", "META_PAD_WORD", "NV24", "SUPPORTED_DTYPES", "SparseTensor", "supported_dtypes"]
 
 _FORMAT = formats.NV24
 NV24 = _FORMAT.name
@@ -25,6 +26,18 @@ GROUP = _FORMAT.group.size  # a 2:4 group: 4 consecutive columns, at most 2 nonz
 META_CHUNK = _FORMAT.meta.word_cols  # columns per 16-bit metadata word (= rows per row block)
 META_PAD_WORD = _FORMAT.meta.pad_word  # idx (0, 1) in all four groups; fills rows past M
 _META_DTYPE = getattr(torch, _FORMAT.meta.element.torch_name)
+_WITH_TENSOR_FORM = (formats.NV24, formats.NV12)
+"""The formats a SparseTensor holds (one pair of arrays each)."""
+
+
+def supported_dtypes() -> tuple[torch.dtype, ...]:
+    """Every values dtype some SparseTensor format holds (NV24's, then NV12's float32)."""
+    return tuple(d for f in _WITH_TENSOR_FORM for d in runtime_dtypes(f))
+
+
+def _meta_dtype(fmt: formats.SparseFormat) -> torch.dtype:
+    el = fmt.metadata.element or fmt.meta.element
+    return getattr(torch, el.torch_name)
 
 
 class SparseTensor:
@@ -34,15 +47,15 @@ class SparseTensor:
     the format (metadata contents are not inspected, that would cost a device sync).
     """
 
-    __slots__ = ("_meta", "_shape", "_values")
+    __slots__ = ("_format", "_meta", "_shape", "_values")
 
     def __init__(self, values: torch.Tensor, meta: torch.Tensor,
                  shape: tuple[int, int] | torch.Size, encoding: str = NV24) -> None:
-        if encoding != NV24:
-            known = formats.get(encoding) is not None
-            why = "has no SparseTensor form yet" if known else "is not a sparse format"
-            raise ValueError(f"SparseTensor: unsupported encoding {encoding!r}: it {why} "
-                             f"(supported: {NV24!r})")
+        fmt = formats.get(encoding) if isinstance(encoding, str) else None
+        if fmt not in _WITH_TENSOR_FORM:
+            why = "has no SparseTensor form yet" if fmt is not None else "is not a sparse format"
+            names = ", ".join(repr(f.name) for f in _WITH_TENSOR_FORM)
+            raise ValueError(f"SparseTensor: unsupported encoding {encoding!r}: it {why} (supported: {names})")
         if not isinstance(values, torch.Tensor) or not isinstance(meta, torch.Tensor):
             raise TypeError("SparseTensor: values and meta must be torch.Tensors, got "
                             f"{type(values).__name__} and {type(meta).__name__}")
@@ -50,21 +63,22 @@ class SparseTensor:
         if len(dims) != 2:
             raise ValueError(f"SparseTensor: shape must be 2-D (M, K), got {tuple(shape)}")
         m, k = dims
-        if m < 1 or k < 1 or k % _FORMAT.tile_multiple[1] != 0:
+        if m < 1 or k < 1 or k % fmt.tile_multiple[1] != 0:
             raise ValueError(
                 f"SparseTensor: shape {dims} needs M >= 1 and K a positive multiple of "
-                f"{_FORMAT.tile_multiple[1]}")
-        if values.dtype not in SUPPORTED_DTYPES:
-            supported = ", ".join(str(d) for d in SUPPORTED_DTYPES)
+                f"{fmt.tile_multiple[1]}")
+        dtypes = runtime_dtypes(fmt)
+        if values.dtype not in dtypes:
+            supported = ", ".join(str(d) for d in dtypes)
             raise TypeError(f"SparseTensor: unsupported values dtype {values.dtype} "
-                            f"({NV24} supports {supported})")
-        if meta.dtype != _META_DTYPE:
-            raise TypeError(f"SparseTensor: meta must be {_META_DTYPE}, got {meta.dtype}")
-        values_shape = _FORMAT.values.shape(formats.INT, m, k)
+                            f"({fmt.name} supports {supported})")
+        if meta.dtype != _meta_dtype(fmt):
+            raise TypeError(f"SparseTensor: meta must be {_meta_dtype(fmt)}, got {meta.dtype}")
+        values_shape = fmt.values.shape(formats.INT, m, k)
         if tuple(values.shape) != values_shape:
             raise ValueError(f"SparseTensor: values of a {m}x{k} matrix must have shape "
                              f"{values_shape}, got {tuple(values.shape)}")
-        meta_shape = _FORMAT.metadata.shape(formats.INT, m, k)
+        meta_shape = fmt.metadata.shape(formats.INT, m, k)
         if tuple(meta.shape) != meta_shape:
             raise ValueError(f"SparseTensor: meta of a {m}x{k} matrix must have shape {meta_shape}, "
                              f"got {tuple(meta.shape)}")
@@ -74,12 +88,19 @@ class SparseTensor:
         self._values = values.contiguous()
         self._meta = meta.contiguous()
         self._shape = torch.Size(dims)
+        self._format = fmt
 
     @classmethod
-    def from_dense(cls, dense: torch.Tensor) -> SparseTensor:
-        """Same as `sparsecc.compress(dense)`."""
-        values, meta = compress_arrays(dense, _FORMAT)
-        return cls(values, meta, tuple(dense.shape))
+    def from_dense(cls, dense: torch.Tensor, encoding: str | None = None) -> SparseTensor:
+        """Same as `sparsecc.compress(dense, encoding)`."""
+        if encoding is not None:
+            fmt = formats.lookup(encoding)
+        elif isinstance(dense, torch.Tensor):
+            fmt = formats.for_dtype(str(dense.dtype).removeprefix("torch."))
+        else:
+            fmt = _FORMAT
+        values, meta = compress_arrays(dense, fmt)
+        return cls(values, meta, tuple(dense.shape), fmt.name)
 
     @property
     def values(self) -> torch.Tensor:
@@ -91,7 +112,8 @@ class SparseTensor:
 
     @property
     def encoding(self) -> str:
-        return NV24
+        """The format's name: "NV24" (2:4) or "NV12" (1:2, float32 / tf32)."""
+        return self._format.name
 
     @property
     def shape(self) -> torch.Size:
@@ -131,7 +153,7 @@ class SparseTensor:
 
     def to_dense(self) -> torch.Tensor:
         """The dense M x K matrix (the exact inverse of `compress` on 2:4 input)."""
-        return decode_meta_tile(self._values, self._meta, _FORMAT)
+        return decode_meta_tile(self._values, self._meta, self._format)
 
     def to(self, device: torch.device | str | int | torch.dtype | None = None,
            dtype: torch.dtype | None = None, non_blocking: bool = False) -> SparseTensor:
@@ -146,7 +168,7 @@ class SparseTensor:
             meta = meta.to(device=device, non_blocking=non_blocking)
         if values is self._values and meta is self._meta:
             return self
-        return SparseTensor(values, meta, self._shape)
+        return SparseTensor(values, meta, self._shape, self.encoding)
 
     def cuda(self, device: torch.device | str | int | None = None,
              non_blocking: bool = False) -> SparseTensor:
@@ -162,8 +184,8 @@ class SparseTensor:
     def __repr__(self) -> str:
         m, k = self._shape
         return (f"SparseTensor(shape=({m}, {k}), dtype={self.dtype}, device={self.device}, "
-                f"encoding={NV24!r}, values={tuple(self._values.shape)}, "
+                f"encoding={self.encoding!r}, values={tuple(self._values.shape)}, "
                 f"meta={tuple(self._meta.shape)})")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (SparseTensor, (self._values, self._meta, tuple(self._shape), NV24))
+        return (SparseTensor, (self._values, self._meta, tuple(self._shape), self.encoding))

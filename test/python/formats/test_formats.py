@@ -106,10 +106,10 @@ def test_tile_rule():
 
 
 def test_registry_lookup():
-    assert formats.names() == ("NV24",)
+    assert formats.names() == ("NV24", "NV12")
     assert formats.lookup("NV24") is NV24 and formats.get("NV24") is NV24
     assert formats.get("CSR") is None
-    with pytest.raises(formats.UnknownFormatError, match='unknown sparse format "NV42"; known formats: "NV24"'):
+    with pytest.raises(formats.UnknownFormatError, match='unknown sparse format "NV42"; known formats: "NV24", "NV12"'):
         formats.lookup("NV42")
 
 
@@ -130,7 +130,7 @@ def test_signature_helpers():
 
 
 def test_sparse_attribute_checks_format_and_element():
-    with pytest.raises(VerifyException, match='unknown sparse format "NV99"; known formats: "NV24"'):
+    with pytest.raises(VerifyException, match='unknown sparse format "NV99"; known formats: "NV24", "NV12"'):
         tt.SparseEncodingAttr("NV99")
     enc = tt.SparseEncodingAttr("NV24")
     assert enc.definition is NV24
@@ -147,7 +147,7 @@ def test_sparse_attribute_checks_format_and_element():
 
 def test_signature_errors_name_the_format():
     assert tt.sparse_encoding_of(parse_signature_type("*bf16:NV24")).definition is NV24
-    with pytest.raises(ValueError, match=r"unknown sparse encoding 'NV42' in '\*fp16:NV42' \(known: NV24\)"):
+    with pytest.raises(ValueError, match=r"unknown sparse encoding 'NV42' in '\*fp16:NV42' \(known: NV24, NV12\)"):
         parse_signature_type("*fp16:NV42")
     with pytest.raises(ValueError, match=r"'\*fp32:NV24': NV24 sparsity needs a 16- or 8-bit element type "
                                          r"\(\*fp16, \*bf16, \*fp8e4nv, \*fp8e5, \*i8\)"):

@@ -141,7 +141,8 @@ def test_wgmma_forms_assemble(t, form):
 
 GPU_SHAPES = [(128, 128, 256), (300, 520, 384), (33, 8, 192), (256, 16, 1024), (1000, 272, 640)]
 GPU_CONFIGS = [None, MMConfig(128, 128, 128, num_warps=4, num_stages=3), MMConfig(64, 64, 64, num_warps=4, num_stages=2),
-               MMConfig(32, 16, 256, num_warps=4, num_stages=4), MMConfig(128, 256, 128, num_warps=8, num_stages=4)]
+               MMConfig(32, 16, 256, num_warps=4, num_stages=4), MMConfig(128, 256, 128, num_warps=8, num_stages=4),
+               MMConfig(256, 128, 256, num_warps=8, num_stages=3)]  # K-major B in two 128-byte column blocks
 
 
 @pytest.mark.gpu
