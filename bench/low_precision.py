@@ -41,10 +41,13 @@ CONFIGS = {
               MMConfig(128, 128, 256, num_warps=8, num_stages=4)],
     "mid": [MMConfig(64, 128, 128, num_warps=4, num_stages=4), MMConfig(128, 128, 128, num_warps=8, num_stages=4),
             MMConfig(64, 64, 128, num_warps=4, num_stages=4), MMConfig(128, 64, 128, num_warps=4, num_stages=4),
-            MMConfig(128, 128, 128, num_warps=4, num_stages=5)],
+            MMConfig(128, 128, 128, num_warps=4, num_stages=5), MMConfig(64, 128, 256, num_warps=4, num_stages=3),
+            MMConfig(128, 128, 256, num_warps=8, num_stages=3), MMConfig(64, 64, 256, num_warps=4, num_stages=4),
+            MMConfig(128, 64, 256, num_warps=4, num_stages=4)],
     "tf32": [MMConfig(256, 128, 32, num_warps=8, num_stages=5), MMConfig(128, 256, 32, num_warps=8, num_stages=4),
              MMConfig(128, 256, 32, num_warps=8, num_stages=5), MMConfig(256, 128, 64, num_warps=8, num_stages=3),
-             MMConfig(128, 128, 64, num_warps=4, num_stages=4), MMConfig(128, 128, 64, num_warps=8, num_stages=4)],
+             MMConfig(128, 128, 64, num_warps=4, num_stages=4), MMConfig(128, 128, 64, num_warps=8, num_stages=4),
+             MMConfig(256, 64, 64, num_warps=8, num_stages=4), MMConfig(128, 128, 128, num_warps=8, num_stages=2)],
     "decode": [MMConfig(32, 16, 256, num_warps=4, num_stages=4), MMConfig(32, 16, 512, num_warps=4, num_stages=3),
                MMConfig(64, 16, 512, num_warps=4, num_stages=3), MMConfig(32, 16, 1024, num_warps=4, num_stages=2),
                # wgmma + TMA (BLOCK_K 128: K-major rows of one 128-byte atom), deep rings
@@ -166,13 +169,19 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=None)
+    p.add_argument("--only", default=None, help="kind:MxNxK,... (e.g. fp8:128x8192x8192,tf32:8192x8192x8192)")
     args = p.parse_args()
     shapes = QUICK if args.quick else SHAPES
+    if args.only:
+        shapes = {}
+        for item in args.only.split(","):
+            kind, dims = item.split(":")
+            shapes.setdefault(kind, []).append(tuple(int(d) for d in dims.split("x")))
     head = ["| type | M×N×K | dense | cuSPARSELt 2:4 | sparsecc 2:4 | vs dense | sparsecc tile |",
             "|---|---|---|---|---|---|---|"]
     rows = []
     for kind in ("fp8", "int8", "tf32"):
-        for m, n, k in shapes[kind]:
+        for m, n, k in shapes.get(kind, []):
             rows += bench(kind, m, n, k)
             print(rows[-1], flush=True)
     table = "\n".join(head + rows)

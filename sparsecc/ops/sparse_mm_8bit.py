@@ -58,15 +58,16 @@ def scaled_sparse_mm_kernel(D, A, B, SCALE_A, SCALE_B, M, N, K, stride_am, strid
     _store_tile(D, acc, M, N, stride_dm, stride_dn, pid_m, pid_n, BLOCK_M, BLOCK_N)
 
 
-# BLOCK_K 128: a K-major B tile row is 128 bytes, one wgmma swizzle atom (64 bytes of values
-# per A row). Decode (N <= 16) runs on mma.sp, whose K-major B needs no atom: longer K steps.
-_LARGE_8 = {True: MMConfig(128, 256, 128, group_m=8, num_warps=8, num_stages=4),
+# The winners of bench/low_precision.py on the H100 (NOTES stop 14 runs 9-10): BLOCK_K 256, a
+# K-major B tile of two 128-byte column blocks (wgmma atoms) and 128 bytes of values per A row,
+# so each pipeline stage carries four k64 wgmma steps; decode (N <= 16) 64x16x512 (wgmma, TMA).
+_LARGE_8 = {True: MMConfig(256, 128, 256, group_m=8, num_warps=8, num_stages=3),
             False: MMConfig(128, 128, 128, group_m=8, num_warps=4, num_stages=3)}
-_SMALL_8 = MMConfig(64, 64, 128, group_m=8, num_warps=4, num_stages=4)
-_DECODE_8 = MMConfig(32, 16, 256, group_m=8, num_warps=4, num_stages=4)
+_SMALL_8 = MMConfig(128, 64, 256, group_m=8, num_warps=4, num_stages=4)
+_DECODE_8 = MMConfig(64, 16, 512, group_m=8, num_warps=4, num_stages=3)
 _CPU_8 = MMConfig(32, 32, 64, group_m=4, num_warps=4, num_stages=1)
-# tf32: BLOCK_K 32 (a K-major B row of 32 fp32 is one 128-byte atom)
-_LARGE_TF32 = {True: MMConfig(256, 128, 32, group_m=8, num_warps=8, num_stages=5),
+# tf32: BLOCK_K 64 (a K-major B row of 64 fp32: two 128-byte atoms)
+_LARGE_TF32 = {True: MMConfig(256, 128, 64, group_m=8, num_warps=8, num_stages=3),
                False: MMConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=3)}
 _SMALL_TF32 = MMConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=4)
 _DECODE_TF32 = MMConfig(32, 16, 128, group_m=8, num_warps=4, num_stages=4)

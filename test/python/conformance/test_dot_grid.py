@@ -18,12 +18,12 @@ import sparsecc.language as tl
 @sparsecc.jit
 def grid_kernel(C, A, B, BIAS, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                ADDR: tl.constexpr, B_KMAJOR: tl.constexpr, EPILOGUE: tl.constexpr):
+                ADDR: tl.constexpr, B_KMAJOR: tl.constexpr, EPILOGUE: tl.constexpr, INT: tl.constexpr = False):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if INT else tl.float32)
     if ADDR == "block":
         a_ptr = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, stride_ak),
                                   offsets=(pid_m * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
@@ -44,11 +44,13 @@ def grid_kernel(C, A, B, BIAS, M, N, K, stride_am, stride_ak, stride_bk, stride_
         a_ptrs = A + rm[:, None] * stride_am + rk[None, :] * stride_ak
         b_ptrs = B + rk[:, None] * stride_bk + rn[None, :] * stride_bn
         for k in range(0, K, BLOCK_K):
-            a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k < K), other=0.0)
-            b = tl.load(b_ptrs, mask=(rk[:, None] + k < K) & (rn[None, :] < N), other=0.0)
+            a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k < K), other=0)
+            b = tl.load(b_ptrs, mask=(rk[:, None] + k < K) & (rn[None, :] < N), other=0)
             acc += tl.dot(a, b)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
+    if INT:
+        acc = acc.to(tl.float32)
     if EPILOGUE == "bias_relu":
         acc = tl.maximum(acc + tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :], 0.0)
     elif EPILOGUE == "silu":
@@ -67,33 +69,50 @@ EPILOGUES = {
 }
 
 
+LOW_PRECISION = (torch.int8, torch.float8_e4m3fn, torch.float8_e5m2, torch.float32)
+"""Operand types whose tensor cores read the dense operand K-major (fp32: tf32, NV12's 1:2)."""
+
+
 def run_case(m, n, k, dtype, sparse, addr, epilogue, device, tiles=(32, 32, 32), num_warps=4):
     g = torch.Generator().manual_seed(m * 7 + n * 3 + k)
-    a = torch.randn(m, k, generator=g).to(dtype)
-    b = torch.randn(k, n, generator=g).to(dtype)
-    bias = torch.randn(n, generator=g).to(dtype).to(device)
+    if dtype == torch.int8:
+        a = torch.randint(-8, 8, (m, k), generator=g, dtype=torch.int8)
+        b = torch.randint(-8, 8, (k, n), generator=g, dtype=torch.int8)
+    else:
+        a = torch.randn(m, k, generator=g).to(dtype)
+        b = torch.randn(k, n, generator=g).to(dtype)
+    out_dtype = torch.bfloat16 if dtype in LOW_PRECISION[:3] else dtype
+    bias = torch.randn(n, generator=g).to(out_dtype).to(device)
+    prune = sparsecc.prune_1to2 if dtype == torch.float32 else sparsecc.prune_2to4
     if sparse == "A":
-        a = sparsecc.prune_2to4(a)
+        a = prune(a)
         ref = EPILOGUES[epilogue](a.float() @ b.float(), bias.cpu())
-        a_arg, b_arg = sparsecc.compress(a.to(device)), b.to(device)
-        strides = (a_arg.stride(0), 1, b.stride(0), 1)
-        kmajor = False
+        a_arg = sparsecc.compress(a.to(device))
+        if dtype in LOW_PRECISION and device == "cuda":  # read K-major: b column-major
+            b_arg = b.to(device).t().contiguous().t()
+            strides = (a_arg.stride(0), 1, 1, b_arg.stride(1))
+            kmajor = True
+        else:
+            b_arg = b.to(device)
+            strides = (a_arg.stride(0), 1, b.stride(0), 1)
+            kmajor = False
     else:  # B sparse: the weight W = b.T (N x K) stored compressed along K
-        w = sparsecc.prune_2to4(b.T.contiguous())
+        w = prune(b.T.contiguous())
         ref = EPILOGUES[epilogue](a.float() @ w.float().T, bias.cpu())
         a_arg, b_arg = a.to(device), sparsecc.compress(w.to(device))
         strides = (a.stride(0), 1, 1, b_arg.stride(0))
         kmajor = True
-    c = torch.full((m, n), float("nan"), dtype=dtype, device=device)
+    c = torch.full((m, n), float("nan"), dtype=out_dtype, device=device)
     bm, bn, bk = tiles
     grid = ((m + bm - 1) // bm, (n + bn - 1) // bn)
     grid_kernel[grid](c, a_arg, b_arg, bias, m, n, k, *strides, c.stride(0), BLOCK_M=bm, BLOCK_N=bn,
-                      BLOCK_K=bk, ADDR=addr, B_KMAJOR=kmajor, EPILOGUE=epilogue, num_warps=num_warps)
+                      BLOCK_K=bk, ADDR=addr, B_KMAJOR=kmajor, EPILOGUE=epilogue, INT=dtype == torch.int8,
+                      num_warps=num_warps)
     if device == "cuda":
         torch.cuda.synchronize()
     out = c.float().cpu()
     assert torch.isfinite(out).all(), "some outputs were never written"
-    tol = 1e-2 if dtype == torch.float16 else 2e-2
+    tol = {torch.float16: 1e-2, torch.float32: 5e-3}.get(dtype, 2e-2)
     torch.testing.assert_close(out, ref, rtol=tol, atol=tol * max(ref.abs().max().item(), 1.0))
 
 
@@ -106,6 +125,26 @@ CPU_GRID = list(itertools.product(
 def test_dot_grid_on_the_interpreter(dtype, shape, sparse, addr, epilogue, monkeypatch):
     monkeypatch.setenv("SPARSECC_INTERPRET", "1")
     run_case(*shape, dtype, sparse, addr, epilogue, "cpu")
+
+
+LOW_CPU_GRID = list(itertools.product(LOW_PRECISION, [(33, 17, 64)], ["A", "B"], ["block", "pointers"], ["bias_relu"]))
+
+
+@pytest.mark.parametrize("dtype, shape, sparse, addr, epilogue", LOW_CPU_GRID, ids=str)
+def test_low_precision_grid_on_the_interpreter(dtype, shape, sparse, addr, epilogue, monkeypatch):
+    """int8 (int32 sums), fp8 e4m3 / e5m2 and tf32 (NV12) in the same kernel and grid."""
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    run_case(*shape, dtype, sparse, addr, epilogue, "cpu")
+
+
+LOW_GPU_GRID = list(itertools.product(LOW_PRECISION, [(300, 136, 256), (16, 1024, 512)], ["A", "B"], ["block", "pointers"]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, shape, sparse, addr", LOW_GPU_GRID, ids=str)
+def test_low_precision_grid_on_the_gpu(dtype, shape, sparse, addr):
+    tiles = (64, 64, 128) if dtype != torch.float32 else (64, 64, 32)
+    run_case(*shape, dtype, sparse, addr, "silu", "cuda", tiles=tiles, num_warps=4)
 
 
 GPU_SHAPES = [(300, 136, 208), (1024, 512, 1024), (16, 4096, 1024)]

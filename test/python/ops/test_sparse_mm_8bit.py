@@ -258,3 +258,33 @@ def test_user_kernel_interpreter(dtype):
                                                ((300, 520, 384), (128, 128, 64), 8)])
 def test_user_kernel_gpu(dtype, shape, tiles, warps):
     _user_case(dtype, *shape, "cuda", tiles=tiles, num_warps=warps)
+
+
+@pytest.mark.parametrize("dt,fmt,bk,target,sass_op", [
+    ("fp8e4nv", "NV24", 256, "sm_90a", "QGMMA.SP.64x128x64.F32.E4M3.E4M3"),
+    ("fp8e5", "NV24", 128, "sm_89", "QMMA.SP.16864.F32.E5M2.E5M2"),
+    ("i8", "NV24", 256, "sm_90a", "IGMMA.SP.64x128x64.S8.S8"),
+    ("i8", "NV24", 128, "sm_80", "IMMA.SP.16864.S8.S8"),
+    ("fp32", "NV12", 64, "sm_90a", "HGMMA.SP.64x128x16.F32.TF32"),
+    ("fp32", "NV12", 32, "sm_80", "HMMA.SP.16816.F32.TF32"),
+])
+def test_sass_of_each_form(dt, fmt, bk, target, sass_op):
+    """Each new instruction form reaches the SASS the hardware runs (ptxas and cuobjdump in CI),
+    and only that sparse MMA form."""
+    import re
+
+    from sparsecc.codegen import ptxas
+    from sparsecc.ops.sparse_mm_8bit import scaled_sparse_mm_kernel
+
+    out = {"i8": "*i32", "fp32": "*fp32"}.get(dt, "*bf16")
+    sig = {"D": out, "A": f"*{dt}:{fmt}", "B": f"*{dt}", "SCALE_A": "*fp32", "SCALE_B": "*fp32", "M": "i32",
+           "N": "i32", "K": "i32", "stride_am": "i32:16", "stride_bk": "i32:1", "stride_bn": "i32:16",
+           "stride_dm": "i32:16", "stride_dn": "i32:1"}
+    ck = sparsecc.compile(scaled_sparse_mm_kernel, sig, {
+        "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": bk, "GROUP_M": 8, "B_KMAJOR": True, "ACC_INT": dt == "i8",
+        "ROW_SCALE": False, "COL_SCALE": False}, target=target, num_warps=4)
+    try:
+        sass = ptxas.dump_sass(ptxas.assemble(ck.asm["ptx"], target))
+    except ptxas.ToolNotFoundError as e:
+        pytest.skip(f"no ptxas/cuobjdump: {e}")
+    assert set(re.findall(r"\b([A-Z]*MMA\.SP[A-Z0-9.x]*)", sass)) == {sass_op}
