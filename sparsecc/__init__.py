@@ -25,6 +25,8 @@ _LAZY = {
     "ops": ("sparsecc.ops", None),
     "nn": ("sparsecc.nn", None),
     "sparsify_": ("sparsecc.nn", "sparsify_"),
+    "from_semi_structured": ("sparsecc.nn.semi_structured", "from_semi_structured"),
+    "to_semi_structured": ("sparsecc.nn.semi_structured", "to_semi_structured"),
 }
 
 
@@ -50,10 +52,12 @@ __all__ = [
     "autotune",
     "compile",
     "compress",
+    "from_semi_structured",
     "jit",
     "nn",
     "ops",
     "prune_1to2",
     "prune_2to4",
     "sparsify_",
+    "to_semi_structured",
 ]
