@@ -33,7 +33,12 @@ DOT_FORMAT = NV24
 
 def of_dot_metadata(element: object) -> SparseFormat:
     """The format of a decomposed sparse `tt.dot` whose metadata operand has IR element type
-    `element`: the metadata array's element tells the formats apart (NV24 i16, NV12 i32)."""
+    `element`: the metadata array's element tells the formats apart (NV24 i16, NV12 i32).
+
+        >>> from xdsl.dialects.builtin import i32
+        >>> of_dot_metadata(i32).name
+        'NV12'
+    """
     for f in _FORMATS.values():
         if f.metadata.element is not None and f.metadata.element.ir == element:
             return f
@@ -42,7 +47,11 @@ def of_dot_metadata(element: object) -> SparseFormat:
 
 def for_dtype(torch_name: str) -> SparseFormat:
     """The format `sparsecc.compress` gives a matrix of torch dtype `torch_name` ("float32" ->
-    NV12, the 16- and 8-bit types -> NV24)."""
+    NV12, the 16- and 8-bit types -> NV24).
+
+        >>> for_dtype("float32").name, for_dtype("float8_e4m3fn").name
+        ('NV12', 'NV24')
+    """
     for f in _FORMATS.values():
         if any(e.torch_name == torch_name for e in f.runtime_element_types):
             return f
