@@ -6,7 +6,7 @@ PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 DEMO_STAMP = $(VENV)/.demo-installed
 
-.PHONY: demo test lint lit pytest wheel-check clean
+.PHONY: demo test lint lit pytest wheel-check docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
@@ -52,6 +52,11 @@ wheel-check: $(STAMP)
 	.wheel-venv/bin/python -m pip install -q dist/sparsecc-*.whl
 	cd /tmp && $(abspath .wheel-venv)/bin/python -c "import sparsecc, sys; assert 'site-packages' in sparsecc.__file__, sparsecc.__file__; print('sparsecc', sparsecc.__version__, 'from', sparsecc.__file__)"
 	cd /tmp && $(abspath .wheel-venv)/bin/python -m sparsecc.demo
+
+# The user guide, warnings as errors (test/python/test_docs.py builds it in `make test` too).
+docs: $(STAMP)
+	$(PY) -m sphinx -W -q -b html docs docs/_build/html
+	@echo "docs/_build/html/index.html"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache dist .wheel-venv
