@@ -119,45 +119,39 @@ def _ours(kind: str, w_sparse, x: torch.Tensor, sx, sw, ref: torch.Tensor, scale
     return best
 
 
+def _row(label: str, m: int, n: int, k: int, dense: tuple[float, str] | None, best: tuple[float, MMConfig | None],
+         peer) -> str:
+    """One table row: the dense time and its op's name (None: no dense peer), sparsecc's best,
+    and cuSPARSELt's time (timed here; `peer` None: unavailable)."""
+    t_ours, cfg = best
+    t_cs = _time(peer) if peer else float("nan")
+    dense_col = f"{_tflops(m, n, k, dense[0]):.0f} ({dense[1]})" if dense else "—"
+    ratio = f"{dense[0] / t_ours:.2f}×" if dense else "—"
+    return (f"| {label} | {m}×{n}×{k} | {dense_col} | {_tflops(m, n, k, t_cs):.0f} | "
+            f"**{_tflops(m, n, k, t_ours):.0f}** | {ratio} | {_cfg(cfg)} |")
+
+
 def bench(kind: str, m: int, n: int, k: int) -> list[str]:
     x, w, sx, sw = _data(kind, m, n, k)
     ws = sparsecc.compress(w)
-    rows = []
     if kind == "fp8":
-        dense = lambda: torch._scaled_mm(x, w.t(), scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16)  # noqa: E731
         ref = (x.float() @ w.float().t() * sx * sw).t()
-        t_dense = _time(dense)
-        t_ours, cfg = _ours(kind, ws, x, sx, sw, ref, True, m)
-        cs = _cslt(w, x, torch.bfloat16)
-        t_cs = _time(cs) if cs else float("nan")
-        rows.append(f"| fp8 e4m3 → bf16 (rowwise) | {m}×{n}×{k} | {_tflops(m, n, k, t_dense):.0f} (`_scaled_mm`) | "
-                    f"{_tflops(m, n, k, t_cs):.0f} | **{_tflops(m, n, k, t_ours):.0f}** | "
-                    f"{t_dense / t_ours:.2f}× | {_cfg(cfg)} |")
-    elif kind == "tf32":
+        t_dense = _time(lambda: torch._scaled_mm(x, w.t(), scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16))
+        best = _ours(kind, ws, x, sx, sw, ref, True, m)
+        return [_row("fp8 e4m3 → bf16 (rowwise)", m, n, k, (t_dense, "`_scaled_mm`"), best,
+                     _cslt(w, x, torch.bfloat16))]
+    ref = (x.double() @ w.double().t()).t().float()
+    if kind == "tf32":
         torch.backends.cuda.matmul.allow_tf32 = True
-        ref = (x.double() @ w.double().t()).t().float()
         t_dense = _time(lambda: torch.mm(x, w.t()))
-        t_ours, cfg = _ours(kind, ws, x, sx, sw, ref, False, m)
-        cs = _cslt(w, x, torch.float32)
-        t_cs = _time(cs) if cs else float("nan")
-        rows.append(f"| tf32 (1:2) → fp32 | {m}×{n}×{k} | {_tflops(m, n, k, t_dense):.0f} (`torch.mm`, tf32) | "
-                    f"{_tflops(m, n, k, t_cs):.0f} | **{_tflops(m, n, k, t_ours):.0f}** | "
-                    f"{t_dense / t_ours:.2f}× | {_cfg(cfg)} |")
-    else:
-        ref = (x.double() @ w.double().t()).t().float()
-        t_dense = _time(lambda: torch._int_mm(x, w.t())) if m > 16 else float("nan")
-        t_ours, cfg = _ours(kind, ws, x, sx, sw, ref, False, m)
-        cs = _cslt(w, x, torch.int32)
-        t_cs = _time(cs) if cs else float("nan")
-        rows.append(f"| int8 → int32 | {m}×{n}×{k} | {_tflops(m, n, k, t_dense):.0f} (`_int_mm`) | "
-                    f"{_tflops(m, n, k, t_cs):.0f} | **{_tflops(m, n, k, t_ours):.0f}** | "
-                    f"{t_dense / t_ours:.2f}× | {_cfg(cfg)} |")
-        ref_s = (x.double() @ w.double().t() * sx.double() * sw.double()).t().float()
-        t_ours, cfg = _ours(kind, ws, x, sx, sw, ref_s, True, m)
-        cs = _cslt(w, x, torch.bfloat16)
-        t_cs = _time(cs) if cs else float("nan")
-        rows.append(f"| int8 → bf16 (rowwise) | {m}×{n}×{k} | — | {_tflops(m, n, k, t_cs):.0f} | "
-                    f"**{_tflops(m, n, k, t_ours):.0f}** | — | {_cfg(cfg)} |")
+        best = _ours(kind, ws, x, sx, sw, ref, False, m)
+        return [_row("tf32 (1:2) → fp32", m, n, k, (t_dense, "`torch.mm`, tf32"), best, _cslt(w, x, torch.float32))]
+    t_dense = _time(lambda: torch._int_mm(x, w.t())) if m > 16 else float("nan")
+    best = _ours(kind, ws, x, sx, sw, ref, False, m)
+    rows = [_row("int8 → int32", m, n, k, (t_dense, "`_int_mm`"), best, _cslt(w, x, torch.int32))]
+    ref_s = (x.double() @ w.double().t() * sx.double() * sw.double()).t().float()
+    best = _ours(kind, ws, x, sx, sw, ref_s, True, m)
+    rows.append(_row("int8 → bf16 (rowwise)", m, n, k, None, best, _cslt(w, x, torch.bfloat16)))
     return rows
 
 

@@ -78,7 +78,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from sparsecc.analysis.swizzle import hardware_swizzle
-from sparsecc.dialects.ptx import TemplateOp
+from sparsecc.dialects.ptx import MMA_SP_AB_TYPES, TemplateOp, mma_sp_k
 
 #: Swizzle mode name -> the descriptor's bits 63:62.
 SWIZZLE_MODES: dict[str, int] = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
@@ -270,7 +270,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         a_list = list(a) if isinstance(a, Sequence) else [a]
         super().__init__(
             operands=[list(acc), a_list, b_desc, meta, [scale_d] if scale_d is not None else []],
-            result_types=[[i32 if ab_type == "s8" else f32] * (n // 2)],
+            result_types=[[MMA_SP_AB_TYPES.get(ab_type, (0, f32))[1]] * (n // 2)],
             properties={
                 "n": _int(n),
                 "ab_type": StringAttr(ab_type),
@@ -288,7 +288,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         return len(self.a) == 4
 
     @property
-    def eight_bit(self) -> bool:
+    def kmajor_only(self) -> bool:
         """Whether the operands take no transpose (8-bit m64nNk64, tf32 m64nNk16): K-major only."""
         return self.ab_type.data in ("e4m3", "e5m2", "s8", "tf32")
 
@@ -300,7 +300,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         if self.ab_type.data not in WGMMA_AB_TYPES:
             raise VerifyException(f"{name}: ab_type must be one of {WGMMA_AB_TYPES}")
         t = self.ab_type.data
-        acc_ty = i32 if t == "s8" else f32
+        acc_ty = MMA_SP_AB_TYPES[t][1]
         if len(self.res) != n // 2 or any(r.type != acc_ty for r in self.res):
             raise VerifyException(f"{name}: m64n{n} has {n // 2} {acc_ty} results, got {len(self.res)}")
         if len(self.acc) not in (0, n // 2) or any(v.type != acc_ty for v in self.acc):
@@ -308,7 +308,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         a_types = [v.type for v in self.a]
         if a_types != [i64] and a_types != [i32] * 4:
             raise VerifyException(f"{name}: a must be one i64 descriptor or 4 i32 registers")
-        if self.eight_bit:
+        if self.kmajor_only:
             if t != "tf32" and self.selector.value.data != 0:
                 raise VerifyException(f"{name}: the sparsity selector of m64nNk64 {t} is 0")
             if self.trans_a.value.data or self.trans_b.value.data:
@@ -357,11 +357,11 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         scale_d = f"${i}" if self.scale_d is not None else str(self.scale_d_imm.value.data)
         # immediates: 16-bit: scale-a, scale-b, [trans-a,] trans-b; fp8: scale-a, scale-b; s8: none
         imms = [] if t == "s8" else [self.scale_a.value.data, self.scale_b.value.data]
-        if not self.eight_bit:
+        if not self.kmajor_only:
             if not self.a_in_registers:
                 imms.append(self.trans_a.value.data)
             imms.append(self.trans_b.value.data)
-        k = {"tf32": 16}.get(t, 64 if self.eight_bit else 32)
+        k = mma_sp_k(t)
         lines.append(
             f"wgmma.mma_async.sp.sync.aligned.m64n{n}k{k}.{acc}.{t}.{t} {group(0, nres)}, {a}, {b_desc}, "
             f"{meta}, {self.selector.value.data}, {scale_d}" + "".join(f", {v}" for v in imms) + ";"

@@ -15,7 +15,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 
-__all__ = ["MMConfig", "check_out"]
+__all__ = ["MMConfig", "check_out", "is_column_major", "kernel_stride_bn"]
 
 
 @sparsecc.jit
@@ -100,3 +100,16 @@ def check_out(out: Any, shape: tuple[int, int], dtype: torch.dtype, device: torc
         raise TypeError(f"sparse_mm: out has dtype {out.dtype}, expected {dtype}")
     if out.device != device:
         raise ValueError(f"sparse_mm: out is on {out.device} but the operands are on {device}")
+
+
+def is_column_major(b: torch.Tensor) -> bool:
+    """Whether a K x N `b` is stored column-major (K contiguous; one column counts), the form the
+    kernels read K-major."""
+    k, n = b.shape
+    return b.stride(0) == 1 and (n == 1 or b.stride(1) >= k)
+
+
+def kernel_stride_bn(b: torch.Tensor, k: int, kmajor: bool) -> int:
+    """B's N stride as the kernel gets it. Read K-major, one column's N stride addresses
+    nothing: K (a multiple of 16) keeps its copies provably 16-byte aligned."""
+    return k if kmajor and b.shape[1] == 1 else b.stride(1)

@@ -19,8 +19,16 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.mm_tiles import MMConfig, _operand_ptrs, _store_tile, _tile_coords, _tile_sum
+from sparsecc.ops.mm_tiles import (
+    MMConfig,
+    _operand_ptrs,
+    _store_tile,
+    _tile_coords,
+    _tile_sum,
+    is_column_major,
+)
 from sparsecc.ops.mm_tiles import check_out as _check_out
+from sparsecc.ops.mm_tiles import kernel_stride_bn as _stride_bn
 from sparsecc.ops.sparse_mm_8bit import EIGHT_BIT_DTYPES, sparse_mm_8bit
 from sparsecc.passes.to_gpu import has_wgmma
 from sparsecc.runtime.launcher import ALIGNMENT
@@ -234,12 +242,6 @@ def _args(d: torch.Tensor, a: Any, b: torch.Tensor, kmajor: bool = False) -> tup
     return (d, a, b, m, n, k, a.stride(0), b.stride(0), _stride_bn(b, k, kmajor), d.stride(0), d.stride(1))
 
 
-def _stride_bn(b: torch.Tensor, k: int, kmajor: bool) -> int:
-    """B's N stride as the kernel gets it. Read K-major, one column's N stride addresses
-    nothing: K (a multiple of 16) keeps its copies provably 16-byte aligned."""
-    return k if kmajor and b.shape[1] == 1 else b.stride(1)
-
-
 NARROW_N = 8
 """Below this many columns B is read K-major: a row-major K x N B with N < 8 has rows narrower
 than one 16-byte copy (per-element loads: 8192x1x8192 took 61 us against 40 us for N = 16),
@@ -266,9 +268,9 @@ def _b_plan(b: torch.Tensor, target: str | None) -> _BPlan:
     read B row-major, so a column-major B is copied there (K x N bytes against a GEMM's work)."""
     if b.device.type == "cpu":
         return _BPlan()  # the interpreter reads any strides
-    k, n = b.shape
+    n = b.shape[1]
     aligned = b.data_ptr() % ALIGNMENT == 0  # a view at an offset is copied (the kernel's vectors)
-    column_major = b.stride(0) == 1 and (n == 1 or b.stride(1) >= k)
+    column_major = is_column_major(b)
     if column_major and (n <= 16 or not has_wgmma(target)):
         return _BPlan(kmajor=True, copy="" if aligned else "kmajor")
     if n < NARROW_N:
@@ -332,18 +334,15 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     than 8 columns are read K-major (no padding); a wide column-major B on sm_90a and a B or
     `out` that starts off a 16-byte boundary are first copied (the kernel's vectors need it).
     """
-    if isinstance(a, SparseTensor) and (a.dtype in EIGHT_BIT_DTYPES or scale_a is not None or scale_b is not None):
-        _check(a, b, torch.float32)  # operands; the 8-bit path checks the output dtype
-        if a.dtype not in EIGHT_BIT_DTYPES:
+    scaled = scale_a is not None or scale_b is not None
+    if isinstance(a, SparseTensor) and (a.dtype in EIGHT_BIT_DTYPES or a.encoding == "NV12" or scaled):
+        # int8, fp8 and tf32 (NV12): the kernel that reads B K-major (sparse_mm_8bit)
+        _check(a, b, torch.float32)  # operands; that path checks the output dtype
+        if scaled and a.dtype not in EIGHT_BIT_DTYPES:
             raise TypeError(f"sparse_mm: scale_a/scale_b apply to int8 and fp8 operands, got {a.dtype}")
         if autotune:
-            raise ValueError("sparse_mm: autotune=True is not available for 8-bit operands yet; pass a config")
+            raise ValueError(f"sparse_mm: autotune=True is not available for {a.dtype} operands yet; pass a config")
         return sparse_mm_8bit(a, b, out_dtype, out=out, config=config, scale_a=scale_a, scale_b=scale_b)
-    if isinstance(a, SparseTensor) and a.encoding == "NV12":  # tf32 1:2: the K-major-B kernel too
-        _check(a, b, torch.float32)
-        if autotune:
-            raise ValueError("sparse_mm: autotune=True is not available for tf32 (NV12) operands yet; pass a config")
-        return sparse_mm_8bit(a, b, out_dtype, out=out, config=config)
     hot_key = None
     if out is None and out_dtype is None and config is None and isinstance(b, torch.Tensor) and isinstance(a, SparseTensor):
         # Repeated calls on operands like an earlier call's (decode loops): the checks passed for

@@ -21,7 +21,15 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.mm_tiles import MMConfig, _store_tile, _tile_coords, _tile_sum, check_out
+from sparsecc.ops.mm_tiles import (
+    MMConfig,
+    _store_tile,
+    _tile_coords,
+    _tile_sum,
+    check_out,
+    is_column_major,
+    kernel_stride_bn,
+)
 from sparsecc.passes.to_gpu import has_wgmma
 from sparsecc.runtime.launcher import ALIGNMENT
 
@@ -104,23 +112,18 @@ def _scale(scale: Any, length: int, name: str, device: torch.device) -> torch.Te
 
 
 def default_out_dtype(a_dtype: torch.dtype, scaled: bool) -> torch.dtype:
-    """What an 8-bit sparse_mm returns without `out_dtype`: int32 (exact) for unscaled int8,
-    bfloat16 otherwise.
+    """What this sparse_mm returns without `out_dtype`: int32 (exact) for unscaled int8, float32
+    for tf32 (NV12, as torch.mm), bfloat16 otherwise.
 
         >>> default_out_dtype(torch.int8, scaled=False), default_out_dtype(torch.float8_e4m3fn, False)
         (torch.int32, torch.bfloat16)
     """
+    if a_dtype == torch.float32:
+        return torch.float32
     return torch.int32 if a_dtype == torch.int8 and not scaled else torch.bfloat16
 
 
 def _out_dtype(a_dtype: torch.dtype, out_dtype: torch.dtype | None, scaled: bool) -> torch.dtype:
-    if a_dtype == torch.float32:  # tf32: float32 by default, as torch.mm
-        allowed = [torch.float32, torch.bfloat16, torch.float16]
-        out = torch.float32 if out_dtype is None else out_dtype
-        if out not in allowed:
-            raise TypeError(f"sparse_mm: out_dtype must be one of {', '.join(map(str, allowed))} for tf32 "
-                            f"(NV12) operands, got {out}")
-        return out
     allowed = [torch.bfloat16, torch.float16, torch.float32]
     if a_dtype == torch.int8 and not scaled:
         allowed.insert(0, torch.int32)
@@ -166,7 +169,7 @@ def sparse_mm_8bit(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None
     kmajor = False
     if b.is_cuda:
         # the tensor cores read 8-bit B K-major: a column-major copy unless it is one already
-        if not (b.stride(0) == 1 and (n == 1 or b.stride(1) >= k) and b.data_ptr() % ALIGNMENT == 0):
+        if not (is_column_major(b) and b.data_ptr() % ALIGNMENT == 0):
             b = b.t().contiguous().t()
         kmajor = True
     target = _jit.current_target() if b.is_cuda else None
@@ -181,11 +184,9 @@ def sparse_mm_8bit(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None
         raise ValueError(f"sparse_mm: config {cfg}: 8-bit operands take one program per tile (no persistent, "
                          "no CTA pairs)")
     grid = (-(-m // cfg.block_m) * -(-n // cfg.block_n),)
-    dummy = d if sa is None or sb is None else None  # an unread scale pointer (its flag is off)
-    stride_bn = k if kmajor and n == 1 else b.stride(1)
-    scaled_sparse_mm_kernel[grid](
-        d, a, b, sa if sa is not None else dummy, sb if sb is not None else dummy, m, n, k, a.stride(0),
-        b.stride(0), stride_bn, d.stride(0), d.stride(1),
+    scaled_sparse_mm_kernel[grid](  # an absent scale passes d: an unread pointer (its flag is off)
+        d, a, b, d if sa is None else sa, d if sb is None else sb, m, n, k, a.stride(0),
+        b.stride(0), kernel_stride_bn(b, k, kmajor), d.stride(0), d.stride(1),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, B_KMAJOR=kmajor,
         ACC_INT=a.dtype == torch.int8, ROW_SCALE=sa is not None, COL_SCALE=sb is not None,
         K_32=a.stride(0) % 32 == 0,

@@ -303,7 +303,7 @@ class ConvertTTToTTGPass(ModulePass):
             m, n = shape
             kmajor_b = any(groups[uf.find(d.b)].memory_order() is not None
                            for d in group.dot_results if d.b in uf.parent)
-            self._check_8bit(group.dot_results, kmajor_b)
+            self._check_kmajor_types(group.dot_results, kmajor_b)
             if self._use_wgmma(group.dot_results, m, n, kmajor_b):
                 return MmaEncodingAttr((self.num_warps, 1), version_major=3, instr_shape=(64, n))
             return MmaEncodingAttr(mma_warps(self.num_warps, m, n))
@@ -317,9 +317,9 @@ class ConvertTTToTTGPass(ModulePass):
                 return SliceEncodingAttr(ex.axis.value.data, res_layout)
         return default_blocked(shape, group.elem_bytes(), self.num_warps, group.memory_order())
 
-    def _check_8bit(self, dots: list[tt.DotOp], kmajor_b: bool) -> None:
-        """8-bit dots need a target with their mma.sp (fp8: sm_89+) and B staged K-major (the
-        tensor cores and ldmatrix cannot transpose bytes)."""
+    def _check_kmajor_types(self, dots: list[tt.DotOp], kmajor_b: bool) -> None:
+        """8-bit and tf32 dots need a sparse operand, a target with their mma.sp (fp8: sm_89+)
+        and B staged K-major (their tensor cores and ldmatrix transpose 16-bit operands only)."""
         for d in dots:
             elt = tt.element_type(d.a.type)
             if _bytes(elt) == 2:

@@ -21,6 +21,7 @@ __all__ = [
     "decode_meta",
     "decode_meta_tile",
     "encode_meta",
+    "meta_array_dtype",
     "runtime_dtypes",
 ]
 
@@ -40,7 +41,7 @@ def _word_dtype(fmt: SparseFormat) -> torch.dtype:
     return getattr(torch, fmt.meta.element.torch_name)
 
 
-def _array_dtype(fmt: SparseFormat) -> torch.dtype:
+def meta_array_dtype(fmt: SparseFormat) -> torch.dtype:
     """The torch dtype of the stored metadata array (NV12 pairs its int16 words as int32)."""
     el = fmt.metadata.element
     return _word_dtype(fmt) if el is None else getattr(torch, el.torch_name)
@@ -140,7 +141,7 @@ def encode_meta(idx0: torch.Tensor, idx1: torch.Tensor, fmt: SparseFormat = NV24
     # word (row r, chunk c) -> meta[r // 16, 16*c + r % 16]
     words16 = (signed.reshape(mb, rows_per_block, chunks).transpose(1, 2)
                .reshape(mb, chunks * rows_per_block).contiguous())
-    return words16.view(_array_dtype(fmt))
+    return words16.view(meta_array_dtype(fmt))
 
 
 def decode_meta(meta: torch.Tensor, rows: int | None = None,

@@ -15,9 +15,14 @@ from typing import Any
 import torch
 
 from sparsecc import formats
-from sparsecc.runtime.codec import compress_arrays, decode_meta_tile, runtime_dtypes
+from sparsecc.runtime.codec import (
+    compress_arrays,
+    decode_meta_tile,
+    meta_array_dtype,
+    runtime_dtypes,
+)
 
-__all__ = ["GROUP", "META_CHUNK", "META_PAD_WORD", "NV24", "SUPPORTED_DTYPES", "SparseTensor", "supported_dtypes"]
+__all__ = ["GROUP", "META_CHUNK", "META_PAD_WORD", "NV24", "SUPPORTED_DTYPES", "SparseTensor"]
 
 _FORMAT = formats.NV24
 NV24 = _FORMAT.name
@@ -25,19 +30,8 @@ SUPPORTED_DTYPES: tuple[torch.dtype, ...] = runtime_dtypes(_FORMAT)
 GROUP = _FORMAT.group.size  # a 2:4 group: 4 consecutive columns, at most 2 nonzeros
 META_CHUNK = _FORMAT.meta.word_cols  # columns per 16-bit metadata word (= rows per row block)
 META_PAD_WORD = _FORMAT.meta.pad_word  # idx (0, 1) in all four groups; fills rows past M
-_META_DTYPE = getattr(torch, _FORMAT.meta.element.torch_name)
 _WITH_TENSOR_FORM = (formats.NV24, formats.NV12)
 """The formats a SparseTensor holds (one pair of arrays each)."""
-
-
-def supported_dtypes() -> tuple[torch.dtype, ...]:
-    """Every values dtype some SparseTensor format holds (NV24's, then NV12's float32)."""
-    return tuple(d for f in _WITH_TENSOR_FORM for d in runtime_dtypes(f))
-
-
-def _meta_dtype(fmt: formats.SparseFormat) -> torch.dtype:
-    el = fmt.metadata.element or fmt.meta.element
-    return getattr(torch, el.torch_name)
 
 
 class SparseTensor:
@@ -72,8 +66,8 @@ class SparseTensor:
             supported = ", ".join(str(d) for d in dtypes)
             raise TypeError(f"SparseTensor: unsupported values dtype {values.dtype} "
                             f"({fmt.name} supports {supported})")
-        if meta.dtype != _meta_dtype(fmt):
-            raise TypeError(f"SparseTensor: meta must be {_meta_dtype(fmt)}, got {meta.dtype}")
+        if meta.dtype != meta_array_dtype(fmt):
+            raise TypeError(f"SparseTensor: meta must be {meta_array_dtype(fmt)}, got {meta.dtype}")
         values_shape = fmt.values.shape(formats.INT, m, k)
         if tuple(values.shape) != values_shape:
             raise ValueError(f"SparseTensor: values of a {m}x{k} matrix must have shape "
