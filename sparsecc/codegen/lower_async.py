@@ -4,7 +4,8 @@ specialization (the ops tritongpu-pipeline{mbarriers/tma} emits).
 * `lower_barrier_op`: ttg.init_barrier (thread 0 initialises each slot's mbarrier, then fence
   + CTA barrier), ttg.wait_barrier (spin on the phase parity; a proxy fence before wgmma reads
   the data), ttg.arrive_barrier ("copies": cp.async arrivals, "warps": lane 0 of each warp,
-  "tma": the TMA thread announces the stage's bytes), ttg.dot_wait (wgmma.wait_group).
+  "threads": every thread, "tma": the TMA thread announces the stage's bytes), ttg.dot_wait
+  (wgmma.wait_group).
 * `plan_tensor_maps` / `lower_tma_copy`: one 128-byte tensor-map kernel parameter per TMA'd
   block pointer (its recipe goes to the launch metadata), and the boxes of each copy.
 * `producer_split` / `lower_specialized` / `skipped`: a TMA kernel that tritongpu-warp-specialize
@@ -191,6 +192,8 @@ def lower_barrier_op(L: LoweringContext, op: Operation) -> None:
         em.op(CpAsyncMbarrierArriveOp(addr))
     elif op.kind.data == "tma":
         em.op(MbarrierArriveExpectTxOp(addr, _is_tma_thread(L), op.bytes.value.data))
+    elif op.kind.data == "threads":
+        em.op(MbarrierArriveOp(addr))
     else:
         lane0 = em.cmp("eq", L.lane, em.c(0))
         em.op(MbarrierArriveOp(addr, lane0))

@@ -39,7 +39,7 @@ from __future__ import annotations
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, i1, i32, i64
 from xdsl.ir import Dialect, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from sparsecc.dialects.ptx import TemplateOp
@@ -80,17 +80,19 @@ class MbarrierInitFenceOp(TemplateOp):
 
 @irdl_op_definition
 class MbarrierArriveOp(TemplateOp):
-    """`@pred mbarrier.arrive.shared::cta.b64 _, [addr];`: one arrival (release semantics)."""
+    """`[@pred] mbarrier.arrive.shared::cta.b64 _, [addr];`: one arrival (release semantics) per
+    thread that executes it (only where `pred` holds, when given)."""
 
     name = "ptx.mbarrier.arrive"
     addr = operand_def(i32)
-    pred = operand_def(i1)
+    pred = opt_operand_def(i1)
 
-    def __init__(self, addr: SSAValue, pred: SSAValue):
-        super().__init__(operands=[addr, pred])
+    def __init__(self, addr: SSAValue, pred: SSAValue | None = None):
+        super().__init__(operands=[addr, [pred] if pred is not None else []])
 
     def asm_template(self) -> str:
-        return "@$1 mbarrier.arrive.shared::cta.b64 _, [$0];"
+        guard = "@$1 " if self.pred is not None else ""
+        return guard + "mbarrier.arrive.shared::cta.b64 _, [$0];"
 
 
 @irdl_op_definition

@@ -10,7 +10,7 @@ test/lit/ttg show every form):
 - Asynchronous global->shared copies (`async_copy_global_to_local`, `async_commit_group`,
   `async_wait`) for software pipelining.
 - Hopper pipelines: TMA copies (`async_tma_copy`) and rings of shared-memory mbarriers
-  (`init_barrier`, `wait_barrier`, `arrive_barrier` with kind "copies" / "warps" / "tma")
+  (`init_barrier`, `wait_barrier`, `arrive_barrier` with kind "copies" / "warps" / "threads" / "tma")
   plus `dot_wait` (wgmma groups still running), as tritongpu-pipeline{mbarriers/tma} emits
   them.
 
@@ -1161,16 +1161,18 @@ class WaitBarrierOp(IRDLOperation):
         _check_barrier_ring(self.ring, "ttg.wait_barrier")
 
 
-ARRIVAL_KINDS = ("copies", "warps", "tma")
+ARRIVAL_KINDS = ("copies", "warps", "threads", "tma")
 
 
 @irdl_op_definition
 class ArriveBarrierOp(IRDLOperation):
-    """`ttg.arrive_barrier %ring[%slot] {kind = "copies"|"warps"} : !ttg.memdesc<...>`: arrive on
-    mbarrier `slot`. "copies": every thread arrives once the async copies it issued so far have
-    landed (the ring's count is the thread count); "warps": one arrival per warp, once the warp
-    got here (count = warps); "tma": one thread arrives and announces `bytes` of TMA copies
-    (count = 1; the phase completes when those bytes have landed too)."""
+    """`ttg.arrive_barrier %ring[%slot] {kind = "copies"|"warps"|"threads"|"tma"} : !ttg.memdesc<...>`:
+    arrive on mbarrier `slot`. "copies": every thread arrives once the async copies it issued so
+    far have landed (the ring's count is the thread count); "warps": one arrival per warp, once
+    the warp got here (count = warps); "threads": every thread arrives once it got here (count =
+    threads: each thread releases its own shared-memory reads); "tma": one thread arrives and
+    announces `bytes` of TMA copies (count = 1; the phase completes when those bytes have landed
+    too)."""
 
     name = "ttg.arrive_barrier"
     ring = operand_def(MemDescType)

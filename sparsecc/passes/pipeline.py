@@ -486,14 +486,15 @@ class PipelinePass(ModulePass):
 
             full[s]  each thread arrives once its copies into slot s landed (count = threads);
                      with TMA: one thread announces the stage's bytes (count = 1)
-            empty[s] (count = warps): each warp arrives once the wgmma group reading s retired
+            empty[s] each thread arrives once the wgmma group reading s retired (count =
+                     threads); with TMA: lane 0 of each warp (count = warps)
             prologue, for s in 0..S-2:  scf.if (step s exists) { copies -> buf[s] }
                                         arrive full[s] (copies)
             scf.for ... iter_args(..., q, rd = 0, wr = S-1) {            (iteration j)
                 wait full[rd], parity (j / S) & 1;  %v = local_load buf[rd]
                 ...original body (dot j)...
                 ttg.dot_wait {pendings = 1}                 the group of step j-1 retired
-                scf.if (j > 0) { arrive empty[wr] (warps) }  slot wr = (j-1) % S is free
+                scf.if (j > 0) { arrive empty[wr] }         slot wr = (j-1) % S is free
                 scf.if (step j+S-1 exists) { wait empty[wr], parity ((j+S-1) / S & 1) ^ 1;
                                              copies q -> buf[wr] }
                 arrive full[wr] (copies); yield ..., advance(q), (rd+1)%S, (wr+1)%S
@@ -505,12 +506,17 @@ class PipelinePass(ModulePass):
         No CTA barrier in the loop: a warpgroup waits only for the data it reads and, before
         overwriting a slot, for the wgmma groups that read it; its own next group keeps the
         tensor cores busy meanwhile (the barrier form drains every group at each barrier).
+        With cp.async copies every thread arrives on empty[s]: each releases its own reads of
+        the slot (ldmatrix, ld.shared) before other threads' copies and zero-fill stores write
+        it; a lane-0 arrival would release only lane 0's reads, and compute-sanitizer's
+        racecheck reports the other lanes' reads racing with the next fill of the slot.
         """
         S = self.num_stages
         before = InsertPoint.before(loop)
         rings = self._rings(loop, streams)
         full = self._barrier_ring(before, 1 if tma else 32 * warps)
-        empty = self._barrier_ring(before, warps * (2 if multicast is not None else 1))
+        release = "warps" if tma else "threads"
+        empty = self._barrier_ring(before, (warps if tma else 32 * warps) * (2 if multicast is not None else 1))
         self._hoist_invariant_offsets(loop, streams)
 
         def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
@@ -533,7 +539,7 @@ class PipelinePass(ModulePass):
         at = InsertPoint.before(yield_op)
         _insert(DotWaitOp(1), at)
         started = _insert(arith.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
-        _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, "warps"), scf.YieldOp()]))), at)
+        _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, release), scf.YieldOp()]))), at)
         pred, iv_ahead = self._ahead(loop, iv, at)
         wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]
         empty_wait = WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True))

@@ -7,6 +7,8 @@ Four areas, each a function that runs one generated case and sorts its outcome:
     frontend   generated Triton-style kernels through `sparsecc.compile` (no target: the
                frontend and decompose-sparse-tensors) and, where they compile, the interpreter
     compress   random tensors through `prune_2to4`, `compress` and `to_dense`
+    differential  generated kernels on the CPU interpreter and on the GPU (GPU suite only):
+               the same output, or the same located refusal
 
 Outcomes: `accepted`, `clean error` (a user error that names its place: file:line:col for IR
 and kernels, the offending group or dtype for tensors), `unlocated error` (a user error
@@ -214,6 +216,79 @@ def run_frontend(src: str, sig: dict, consts: dict) -> str:
     return record("frontend", "accepted")
 
 
+# ---------------------------------------------------------------------------- differential
+
+
+def _kernel_args(sig: dict, consts: dict, device: str, seed: int) -> tuple[list, tuple, torch.Tensor]:
+    """Random inputs (never zeros) for a `kernel_source` kernel, the same values on every device:
+    (arguments, grid, output tensor poisoned with NaN)."""
+    import sparsecc
+
+    g = torch.Generator().manual_seed(seed)
+    if "n" in sig:  # elementwise: a ragged length, Z poisoned
+        n = 1000
+        x, y = torch.randn(n, generator=g), torch.randn(n, generator=g)
+        z = torch.full((n,), float("nan"))
+        block = consts["BLOCK"]
+        args = [x.to(device), y.to(device), z.to(device), n]
+        return args, ((n + block - 1) // block,), args[2]
+    bm, bn, bk = consts["BLOCK_M"], consts["BLOCK_N"], consts["BLOCK_K"]
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "i8": torch.int8}[sig["B"][1:]]
+    if dtype == torch.int8:
+        a, b = (torch.randint(-8, 8, s, generator=g, dtype=torch.int8) for s in ((bm, bk), (bk, bn)))
+    else:
+        a, b = torch.randn(bm, bk, generator=g).to(dtype), torch.randn(bk, bn, generator=g).to(dtype)
+    a = (sparsecc.prune_1to2 if dtype == torch.float32 else sparsecc.prune_2to4)(a)
+    d = torch.full((bm, bn), float("nan"), dtype=torch.float16, device=device)
+    return [d, sparsecc.compress(a.to(device)), b.to(device)], (1,), d
+
+
+def run_differential(src: str, sig: dict, consts: dict, seed: int = 0) -> str:
+    """Run a generated kernel on the CPU interpreter and on the GPU with the same inputs. They
+    agree when both refuse it with a located error, or both run and give the same output (fp32
+    round-off; fp16 for dots); the GPU may also refuse what the interpreter runs with a located
+    error (a documented GPU restriction, e.g. a row-major dense operand of an 8-bit dot).
+    Anything else (different outputs, only the interpreter refusing, an unlocated or internal
+    error) is a crash."""
+    import warnings
+
+    import sparsecc
+    from sparsecc.frontend.jit import InterpreterFallbackWarning
+
+    kernel, path = _load_kernel(src)
+    outs: dict[str, torch.Tensor | str] = {}
+    for device in ("cpu", "cuda"):
+        try:
+            args, grid, out = _kernel_args(sig, consts, device, seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InterpreterFallbackWarning)
+                kernel[grid](*args, **consts)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            outs[device] = out.float().cpu()
+        except sparsecc.CompilationError as exc:
+            if "internal" in str(exc).lower() or f"{path.name}:" not in str(exc):
+                return record("differential", "crash", f"{device}: {exc}\n--- kernel ---\n{src}\n{consts}")
+            outs[device] = "refused"
+        except Exception as exc:  # noqa: BLE001 - anything else is a bug
+            return record("differential", "crash", f"{device}: {type(exc).__name__}: {exc}\n--- kernel ---\n"
+                                                   f"{src}\n{consts}")
+    cpu, gpu = outs["cpu"], outs["cuda"]
+    if isinstance(cpu, str):
+        return record("differential", "clean error" if isinstance(gpu, str) else "crash",
+                      f"the interpreter refused what the GPU ran\n{src}\n{consts}")
+    if isinstance(gpu, str):
+        return record("differential", "clean error")
+    tol = 2e-2 if "BLOCK_K" in consts else 1e-5
+    scale = max(float(cpu.nan_to_num().abs().max()), 1.0)
+    same = (cpu.isnan() == gpu.isnan()).all() and torch.allclose(cpu.nan_to_num(), gpu.nan_to_num(),
+                                                                   rtol=tol, atol=tol * scale)
+    if not same:
+        return record("differential", "crash", f"outputs differ (max |diff| "
+                      f"{(cpu.nan_to_num() - gpu.nan_to_num()).abs().max():.3g})\n--- kernel ---\n{src}\n{consts}")
+    return record("differential", "accepted")
+
+
 # ---------------------------------------------------------------------------------- compress
 
 _DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int32, torch.bool]
@@ -265,7 +340,7 @@ def table() -> str:
     """The outcome counts as a markdown table, one row per area."""
     kinds = ["accepted", "clean error", "unlocated error", "crash"]
     rows = ["| area | cases | " + " | ".join(kinds) + " |", "|---|---" + "|---" * len(kinds) + "|"]
-    for area in ("cli", "parser", "frontend", "compress"):
+    for area in ("cli", "parser", "frontend", "compress", "differential"):
         counts = [OUTCOMES[(area, k)] for k in kinds]
         if sum(counts):
             rows.append(f"| {area} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
@@ -290,4 +365,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 __all__ = ["CORPUS", "OUTCOMES", "Crash", "dense_matrix", "kernel_source", "mutated_ir", "run_cli",
-           "run_compress", "run_frontend", "table", "token_soup"]
+           "run_compress", "run_differential", "run_frontend", "table", "token_soup"]

@@ -3,15 +3,16 @@
 // RUN: sparsecc-opt %s -p "convert-tt-to-ttg{num-warps=4 target=sm_90},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 mbarriers=true}" | filecheck %s --check-prefix=MMA2
 
 // mbarriers=true on a wgmma K loop: two rings of 3 mbarriers (full: 128 thread arrivals, empty:
-// 4 warp arrivals); the prologue's copies arrive on full[s]; in the loop, wait full[rd] with
-// parity (i/3)&1 -> read -> dot -> dot_wait{1} -> release empty[wr] from the second iteration
-// on -> wait empty[wr] with parity ((i+2)/3 & 1) ^ 1 -> guarded copies -> arrive full[wr].
+// 128 thread arrivals, each releasing its own reads); the prologue's copies arrive on full[s];
+// in the loop, wait full[rd] with parity (i/3)&1 -> read -> dot -> dot_wait{1} -> release
+// empty[wr] from the second iteration on -> wait empty[wr] with parity ((i+2)/3 & 1) ^ 1 ->
+// guarded copies -> arrive full[wr].
 // No async_wait (no CTA barrier) in the loop.
 
 // CHECK: %[[FULL:.*]] = ttg.local_alloc : () -> !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
 // CHECK-NEXT: ttg.init_barrier %[[FULL]] {count = 128 : i32}
 // CHECK-NEXT: %[[EMPTY:.*]] = ttg.local_alloc : () -> !ttg.memdesc<3xi64
-// CHECK-NEXT: ttg.init_barrier %[[EMPTY]] {count = 4 : i32}
+// CHECK-NEXT: ttg.init_barrier %[[EMPTY]] {count = 128 : i32}
 // CHECK: ttg.async_copy_global_to_local
 // CHECK: ttg.arrive_barrier %[[FULL]][%{{.*}}] {kind = "copies"}
 // CHECK: ttg.arrive_barrier %[[FULL]][%{{.*}}] {kind = "copies"}
@@ -24,7 +25,7 @@
 // CHECK: tt.dot
 // CHECK: ttg.dot_wait {pendings = 1 : i32}
 // CHECK: scf.if
-// CHECK-NEXT: ttg.arrive_barrier %[[EMPTY]][%[[WR]]] {kind = "warps"}
+// CHECK-NEXT: ttg.arrive_barrier %[[EMPTY]][%[[WR]]] {kind = "threads"}
 // CHECK: arith.xori
 // CHECK-NEXT: scf.if
 // CHECK-NEXT: ttg.wait_barrier %[[EMPTY]][%[[WR]]]
@@ -44,7 +45,7 @@
 // PTX: fence.proxy.async.shared::cta;
 // PTX: wgmma.mma_async.sp
 // PTX: wgmma.wait_group.sync.aligned 1;
-// PTX: mbarrier.arrive.shared::cta.b64 _,
+// PTX: {{^\s*}}mbarrier.arrive.shared::cta.b64 _,
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: cp.async.cg.shared.global
 // PTX: cp.async.mbarrier.arrive.noinc.shared::cta.b64

@@ -191,8 +191,8 @@ INVALID_OPS = [
     (
         "    %c0 = arith.constant 0 : i32\n"
         "    %r = ttg.local_alloc : () -> !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>\n"
-        "    ttg.arrive_barrier %r[%c0] {kind = \"threads\"} : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>",
-        "kind must be one of copies, warps",
+        "    ttg.arrive_barrier %r[%c0] {kind = \"lanes\"} : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>",
+        "kind must be one of copies, warps, threads, tma",
     ),
     (
         "    %r = ttg.local_alloc : () -> !ttg.memdesc<3xi32, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>\n"
