@@ -14,7 +14,7 @@ def test_docs_build_without_warnings(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for page in ("index", "getting-started", "kernels", "formats", "compiler", "seed", "torch", "language",
-                 "performance"):
+                 "performance", "development"):
         assert (tmp_path / f"{page}.html").is_file(), page
 
 
@@ -114,3 +114,39 @@ def test_the_performance_page_shows_every_plot():
     assert svgs
     for name in svgs:
         assert f"_static/plots/{name}" in page, f"performance.md does not show {name}"
+
+
+ROOT = DOCS.parent
+README = ROOT / "README.md"
+
+
+def test_the_readme_keeps_the_two_commands_and_links_that_resolve():
+    import re
+
+    text = README.read_text()
+    commands = re.findall(r"^make (\w+) ", text, flags=re.M)
+    assert commands == ["demo", "test"], commands
+    makefile = (ROOT / "Makefile").read_text()
+    for target in commands:
+        assert re.search(rf"^{target}:", makefile, flags=re.M), target
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    links = [t for t in re.findall(r"\]\(([^)#]+)\)", prose) if "://" not in t]
+    assert {"docs/index.md", "CHANGELOG.md", "LICENSE", "bench/results/"} <= set(links), links
+    for target in links:
+        assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+    for page in DOCS.glob("*.md"):
+        assert f"(docs/{page.name})" in text, f"the README does not link docs/{page.name}"
+
+
+def test_the_readme_example_runs_and_prints_what_it_says(tmp_path):
+    """The README's one example compiles, runs on the interpreter (CPU tensors) and checks itself."""
+    import re
+
+    example = re.search(r"```python\n(.*?)```", README.read_text(), flags=re.S).group(1)
+    script = tmp_path / "readme_example.py"
+    script.write_text(example)
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "SPARSECC_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '#tt.sparse<"NV24">' in proc.stdout and "tensor<2x64xi16>" in proc.stdout, proc.stdout
