@@ -35,7 +35,7 @@ pytest: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q test/python
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check sparsecc test bench
+	$(VENV)/bin/ruff check sparsecc test bench docs
 
 # pytest runs the lit suite too (test/python/tools/test_lit.py), so one command covers everything.
 test: $(STAMP)
