@@ -2,7 +2,10 @@
 kernels with random statements, sparse dots with random tiles and types) run on the CPU
 interpreter and on the GPU with the same inputs, and must agree: the same output, or a located
 refusal (see `fuzz_targets.run_differential`). Derandomized, so a failure reproduces; a longer
-run: SPARSECC_FUZZ_EXAMPLES=500 pytest -m gpu test/python/fuzz/test_gpu_differential.py."""
+run (its table: SPARSECC_FUZZ_REPORT=FILE):
+
+    SPARSECC_FUZZ_EXAMPLES=500 pytest -m gpu test/python/fuzz/test_gpu_differential.py
+"""
 
 from __future__ import annotations
 
@@ -10,10 +13,20 @@ import os
 
 import pytest
 import torch
-from fuzz_targets import kernel_source, run_differential
+from fuzz_targets import kernel_source, run_differential, table
 from hypothesis import HealthCheck, given, settings
 
 EXAMPLES = int(os.environ.get("SPARSECC_FUZZ_EXAMPLES", "0") or 0)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report():
+    """With SPARSECC_FUZZ_REPORT set, the outcome table of this run is written there."""
+    yield
+    out = os.environ.get("SPARSECC_FUZZ_REPORT")
+    if out:
+        with open(out, "w") as f:
+            f.write(table())
 
 
 @pytest.mark.gpu

@@ -42,7 +42,8 @@ def _case(tool: str, variant: str):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool, variant", [("memcheck", "default"), ("racecheck", "default"), ("synccheck", "default"),
-                                           *[_case(t, v) for v in list(VARIANTS)[1:] for t in ("memcheck", "racecheck")]])
+                                           *[_case(t, v) for v in list(VARIANTS)[1:]
+                                             for t in ("memcheck", "racecheck", "synccheck")]])
 def test_sanitizer_is_clean_on_small_ragged_gemms(tool, variant, tmp_path):
     sanitizer = shutil.which("compute-sanitizer")
     if sanitizer is None:
