@@ -178,9 +178,10 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def prepare(step, mode: Mode, device: str, warmup: int = 2):
+def prepare(step, mode: Mode, device: str, warmup: int | None = None):
     """Warm `step` up (the first call compiles) and, with graphs, capture one call; returns
     (run, seconds of warm-up). `run()` executes one step and returns its (static) output."""
+    warmup = warmup or (3 if mode.compile or mode.graph else 1)
     t0 = time.perf_counter()
     if mode.graph:
         side = torch.cuda.Stream()
@@ -192,7 +193,7 @@ def prepare(step, mode: Mode, device: str, warmup: int = 2):
         sync(device)
         warm_s = time.perf_counter() - t0
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # compile workers may be about
             out = step()
         sync(device)
 
@@ -286,7 +287,7 @@ def measure_prefill(model: nn.Module, args: argparse.Namespace, mode: Mode) -> d
     cache = StaticCache(config=cfg, max_cache_len=tokens)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     cache.early_initialization(batch_size=1, num_heads=cfg.num_key_value_heads, head_dim=head_dim,
-                               dtype=torch.float16, device=torch.device(device))
+                               dtype=torch.float16, device=ids.device)
     layers = _cache_layers(cache)
 
     def forward(ids: torch.Tensor) -> torch.Tensor:
@@ -302,7 +303,7 @@ def measure_prefill(model: nn.Module, args: argparse.Namespace, mode: Mode) -> d
     with torch.no_grad():
         run, warm_s = prepare(step, mode, device)
         logits = run()[:, -1].float().cpu()
-        times = [timed(run, device) for _ in range(max(2 * args.reps, 3) + 1)][1:]
+        times = [timed(run, device) for _ in range(2 * args.reps + 1)][1:]  # the first: warm-up
     t = statistics.median(times)
     run = cache = None  # frees the graph's pool and the cache (the closures hold these cells)
     return {"tok_s": tokens / t, "ms": t * 1e3, "warm_s": warm_s, "logits": logits}
@@ -342,7 +343,7 @@ def run_variant(variant: str, args: argparse.Namespace, checkpoint=None) -> dict
             except Exception as e:  # noqa: BLE001 - one line here, the traceback on stderr
                 tried.append(f"{mode}: {_short(e)}")
                 log(f"{variant} {key} [{mode}] failed: {_short(e)}")
-                traceback.print_exc(limit=6)
+                traceback.print_exc(limit=-8)  # the innermost frames
                 _recover(args.device)
                 continue
             result["logits"][key] = out.pop("logits")
@@ -371,6 +372,17 @@ def _recover(device: str) -> None:
 
 def device_name(device: str) -> str:
     return torch.cuda.get_device_name() if device == "cuda" else f"CPU ({platform.machine()})"
+
+
+def result_device(results: list[dict], args: argparse.Namespace) -> str:
+    """The device the workers reported (the parent need not touch CUDA), else this process's."""
+    for r in results:
+        if r.get("device_name"):
+            return r["device_name"]
+    try:
+        return device_name(args.device)
+    except Exception:  # noqa: BLE001
+        return args.device
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,7 +434,7 @@ def logit_diff(result: dict, reference: dict) -> dict | None:
 def build_table(results: list[dict], args: argparse.Namespace) -> str:
     by_name = {r["variant"]: r for r in results}
     reference = by_name.get("dense")
-    gpu = next((r.get("device_name") for r in results if r.get("device_name")), device_name(args.device))
+    gpu = result_device(results, args)
     import transformers
 
     cols = [f"decode_b{b}" for b in args.batches] + (["prefill"] if args.prefill else [])
@@ -444,9 +456,11 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
 
     def ratio(num: str, den: str, key: str) -> str:
         a, b = by_name.get(num), by_name.get(den)
-        ca = a and a["cells"].get(key, {}).get("tok_s")
-        cb = b and b["cells"].get(key, {}).get("tok_s")
-        return f"{ca / cb:.2f}×" if ca and cb else "—"
+        ca, cb = (r["cells"].get(key, {}) if r else {} for r in (a, b))
+        if not (ca.get("tok_s") and cb.get("tok_s")):
+            return "—"
+        mixed = "†" if ca.get("mode") != cb.get("mode") else ""  # one of them fell back to eager
+        return f"{ca['tok_s'] / cb['tok_s']:.2f}×{mixed}"
 
     rows = []
     for r in results:
@@ -490,6 +504,8 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
         + (f"; the reference's max |logit| is {logit_diff(reference, reference)['ref_max']:.3g}."
            if reference and reference["logits"] else "."),
     ]
+    if any("†" in v for _, vals in speedups for v in vals):
+        lines.append("- † the two variants ran in different modes (one fell back from compile to eager).")
     for name, vals in speedups:
         lines.append(f"- Speed-up {name}: " + ", ".join(f"{t.replace(' tok/s', '')} {v}" for t, v in zip(titles, vals)) + ".")
     lines += ["", "| variant | " + " | ".join(titles) + " | logits max abs Δ | rel Δ | top-1 agree | notes |",
@@ -555,7 +571,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.prompt = args.prompt if args.prompt is not None else (8 if tiny else 32)
     args.steps = args.steps if args.steps is not None else (8 if tiny else 128)
     args.prefill = args.prefill if args.prefill is not None else (128 if tiny else 2048)
-    args.reps = args.reps if args.reps is not None else (1 if tiny else 5)
+    args.reps = max(1, args.reps if args.reps is not None else (1 if tiny else 5))
     cuda = args.device == "cuda"
     args.compile = {"auto": cuda, "on": True, "off": False}[args.compile]
     args.graphs = {"auto": cuda, "on": True, "off": False}[args.graphs]
@@ -601,8 +617,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(table, flush=True)
     path = None
     if args.out:
-        gpu = next((r.get("device_name") for r in results if r.get("device_name")), device_name(args.device))
-        path = write_table(table, args.out, gpu)
+        path = write_table(table, args.out, result_device(results, args))
         log(f"wrote {path}")
     return {"results": results, "table": table, "path": path}
 
