@@ -19,8 +19,9 @@ and replayed (where compiling fails, eager + CUDA graph is tried and the cell sa
   logits   the compiled outputs (prefill's last-token logits, the first decode step's logits at
            each batch, same inputs) against the dense variant's: max |diff|, ||diff|| / ||ref||,
            top-1 agreement
-Each variant runs in its own process on CUDA (--no-isolate: in this one), so that a crash or a
-sticky CUDA error costs one row, not the table.
+Each variant runs in its own process on CUDA (`--isolate off`: in this one), so that a crash or a
+sticky CUDA error costs one row, not the table; each gets at most `--variant-timeout` seconds and
+all together `--budget` (a variant cut off keeps the measurements it finished).
 
     python bench/llama_e2e.py [--layers 8] [--variants dense,sparsecc,torch-2:4,torchao]
                               [--batches 1,16] [--prefill 2048] [--out bench/results]
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import importlib.util
 import os
 import platform
 import statistics
@@ -389,7 +391,14 @@ def result_device(results: list[dict], args: argparse.Namespace) -> str:
 # one process per variant
 
 
-def run_isolated(variant: str, args: argparse.Namespace) -> dict:
+def run_isolated(variant: str, args: argparse.Namespace, timeout: float) -> dict:
+    if variant == "torchao" and importlib.util.find_spec("torchao") is None:  # no process for a skip
+        log("torchao: skipped: not installed")
+        return {"variant": variant, "notes": [], "cells": {}, "logits": {}, "skipped": "torchao not installed"}
+    if timeout < 20:
+        log(f"{variant}: not run, the time budget (--budget {args.budget} s) is spent")
+        return {"variant": variant, "notes": [], "cells": {}, "logits": {},
+                "failed": f"not run: the --budget of {args.budget} s was spent"}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "result.pt")
         cmd = [sys.executable, os.path.abspath(__file__), "--variants", variant, "--worker", path,
@@ -400,11 +409,11 @@ def run_isolated(variant: str, args: argparse.Namespace) -> dict:
         cmd += ["--tiny"] if args.tiny else []
         cmd += [] if args.fallback_eager else ["--no-fallback-eager"]
         try:
-            proc = subprocess.run(cmd, timeout=args.variant_timeout)
+            proc = subprocess.run(cmd, timeout=timeout)
             rc = proc.returncode
         except subprocess.TimeoutExpired:
             rc = None
-        why = f"timed out after {args.variant_timeout} s" if rc is None else f"worker exited with {rc}"
+        why = f"timed out after {timeout:.0f} s" if rc is None else f"worker exited with {rc}"
         if os.path.exists(path):
             result = torch.load(path, weights_only=False)
             if rc != 0:  # the cells it finished stand; the rest say why they are missing
@@ -562,7 +571,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="where compiling fails, do not retry eager (+ graph)")
     p.add_argument("--isolate", choices=("auto", "on", "off"), default="auto",
                    help="one process per variant (auto: on CUDA)")
-    p.add_argument("--variant-timeout", type=int, default=300, help="seconds per isolated variant (default 300)")
+    p.add_argument("--variant-timeout", type=int, default=240, help="seconds per isolated variant (default 240)")
+    p.add_argument("--budget", type=int, default=540,
+                   help="seconds for all isolated variants together (default 540): a variant gets at most "
+                        "what is left, so that the table always comes out")
     p.add_argument("--out", default=None, help="a .md file, or a folder for llama-e2e-current-<GPU>.md")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -605,10 +617,12 @@ def main(argv: list[str] | None = None) -> dict:
         f"{','.join(args.variants)}; batches {args.batches}; prefill {args.prefill}; "
         f"compile {args.compile}, graphs {args.graphs}, one process per variant {args.isolate}")
     results = []
+    start = time.perf_counter()
     for variant in args.variants:
         t0 = time.perf_counter()
         if args.isolate:
-            results.append(run_isolated(variant, args))
+            left = args.budget - (t0 - start)
+            results.append(run_isolated(variant, args, min(args.variant_timeout, left)))
         else:
             results.append(run_variant(variant, args))
             torch._dynamo.reset()
