@@ -1,0 +1,39 @@
+"""bench/llama_e2e.py's --tiny path on the CPU: a transformers Llama (random weights, nothing
+downloaded) sparsified by sparsecc gives the dense-pruned model's logits within fp16 tolerance, and
+the script's table comes out. Skipped where transformers is not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+pytest.importorskip("transformers")
+
+_SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "llama_e2e.py")
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("llama_e2e", _SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tiny_llama_sparsecc_matches_the_dense_pruned_reference(tmp_path):
+    out = tmp_path / "llama-e2e-tiny.md"
+    run = _load().main(["--tiny", "--device", "cpu", "--variants", "dense,sparsecc,torch-2:4", "--batches", "2",
+                        "--prompt", "4", "--steps", "1", "--prefill", "32", "--reps", "1", "--out", str(out)])
+    by_name = {r["variant"]: r for r in run["results"]}
+    dense, sparse = by_name["dense"], by_name["sparsecc"]
+    assert set(dense["logits"]) == set(sparse["logits"]) == {"decode_b2", "prefill"}
+    assert "15/15 Linear layers SparseLinear (lm_head included)" in sparse["notes"][0]
+    for key, ref in dense["logits"].items():
+        got = sparse["logits"][key]
+        assert got.shape == ref.shape and got.isfinite().all()
+        tol = 2e-2 * max(ref.abs().max().item(), 1.0)
+        assert (got - ref).abs().max().item() <= tol, key
+    assert "to_sparse_semi_structured needs CUDA" in by_name["torch-2:4"]["skipped"]
+    table = out.read_text()
+    assert table == run["table"] and "| sparsecc |" in table and "| dense |" in table
