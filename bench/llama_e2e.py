@@ -5,7 +5,8 @@ PyTorch's `to_sparse_semi_structured` (vs torchao where it imports), fp16.
 Variants (all from the same seeded weights, pruned 2:4 by magnitude):
   dense      the pruned model as built: dense kernels (cuBLAS through inductor) — the reference
   sparsecc   `sparsecc.nn.sparsify_(model, prune=False)`: every fitting nn.Linear, lm_head included
-  torch-2:4  `module.weight = nn.Parameter(to_sparse_semi_structured(module.weight))` per Linear
+  torch-2:4  every Linear's weight as `to_sparse_semi_structured(weight)` (cuSPARSELt), its input
+             flattened to 2-D (`SemiStructuredLinear`)
   torchao    `torchao.sparsity.sparsify_(model, semi_sparse_weight())`, only if torchao imports
 
 On CUDA each measured step is `torch.compile(fullgraph=True, dynamic=False)` (inductor, default
@@ -110,6 +111,21 @@ def build_pruned(config, device: str, seed: int) -> nn.Module:
     return model
 
 
+class SemiStructuredLinear(nn.Module):
+    """A Linear whose weight is PyTorch's SparseSemiStructuredTensor. Its ops take 2-D inputs only
+    (F.linear on a 3-D input needs `expand`, which the subclass refuses), so the input is
+    flattened to (tokens, features) and the output shaped back: what torchao's 2:4 layers do."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(weight, requires_grad=False)
+        self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.linear(x.reshape(-1, x.shape[-1]), self.weight, self.bias)
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
 def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
     """Turn the dense-pruned model into `variant` in place; returns notes for the table."""
     n_linear = sum(1 for m in model.modules() if prunable(m))
@@ -129,10 +145,14 @@ def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
         for name, module in list(model.named_modules()):
             if prunable(module):
                 try:
-                    module.weight = nn.Parameter(to_sparse_semi_structured(module.weight), requires_grad=False)
+                    semi = SemiStructuredLinear(to_sparse_semi_structured(module.weight.detach()), module.bias)
                 except Exception as e:  # noqa: BLE001 - a shape it refuses stays dense, said in the notes
                     failed.append(f"{name}: {_short(e, 120)}")
-        notes = [f"{n_linear - len(failed)}/{n_linear} Linear layers SparseSemiStructuredTensor"]
+                    continue
+                parent, _, child = name.rpartition(".")
+                setattr(model.get_submodule(parent) if parent else model, child, semi)
+        notes = [f"{n_linear - len(failed)}/{n_linear} Linear layers SparseSemiStructuredTensor "
+                 "(inputs flattened to 2-D, as cuSPARSELt needs)"]
         if failed:
             notes.append(f"left dense ({len(failed)}): " + "; ".join(failed[:3]))
         return notes
