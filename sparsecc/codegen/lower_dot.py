@@ -399,7 +399,9 @@ def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, 
         raise LoweringError("tt.dot: the result must have a #ttg.mma layout")
     t = _ab_type(a.ty.element_type)
     if c.ty.element_type != ptx.mma_acc_type(t):
-        raise LoweringError(f"tt.dot: a {t} dot accumulates in {ptx.mma_acc_type(t)}, got {c.ty.element_type}")
+        raise LoweringError(f"tt.dot: a {t} dot accumulates in {ptx.mma_acc_type(t)} on the GPU, got "
+                            f"{c.ty.element_type}: not supported on the GPU (use out_dtype=tl.float32 and "
+                            "convert the result with .to())")
     if enc.version_major == 3:
         if meta is None or not isinstance(b, SmemOperand):
             raise LoweringError("tt.dot: #ttg.mma version 3 (wgmma) needs a sparse dot with B in shared memory")

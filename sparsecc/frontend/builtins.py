@@ -69,13 +69,14 @@ def _dtype(x: Any, what: str = "dtype") -> tl.dtype:
     raise SemanticError(f"{what} must be a tl dtype such as tl.float16, got {sem.py_desc(x)}")
 
 
-MAX_NUMEL = 1 << 20
-"""Most elements one tensor of a kernel may hold (Triton's TRITON_MAX_TENSOR_NUMEL)."""
+MAX_NUMEL = sem.MAX_NUMEL
 
 
 def _shape(x: Any, what: str = "shape") -> tuple[int, ...]:
     """A tensor or block shape: positive powers of two, as in Triton (layouts tile by them)."""
     dims = _ints(x, what)
+    if not dims:
+        raise SemanticError(f"{what} needs at least one dimension, got (); use a scalar (0.0) or a (1,) shape")
     for d in dims:
         if d <= 0:
             raise SemanticError(f"{what} dimensions must be positive, got {list(dims)}")
@@ -206,20 +207,58 @@ def _boundary_check(bc: Any, rank: int) -> tuple[int, ...]:
     return dims
 
 
-def _mask(em: Emitter, mask: Any) -> sem.SSAValue | None:
+def _mask(em: Emitter, mask: Any, ptr: sem.SSAValue | None = None) -> sem.SSAValue | None:
+    """The boolean mask, broadcast to the shape of `ptr` (if given)."""
     if mask is None:
         return None
     m = sem.to_value(em, mask, i1, "mask")
     sem.require_dense(m, "a mask")
     if sem.elem(m) != i1:
         raise SemanticError(f"mask must be boolean (a comparison), got {describe(m.type)}")
-    return m
+    return m if ptr is None else _to_pointer_shape(em, m, ptr, "the mask")
+
+
+def _to_pointer_shape(em: Emitter, v: sem.SSAValue, ptr: sem.SSAValue, what: str) -> sem.SSAValue:
+    """`v` broadcast to the pointer's shape. As in Triton, the pointer is never broadcast to a
+    larger value or mask: that would access each address several times (a store or an atomic
+    repeated, a load duplicated), which is not what the kernel says."""
+    ps, vs = sem.shape(ptr), sem.shape(v)
+    if vs == ps:
+        return v
+    try:
+        fits = sem.broadcast_shapes(vs, ps) == ps
+    except SemanticError:
+        fits = False
+    if not fits:
+        pointer = f"pointer of shape {list(ps)}" if ps else "scalar pointer"
+        raise SemanticError(f"{what} has shape {list(vs)} but the {pointer} addresses {max(1, math.prod(ps))} "
+                            f"element(s): {what} must broadcast to the pointer's shape (the pointer is not "
+                            "broadcast to it)")
+    return sem.broadcast_to(em, v, ps)
+
+
+_LOAD_CACHE = ("", ".ca", ".cg", ".cv")
+_STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
+_EVICTION = ("", "evict_normal", "evict_first", "evict_last")
+
+
+def _memory_hints(op: str, cache_modifier: Any, eviction_policy: Any) -> None:
+    """Triton's cache and eviction hints: accepted (as hints, not emitted) when Triton knows
+    them; a misspelt one is an error, not silently nothing."""
+    caches = _LOAD_CACHE if op == "load" else _STORE_CACHE
+    if cache_modifier not in caches:
+        raise SemanticError(f"tl.{op}: cache_modifier={cache_modifier!r} is not one of "
+                            f"{', '.join(repr(c) for c in caches[1:])}")
+    if eviction_policy not in _EVICTION:
+        raise SemanticError(f"tl.{op}: eviction_policy={eviction_policy!r} is not one of "
+                            f"{', '.join(repr(c) for c in _EVICTION[1:])}")
 
 
 @impl
 def load(em: Emitter, pointer: Any, mask: Any, other: Any, boundary_check: Any,
          padding_option: Any, cache_modifier: Any, eviction_policy: Any, volatile: Any) -> Any:
     p = sem.require_value(pointer, "tl.load's pointer")
+    _memory_hints("load", cache_modifier, eviction_policy)
     if sem.is_block_pointer(p):
         if mask is not None or other is not None:
             raise SemanticError("tl.load of a block pointer takes boundary_check/padding_option, "
@@ -228,17 +267,18 @@ def load(em: Emitter, pointer: Any, mask: Any, other: Any, boundary_check: Any,
         bc = _boundary_check(boundary_check, len(p.type.pointee.get_shape()))
         if padding_option not in ("", None, *PADDING_OPTIONS):
             raise SemanticError(f"padding_option must be \"zero\" or \"nan\", got {padding_option!r}")
+        if padding_option == "nan" and not is_float(p.type.pointee.element_type):
+            raise SemanticError(f"padding_option=\"nan\" needs a floating-point block, got "
+                                f"{describe(p.type.pointee.element_type)} (use \"zero\")")
         pad = PADDING_OPTIONS.get(padding_option) if padding_option else None
         return em.value(tt.LoadOp(p, boundary_check=bc, padding=pad))
     if not sem.is_pointer(p):
         raise SemanticError(f"tl.load needs a pointer, got {describe(p.type)}")
     if boundary_check not in (None, ()) or padding_option:
         raise SemanticError("boundary_check/padding_option apply to block pointers only; use mask/other")
-    m = _mask(em, mask)
+    m = _mask(em, mask, p)
     if other is not None and m is None:
         raise SemanticError("tl.load's other needs a mask")
-    if m is not None:
-        p, m = sem.broadcast_all(em, p, m)
     o = None
     if other is not None:
         ptr_elem = sem.elem(p)
@@ -253,6 +293,7 @@ def load(em: Emitter, pointer: Any, mask: Any, other: Any, boundary_check: Any,
 def store(em: Emitter, pointer: Any, value: Any, mask: Any, boundary_check: Any,
           cache_modifier: Any, eviction_policy: Any) -> Any:
     p = sem.require_value(pointer, "tl.store's pointer")
+    _memory_hints("store", cache_modifier, eviction_policy)
     sem.require_dense(p, "tl.store")
     sem.require_dense(value, "tl.store")
     if sem.is_block_pointer(p):
@@ -272,11 +313,8 @@ def store(em: Emitter, pointer: Any, value: Any, mask: Any, boundary_check: Any,
     ptr_elem = sem.elem(p)
     assert isinstance(ptr_elem, PointerType)
     v = sem.to_value(em, value, ptr_elem.pointee, "the stored value")
-    v = sem.cast(em, v, ptr_elem.pointee)
-    m = _mask(em, mask)
-    vals = [p, v] + ([m] if m is not None else [])
-    vals = sem.broadcast_all(em, *vals)
-    em.insert(tt.StoreOp(vals[0], vals[1], vals[2] if m is not None else None))
+    v = _to_pointer_shape(em, sem.cast(em, v, ptr_elem.pointee), p, "the stored value")
+    em.insert(tt.StoreOp(p, v, _mask(em, mask, p)))
     return None
 
 
@@ -310,6 +348,10 @@ def dot(em: Emitter, input: Any, other: Any, acc: Any, out_dtype: Any, allow_tf3
     (m, k), (k2, n) = sem.shape(a), sem.shape(b)
     if k != k2:
         raise SemanticError(f"tl.dot shapes do not agree: [{m}, {k}] x [{k2}, {n}]")
+    if min(m, n, k) < 16:
+        raise SemanticError(f"tl.dot needs M, N and K of at least 16 (Triton's rule: the tensor cores' "
+                            f"smallest tile), got [{m}, {k}] x [{k2}, {n}]; pad the block and mask")
+    _dot_precision(name, tf32_sparse, allow_tf32, input_precision)
     if acc is None:
         if name == "i8":
             out = i32
@@ -329,7 +371,33 @@ def dot(em: Emitter, input: Any, other: Any, acc: Any, out_dtype: Any, allow_tf3
             raise SemanticError(f"an i8 tl.dot accumulates in i32, got {describe(ce)}")
         if want is None and not is_float(ce):
             raise SemanticError(f"tl.dot accumulator must be floating point, got {describe(ce)}")
+        if want is None:
+            out = ir_type(_dtype(out_dtype, "out_dtype"))
+            if ce != out:
+                raise SemanticError(f"tl.dot's accumulator is {describe(ce)} but out_dtype is {describe(out)}: "
+                                    "they must agree (as in Triton); accumulate in tl.float32 and convert "
+                                    "the result with .to()")
     return em.value(tt.DotOp(a, b, c))
+
+
+_PRECISIONS = ("tf32", "tf32x3", "ieee")
+
+
+def _dot_precision(name: str, tf32_sparse: bool, allow_tf32: Any, input_precision: Any) -> None:
+    """Triton's fp32 precision knobs: they matter for fp32 operands only, which the sparse
+    (NV12) dot multiplies on tf32 tensor cores; asking for more precision is an error, not
+    silently tf32."""
+    if allow_tf32 not in (None, True, False):
+        raise SemanticError(f"tl.dot: allow_tf32 must be True or False, got {sem.py_desc(allow_tf32)}")
+    if input_precision is not None and input_precision not in _PRECISIONS:
+        raise SemanticError(f"tl.dot: input_precision must be one of {', '.join(map(repr, _PRECISIONS))}, "
+                            f"got {sem.py_desc(input_precision)}")
+    if allow_tf32 is not None and input_precision is not None:
+        raise SemanticError("tl.dot: give input_precision or allow_tf32, not both")
+    wanted = input_precision or ("ieee" if allow_tf32 is False else "tf32")
+    if tf32_sparse and wanted != "tf32":
+        raise SemanticError(f"tl.dot: an fp32 (NV12) sparse dot multiplies in tf32; input_precision="
+                            f"{wanted!r} is not supported (use \"tf32\", or convert the operands)")
 
 
 @impl
@@ -352,9 +420,8 @@ def atomic_add(em: Emitter, pointer: Any, val: Any, mask: Any, **memory_order: A
     if ptr_elem.pointee not in (f32, i32):
         raise SemanticError(f"tl.atomic_add supports fp32 and int32 memory, got {describe(ptr_elem.pointee)}")
     v = sem.cast(em, sem.to_value(em, val, ptr_elem.pointee, "the added value"), ptr_elem.pointee)
-    m = _mask(em, mask)
-    vals = sem.broadcast_all(em, *([p, v] + ([m] if m is not None else [])))
-    return em.value(tt.AtomicRMWOp("add", vals[0], vals[1], vals[2] if m is not None else None))
+    v = _to_pointer_shape(em, v, p, "the added value")
+    return em.value(tt.AtomicRMWOp("add", p, v, _mask(em, mask, p)))
 
 
 def _hint(name: str, input: Any, values: Any) -> Any:

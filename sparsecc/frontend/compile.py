@@ -22,7 +22,7 @@ from sparsecc import formats
 from sparsecc.compiler import CompileOptions, compile_module
 from sparsecc.dialects import tt
 from sparsecc.frontend.codegen import generate_ttir
-from sparsecc.frontend.diagnose import located_error, pass_errors
+from sparsecc.frontend.diagnose import check_gpu_limits, located_error, pass_errors
 from sparsecc.frontend.kernel import KernelFunction
 from sparsecc.frontend.types import parse_signature_type, signature_hint, signature_string
 from sparsecc.passes.kernel_params import block_pointer_params, contiguous_params
@@ -119,6 +119,12 @@ def check_args(kernel: KernelFunction, signature: dict[str, str], constexprs: di
             what = "a runtime parameter" if name in kernel.arg_names else "not a parameter"
             raise kernel.error(where, f"constexpr '{name}' is {what} of {params} "
                                       f"(its tl.constexpr parameters: {', '.join(kernel.constexpr_names) or 'none'})")
+    for name, value in constexprs.items():
+        if not _constexpr_ok(value):
+            raise kernel.error(where, f"constexpr '{name}' of {params} is {type(value).__name__} {_short(value)}: a "
+                                      "tl.constexpr takes a Python number, string, bool or None, a tl dtype, a "
+                                      "@sparsecc.jit function or a tuple of these (a tensor is a runtime "
+                                      "argument: drop the tl.constexpr annotation)")
     for name in kernel.constexpr_names:
         if name not in constexprs:
             default = kernel.signature.parameters[name].default
@@ -126,6 +132,24 @@ def check_args(kernel: KernelFunction, signature: dict[str, str], constexprs: di
                 raise kernel.error(where, f"missing constexpr '{name}' of {params}")
             constexprs[name] = default
     return arg_types, constexprs
+
+
+def _constexpr_ok(value: Any) -> bool:
+    """A value the frontend can fold at compile time (what a tl.constexpr may hold)."""
+    import sparsecc.language as tl
+
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if value is None or isinstance(value, bool | int | float | str | tl.dtype):
+        return True
+    if isinstance(value, tuple | list):
+        return all(_constexpr_ok(v) for v in value)
+    return getattr(value, "__sparsecc_jit__", False) is True
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def compile_kernel(kernel: KernelFunction, signature: dict[str, str],
@@ -169,6 +193,8 @@ _PRIVATE = "_sparsecc_kernel"
 def _compile(kernel: KernelFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
              constexprs: dict[str, Any], options: CompileOptions) -> CompiledKernel:
     ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
+    if options.target is not None:
+        check_gpu_limits(kernel, ttir, options.num_warps, options.target)
     try:
         stages = compile_module(ttir, options)
     except pass_errors() as e:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import linecache
 
+from xdsl.dialects.builtin import Float64Type, ModuleOp, TensorType
 from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc.dialects.locations import source_position
+from sparsecc.dialects.tt import PointerType
 from sparsecc.frontend.errors import CompilationError
 from sparsecc.frontend.kernel import KernelFunction
 
@@ -41,3 +43,40 @@ def located_error(kernel: KernelFunction, exc: BaseException) -> CompilationErro
                                 linecache.getline(kernel.file, line) or None)
     file, line, col = pos
     return CompilationError(message, file, line, col, linecache.getline(file, line) or None)
+
+
+GPU_MAX_PER_THREAD = 512
+"""Most elements of one tensor each GPU thread may hold (65536 per tensor at num_warps=4): a
+256x256 tile at 4 warps compiles in seconds; 512x512 takes ptxas minutes, 1024x1024 past its
+timeout. The frontend's own limit (Triton's 1048576 elements) holds on both paths."""
+
+
+def check_gpu_limits(kernel: KernelFunction, module: ModuleOp, num_warps: int, target: str) -> None:
+    """What the GPU path cannot compile, refused up front at the kernel line that asks for it
+    (before any pass or ptxas spends minutes on it); the interpreter runs these kernels."""
+    limit = GPU_MAX_PER_THREAD * 32 * num_warps
+    for op in module.walk():
+        for r in op.results:
+            ty = r.type
+            elt = ty.element_type if isinstance(ty, TensorType) else ty
+            if isinstance(elt, PointerType) and isinstance(elt.pointee, TensorType):
+                elt = elt.pointee.element_type
+            problem = None
+            if isinstance(elt, Float64Type):
+                problem = (f"fp64 values are not supported on the GPU ({target}): compute in tl.float32 "
+                           "(the interpreter runs fp64)")
+            elif isinstance(ty, TensorType):
+                numel = 1
+                for d in ty.get_shape():
+                    numel *= d
+                if numel > limit:
+                    problem = (f"a tensor of shape {list(ty.get_shape())} has {numel} elements, "
+                               f"{numel // (32 * num_warps)} per thread at num_warps={num_warps}; the GPU "
+                               f"path ({target}) takes at most {GPU_MAX_PER_THREAD} per thread ({limit} "
+                               "elements at this num_warps): use smaller blocks or more warps")
+            if problem is not None:
+                pos = source_position(op)
+                if pos is None:
+                    line, col = kernel.position(kernel.tree)
+                    pos = (kernel.file, line, col)
+                raise CompilationError(problem, pos[0], pos[1], pos[2], linecache.getline(pos[0], pos[1]) or None)

@@ -43,6 +43,27 @@ from sparsecc.frontend.types import bitwidth, describe, is_float, is_int
 PyScalar = bool | int | float
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+MAX_NUMEL = 1 << 20
+"""Most elements one tensor of a kernel may hold (Triton's TRITON_MAX_TENSOR_NUMEL)."""
+MAX_RANK = 2
+"""Tensors are 1-D or 2-D tiles (the GPU layouts and the dot are 2-D)."""
+
+
+def check_tile(ty: Attribute) -> None:
+    """Refuse a tensor type past the element limit or of rank > 2, whatever op makes it (a
+    broadcast of two aranges as much as tl.zeros), before any pass spends minutes on it."""
+    if not isinstance(ty, TensorType):
+        return
+    dims = ty.get_shape()
+    numel = 1
+    for d in dims:
+        numel *= d
+    if numel > MAX_NUMEL:
+        raise SemanticError(f"a tensor of shape {list(dims)} has {numel} elements; a tensor holds at most "
+                            f"{MAX_NUMEL} (Triton's limit: one program's registers and shared memory)")
+    if len(dims) > MAX_RANK:
+        raise SemanticError(f"a tensor of shape {list(dims)} is {len(dims)}-D; kernels take 1-D and 2-D "
+                            "tiles only (reshape to 2-D)")
 
 
 class Emitter:
@@ -68,6 +89,8 @@ class Emitter:
         return old
 
     def insert(self, op: Operation) -> Operation:
+        for r in op.results:
+            check_tile(r.type)
         if self.location is not None and isinstance(op.location, UnknownLoc):
             op.location = self.location
         return self.builder.insert(op)
@@ -461,6 +484,8 @@ def minmax(em: Emitter, kind: str, x: Any, y: Any) -> SSAValue:
     """Elementwise maximum/minimum: arith.maximumf/minimumf or maxsi/minsi."""
     for v in (x, y):
         require_dense(v, f"tl.{kind}imum")
+        if isinstance(v, SSAValue) and isinstance(elem(v), PointerType):
+            raise SemanticError(f"tl.{kind}imum is not defined on pointers, got {describe(v.type)}")
     x, y = _operands(em, x, y, f"tl.{kind}imum")
     t = promote(elem(x), elem(y))
     x, y = cast(em, x, t), cast(em, y, t)
