@@ -5,6 +5,7 @@ PyTorch's `to_sparse_semi_structured` (vs torchao where it imports), fp16.
 Variants (all from the same seeded weights, pruned 2:4 by magnitude):
   dense      the pruned model as built: dense kernels (cuBLAS through inductor) — the reference
   sparsecc   `sparsecc.nn.sparsify_(model, prune=False)`: every fitting nn.Linear, lm_head included
+  sparsecc-fp8  the same with `weight_dtype=torch.float8_e4m3fn` (8-bit weights and activations)
   torch-2:4  every Linear's weight as `to_sparse_semi_structured(weight)` (cuSPARSELt), its input
              flattened to 2-D (`SemiStructuredLinear`)
   torchao    `torchao.sparsity.sparsify_(model, semi_sparse_weight())`, only if torchao imports
@@ -54,7 +55,7 @@ if __package__ in (None, ""):
 import sparsecc  # noqa: E402
 from sparsecc.nn import SparseLinear, sparsify_  # noqa: E402
 
-VARIANTS = ("dense", "sparsecc", "torch-2:4", "torchao")
+VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "torch-2:4", "torchao")
 TAG = "[llama_e2e]"
 
 
@@ -136,6 +137,13 @@ def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
         lm = "lm_head included" if isinstance(model.lm_head, SparseLinear) else "lm_head dense"
         return [f"{n}/{n_linear} Linear layers SparseLinear ({lm})"]
+    if variant == "sparsecc-fp8":
+        if device != "cuda":
+            raise Skip("fp8 tensor cores need CUDA (the CPU path is the same model in float64)")
+        sparsify_(model, prune=False, weight_dtype=torch.float8_e4m3fn)
+        n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
+        return [f"{n}/{n_linear} Linear layers SparseLinear with fp8 e4m3 weights (per-channel scales) and "
+                "per-token fp8 activations"]
     if variant == "torch-2:4":
         if device != "cuda":
             raise Skip("to_sparse_semi_structured needs CUDA")
@@ -504,7 +512,8 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
                 diff[0] += " (non-finite!)"
         notes = list(r["notes"]) + [r[k] for k in ("skipped", "failed") if r.get(k)]
         rows.append([r["variant"]] + [cell(r, k) for k in cols] + diff + ["; ".join(notes)])
-    speedups = [(f"sparsecc ÷ {den}", [ratio("sparsecc", den, k) for k in cols]) for den in ("dense", "torch-2:4", "torchao")]
+    speedups = [(f"{num} ÷ {den}", [ratio(num, den, k) for k in cols])
+                for num in ("sparsecc", "sparsecc-fp8") for den in ("dense", "torch-2:4", "torchao")]
     speedups = [(name, vals) for name, vals in speedups if any(v != "—" for v in vals)]
 
     cfg = llama_config(args.layers, args.tiny)
