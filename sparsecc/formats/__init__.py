@@ -24,8 +24,12 @@ from sparsecc.formats.base import (
 )
 from sparsecc.formats.nv12 import NV12
 from sparsecc.formats.nv24 import NV24
+from sparsecc.formats.quant import QuantScheme, QuantSchemeError, compose
 
 _FORMATS: dict[str, SparseFormat] = {f.name: f for f in (NV24, NV12)}
+_QUANTIZABLE = (NV24,)
+"""The formats whose kept values may be quantized (`NV24.w4g128`, `formats.quant`)."""
+_COMPOSED: dict[str, SparseFormat] = {}
 
 DOT_FORMAT = NV24
 """The default format of a decomposed sparse `tt.dot` (see `of_dot_metadata`)."""
@@ -68,26 +72,51 @@ def names() -> tuple[str, ...]:
 
 
 def known() -> str:
-    """The known names for messages: `"NV24"` (quoted, comma-separated)."""
-    return ", ".join(f'"{n}"' for n in _FORMATS)
+    """The known names for messages: `"NV24"` (quoted, comma-separated), and the quantized
+    spelling."""
+    base = ", ".join(f'"{n}"' for n in _FORMATS)
+    return base + "".join(f', "{f.name}.<scheme>" (e.g. "{f.name}.w4g128")' for f in _QUANTIZABLE)
 
 
 def get(name: str) -> SparseFormat | None:
     """The format called `name`, or None."""
-    return _FORMATS.get(name)
+    try:
+        return lookup(name)
+    except UnknownFormatError:
+        return None
 
 
 def lookup(name: str) -> SparseFormat:
-    """The format called `name`; UnknownFormatError listing the known ones otherwise.
+    """The format called `name`; UnknownFormatError listing the known ones otherwise. A
+    quantized format is its base's name and a scheme (`formats.quant`): `"NV24.w4g128"`.
 
+        >>> lookup("NV24.w8c").quant.spec
+        'w8c'
         >>> lookup("NV42")
         Traceback (most recent call last):
         ...
-        sparsecc.formats.UnknownFormatError: unknown sparse format "NV42"; known formats: "NV24", "NV12"
+        sparsecc.formats.UnknownFormatError: unknown sparse format "NV42"; known formats: "NV24", "NV12", "NV24.<scheme>" (e.g. "NV24.w4g128")
     """
-    fmt = _FORMATS.get(name)
-    if fmt is None:
+    fmt = _FORMATS.get(name) if isinstance(name, str) else None
+    if fmt is not None:
+        return fmt
+    if not isinstance(name, str):
+        raise UnknownFormatError(f"a sparse format name must be a string, got {type(name).__name__}")
+    fmt = _COMPOSED.get(name)
+    if fmt is not None:
+        return fmt
+    base_name, dot, scheme = name.partition(".")
+    base = _FORMATS.get(base_name)
+    if not dot or base is None:
         raise UnknownFormatError(f'unknown sparse format "{name}"; known formats: {known()}')
+    if base not in _QUANTIZABLE:
+        raise UnknownFormatError(f'sparse format "{name}": {base_name} values cannot be quantized '
+                                 f"(only {', '.join(f.name for f in _QUANTIZABLE)})")
+    try:
+        fmt = compose(base, QuantScheme.parse(scheme))
+    except QuantSchemeError as e:
+        raise UnknownFormatError(f'sparse format "{name}": {e}') from None
+    _COMPOSED[name] = fmt
     return fmt
 
 
@@ -116,7 +145,12 @@ def is_array_name(name: str) -> bool:
     """Whether a decomposed argument name is a sparse array (`A.values`, `A.meta`): the
     launcher requires those contiguous, as kernels index them as dense row-major buffers."""
     _, dot, suffix = name.rpartition(".")
-    return bool(dot) and any(suffix == a.suffix for f in _FORMATS.values() for a in f.arrays)
+    return bool(dot) and suffix in _ARRAY_SUFFIXES
+
+
+_ARRAY_SUFFIXES = frozenset(
+    a.suffix for f in (*_FORMATS.values(), *(compose(b, QuantScheme(4, 16, True)) for b in _QUANTIZABLE))
+    for a in f.arrays)
 
 
 __all__ = [
@@ -131,6 +165,8 @@ __all__ = [
     "Instruction",
     "IntArith",
     "MetadataLayout",
+    "QuantScheme",
+    "QuantSchemeError",
     "SparseFormat",
     "UnknownFormatError",
     "flat_params",

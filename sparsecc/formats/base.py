@@ -16,9 +16,12 @@ in a builder that emits folded `arith` ops).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from xdsl.ir import Attribute
+
+if TYPE_CHECKING:
+    from sparsecc.formats.quant import QuantScheme
 
 T = TypeVar("T")
 
@@ -102,6 +105,10 @@ class Arith(Protocol[T]):
         """`-(-v // d)` (rounded up)."""
         ...
 
+    def const_like(self, value: int, like: T) -> T:
+        """The constant `value`, of `like`'s type."""
+        ...
+
 
 class IntArith:
     """`Arith` over Python ints."""
@@ -116,6 +123,11 @@ class IntArith:
         """`v / d` rounded up."""
         return -(-v // d)
 
+    @staticmethod
+    def const_like(value: int, like: int) -> int:
+        """`value` itself."""
+        return value
+
 
 INT = IntArith()
 """The `Arith` for plain integers."""
@@ -129,6 +141,7 @@ class ArrayMap:
     `c // col_div` of this array; a dense row stride `sM` becomes `sM // row_stride_div`. Extents
     along M round up (a partial row block is padded), extents along K divide exactly (K is a
     multiple of the format's word width). `element` None: the dense tensor's element type.
+    `col_div` 0: one column per row whatever K is (a per-row scale), at offset 0, row stride 1.
     `suffix` names the decomposed argument (`A.values`; `A_values` in the IR), and is also the
     attribute of a `SparseTensor` that holds the array.
     """
@@ -146,21 +159,32 @@ class ArrayMap:
             return v
         return ar.ceil_div(v, d) if up else ar.div(v, d)
 
+    @property
+    def per_row(self) -> bool:
+        """One element per row (`col_div` 0): a per-channel scale."""
+        return self.col_div == 0
+
     def shape(self, ar: Arith[T], m: T, k: T) -> tuple[T, T]:
         """The array's extent for a dense M x K extent."""
-        return self._d(ar, m, self.row_div, up=True), self._d(ar, k, self.col_div)
+        rows = self._d(ar, m, self.row_div, up=True)
+        return rows, (ar.const_like(1, k) if self.per_row else self._d(ar, k, self.col_div))
 
     def strides(self, ar: Arith[T], sm: T, sk: T) -> tuple[T, T]:
         """The array's strides for dense strides (sM, sK) of a row-major dense matrix."""
+        if self.per_row:
+            return ar.const_like(1, sm), sk
         return self._d(ar, sm, self.row_stride_div), sk
 
     def offsets(self, ar: Arith[T], om: T, ok: T) -> tuple[T, T]:
         """Where a dense block at (om, ok) starts in the array (om, ok on word boundaries)."""
-        return self._d(ar, om, self.row_div), self._d(ar, ok, self.col_div)
+        cols = ar.const_like(0, ok) if self.per_row else self._d(ar, ok, self.col_div)
+        return self._d(ar, om, self.row_div), cols
 
     def tile(self, bm: int, bk: int) -> tuple[int, int]:
-        """The array tile of a dense BM x BK tile (a pointer tensor's 1 stays 1)."""
-        return (bm // self.row_div if bm > 1 else 1), (bk // self.col_div if bk > 1 else 1)
+        """The array tile of a dense BM x BK tile (a pointer tensor's 1 stays 1; a per-row
+        array's tile is one column)."""
+        cols = 1 if bk <= 1 or self.per_row else max(1, bk // self.col_div)
+        return (bm // self.row_div if bm > 1 else 1), cols
 
     @property
     def row_offset_div(self) -> int:
@@ -190,11 +214,15 @@ class SparseFormat:
     metadata: ArrayMap
     tile_multiple: tuple[int, int]
     instructions: tuple[Instruction, ...]
+    extra: tuple[ArrayMap, ...] = ()
+    """Arrays after values and metadata: a quantized format's scales (and zero points)."""
+    quant: QuantScheme | None = None
+    """How the kept values are quantized (`formats.quant`); None: stored as the element type."""
 
     @property
-    def arrays(self) -> tuple[ArrayMap, ArrayMap]:
-        """The decomposed arrays in argument order: values, then metadata."""
-        return self.values, self.metadata
+    def arrays(self) -> tuple[ArrayMap, ...]:
+        """The decomposed arrays in argument order: values, metadata, then any `extra`."""
+        return (self.values, self.metadata, *self.extra)
 
     # ---- element types ----------------------------------------------------------------
 
@@ -237,7 +265,7 @@ class SparseFormat:
         rm, rk = self.tile_multiple
         if bm % rm or bk % rk:
             return f"a sparse {self.name} tile must have {self.tile_rule()}, got {bm}x{bk}"
-        return None
+        return self.quant.check_tile(bk) if self.quant is not None else None
 
     def tile_rule(self) -> str:
         """What a sparse tile's extents must be, and why, for messages."""
