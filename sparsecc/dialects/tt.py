@@ -1079,6 +1079,57 @@ class DotOp(IRDLOperation):
 
 
 @irdl_op_definition
+class DequantizeOp(IRDLOperation):
+    """Kept values of a quantized 2:4 tile (`formats.quant`) from their codes and scales.
+
+        %w = tt.dequantize %codes, %scales {bits = 4 : i32}
+               : tensor<64x32xi8>, tensor<64x2xf16> -> tensor<64x64xf16>
+
+    `codes` holds 8 / bits codes a byte (kept value 2j in the low nibble of byte j), R x C/(8/bits);
+    `scales` (and the optional `zeros`, same type) R x S with S dividing C: kept value j is
+    `(code - zero) * scales[r, j // (C / S)]`, zero 2^(bits-1) when `zeros` is absent. The result
+    (R x C, the scales' element type) is what `decompose-sparse-tensors` hands the sparse dot as
+    its values, so every later stage sees one op to lower.
+    """
+
+    name = "tt.dequantize"
+    codes = operand_def(TensorType)
+    scales = operand_def(TensorType)
+    zeros = opt_operand_def(TensorType)
+    bits = prop_def(IntegerAttr[IntegerType])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = ("$codes `,` $scales (`,` $zeros^)? attr-dict `:` type($codes) `,` type($scales) "
+                       "(`,` type($zeros)^)? `->` type($result)")
+
+    def __init__(self, codes: SSAValue, scales: SSAValue, zeros: SSAValue | None, bits: int,
+                 result_type: Attribute):
+        super().__init__(operands=[codes, scales, [zeros] if zeros is not None else []],
+                         properties={"bits": IntegerAttr(bits, i32)}, result_types=[result_type])
+
+    def verify_(self) -> None:
+        bits = self.bits.value.data
+        _require(bits in (4, 8), f"tt.dequantize: bits must be 4 or 8, got {bits}")
+        codes, scales, out = (shape_of(v.type) for v in (self.codes, self.scales, self.result))
+        _require(len(codes) == 2 and len(scales) == 2 and len(out) == 2,
+                 "tt.dequantize operands must be 2-D tensors")
+        per_byte = 8 // bits
+        _require(element_type(self.codes.type) == IntegerType(8),
+                 f"tt.dequantize codes must be i8, got {_type_str(self.codes.type)}")
+        _require(out == (codes[0], codes[1] * per_byte),
+                 f"tt.dequantize: {bits}-bit codes {list(codes)} hold {[codes[0], codes[1] * per_byte]} "
+                 f"values, not {list(out)}")
+        _require(element_type(self.scales.type) == element_type(self.result.type),
+                 "tt.dequantize scales and result must have the same element type")
+        _require(scales[0] == out[0] and scales[1] >= 1 and out[1] % scales[1] == 0,
+                 f"tt.dequantize scales {list(scales)} must have {out[0]} rows and a column count "
+                 f"dividing {out[1]}")
+        if self.zeros is not None:
+            _require(self.zeros.type == self.scales.type, "tt.dequantize zeros must have the scales' type")
+
+
+@irdl_op_definition
 class ReduceOp(IRDLOperation):
     """`tt.reduce sum %x {axis = 1 : i32} : tensor<32x64xf32> -> tensor<32xf32>`."""
 
@@ -1157,6 +1208,7 @@ TT = Dialect(
         LoadOp,
         StoreOp,
         DotOp,
+        DequantizeOp,
         ReduceOp,
     ],
     [SparseEncodingAttr, PointerType],

@@ -37,6 +37,12 @@ def _fold_transposes() -> type[ModulePass]:
     return FoldTransposesPass
 
 
+def _expand_dequantize() -> type[ModulePass]:
+    from sparsecc.passes.expand_dequantize import ExpandDequantizePass
+
+    return ExpandDequantizePass
+
+
 def _to_gpu() -> type[ModulePass]:
     from sparsecc.passes.to_gpu import ConvertTTToTTGPass
 
@@ -104,6 +110,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "sparse-operand-to-lhs": _sparse_to_lhs,
     "fold-transposes": _fold_transposes,
     "decompose-sparse-tensors": _decompose,
+    "expand-dequantize": _expand_dequantize,
     "convert-tt-to-ttg": _to_gpu,
     "sparse-gpu-encoding": _gpu_encoding,
     "tritongpu-pipeline": _pipeline,

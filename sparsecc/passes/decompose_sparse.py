@@ -79,10 +79,18 @@ class SparseDecompositionError(DiagnosticException):
 
 @dataclass(frozen=True)
 class Split:
-    """The two dense halves a sparse SSA value became."""
+    """The dense arrays a sparse SSA value became, in the format's order (values, metadata,
+    then a quantized format's scales and zero points)."""
 
-    values: SSAValue
-    meta: SSAValue
+    arrays: tuple[SSAValue, ...]
+
+    @property
+    def values(self) -> SSAValue:
+        return self.arrays[0]
+
+    @property
+    def meta(self) -> SSAValue:
+        return self.arrays[1]
 
 
 def _op_desc(op: Operation) -> str:
@@ -106,11 +114,11 @@ def _encoding_text(ty: Attribute) -> str:
     return f'#tt.sparse<"{enc.format.data}">' if enc is not None else "#tt.sparse"
 
 
-def _name_arrays(fmt: formats.SparseFormat, name: str | None, values: SSAValue, meta: SSAValue) -> None:
-    """`%A` -> `%A_values`, `%A_meta` (the format's array suffixes)."""
+def _name_arrays(fmt: formats.SparseFormat, name: str | None, arrays: tuple[SSAValue, ...]) -> None:
+    """`%A` -> `%A_values`, `%A_meta`, ... (the format's array suffixes)."""
     if name:
-        values.name_hint = f"{name}_{fmt.values.suffix}"
-        meta.name_hint = f"{name}_{fmt.metadata.suffix}"
+        for array, v in zip(fmt.arrays, arrays, strict=True):
+            v.name_hint = f"{name}_{array.suffix}"
 
 
 # ----------------------------------------------------------------------------------------
@@ -118,8 +126,8 @@ def _name_arrays(fmt: formats.SparseFormat, name: str | None, values: SSAValue, 
 # ----------------------------------------------------------------------------------------
 
 
-def _tile_types(tile: TensorType, op: Operation) -> tuple[TensorType, TensorType]:
-    """values and metadata tiles of a sparse BM×BK tile."""
+def _tile_types(tile: TensorType, op: Operation) -> tuple[TensorType, ...]:
+    """The array tiles (values, metadata, ...) of a sparse BM×BK tile."""
     fmt = _format(tile)
     shape = tile.get_shape()
     if len(shape) != 2:
@@ -128,17 +136,15 @@ def _tile_types(tile: TensorType, op: Operation) -> tuple[TensorType, TensorType
     why = fmt.check_tile(bm, bk)
     if why is not None:
         raise _fail(op, why)
-    v, m = (TensorType(fmt.array_element(a, tile.element_type), a.tile(bm, bk)) for a in fmt.arrays)
-    return v, m
+    return tuple(TensorType(fmt.array_element(a, tile.element_type), a.tile(bm, bk)) for a in fmt.arrays)
 
 
-def _split_ptr_type(ty: Attribute, op: Operation) -> tuple[Attribute, Attribute]:
+def _split_ptr_type(ty: Attribute, op: Operation) -> tuple[Attribute, ...]:
     if isinstance(ty, tt.PointerType) and isinstance(ty.pointee, TensorType):
-        v, m = _tile_types(ty.pointee, op)
-        return tt.PointerType(v), tt.PointerType(m)
+        return tuple(tt.PointerType(t) for t in _tile_types(ty.pointee, op))
     if isinstance(ty, tt.PointerType):
         fmt = _format(ty)
-        return tt.PointerType(ty.pointee), tt.PointerType(fmt.array_element(fmt.metadata, ty.pointee))
+        return tuple(tt.PointerType(fmt.array_element(a, ty.pointee)) for a in fmt.arrays)
     raise _fail(op, "only pointers and block pointers to sparse data can be decomposed")
 
 
@@ -169,6 +175,10 @@ class _Builder:
     def const(self, value: int, ty: Attribute) -> SSAValue:
         assert isinstance(ty, IntegerType)
         return self._insert(arith.ConstantOp(IntegerAttr(value, ty)))
+
+    def const_like(self, value: int, like: SSAValue) -> SSAValue:
+        """The constant `value` of `like`'s type (`formats.Arith`)."""
+        return self.const(value, like.type)
 
     def div(self, v: SSAValue, d: int) -> SSAValue:
         c = self.constant_of(v)
@@ -409,11 +419,10 @@ class _Decomposer:
         for arg in list(block.args):
             if not tt.is_sparse(arg.type):
                 continue
-            vt, mt = _split_ptr_type(arg.type, func)
-            values = block.insert_arg(vt, arg.index + 1)
-            meta = block.insert_arg(mt, arg.index + 2)
-            _name_arrays(_format(arg.type), arg.name_hint, values, meta)
-            self.split[arg] = Split(values, meta)
+            arrays = tuple(block.insert_arg(t, arg.index + 1 + i)
+                           for i, t in enumerate(_split_ptr_type(arg.type, func)))
+            _name_arrays(_format(arg.type), arg.name_hint, arrays)
+            self.split[arg] = Split(arrays)
         self.run_block(block)
         self.erase_dead()
         for arg in [a for a in block.args if a in self.split]:
@@ -421,7 +430,7 @@ class _Decomposer:
         func.function_type = type(func.function_type).from_lists(
             list(block.arg_types), list(func.function_type.outputs.data)
         )
-        if old_attrs is not None:  # the values and metadata args take the sparse arg's place
+        if old_attrs is not None:  # the array args take the sparse arg's place
             func.arg_attrs = ArrayAttr([old_attrs.get(a, DictionaryAttr({})) for a in block.args])
 
     def erase_dead(self) -> None:
@@ -483,8 +492,7 @@ class _Decomposer:
         stride_k = _Builder.constant_of(op.strides[1])
         if stride_k is not None and stride_k != 1:
             raise _fail(op, f"a sparse block pointer needs unit stride along K, got {stride_k}")
-        vt, mt = _split_ptr_type(op.result.type, op)
-        assert isinstance(vt, tt.PointerType) and isinstance(mt, tt.PointerType)
+        types = _split_ptr_type(op.result.type, op)
         fmt = _format(op.result.type)
         b = _Builder(op)
         base = self.split[op.base]
@@ -492,22 +500,21 @@ class _Decomposer:
         sm, sk = op.strides
         om, ok = op.offsets
         order = list(op.order.get_values())
-        halves = []
-        for array, ptr, ty in zip(fmt.arrays, (base.values, base.meta), (vt, mt), strict=True):
+        parts = []
+        for array, ptr, ty in zip(fmt.arrays, base.arrays, types, strict=True):
             shape = list(array.shape(b, m, k))
             strides = list(array.strides(b, sm, sk))
             offsets = list(array.offsets(b, om, ok))
-            halves.append(tt.MakeTensorPtrOp(ptr, shape, strides, offsets, order, ty))
-        self._emit_pair(op, *halves)
+            parts.append(tt.MakeTensorPtrOp(ptr, shape, strides, offsets, order, ty))
+        self._emit(op, parts)
 
     def rewrite_advance(self, op: tt.AdvanceOp) -> None:
         fmt = _format(op.result.type)
         b = _Builder(op)
         ptr = self.split[op.ptr]
         dm, dk = op.offsets
-        values = tt.AdvanceOp(ptr.values, list(fmt.values.offsets(b, dm, dk)))
-        meta = tt.AdvanceOp(ptr.meta, list(fmt.metadata.offsets(b, dm, dk)))
-        self._emit_pair(op, values, meta)
+        self._emit(op, [tt.AdvanceOp(p, list(a.offsets(b, dm, dk)))
+                        for a, p in zip(fmt.arrays, ptr.arrays, strict=True)])
 
     def rewrite_load(self, op: tt.LoadOp) -> None:
         if isinstance(op.ptr.type, TensorType):
@@ -516,40 +523,46 @@ class _Decomposer:
         ptr = self.split[op.ptr]
         bc = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
         pad = op.padding.value.data if op.padding is not None else None
-        values = tt.LoadOp(ptr.values, boundary_check=bc, padding=pad)
-        meta = tt.LoadOp(ptr.meta, boundary_check=bc, padding=pad)
-        self._emit_pair(op, values, meta)
+        self._emit(op, [tt.LoadOp(p, boundary_check=bc, padding=pad) for p in ptr.arrays])
 
     # -- tensors of pointers -------------------------------------------------------------
     def _halves(self, fmt: formats.SparseFormat, shape: tuple[int, ...],
-                op: Operation) -> tuple[list[int], list[int]]:
-        """Shapes of the values and metadata halves of an R×C sparse pointer tensor."""
+                op: Operation) -> list[list[int]]:
+        """Shapes of the arrays (values, metadata, ...) of an R×C sparse pointer tensor."""
         if len(shape) != 2:
             raise _fail(op, f"only 2-D tensors of sparse pointers can be decomposed, got shape {list(shape)}")
         r, c = shape
         rm, rk = fmt.tile_multiple
         if (r != 1 and r % rm) or (c != 1 and c % rk):
             raise _fail(op, f"a tensor of sparse pointers needs {fmt.tile_rule()}, got {r}x{c}")
-        return list(fmt.values.tile(r, c)), list(fmt.metadata.tile(r, c))
+        if fmt.quant is not None:
+            if any(a.per_row for a in fmt.arrays):
+                raise _fail(op, f"a tensor of {fmt.name} pointers cannot address per-row scales (their "
+                                "row offset is the row itself, not row * stride): use block pointers "
+                                f"(tl.make_block_ptr), or a group size such as NV24.w{fmt.quant.bits}g128")
+            why = fmt.quant.check_tile(c) if c != 1 else None
+            if why is not None:
+                raise _fail(op, why)
+        return [list(a.tile(r, c)) for a in fmt.arrays]
 
-    def _ptr_tensor_types(self, ty: Attribute, op: Operation) -> tuple[TensorType, TensorType]:
+    def _ptr_tensor_types(self, ty: Attribute, op: Operation) -> tuple[TensorType, ...]:
         assert isinstance(ty, TensorType)
         elem = ty.element_type
         assert isinstance(elem, tt.PointerType)
         fmt = _format(ty)
-        vs, ms = self._halves(fmt, ty.get_shape(), op)
-        return (TensorType(tt.PointerType(fmt.array_element(fmt.values, elem.pointee)), vs),
-                TensorType(tt.PointerType(fmt.array_element(fmt.metadata, elem.pointee)), ms))
+        shapes = self._halves(fmt, ty.get_shape(), op)
+        return tuple(TensorType(tt.PointerType(fmt.array_element(a, elem.pointee)), shape)
+                     for a, shape in zip(fmt.arrays, shapes, strict=True))
 
     def rewrite_splat(self, op: tt.SplatOp) -> None:
         base = self.split[op.src]
-        vt, mt = self._ptr_tensor_types(op.result.type, op)
-        self._emit_pair(op, tt.SplatOp(base.values, vt), tt.SplatOp(base.meta, mt))
+        types = self._ptr_tensor_types(op.result.type, op)
+        self._emit(op, [tt.SplatOp(p, t) for p, t in zip(base.arrays, types, strict=True)])
 
     def rewrite_broadcast(self, op: tt.BroadcastOp) -> None:
         src = self.split[op.src]
-        vt, mt = self._ptr_tensor_types(op.result.type, op)
-        self._emit_pair(op, tt.BroadcastOp(src.values, vt), tt.BroadcastOp(src.meta, mt))
+        types = self._ptr_tensor_types(op.result.type, op)
+        self._emit(op, [tt.BroadcastOp(p, t) for p, t in zip(src.arrays, types, strict=True)])
 
     def rewrite_addptr(self, op: tt.AddPtrOp) -> None:
         ptr = self.split[op.ptr]
@@ -561,7 +574,7 @@ class _Decomposer:
         rows = b.sum(parts.rows)
         cols = b.sum(parts.cols)
         offsets = []
-        for array, half in zip(fmt.arrays, (ptr.values, ptr.meta), strict=True):
+        for array, half in zip(fmt.arrays, ptr.arrays, strict=True):
             hshape = tt.shape_of(half.type)
             terms: list[SSAValue] = []
             if scalar is not None:  # a K step: each array moves by its share of the columns
@@ -577,7 +590,7 @@ class _Decomposer:
             total = b.sum(terms)
             assert total is not None
             offsets.append(total)
-        self._emit_pair(op, tt.AddPtrOp(ptr.values, offsets[0]), tt.AddPtrOp(ptr.meta, offsets[1]))
+        self._emit(op, [tt.AddPtrOp(p, o) for p, o in zip(ptr.arrays, offsets, strict=True)])
 
     def _check_row_wraps(self, rows: SSAValue, group: int, op: Operation) -> None:
         """Rows wrapped with `% M` keep whole row groups together only when M is a multiple of the
@@ -616,9 +629,9 @@ class _Decomposer:
     def rewrite_pointer_tensor_load(self, op: tt.LoadOp) -> None:
         ptr = self.split[op.ptr]
         fmt = _format(op.ptr.type)
-        halves = (ptr.values, ptr.meta)
+        halves = ptr.arrays
         shapes = [tt.shape_of(h.type) for h in halves]
-        masks: list[SSAValue | None] = [None, None]
+        masks: list[SSAValue | None] = [None] * len(halves)
         b = _TensorBuilder(op)
         if op.mask is not None:
             split = _split_mask(op.mask, tt.shape_of(op.ptr.type))
@@ -626,17 +639,17 @@ class _Decomposer:
                 raise _fail(op, "the mask of a sparse load must be rows[:, None] & cols[None, :] "
                                 "(any number of row and column conditions); a condition that varies "
                                 "along both axes cannot be split into values and metadata masks")
-            parts: list[list[SSAValue]] = [[], []]
+            parts: list[list[SSAValue]] = [[] for _ in halves]
             for terms, axis in ((split[0], 0), (split[1], 1)):
                 if not terms:
                     continue
                 term = b.all_of(terms)
                 for i, array in enumerate(fmt.arrays):  # an array element is live if its group is
-                    group = array.row_div if axis == 0 else array.col_div
+                    group = array.row_div if axis == 0 else min(array.col_div, shapes[0][1] * fmt.values.col_div)
                     grouped = b.group_starts(term, axis=axis, group=group, fallback="max")
                     parts[i].append(b.broadcast(grouped, shapes[i]))
             masks = [b.all_of(p) for p in parts]
-        others: list[SSAValue | None] = [None, None]
+        others: list[SSAValue | None] = [None] * len(halves)
         if op.other is not None:
             fill = _splat_constant(op.other)
             if fill is None:
@@ -645,28 +658,41 @@ class _Decomposer:
             others = [b.constant_tensor(fill if a.masked_fill is None else a.masked_fill,
                                         TensorType(fmt.array_element(a, dense), shape))
                       for a, shape in zip(fmt.arrays, shapes, strict=True)]
-        self._emit_pair(op, *(tt.LoadOp(h, m, o) for h, m, o in zip(halves, masks, others, strict=True)))
+        self._emit(op, [tt.LoadOp(h, m, o) for h, m, o in zip(halves, masks, others, strict=True)])
 
     def rewrite_dot(self, op: tt.DotOp) -> None:
         if op.b in self.split or op.c in self.split or op.a not in self.split:
             raise _fail(op, "only operand A of tt.dot may be sparse here (sparse-operand-to-lhs, "
                             "which runs before this pass when compiling, moves a sparse B to the left)")
         fmt = _format(op.a.type)
-        if formats.of_dot_metadata(fmt.array_element(fmt.metadata, tt.element_type(op.a.type))) is not fmt:
+        dot_format = formats.of_dot_metadata(fmt.array_element(fmt.metadata, tt.element_type(op.a.type)))
+        if dot_format.meta != fmt.meta:  # a quantized format shares its base's metadata
             raise _fail(op, f"tt.dot cannot take {fmt.name} operands")
         a = self.split[op.a]
-        new = tt.DotOp(a.values, op.b, op.c, a.meta, sparse_index=0, result_type=op.result.type)
+        values = a.values
+        if fmt.quant is not None:  # the dot takes the kept values themselves
+            zeros = a.arrays[3] if fmt.quant.zero_point else None
+            rows, cols = tt.shape_of(a.values.type)
+            dq = tt.DequantizeOp(a.values, a.arrays[2], zeros, fmt.quant.bits,
+                                 TensorType(tt.element_type(op.a.type), [rows, cols * fmt.quant.codes_per_byte]))
+            self._insert_before(op, dq)
+            values = dq.result
+            if a.values.name_hint:
+                values.name_hint = a.values.name_hint.removesuffix("_values") + "_dequant"
+        new = tt.DotOp(values, op.b, op.c, a.meta, sparse_index=0, result_type=op.result.type)
         new.attributes |= op.attributes
         self._insert_before(op, new)
         new.result.name_hint = op.result.name_hint
         op.result.replace_all_uses_with(new.result)
 
-    def _emit_pair(self, op: Operation, values: Operation, meta: Operation) -> None:
-        self._insert_before(op, values)
-        self._insert_before(op, meta)
+    def _emit(self, op: Operation, parts: list[Operation]) -> None:
+        """Insert the ops that stand for `op`'s sparse result, one per array of its format."""
+        for part in parts:
+            self._insert_before(op, part)
         result = op.results[0]
-        _name_arrays(_format(result.type), result.name_hint, values.results[0], meta.results[0])
-        self.split[result] = Split(values.results[0], meta.results[0])
+        arrays = tuple(p.results[0] for p in parts)
+        _name_arrays(_format(result.type), result.name_hint, arrays)
+        self.split[result] = Split(arrays)
 
     @staticmethod
     def _insert_before(anchor: Operation, new: Operation) -> None:
@@ -692,9 +718,9 @@ class _Decomposer:
         arg_types: list[Attribute] = [old_body.args[0].type]
         for init in carried:
             if init in self.split:
-                pair = self.split[init]
-                new_inits += [pair.values, pair.meta]
-                arg_types += [pair.values.type, pair.meta.type]
+                arrays = self.split[init].arrays
+                new_inits += arrays
+                arg_types += [v.type for v in arrays]
             else:
                 new_inits.append(init)
                 arg_types.append(init.type)
@@ -702,9 +728,10 @@ class _Decomposer:
         new_args = iter(body.args)
         for old_arg in old_body.args:
             if old_arg.index > 0 and carried[old_arg.index - 1] in self.split:
-                values, meta = next(new_args), next(new_args)
-                _name_arrays(_format(old_arg.type), old_arg.name_hint, values, meta)
-                self.split[old_arg] = Split(values, meta)
+                n = len(self.split[carried[old_arg.index - 1]].arrays)
+                arrays = tuple(next(new_args) for _ in range(n))
+                _name_arrays(_format(old_arg.type), old_arg.name_hint, arrays)
+                self.split[old_arg] = Split(arrays)
             else:
                 new_arg = next(new_args)
                 new_arg.name_hint = old_arg.name_hint
@@ -734,13 +761,14 @@ class _Decomposer:
         self._adopt_results(op, new_if, [tt.is_sparse(r.type) for r in op.results])
 
     def _adopt_results(self, old: Operation, new: Operation, sparse: list[bool]) -> None:
-        """Map `old`'s results onto `new`'s, where each sparse result became two (values, meta)."""
+        """Map `old`'s results onto `new`'s, where each sparse result became its format's arrays."""
         results = iter(new.results)
         for res, is_sparse in zip(old.results, sparse):
             if is_sparse:
-                values, meta = next(results), next(results)
-                _name_arrays(_format(res.type), res.name_hint, values, meta)
-                self.split[res] = Split(values, meta)
+                fmt = _format(res.type)
+                arrays = tuple(next(results) for _ in fmt.arrays)
+                _name_arrays(fmt, res.name_hint, arrays)
+                self.split[res] = Split(arrays)
             else:
                 r = next(results)
                 r.name_hint = res.name_hint
@@ -753,7 +781,7 @@ class _Decomposer:
         operands: list[SSAValue] = []
         for v in op.operands:
             if v in self.split:
-                operands += [self.split[v].values, self.split[v].meta]
+                operands += self.split[v].arrays
             else:
                 operands.append(v)
         self._insert_before(op, scf.YieldOp(*operands))

@@ -31,6 +31,7 @@ from sparsecc.runtime.interp_values import (
     int_width,
     torch_dtype,
 )
+from sparsecc.runtime.quant_codec import dequantize_tile
 
 Handler = Callable[[Any, Operation, list[Any]], Sequence[Any]]
 HANDLERS: dict[str, Handler] = {}
@@ -488,6 +489,13 @@ def _dot(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
         acc = a.to(torch.int64) @ b.to(torch.int64) + c.to(torch.int64)
         return (acc.to(dtype),)
     return ((a.float() @ b.float() + c.float()).to(dtype),)
+
+
+@_on("tt.dequantize")
+def _dequantize(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
+    zeros = v[2] if op.zeros is not None else None  # type: ignore[attr-defined]
+    bits = op.bits.value.data  # type: ignore[attr-defined]
+    return (dequantize_tile(v[0], v[1], zeros, bits, _result_dtype(op)),)
 
 
 @_on("tt.reduce")
