@@ -73,10 +73,10 @@ def parse_signature_type(text: str) -> Attribute:
             raise ValueError(f"unknown pointer type '{text}' (pointers: "
                              + ", ".join("*" + n for n in POINTEE_NAMES) + ")")
         if enc:
-            fmt = formats.get(enc)
-            if fmt is None:
-                raise ValueError(f"unknown sparse encoding '{enc}' in '{text}' (known: "
-                                 + ", ".join(formats.names()) + ")")
+            try:
+                fmt = formats.lookup(enc)
+            except formats.UnknownFormatError as e:
+                raise ValueError(f"'{text}': {e}") from None
             if fmt.element(name) is None:
                 raise ValueError(f"'{text}': {fmt.element_rule('*')}")
             return PointerType(_IR[name], SparseEncodingAttr(enc))

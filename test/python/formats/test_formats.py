@@ -147,7 +147,7 @@ def test_sparse_attribute_checks_format_and_element():
 
 def test_signature_errors_name_the_format():
     assert tt.sparse_encoding_of(parse_signature_type("*bf16:NV24")).definition is NV24
-    with pytest.raises(ValueError, match=r"unknown sparse encoding 'NV42' in '\*fp16:NV42' \(known: NV24, NV12\)"):
+    with pytest.raises(ValueError, match=r"'\*fp16:NV42': unknown sparse format \"NV42\"; known formats: \"NV24\", \"NV12\""):
         parse_signature_type("*fp16:NV42")
     with pytest.raises(ValueError, match=r"'\*fp32:NV24': NV24 sparsity needs a 16- or 8-bit element type "
                                          r"\(\*fp16, \*bf16, \*fp8e4nv, \*fp8e5, \*i8\)"):

@@ -631,7 +631,7 @@ def test_error_bad_signature_and_constexprs():
         ({"D": "*fp16", "A": "*fp16:NV24"}, DOT_BLOCKS, "signature is missing parameter 'B'"),
         ({**base, "E": "i32"}, DOT_BLOCKS, "signature names 'E', which is not a parameter"),
         ({**base, "B": "*fp17"}, DOT_BLOCKS, "parameter 'B': unknown pointer type '*fp17'"),
-        ({**base, "A": "*fp16:NV42"}, DOT_BLOCKS, "unknown sparse encoding 'NV42'"),
+        ({**base, "A": "*fp16:NV42"}, DOT_BLOCKS, 'unknown sparse format "NV42"'),
         (base, {"BLOCK_M": 32, "BLOCK_N": 16}, "missing constexpr 'BLOCK_K'"),
         (base, {**DOT_BLOCKS, "BLOCK_Q": 1}, "constexpr 'BLOCK_Q' is not a parameter"),
     ]
