@@ -24,7 +24,8 @@ from sparsecc.formats.base import (
 )
 from sparsecc.formats.nv12 import NV12
 from sparsecc.formats.nv24 import NV24
-from sparsecc.formats.quant import QuantScheme, QuantSchemeError, compose
+from sparsecc.formats.quant import compose
+from sparsecc.formats.scheme import QuantScheme, QuantSchemeError
 
 _FORMATS: dict[str, SparseFormat] = {f.name: f for f in (NV24, NV12)}
 _QUANTIZABLE = (NV24,)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from xdsl.ir import Attribute
 
 if TYPE_CHECKING:
-    from sparsecc.formats.quant import QuantScheme
+    from sparsecc.formats.scheme import QuantScheme
 
 T = TypeVar("T")
 
