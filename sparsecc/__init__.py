@@ -17,6 +17,7 @@ __version__ = "0.2.0"
 
 _LAZY = {
     "SparseTensor": ("sparsecc.runtime.sparse_tensor", "SparseTensor"),
+    "QuantizedSparseTensor": ("sparsecc.runtime.quant_tensor", "QuantizedSparseTensor"),
     "compress": ("sparsecc.runtime.compress", "compress"),
     "prune_2to4": ("sparsecc.runtime.compress", "prune_2to4"),
     "prune_1to2": ("sparsecc.runtime.compress", "prune_1to2"),
@@ -48,6 +49,7 @@ __all__ = [
     "CompiledKernel",
     "Config",
     "JITFunction",
+    "QuantizedSparseTensor",
     "SparseTensor",
     "autotune",
     "compile",

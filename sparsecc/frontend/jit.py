@@ -142,7 +142,7 @@ class JITFunction(KernelFunction):
 
             one token per argument: a constexpr's value; a tensor's (dtype, is on the CPU); an
             int's value when it is 1, else (fits i32, multiple of 16) as `specialize` hints it;
-            float/bool: the class; a SparseTensor: (class, dtype, on the CPU, encoding)
+            float/bool: the class; a SparseTensor: (class, logical dtype, on the CPU, encoding)
         then the keyword arguments (constexprs and options only) and SPARSECC_INTERPRET."""
         if _TENSOR is None:  # torch not seen yet: every launch takes the full path for now
             return _no_key
@@ -163,7 +163,7 @@ class JITFunction(KernelFunction):
                       f"    if c is TENSOR: t_{a} = ({a}.dtype, {a}.is_cpu)",
                       f"    elif c is int: t_{a} = {a} if {a} == 1 else (I32_MIN <= {a} <= I32_MAX, {a} & 15 == 0)",
                       f"    elif c is float or c is bool: t_{a} = c",
-                      f"    elif c in SPARSE: t_{a} = (c, {a}.values.dtype, {a}.values.is_cpu, {a}.encoding)",
+                      f"    elif c in SPARSE: t_{a} = (c, getattr({a}, 'dtype', None) or {a}.values.dtype, {a}.values.is_cpu, {a}.encoding)",
                       "    else: return None"]
             toks.append(f"t_{a}")
         lines.append(f"    return ({nargs}, {''.join(t + ', ' for t in toks)}*kwargs.items(), "
@@ -318,6 +318,13 @@ def _is_sparse_tensor(v: Any) -> bool:
             and isinstance(getattr(v, "encoding", None), str))
 
 
+def _logical_dtype(v: Any) -> Any:
+    """A sparse tensor's element type as kernels see it: its `dtype` (a QuantizedSparseTensor's
+    values are int8 codes, its dtype the scales' fp16/bf16), else its values' dtype."""
+    dtype = getattr(v, "dtype", None)
+    return v.values.dtype if dtype is None else dtype
+
+
 def _is_torch_tensor(v: Any) -> bool:
     return type(v).__module__.startswith("torch") and hasattr(v, "data_ptr")
 
@@ -333,7 +340,7 @@ def _dtype_name(torch_dtype: Any, param: str, kernel: str) -> str:
 def specialize(v: Any, param: str, kernel: str) -> str:
     """The signature type string a runtime argument compiles as."""
     if _is_sparse_tensor(v):
-        return f"*{_dtype_name(v.values.dtype, param, kernel)}:{v.encoding}"
+        return f"*{_dtype_name(_logical_dtype(v), param, kernel)}:{v.encoding}"
     if _is_torch_tensor(v):
         return f"*{_dtype_name(v.dtype, param, kernel)}"
     if isinstance(v, bool):

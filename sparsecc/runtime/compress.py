@@ -14,8 +14,10 @@ import math
 
 import torch
 
-from sparsecc.formats import NV12, NV24
+from sparsecc import formats
+from sparsecc.formats import NV12, NV24, QuantScheme
 from sparsecc.runtime.codec import decode_meta, decode_meta_tile, encode_meta
+from sparsecc.runtime.quant_tensor import QuantizedSparseTensor, quant_format
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
 __all__ = [
@@ -77,18 +79,48 @@ def _prune(dense: torch.Tensor, kept: int, group: int, name: str) -> torch.Tenso
     return torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
 
 
-def compress(dense: torch.Tensor, format: str | None = None) -> SparseTensor:  # noqa: A002
+def compress(dense: torch.Tensor, format: str | None = None, *,  # noqa: A002
+             quant: str | QuantScheme | None = None) -> SparseTensor | QuantizedSparseTensor:
     """Compress a 2:4-sparse M x K matrix to NV24 (`sparsecc.formats.nv24`): fp16, bf16, int8,
     float8_e4m3fn or float8_e5m2; a 1:2-sparse float32 one to NV12 (tf32, `formats.nv12`).
     `format` names the format; by default the dtype picks it.
 
+    `quant` (a scheme such as "w4g128", "w8c", "w4g64z"; `formats.quant`), or a quantized
+    `format` such as "NV24.w4g128", quantizes the kept values of an fp16/bf16 matrix instead and
+    returns a `QuantizedSparseTensor`; K must then also be a multiple of the group.
+
     K must be a multiple of 16; any M >= 1 works (meta is padded to a multiple of 16 rows with
     0x4444 words). Raises if the data is not 2:4 sparse, naming the first bad group. Outputs live
     on the input's device.
+
+        >>> w = prune_2to4(torch.randn(16, 128, dtype=torch.float16))
+        >>> compress(w).encoding, compress(w, quant="w4g128").encoding
+        ('NV24', 'NV24.w4g128')
     """
+    qfmt = _quantized(format, quant)
+    if qfmt is not None:
+        return QuantizedSparseTensor.from_dense(dense, qfmt)
     return SparseTensor.from_dense(dense, format)
 
 
-def decompress(sparse: SparseTensor) -> torch.Tensor:
-    """The dense M x K matrix of a SparseTensor (same as `sparse.to_dense()`)."""
+def _quantized(format: str | None, quant: str | QuantScheme | None) -> formats.SparseFormat | None:  # noqa: A002
+    """The quantized format `compress`'s arguments ask for; None: an unquantized one."""
+    if quant is None:
+        fmt = formats.get(format) if isinstance(format, str) else None
+        return fmt if fmt is not None and fmt.quant is not None else None
+    if isinstance(quant, QuantScheme):
+        quant = quant.spec
+    if not isinstance(quant, str):
+        raise TypeError(f'compress: quant must be a scheme such as "w4g128", got {type(quant).__name__}')
+    fmt = formats.lookup(format) if format is not None else NV24
+    if fmt.quant is not None:
+        if fmt.quant.spec != quant:
+            raise ValueError(f"compress: format {fmt.name!r} and quant={quant!r} disagree; "
+                             "give one of them")
+        return fmt
+    return quant_format(formats.lookup(f"{fmt.name}.{quant}"))
+
+
+def decompress(sparse: SparseTensor | QuantizedSparseTensor) -> torch.Tensor:
+    """The dense M x K matrix of a SparseTensor or QuantizedSparseTensor (`sparse.to_dense()`)."""
     return sparse.to_dense()

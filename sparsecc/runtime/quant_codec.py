@@ -20,7 +20,8 @@ def quantize_kept(kept: torch.Tensor, scheme: QuantScheme,
                   dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Codes (uint8, one per kept value), scales and zero points (None when symmetric) of an
     M x K/2 matrix of kept values, by round-to-nearest with the scales as stored (in `dtype`), so
-    that dequantizing gives back the nearest representable value of each group's grid.
+    that dequantizing gives back the nearest representable value of each group's grid. A zero
+    point's grid spans the group's values and 0, so 0 stays exact.
 
         >>> kept = torch.tensor([[1.0, -2.0, 0.5, 4.0]])
         >>> codes, scales, zeros = quantize_kept(kept, QuantScheme.parse("w4c"), torch.float16)
@@ -31,10 +32,12 @@ def quantize_kept(kept: torch.Tensor, scheme: QuantScheme,
     per_group = half_k if scheme.group is None else scheme.group // 2
     x = kept.detach().float().reshape(m, half_k // per_group, per_group)
     if scheme.zero_point:
-        lo, hi = x.amin(-1), x.amax(-1)
+        # The range includes 0 (as GPTQ's): a group of one sign otherwise needs a zero point
+        # outside 0 .. max_code, which clamps, and its far end comes back many steps off.
+        lo, hi = x.amin(-1).clamp(max=0), x.amax(-1).clamp(min=0)
         scale = ((hi - lo) / scheme.max_code).to(dtype)
         s = _nonzero(scale.float())
-        zero = torch.round(-lo / s).clamp(0, scheme.max_code).to(dtype)
+        zero = (torch.round(-lo / s).clamp(0, scheme.max_code) + 0.0).to(dtype)  # + 0.0: no -0
         z = zero.float()
     else:
         scale = (x.abs().amax(-1) / (scheme.fixed_zero - 1)).to(dtype)
