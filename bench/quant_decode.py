@@ -1,0 +1,105 @@
+"""`y = x @ dequantize(W).T` with W a quantized 2:4 weight (NV24.w4g128, NV24.w8g128) through the
+user linear kernel, unchanged, against dense fp16 `F.linear` (cuBLAS) and plain 2:4 fp16
+(NV24) in the same run (H100): Llama-shaped N×K at M = 1, 16, 64.
+
+Each kernel time is the best of a few tiles (do_bench_cudagraph medians: CUDA graphs, so launch
+costs do not hide GPU time); every tile's output is checked against torch on the dequantized
+weight first. The ideal speed-up is the ratio of bytes moved (fp16 weight vs the compressed one,
+x and y included), what a kernel streaming the weight at F.linear's bandwidth would reach.
+
+    python bench/quant_decode.py [--quick] [--m M,...] [NxK ...]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+import triton.testing
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "python", "conformance"))
+
+from linear_kernels import linear_block_ptr  # noqa: E402
+
+import sparsecc  # noqa: E402
+
+SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336)]
+TILES = {"decode": [(16, 32, 256, 4, 3), (16, 64, 256, 4, 3), (16, 32, 512, 4, 2)],
+         "batch": [(64, 64, 128, 4, 3), (32, 64, 256, 4, 3)]}
+VARIANTS = ("NV24", "w8g128", "w4g128")
+
+
+def _graph_time(fn) -> float:
+    fn()
+    torch.cuda.synchronize()
+    return triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median")
+
+
+def _bytes(w: object, m: int, n: int, k: int) -> int:
+    arrays = [getattr(w, a) for a in ("values", "meta", "scales", "zeros") if getattr(w, a, None) is not None]
+    return sum(t.numel() * t.element_size() for t in arrays) + 2 * (m * k + m * n)
+
+
+def bench(m: int, n: int, k: int, variant: str) -> tuple[float, str, int]:
+    torch.manual_seed(0)
+    x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    dense_w = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))
+    w = sparsecc.compress(dense_w) if variant == "NV24" else sparsecc.compress(dense_w, quant=variant)
+    ref = F.linear(x, w.to_dense())
+    y = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    best = (float("inf"), "")
+    for bm, bn, bk, warps, stages in TILES["decode" if m <= 16 else "batch"]:
+        grid = ((m + bm - 1) // bm, (n + bn - 1) // bn)
+
+        def run(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, grid=grid):
+            linear_block_ptr[grid](y, x, w, y, m, n, k, x.stride(0), w.stride(0), y.stride(0),
+                                   BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, HAS_BIAS=False, SILU=False,
+                                   num_warps=warps, num_stages=stages)
+
+        try:
+            y.fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            err = (y.float() - ref.float()).abs().max().item()
+            assert err < 0.02 * ref.abs().max().item() + 0.1, f"max error {err}"
+        except Exception as e:  # noqa: BLE001 - a tile that cannot run is reported, not fatal
+            print(f"{variant} {m}x{n}x{k} tile {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:160]}", flush=True)
+            continue
+        t = _graph_time(run)
+        if t < best[0]:
+            best = (t, f"{bm}x{bn}x{bk}w{warps}s{stages}")
+    return best[0], best[1], _bytes(w, m, n, k)
+
+
+def main(argv: list[str]) -> None:
+    ms = [1, 16] if "--quick" in argv else [1, 16, 64]
+    if "--m" in argv:
+        ms = [int(v) for v in argv[argv.index("--m") + 1].split(",")]
+    shapes = [tuple(int(v) for v in a.split("x")) for a in argv if "x" in a and not a.startswith("-")
+              and a[0].isdigit() and "," not in a] or SHAPES
+    head = ("| M | N×K | F.linear µs | " + " | ".join(f"{v} µs (× dense, ideal)" for v in VARIANTS)
+            + " | tiles |")
+    rows = []
+    for n, k in shapes:
+        for m in ms:
+            x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+            wd = torch.randn(n, k, device="cuda", dtype=torch.float16)
+            dense = _graph_time(lambda x=x, wd=wd: F.linear(x, wd))
+            dense_bytes = 2 * (n * k + m * k + m * n)
+            cells, tiles = [], []
+            for v in VARIANTS:
+                t, tile, nbytes = bench(m, n, k, v)
+                cells.append(f"{t * 1e3:.1f} ({dense / t:.2f}×, {dense_bytes / nbytes:.2f}×)")
+                tiles.append(f"{v}:{tile}")
+            row = f"| {m} | {n}x{k} | {dense * 1e3:.1f} | " + " | ".join(cells) + f" | {' '.join(tiles)} |"
+            rows.append(row)
+            print(row, flush=True)
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
