@@ -107,7 +107,6 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
     if opts.tma:
         pipeline += " tma=true"
     return [
-        "expand-dequantize",
         f"convert-tt-to-ttg{{num-warps={opts.num_warps} target={opts.target}}}",
         "sparse-gpu-encoding",
         f"tritongpu-pipeline{{{pipeline}}}",

@@ -77,6 +77,8 @@ from sparsecc.codegen.lower_mem import (
     word_type,
 )
 from sparsecc.codegen.lower_ptrs import atomic_ptrs, load_ptrs, lower_addptr, store_ptrs
+from sparsecc.codegen.lower_quant import lower_dequantize
+from sparsecc.codegen.lower_quant import scratch_bytes as dequantize_scratch_bytes
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
@@ -208,6 +210,9 @@ class Lowerer:
             elif isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
                 ty = op.operands[0].type
                 size = math.prod(ty.get_shape()) * esize(ty.element_type)
+            elif isinstance(op, tt.DequantizeOp) and not all(
+                    isinstance(v.owner, ttgd.LocalLoadOp) for v in op.operands):
+                size = dequantize_scratch_bytes(op)
             if size:
                 off = -(-off // align) * align
                 self.smem_plan[op] = off
@@ -413,7 +418,14 @@ class Lowerer:
         if isinstance(op, ttgd.LocalLoadOp):
             sm = self.get(op.src)
             assert isinstance(sm, Smem)
+            if op.result.uses and all(isinstance(u.operation, tt.DequantizeOp) for u in op.result.uses):
+                self.values[op.result] = sm  # tt.dequantize reads the buffer itself
+                return
             self.values[op.result] = self._read_smem(sm, op.result.type)
+            return
+        if isinstance(op, tt.DequantizeOp):
+            scratch = em.add(self.smem, self.smem_plan[op]) if op in self.smem_plan else None
+            self.values[op.result] = lower_dequantize(self, op, scratch)
             return
         if isinstance(op, ttgd.LocalStoreOp):
             sm = self.get(op.dst)

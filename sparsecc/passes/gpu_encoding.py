@@ -40,6 +40,10 @@ bank groups (modulo 128 B).
 - B of a Hopper warpgroup MMA (parent #ttg.mma version 3): wgmma reads it from shared memory
   itself, through a matrix descriptor, so it must be in one of the hardware's canonical
   layouts: `wgmma_swizzle` (MN-major, 128/64/32-byte swizzle, `colBlock` sub-tiles).
+- Operands of `tt.dequantize` (a quantized 2:4 tile's codes, scales and zero points, loaded
+  for it alone): plain row-major (`vec = perPhase = maxPhase = 1`); they are not dot operands
+  but what each thread dequantizes its share of the values tile from (`codegen/lower_quant.py`),
+  staged so the pipeline streams them with the dot's tiles.
 - B loaded through a column-major block pointer (its tile's #ttg.blocked order is [0, 1]):
   staged K-major (`order = [0, 1]`: N rows of K, the same swizzle rule along K), so copies
   stay 16-byte vectors and plain `ldmatrix` (no .trans) gives the mma.sp B fragments.
@@ -152,7 +156,30 @@ class SparseGPUEncodingPass(ModulePass):
             alloc = LocalAllocOp(mem_ty, cvt.src)
             load = LocalLoadOp(alloc.result, res_ty)
             Rewriter.replace_op(cvt, [alloc, load], [load.result])
+        for dq in [o for o in op.walk() if isinstance(o, tt.DequantizeOp)]:
+            _stage_dequantize_operands(dq)
         op.verify()
+
+
+def _stage_dequantize_operands(dq: tt.DequantizeOp) -> None:
+    """A quantized tile's codes, scales and zero points, loaded for `tt.dequantize` alone, go
+    through row-major shared memory (`ttg.local_alloc` + `ttg.local_load`): the form the
+    pipeline streams with the dot's other tiles, and the buffer the lowering dequantizes from
+    in registers (`codegen/lower_quant.py`)."""
+    for i, v in enumerate(dq.operands):
+        load = v.owner
+        if not isinstance(load, tt.LoadOp) or len(list(v.uses)) != 1:
+            continue
+        ty = v.type
+        assert isinstance(ty, TensorType)
+        mem_ty = MemDescType(ty.get_shape(), ty.element_type, SharedEncodingAttr(1, 1, 1, (1, 0)))
+        alloc = LocalAllocOp(mem_ty, v)
+        staged = LocalLoadOp(alloc.result, ty)
+        block = dq.parent_block()
+        assert block is not None
+        block.insert_ops_before([alloc, staged], dq)
+        alloc.location = staged.location = load.location
+        dq.operands[i] = staged.result
 
 
 __all__ = ["SparseGPUEncodingPass", "shared_encoding_for", "mma_swizzle", "wgmma_swizzle"]
