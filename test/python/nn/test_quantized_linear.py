@@ -238,3 +238,16 @@ def test_quantized_sparse_linear_on_the_gpu(scheme, m, n, k):
     x = torch.randn(m, k, generator=g, device="cuda").half()
     b = torch.randn(n, generator=g, device="cuda").half()
     _close(sparse_linear(x, w, b, "silu"), reference_linear(x, w, b, "silu"))
+
+
+def test_safetensors_round_trip(tmp_path):
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    model = sparsify_(_model(dtype=torch.bfloat16), quant="w8g64z")
+    path = tmp_path / "model-2to4-w8.safetensors"
+    safetensors_torch.save_model(model, str(path))
+    fresh = sparsify_(_model(seed=2, dtype=torch.bfloat16), quant="w8g64z")
+    missing, unexpected = safetensors_torch.load_model(fresh, str(path))
+    assert not missing and not unexpected
+    x = torch.randn(4, 256, generator=torch.Generator().manual_seed(9)).bfloat16()
+    with torch.no_grad():
+        assert torch.equal(fresh(x), model(x))
