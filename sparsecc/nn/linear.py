@@ -5,6 +5,7 @@ torchao's `sparsify_(model, ...)` and PyTorch's semi-structured path.
     model = torch.compile(model, fullgraph=True)          # no graph break: a torch custom op
     torch.save(model.state_dict(), "sparse.pt")           # ships compressed (values + metadata)
     sparsify_(model, weight_dtype=torch.float8_e4m3fn)    # 8-bit 2:4 weights, activations per token
+    sparsify_(model, quant="w4g128")                      # 4-bit 2:4 weights, a scale per 128 columns
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from sparsecc.formats import QuantScheme, SparseFormat
 from sparsecc.nn.quantize import QUANT_MAX, quantize_rows
-from sparsecc.nn.torch_ops import sparse_linear_op, sparse_mm_op
+from sparsecc.nn.torch_ops import sparse_linear_op, sparse_linear_q_op, sparse_mm_op
 from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.runtime.compress import compress, prune_2to4
+from sparsecc.runtime.quant_tensor import QuantizedSparseTensor, quant_format
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
 WEIGHT_DTYPES = (None, *QUANT_MAX)
@@ -38,11 +41,22 @@ class SparseLinear(nn.Module):
     dtype; bias and activation then run in torch, not fused):
 
         layer = SparseLinear.from_linear(linear, weight_dtype=torch.float8_e4m3fn)
+
+    With `quant` (a scheme such as "w4g128", "w8c", "w4g64z"; `sparsecc.formats.quant`) the
+    kept weights are stored as 4- or 8-bit codes with an fp16/bf16 scale per group of in_features
+    (buffers `values` int8, `meta`, `scales`, and `zeros` for a `z` scheme): the kernel
+    dequantizes W tile by tile and x stays in the layer's dtype, so bias and activation stay fused
+    (`torch.ops.sparsecc.sparse_linear_q`). in_features must be a multiple of the group.
+    `quant` and `weight_dtype` are exclusive.
+
+        layer = SparseLinear.from_linear(nn.Linear(4096, 4096, dtype=torch.float16), quant="w4g128")
+        layer.weight()      # a QuantizedSparseTensor (NV24.w4g128)
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  dtype: torch.dtype = torch.float16, device: torch.device | str | None = None,
-                 activation: str = "none", weight_dtype: torch.dtype | None = None) -> None:
+                 activation: str = "none", weight_dtype: torch.dtype | None = None,
+                 quant: str | QuantScheme | None = None) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"SparseLinear: activation must be one of {ACTIVATIONS}, got {activation!r}")
@@ -51,12 +65,31 @@ class SparseLinear(nn.Module):
         if in_features % 16:
             raise ValueError(f"SparseLinear: in_features = {in_features} must be a multiple of 16 "
                              "(one metadata word covers 16 columns)")
+        fmt = _quant_format("SparseLinear", quant, weight_dtype)
+        if fmt is not None:
+            assert fmt.quant is not None
+            if fmt.quant.group is not None and in_features % fmt.quant.group:
+                raise ValueError(f"SparseLinear: in_features = {in_features} must be a multiple of the "
+                                 f"quantization group {fmt.quant.group} ({fmt.name})")
+            if dtype not in (torch.float16, torch.bfloat16):
+                raise TypeError(f"SparseLinear: a quantized weight ({fmt.name}) needs an fp16 or bf16 layer, "
+                                f"got dtype {dtype}")
         self.in_features, self.out_features, self.activation = in_features, out_features, activation
         self.weight_dtype = weight_dtype
-        stored = weight_dtype or dtype
-        empty = SparseTensor.from_dense(torch.zeros(out_features, in_features, dtype=stored, device=device))
-        self.register_buffer("values", empty.values)
-        self.register_buffer("meta", empty.meta)
+        # the quantization scheme ("w4g128") of a quantized layer; None otherwise
+        self.quant: str | None = fmt.quant.spec if fmt is not None and fmt.quant is not None else None
+        if fmt is not None:
+            q = _empty_quantized(fmt, out_features, in_features, dtype, device)
+            self.register_buffer("values", q.values)
+            self.register_buffer("meta", q.meta)
+            self.register_buffer("scales", q.scales)
+            if q.zeros is not None:
+                self.register_buffer("zeros", q.zeros)
+        else:
+            stored = weight_dtype or dtype
+            empty = SparseTensor.from_dense(torch.zeros(out_features, in_features, dtype=stored, device=device))
+            self.register_buffer("values", empty.values)
+            self.register_buffer("meta", empty.meta)
         if weight_dtype is not None:
             self.register_buffer("weight_scale", torch.ones(out_features, dtype=torch.float32, device=device))
         self.bias = nn.Parameter(torch.zeros(out_features, dtype=dtype, device=device),
@@ -65,33 +98,60 @@ class SparseLinear(nn.Module):
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, prune: bool = True, activation: str = "none",
-                    weight_dtype: torch.dtype | None = None) -> SparseLinear:
+                    weight_dtype: torch.dtype | None = None,
+                    quant: str | QuantScheme | None = None) -> SparseLinear:
         """The sparse version of `linear`: its weight pruned to 2:4 by magnitude (`prune=True`) or
         checked to be 2:4 already (`prune=False`: a weight that is not is an error naming the
         group); with `weight_dtype` (torch.int8, torch.float8_e4m3fn) quantized per output
-        channel after pruning."""
+        channel after pruning; with `quant` ("w4g128", "w8c", "w4g64z", ...) its kept values
+        quantized by that scheme after pruning (round to nearest, scales in the weight's dtype).
+
+            layer = SparseLinear.from_linear(nn.Linear(256, 64).half(), quant="w4g128")
+            layer.weight().to_dense()     # the pruned weight, dequantized: what forward multiplies by
+        """
         weight = linear.weight.detach()
         layer = cls(linear.in_features, linear.out_features, linear.bias is not None, weight.dtype,
-                    weight.device, activation, weight_dtype)
+                    weight.device, activation, weight_dtype, quant)
         pruned = prune_2to4(weight) if prune else weight
-        if weight_dtype is None:
+        if layer.quant is not None:
+            q = compress(pruned, quant=layer.quant)  # checks 2:4 (prune=False), then quantizes
+            layer.values.copy_(q.values)
+            layer.meta.copy_(q.meta)
+            layer.scales.copy_(q.scales)
+            if q.zeros is not None:
+                layer.zeros.copy_(q.zeros)
+        elif weight_dtype is None:
             w = compress(pruned)
         else:
             compress(pruned)  # the 2:4 check of prune=False, on the weight as given
             q, scale = quantize_rows(pruned, weight_dtype)
             w = compress(q)
             layer.weight_scale.copy_(scale)
-        layer.values.copy_(w.values)
-        layer.meta.copy_(w.meta)
+        if layer.quant is None:
+            layer.values.copy_(w.values)
+            layer.meta.copy_(w.meta)
         if linear.bias is not None:
             layer.bias.data.copy_(linear.bias.detach())
         return layer
 
-    def weight(self) -> SparseTensor:
-        """The weight as a SparseTensor (out × in), in its stored dtype (8-bit: without its scales)."""
+    def weight(self) -> SparseTensor | QuantizedSparseTensor:
+        """The weight as a SparseTensor (out × in), in its stored dtype (8-bit: without its scales);
+        for a `quant` layer the QuantizedSparseTensor (codes, metadata, scales, zero points),
+        whose `to_dense()` is the dequantized weight forward multiplies by.
+
+            >>> layer = SparseLinear(256, 64, quant="w4g128")
+            >>> layer.weight().encoding, tuple(layer.weight().shape)
+            ('NV24.w4g128', (64, 256))
+        """
+        if self.quant is not None:
+            return QuantizedSparseTensor(self.values, self.meta, self.scales, (self.out_features, self.in_features),
+                                         f"NV24.{self.quant}", getattr(self, "zeros", None))
         return SparseTensor(self.values, self.meta, (self.out_features, self.in_features))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.quant is not None:
+            return sparse_linear_q_op(x, self.values, self.meta, self.scales, getattr(self, "zeros", None),
+                                      self.in_features, self.quant, self.bias, self.activation)
         if self.weight_dtype is None:
             return sparse_linear_op(x, self.values, self.meta, self.in_features, self.bias, self.activation)
         lead = x.shape[:-1]
@@ -105,9 +165,18 @@ class SparseLinear(nn.Module):
         return y.reshape(*lead, self.out_features)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:  # noqa: ANN001, ANN002, ANN003
-        """A checkpoint of another format (fp16 values into an 8-bit layer, or the reverse) is an
-        error: load_state_dict would otherwise cast the values silently."""
+        """A checkpoint of another format (fp16 values into an 8-bit layer, or the reverse; another
+        quantization scheme or shape into a `quant` layer) is an error: load_state_dict would
+        otherwise cast the values silently, or load codes read with the wrong scales."""
         values = state_dict.get(prefix + "values")
+        theirs = _checkpoint_arrays(state_dict, prefix)
+        if isinstance(values, torch.Tensor) and (self.quant is not None or "scales" in theirs):
+            ours = _checkpoint_arrays(self.state_dict(), "")
+            if theirs != ours:
+                raise RuntimeError(
+                    f"SparseLinear {prefix or '(root)'}: the checkpoint holds {_describe(state_dict, prefix)}, "
+                    f"this layer stores {_describe(self.state_dict(), '')}; sparsify the model with the "
+                    "checkpoint's quant / weight_dtype and shape")
         if isinstance(values, torch.Tensor) and values.dtype != self.values.dtype:
             raise RuntimeError(f"SparseLinear {prefix or '(root)'}: the checkpoint's values are {values.dtype}, "
                                f"this layer stores {self.values.dtype} (weight_dtype={self.weight_dtype}); "
@@ -117,6 +186,8 @@ class SparseLinear(nn.Module):
     def extra_repr(self) -> str:
         fmt = "NV24" if self.weight_dtype is None else f"NV24, weights {self.weight_dtype} per-channel scales, " \
                                                         "activations per-token"
+        if self.quant is not None:
+            fmt = f"NV24.{self.quant}"
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}, activation={self.activation!r}, format={fmt}")
 
@@ -131,27 +202,94 @@ def _activate(y: torch.Tensor, activation: str) -> torch.Tensor:
     return y
 
 
-def _fits(module: nn.Module) -> bool:
+def _quant_format(who: str, quant: str | QuantScheme | None, weight_dtype: torch.dtype | None) -> SparseFormat | None:
+    """The quantized format `quant` names (None for none); a clear ValueError for a bad scheme or
+    one given with `weight_dtype`."""
+    if quant is None:
+        return None
+    if weight_dtype is not None:
+        raise ValueError(f"{who}: quant={quant!r} and weight_dtype={weight_dtype} are exclusive: quant stores "
+                         "4/8-bit codes with fp16/bf16 scales, weight_dtype 8-bit values with per-channel scales")
+    if isinstance(quant, QuantScheme):
+        quant = quant.spec
+    if not isinstance(quant, str):
+        raise TypeError(f'{who}: quant must be a scheme such as "w4g128", got {type(quant).__name__}')
+    try:
+        return quant_format(quant)
+    except ValueError as e:
+        raise ValueError(f'{who}: bad quant={quant!r} (schemes are w<bits>g<group>[z] or w<bits>c[z], e.g. '
+                         f'"w4g128", "w8c", "w4g64z"): {e}') from None
+
+
+def _empty_quantized(fmt: SparseFormat, n: int, k: int, dtype: torch.dtype,
+                     device: torch.device | str | None) -> QuantizedSparseTensor:
+    """Arrays of the right shapes and dtypes for an n x k weight of `fmt` (contents to be loaded)."""
+    assert fmt.quant is not None
+    scale_cols = k // fmt.quant.group if fmt.quant.group is not None else 1
+    scales = torch.ones(n, scale_cols, dtype=dtype, device=device)
+    zeros = torch.zeros_like(scales) if fmt.quant.zero_point else None
+    values = torch.zeros(n, k // 2 // fmt.quant.codes_per_byte, dtype=torch.int8, device=device)
+    meta = SparseTensor.from_dense(torch.zeros(n, k, dtype=dtype, device=device)).meta
+    return QuantizedSparseTensor(values, meta, scales, (n, k), fmt.name, zeros)
+
+
+_WEIGHT_ARRAYS = ("values", "meta", "scales", "zeros", "weight_scale")
+
+
+def _checkpoint_arrays(state_dict: dict, prefix: str) -> dict[str, tuple[torch.dtype, tuple[int, ...]]]:
+    """The weight arrays a (checkpoint's) state_dict holds under `prefix`: name -> (dtype, shape)."""
+    return {name: (t.dtype, tuple(t.shape)) for name in _WEIGHT_ARRAYS
+            if isinstance(t := state_dict.get(prefix + name), torch.Tensor)}
+
+
+def _describe(state_dict: dict, prefix: str) -> str:
+    """The format, dtype and shape a state_dict's weight arrays spell, e.g. "NV24.w4g64z weights
+    (64 x 256, torch.float16 scales)"; read from the arrays' shapes, as no name is stored."""
+    arrays = _checkpoint_arrays(state_dict, prefix)
+    if "values" not in arrays or "meta" not in arrays:
+        return "no compressed weight"
+    (vdtype, (n, vcols)), k = arrays["values"], arrays["meta"][1][1]
+    if "scales" in arrays:
+        sdtype, (_, scols) = arrays["scales"]
+        bits = 4 if vcols * 4 == k else 8
+        where = "c" if scols == 1 else f"g{k // max(scols, 1)}"
+        zero = "z" if "zeros" in arrays else ""
+        return f"NV24.w{bits}{where}{zero} weights ({n} x {k}, {sdtype} scales)"
+    if "weight_scale" in arrays:
+        return f"8-bit NV24 weights ({n} x {k}, {vdtype} values, per-channel scales)"
+    return f"unquantized NV24 weights ({n} x {k}, {vdtype})"
+
+
+def _fits(module: nn.Module, group: int | None = None) -> bool:
     return (isinstance(module, nn.Linear) and module.in_features % 16 == 0
+            and (group is None or module.in_features % group == 0)
             and module.weight.dtype in (torch.float16, torch.bfloat16))
 
 
 def sparsify_(model: nn.Module, filter_fn: Callable[[nn.Module, str], bool] | None = None,
-              prune: bool = True, weight_dtype: torch.dtype | None = None) -> nn.Module:
+              prune: bool = True, weight_dtype: torch.dtype | None = None,
+              quant: str | QuantScheme | None = None) -> nn.Module:
     """Replace, in place, every nn.Linear of `model` that `filter_fn(module, fqn)` accepts (default:
     fp16/bf16 weights with in_features a multiple of 16) by a SparseLinear; returns `model`.
-    `weight_dtype` (torch.int8, torch.float8_e4m3fn) quantizes the sparse weights to 8 bits
-    (see SparseLinear).
+    `weight_dtype` (torch.int8, torch.float8_e4m3fn) quantizes the sparse weights to 8 bits;
+    `quant` ("w4g128", "w8c", "w4g64z", ...) stores them as 4- or 8-bit codes with scales per
+    group, and then also skips layers whose in_features is not a multiple of the group (see
+    SparseLinear). `quant` and `weight_dtype` are exclusive.
 
         sparsify_(model, filter_fn=lambda m, name: name.startswith("layers."))
         sparsify_(model, weight_dtype=torch.float8_e4m3fn)
+        sparsify_(model, quant="w4g128")
     """
     if weight_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"sparsify_: weight_dtype must be one of {WEIGHT_DTYPES}, got {weight_dtype}")
+    fmt = _quant_format("sparsify_", quant, weight_dtype)
+    group = fmt.quant.group if fmt is not None and fmt.quant is not None else None
     accept = filter_fn or (lambda module, name: True)
-    targets = [(name, module) for name, module in model.named_modules() if _fits(module) and accept(module, name)]
+    targets = [(name, module) for name, module in model.named_modules()
+               if _fits(module, group) and accept(module, name)]
     for name, module in targets:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, SparseLinear.from_linear(module, prune=prune, weight_dtype=weight_dtype))
+        setattr(parent, child, SparseLinear.from_linear(module, prune=prune, weight_dtype=weight_dtype,
+                                                        quant=fmt.quant.spec if fmt is not None and fmt.quant is not None else None))
     return model

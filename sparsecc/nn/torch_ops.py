@@ -10,6 +10,8 @@ running models. The fake kernel gives the output's shape and dtype. Training is 
 the op has no backward, and a call that would need one is an error that says so.
 
     y = torch.ops.sparsecc.sparse_linear(x, values, meta, in_features, bias, "silu")
+    y = torch.ops.sparsecc.sparse_linear_q(x, q.values, q.meta, q.scales, q.zeros, in_features,
+                                           "w4g128", bias, "silu")   # q: a QuantizedSparseTensor
     d = torch.ops.sparsecc.sparse_mm(values, meta, k, b)          # A (M x k, 2:4) @ b (k x N)
     y = torch.ops.sparsecc.sparse_mm(w8.values, w8.meta, k, x8.t(), sw, sx)   # int8/fp8, rowwise scales
 """
@@ -21,6 +23,7 @@ import torch
 from sparsecc.ops.sparse_linear import ACTIVATIONS, reference_linear, sparse_linear
 from sparsecc.ops.sparse_mm import sparse_mm
 from sparsecc.ops.sparse_mm_8bit import EIGHT_BIT_DTYPES, default_out_dtype
+from sparsecc.runtime.quant_tensor import QuantizedSparseTensor, quant_format
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
 
@@ -49,6 +52,46 @@ def _no_backward(ctx, grad):  # noqa: ANN001 - torch's autograd signature
 
 
 sparse_linear_op.register_autograd(_no_backward)
+
+
+@torch.library.custom_op("sparsecc::sparse_linear_q", mutates_args=())
+def sparse_linear_q_op(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor,
+                       zeros: torch.Tensor | None, in_features: int, scheme: str, bias: torch.Tensor | None,
+                       activation: str) -> torch.Tensor:
+    """`act(x @ dequantize(W).T + bias)` with W a quantized 2:4 weight given as its arrays (packed
+    codes, NV24 metadata, scales, zero points or None) and its scheme ("w4g128", or the format
+    name "NV24.w4g128"). CUDA runs the sparsecc kernel (`sparsecc.ops.sparse_linear` with a
+    `QuantizedSparseTensor`); the CPU computes with the dequantized weight in torch.
+
+        q = sparsecc.compress(sparsecc.prune_2to4(weight), quant="w4g128")
+        y = torch.ops.sparsecc.sparse_linear_q(x, q.values, q.meta, q.scales, q.zeros, q.shape[1],
+                                               q.scheme.spec, bias, "none")
+    """
+    w = QuantizedSparseTensor(values, meta, scales, (values.shape[0], in_features), quant_format(scheme).name,
+                              zeros)
+    if x.device.type == "cuda":
+        return sparse_linear(x, w, bias, activation)
+    return reference_linear(x, w, bias, activation)
+
+
+@sparse_linear_q_op.register_fake
+def _(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor,
+      zeros: torch.Tensor | None, in_features: int, scheme: str, bias: torch.Tensor | None,
+      activation: str) -> torch.Tensor:
+    fmt = quant_format(scheme)  # a bad scheme fails while tracing, with the same message
+    assert fmt.quant is not None
+    torch._check(x.shape[-1] == in_features, lambda: f"sparse_linear: x has {x.shape[-1]} features, "
+                                                      f"the weight expects {in_features}")
+    torch._check(activation in ACTIVATIONS, lambda: f"sparse_linear: unknown activation {activation!r}")
+    torch._check(x.dtype == scales.dtype, lambda: f"sparse_linear: x is {x.dtype} but the weight is "
+                                                  f"{scales.dtype}")
+    torch._check((zeros is not None) == fmt.quant.zero_point,
+                 lambda: f"sparse_linear: {fmt.name} " + ("needs zero points" if fmt.quant.zero_point
+                                                          else "takes no zero points"))
+    return x.new_empty((*x.shape[:-1], values.shape[0]))
+
+
+sparse_linear_q_op.register_autograd(_no_backward)
 
 
 def _out_dtype(values: torch.Tensor, scaled: bool) -> torch.dtype:

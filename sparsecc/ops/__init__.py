@@ -1,7 +1,12 @@
 """Library ops built on `@sparsecc.jit` kernels (`sparsecc.ops.sparse_mm`, `sparsecc.ops.sparse_linear`)."""
 
-from sparsecc.ops.sparse_linear import LinearConfig, sparse_linear, sparse_linear_kernel
+from sparsecc.ops.sparse_linear import (
+    LinearConfig,
+    quantized_linear_config,
+    sparse_linear,
+    sparse_linear_kernel,
+)
 from sparsecc.ops.sparse_mm import MMConfig, default_config, sparse_mm, sparse_mm_kernel
 
-__all__ = ["LinearConfig", "MMConfig", "default_config", "sparse_linear", "sparse_linear_kernel", "sparse_mm",
-           "sparse_mm_kernel"]
+__all__ = ["LinearConfig", "MMConfig", "default_config", "quantized_linear_config", "sparse_linear",
+           "sparse_linear_kernel", "sparse_mm", "sparse_mm_kernel"]

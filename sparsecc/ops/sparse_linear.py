@@ -7,17 +7,22 @@ left, so neither W nor x is copied. Bias and activation run in the kernel's epil
 
     w = sparsecc.compress(sparsecc.prune_2to4(linear.weight.detach()))
     y = sparse_linear(x, w, linear.bias, activation="silu")   # x: (..., K) -> y: (..., N)
+
+W may also be a `QuantizedSparseTensor` (`sparsecc.compress(w, quant="w4g128")`: 4- or 8-bit
+codes with a scale per group of K columns); the kernel is the same, the compiler dequantizes each
+W tile before the sparse dot, so BLOCK_K must then cover whole groups (a multiple of G).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 import sparsecc
 import sparsecc.language as tl
+from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
 ACTIVATIONS = ("none", "relu", "gelu_tanh", "silu")
@@ -81,9 +86,50 @@ def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> 
     return LinearConfig(64, 128, 128, 4, 3)
 
 
+def quantized_linear_config(cfg: LinearConfig, w: QuantizedSparseTensor) -> LinearConfig:
+    """`cfg` with BLOCK_K fitted to the quantization groups of `w`: a default tile's BLOCK_K
+    rounded up to a multiple of the group G (at least G), but no wider than W's K rounded up to
+    a power of two (block shapes are powers of two, so G must be one too: a ValueError
+    otherwise). Per-row schemes (`w8c`) take any BLOCK_K, so `cfg` is returned unchanged.
+
+        >>> import sparsecc
+        >>> w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(64, 256).half()), quant="w4g128")
+        >>> quantized_linear_config(LinearConfig(16, 32, 32), w).block_k
+        128
+        >>> quantized_linear_config(LinearConfig(16, 32, 1024), w).block_k
+        256
+    """
+    group = w.scheme.group
+    if group is None:
+        return cfg
+    _check_group(w)
+    block_k = -(-max(cfg.block_k, group) // group) * group
+    widest = max(1 << (w.shape[1] - 1).bit_length(), group)  # K's power of two, a multiple of G
+    return replace(cfg, block_k=min(block_k, widest))
+
+
+def _check_group(w: QuantizedSparseTensor) -> None:
+    """A group that no power-of-two BLOCK_K covers whole (`w4g48`) cannot run in the kernel."""
+    group = w.scheme.group
+    if group is not None and group & (group - 1):
+        raise ValueError(f"sparse_linear: the kernel cannot take a {w.encoding} weight: a tile's BLOCK_K "
+                         f"is a power of two, so it never covers whole groups of {group} columns; "
+                         "quantize with a power-of-two group (w4g64, w4g128) or per row (w4c)")
+
+
+def _check_config(cfg: LinearConfig, w: SparseTensor | QuantizedSparseTensor) -> None:
+    """A user config whose BLOCK_K does not cover whole quantization groups of `w` is an error."""
+    if isinstance(w, QuantizedSparseTensor):
+        why = w.scheme.check_tile(cfg.block_k)
+        if why is not None:
+            raise ValueError(f"sparse_linear: config block_k={cfg.block_k} does not fit the weight "
+                             f"({w.encoding}): {why}")
+
+
 def _check(x: Any, w: Any, bias: Any, activation: str) -> None:
-    if not isinstance(w, SparseTensor):
-        raise TypeError(f"sparse_linear: w must be a sparsecc.SparseTensor (sparsecc.compress(weight)), "
+    if not isinstance(w, (SparseTensor, QuantizedSparseTensor)):
+        raise TypeError(f"sparse_linear: w must be a sparsecc.SparseTensor or QuantizedSparseTensor "
+                        f"(sparsecc.compress(weight), sparsecc.compress(weight, quant=\"w4g128\")), "
                         f"got {type(w).__name__}")
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"sparse_linear: x must be a torch.Tensor, got {type(x).__name__}")
@@ -100,12 +146,26 @@ def _check(x: Any, w: Any, bias: Any, activation: str) -> None:
         raise ValueError(f"sparse_linear: activation must be one of {ACTIVATIONS}, got {activation!r}")
 
 
-def sparse_linear(x: torch.Tensor, w: SparseTensor, bias: torch.Tensor | None = None,
+def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor | None = None,
                   activation: str = "none", config: LinearConfig | None = None) -> torch.Tensor:
     """`act(x @ W.T + bias)` for a 2:4 SparseTensor W (out × in); x is (..., in), fp16/bf16 like
     W; the result is (..., out) in x's dtype. CUDA tensors run the sparsecc kernel, CPU tensors
-    the interpreter (exact, slow)."""
+    the interpreter (exact, slow).
+
+    W may be a `QuantizedSparseTensor` (4- or 8-bit codes and scales): the result is then
+    `act(x @ W.to_dense().T + bias)`, W dequantized tile by tile in the kernel; x must have W's
+    logical dtype (`w.dtype`). The default tile's BLOCK_K is fitted to the scheme's group
+    (`quantized_linear_config`); a `config` whose block_k is not a multiple of the group is a
+    ValueError.
+
+        w4 = sparsecc.compress(sparsecc.prune_2to4(weight), quant="w4g128")  # fp16 weight, K % 128 == 0
+        y = sparse_linear(x, w4, bias, activation="relu")
+    """
     _check(x, w, bias, activation)
+    if isinstance(w, QuantizedSparseTensor):
+        _check_group(w)
+    if config is not None:
+        _check_config(config, w)
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     if x2.stride(-1) != 1 or x2.data_ptr() % 16:
@@ -115,7 +175,11 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor, bias: torch.Tensor | None = 
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     if m == 0 or n == 0:
         return y.reshape(*lead, n)
-    cfg = config or default_linear_config(m, n, k, x.device.type)
+    cfg = config
+    if cfg is None:
+        cfg = default_linear_config(m, n, k, x.device.type)
+        if isinstance(w, QuantizedSparseTensor):
+            cfg = quantized_linear_config(cfg, w)
     b = bias.to(x.dtype).contiguous() if bias is not None else y
     grid = ((m + cfg.block_m - 1) // cfg.block_m, (n + cfg.block_n - 1) // cfg.block_n)
     sparse_linear_kernel[grid](y, x2, w, b, m, n, k, x2.stride(0), w.stride(0), y.stride(0),
@@ -125,9 +189,10 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor, bias: torch.Tensor | None = 
     return y.reshape(*lead, n)
 
 
-def reference_linear(x: torch.Tensor, w: SparseTensor, bias: torch.Tensor | None = None,
+def reference_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor | None = None,
                      activation: str = "none") -> torch.Tensor:
-    """The same result computed by torch on the decompressed weight (fp32 accumulation)."""
+    """The same result computed by torch on the decompressed (for a QuantizedSparseTensor:
+    dequantized, `w.to_dense()`) weight, with fp32 accumulation."""
     y = torch.nn.functional.linear(x.float(), w.to_dense().float(), None if bias is None else bias.float())
     if activation == "relu":
         y = torch.relu(y)
