@@ -4,6 +4,8 @@ located errors."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from kernels import POINTER_SIG, dot_kernel, pointer_gemm
@@ -132,9 +134,14 @@ def test_quantized_format_needs_a_16_bit_float():
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("scheme", ["w4g64", "w8c", "w4g64z"])
 def test_quantized_kernels_assemble(target, scheme):
-    """The GPU stages take the expanded dequantization; ptxas accepts the PTX (no GPU needed)."""
+    """The GPU stages stream the codes and scales through shared memory with the dot's tiles
+    (async copies into rings) and dequantize from there; ptxas accepts the PTX (no GPU needed)."""
     pytest.importorskip("triton")
     sig = {**POINTER_SIG, "A": f"*fp16:NV24.{scheme}"}
     ck = sparsecc.compile(pointer_gemm, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 64}, target=target)
-    assert "tt.dequantize" not in ck.asm["ttgir"]
+    ttgir = ck.asm["ttgir"]
+    codes = re.search(r"(%\w+) = ttg\.local_load (%\w+) : !ttg\.memdesc<64x\d+xi8, [^\n]*", ttgir)
+    assert codes, "the codes tile is read from a shared ring"
+    assert re.search(rf"tt\.dequantize {codes.group(1)}, %\w+", ttgir)
+    assert re.search(r"ttg\.(async_copy_global_to_local|async_tma_copy) %\w+, %\w+ [^\n]*memdesc<64x\d+xi8", ttgir)
     assert ck.asm.get("cubin")
