@@ -6,7 +6,9 @@ pipeline streams them with the other K-loop tiles (async copies overlapping the 
 iterations); their `ttg.local_load`s lower to nothing (the lowering keeps the buffer, see
 `Lowerer`), and here a thread reads, for each of its result elements (r, j), the byte holding
 code j of row r, its nibble, the scale (and zero point) of its group, and computes
-`(code - zero) * scale` in f32, rounded once to f16/bf16: the interpreter's value bit for bit.
+`(code - zero) * scale` rounded once to f16/bf16, the interpreter's value bit for bit: f16
+pairs with f16x2 arithmetic on codes placed in the mantissa of 1024.0 (no conversions), bf16
+in f32.
 Operands that arrive in registers (a loop the pipeline left alone) are first stored row-major
 into the op's scratch buffer. A run of consecutive elements of one row shares one scale read
 and one word of codes.
@@ -15,7 +17,7 @@ and one word of codes.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, TensorType, f32, i8, i32
+from xdsl.dialects.builtin import FloatAttr, TensorType, f16, f32, i8, i16, i32
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
@@ -89,6 +91,7 @@ def lower_dequantize(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue 
     word_bytes = run * bits // 8
     if word_bytes not in (1, 2, 4) or run % per_byte:
         run, word_bytes = 1, 1
+    half_pairs = elt == f16 and run % 2 == 0 and run > 1
     fixed_zero = em.val(arith.ConstantOp(FloatAttr(float(1 << (bits - 1)), f32)))
     mask = em.c((1 << bits) - 1)
     regs: list[SSAValue] = []
@@ -97,6 +100,9 @@ def lower_dequantize(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue 
         byte_col = em.divu(j, per_byte) if per_byte > 1 else j
         word = _load_codes(L, codes_sm, (r, byte_col), word_bytes)
         group = em.divu(j, per_scale) if per_scale > 1 else j
+        if half_pairs:
+            regs += _f16_pairs(L, word, run, bits, scales_sm, zeros_sm, (r, group))
+            continue
         scale = _load_f32(L, scales_sm, (r, group))
         zero = _load_f32(L, zeros_sm, (r, group)) if zeros_sm is not None else fixed_zero
         first_shift = em.mul(em.remu(j, per_byte), bits) if run == 1 and per_byte > 1 else None
@@ -119,11 +125,47 @@ def _load_codes(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, SSAValue], nb
     addr = smem_addr(L, sm, idx)
     if nbytes == 4:
         return em.op(ptx.LdSharedOp(addr, i32, 1)).results[0]
-    if nbytes == 2:
-        lo = em.val(arith.ExtUIOp(em.op(ptx.LdSharedOp(addr, i8, 1)).results[0], i32))
-        hi = em.val(arith.ExtUIOp(em.op(ptx.LdSharedOp(em.add(addr, 1), i8, 1)).results[0], i32))
-        return em.val(arith.OrIOp(lo, em.val(arith.ShLIOp(hi, em.c(8)))))
-    return em.val(arith.ExtUIOp(em.op(ptx.LdSharedOp(addr, i8, 1)).results[0], i32))
+    narrow = i16 if nbytes == 2 else i8
+    return em.val(arith.ExtUIOp(em.op(ptx.LdSharedOp(addr, narrow, 1)).results[0], i32))
+
+
+# f16 pairs without conversions: a code c placed in the low mantissa bits of 0x6400 (1024.0)
+# is the half 1024 + c, exact for c < 1024; subtracting 1024 + zero leaves the integer c - zero
+# exactly, and one f16x2 multiply rounds (c - zero) * scale once, as the f32 path does.
+_NIBBLE_PAIR = ("shl.b32 %dq1, %dq0, 12;\n"
+                "lop3.b32 %dq0, %dq0, 0xF, 0x64006400, 0xEA;\n"
+                "lop3.b32 %dq0, %dq1, 0xF0000, %dq0, 0xEA;\n")
+_PAIR_TAIL = "sub.f16x2 %dq0, %dq0, $3;\nmul.rn.f16x2 %dq0, %dq0, $4;\nmov.b32 {$0, $1}, %dq0;\n}"
+
+
+def _pair_template(bits: int, e: int) -> str:
+    """PTX for kept values e, e + 1 of a code word ($2) with {1024 + zero} x2 ($3) and
+    {scale} x2 ($4): two f16 results ($0, $1)."""
+    head = "{\n.reg .b32 %dq<2>;\n"
+    if bits == 8:
+        sel = 0x4040 | (e + 1) << 8 | e
+        return head + f"prmt.b32 %dq0, $2, 0x64646464, {sel:#06x};\n" + _PAIR_TAIL
+    shift = f"shr.b32 %dq0, $2, {4 * e};\n" if e else "mov.b32 %dq0, $2;\n"
+    return head + shift + _NIBBLE_PAIR + _PAIR_TAIL
+
+
+def _f16_pairs(L: LoweringContext, word: SSAValue, run: int, bits: int, scales_sm: Smem,
+               zeros_sm: Smem | None, idx: tuple[SSAValue, SSAValue]) -> list[SSAValue]:
+    em = L.em
+    scale = em.op(ptx.LdSharedOp(smem_addr(L, scales_sm, idx), f16, 1)).results[0]
+    scales = em.op(ptx.AsmOp("mov.b32 $0, {$1, $1};", [scale], [i32], pure=True)).results[0]
+    if zeros_sm is None:
+        biased = 0x6400 + (1 << (bits - 1))
+        zeros = em.c(biased << 16 | biased)
+    else:
+        zero = em.op(ptx.LdSharedOp(smem_addr(L, zeros_sm, idx), f16, 1)).results[0]
+        zeros = em.op(ptx.AsmOp("{\n.reg .b16 %zq<2>;\nmov.b16 %zq0, 0x6400;\nadd.rn.f16 %zq1, $1, %zq0;\n"
+                                "mov.b32 $0, {%zq1, %zq1};\n}", [zero], [i32], pure=True)).results[0]
+    out: list[SSAValue] = []
+    for e in range(0, run, 2):
+        pair = em.op(ptx.AsmOp(_pair_template(bits, e), [word, zeros, scales], [f16, f16], pure=True))
+        out += list(pair.results)
+    return out
 
 
 def _load_f32(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, SSAValue]) -> SSAValue:
