@@ -60,6 +60,20 @@ def swizzled_offset(row: Any, col: Any, row_len: int, vec: int, per_phase: int, 
     return off if base is None else base + off
 
 
+def mma_swizzle_params(row_len: int, elem_bytes: int) -> tuple[int, int, int]:
+    """(vec, perPhase, maxPhase) of Triton's MMAv2 swizzle for rows of `row_len` elements:
+    16-byte units XOR-ed by row so that 8 consecutive rows, read 16 bytes each (ldmatrix), fall
+    in 8 different bank groups (`passes/gpu_encoding.py` explains the bank math).
+
+        >>> mma_swizzle_params(64, 2)   # 128-byte rows: a new phase every row
+        (8, 1, 8)
+    """
+    vec = max(1, min(16 // elem_bytes, row_len))
+    per_phase = max(1, 128 // (row_len * elem_bytes))
+    max_phase = max(1, min(max(1, 8 // per_phase), row_len // vec))
+    return vec, per_phase, max_phase
+
+
 def mode(width: int) -> tuple[int, int, int]:
     """(vec, per_phase, max_phase) in bytes of the hardware swizzle with rows of `width` bytes
     (128, 64, 32; 16 is "none": max_phase 1)."""

@@ -47,6 +47,7 @@ from sparsecc.analysis.kloops import reads_wgmma_result as _reads_wgmma_result
 from sparsecc.analysis.kloops import uses_wgmma as _uses_wgmma
 from sparsecc.analysis.kloops import zero_restart as _zero_restart
 from sparsecc.analysis.layouts import DistLayout, LayoutError, distributed
+from sparsecc.analysis.swizzle import mma_swizzle_params
 from sparsecc.codegen.lower_async import (
     lower_barrier_op,
     lower_specialized,
@@ -682,8 +683,15 @@ class Lowerer:
     def _convert(self, op: ttgd.ConvertLayoutOp) -> None:
         src = self._regs(op.src)
         st = op.src.type
-        order = tuple(range(len(st.get_shape()) - 1, -1, -1))  # row-major, unswizzled
-        mem_ty = ttgd.MemDescType(st.get_shape(), st.element_type, ttgd.SharedEncodingAttr(1, 1, 1, order), True)
+        shape = st.get_shape()
+        order = tuple(range(len(shape) - 1, -1, -1))  # row-major
+        enc = ttgd.SharedEncodingAttr(1, 1, 1, order)
+        dst = op.result.type.encoding
+        if (isinstance(dst, ttgd.DotOperandEncodingAttr) and dst.op_idx == 0 and len(shape) == 2
+                and dst.meta in (-1, 0)):
+            # an A fragment is read back by ldmatrix, 8 rows at a time: swizzle the rows apart
+            enc = ttgd.SharedEncodingAttr(*mma_swizzle_params(shape[1], esize(st.element_type)), order)
+        mem_ty = ttgd.MemDescType(shape, st.element_type, enc, True)
         sm = Smem(self.em.add(self.smem, self.smem_plan[op]), mem_ty)
         store_shared(self, sm, src)
         self.values[op.result] = self._read_smem(sm, op.result.type)

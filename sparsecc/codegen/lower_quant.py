@@ -87,7 +87,7 @@ def lower_dequantize(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue 
     dl = distributed(res_ty.encoding, (rows, cols))
     coords = L.coords(dl)
     # a run of consecutive columns of one row: within one byte-aligned word and one scale group
-    run = max(1, min(contiguous_run(dl, 1, 8), per_scale))
+    run = max(1, min(contiguous_run(dl, 1, 8), per_scale, 32 // bits))  # one 32-bit word at most
     word_bytes = run * bits // 8
     if word_bytes not in (1, 2, 4) or run % per_byte:
         run, word_bytes = 1, 1

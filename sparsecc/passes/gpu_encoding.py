@@ -41,7 +41,8 @@ bank groups (modulo 128 B).
   itself, through a matrix descriptor, so it must be in one of the hardware's canonical
   layouts: `wgmma_swizzle` (MN-major, 128/64/32-byte swizzle, `colBlock` sub-tiles).
 - Operands of `tt.dequantize` (a quantized 2:4 tile's codes, scales and zero points, loaded
-  for it alone): plain row-major (`vec = perPhase = maxPhase = 1`); they are not dot operands
+  for it alone): the codes with the MMAv2 swizzle of their rows (a warp reads a word of several
+  rows at once), scales and zero points plain row-major; they are not dot operands
   but what each thread dequantizes its share of the values tile from (`codegen/lower_quant.py`),
   staged so the pipeline streams them with the dot's tiles.
 - B loaded through a column-major block pointer (its tile's #ttg.blocked order is [0, 1]):
@@ -58,7 +59,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from sparsecc.analysis.swizzle import MODES, element_mode
+from sparsecc.analysis.swizzle import MODES, element_mode, mma_swizzle_params
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
     BlockedEncodingAttr,
@@ -85,12 +86,7 @@ def _elem_bytes(elt) -> int:
 
 def mma_swizzle(row_len: int, elem_bytes: int, order: tuple[int, ...] = (1, 0)) -> SharedEncodingAttr:
     """Triton's MMAv2 swizzle for a tile whose contiguous rows have `row_len` elements."""
-    vec = max(1, min(LDMATRIX_ROW_BYTES // elem_bytes, row_len))
-    row_bytes = row_len * elem_bytes
-    per_phase = max(1, SWIZZLE_LINE_BYTES // row_bytes)
-    max_phase = max(1, LDMATRIX_ROWS // per_phase)
-    max_phase = max(1, min(max_phase, row_len // vec))
-    return SharedEncodingAttr(vec, per_phase, max_phase, order)
+    return SharedEncodingAttr(*mma_swizzle_params(row_len, elem_bytes), order)
 
 
 def wgmma_swizzle(row_len: int, elem_bytes: int) -> SharedEncodingAttr:
@@ -172,7 +168,11 @@ def _stage_dequantize_operands(dq: tt.DequantizeOp) -> None:
             continue
         ty = v.type
         assert isinstance(ty, TensorType)
-        mem_ty = MemDescType(ty.get_shape(), ty.element_type, SharedEncodingAttr(1, 1, 1, (1, 0)))
+        # codes rows are read 4-16 bytes a thread, several rows a warp: swizzled like ldmatrix
+        # rows so those rows fall in different banks (scales rows are too short to need it)
+        enc = (mma_swizzle(ty.get_shape()[1], _elem_bytes(ty.element_type)) if i == 0
+               else SharedEncodingAttr(1, 1, 1, (1, 0)))
+        mem_ty = MemDescType(ty.get_shape(), ty.element_type, enc)
         alloc = LocalAllocOp(mem_ty, v)
         staged = LocalLoadOp(alloc.result, ty)
         block = dq.parent_block()

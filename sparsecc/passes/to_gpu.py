@@ -165,7 +165,7 @@ class _Group:
                 mem.append(_bytes(ty.pointee.element_type))  # type: ignore[union-attr]
             elif isinstance(ty, TensorType) and isinstance(ty.element_type, tt.PointerType):
                 mem.append(_bytes(ty.element_type.pointee))
-            elif isinstance(v.owner, tt.LoadOp):
+            elif isinstance(v.owner, tt.LoadOp | tt.DequantizeOp):  # a dequantized tile: stored once
                 mem.append(_bytes(ty.element_type))  # type: ignore[union-attr]
         return min(mem) if mem else 4
 
