@@ -10,9 +10,13 @@ Accepts: tt IR where sparse data enters through `tt.func` arguments of type
   - `scf.for` iter_args, `scf.if` results and `scf.yield` (e.g. the K loop advancing a
     block pointer),
   - operand A of `tt.dot`.
-Guarantees afterwards: no `#tt.sparse` type is left anywhere; each sparse argument became two
-arguments in place, a values pointer `!tt.ptr<T>` then a metadata pointer (`!tt.ptr<i16>` for
-NV24), named `%A_values`, `%A_meta`; each sparse dot is `tt.dot %values, %b, %meta, %c, sparseIndex = 0`.
+Guarantees afterwards: no `#tt.sparse` type is left anywhere; each sparse argument became the
+arguments of its format's arrays in place: a values pointer `!tt.ptr<T>` then a metadata pointer
+(`!tt.ptr<i16>` for NV24), named `%A_values`, `%A_meta`, and for a quantized format
+(`NV24.w4g128`, `formats.quant`) an i8 codes pointer in place of the values, then `%A_scales`
+(and `%A_zeros`); each sparse dot is `tt.dot %values, %b, %meta, %c, sparseIndex = 0`, where a
+quantized operand's `%values` is `tt.dequantize %codes, %scales[, %zeros] {bits}` of its tiles
+(a BLOCK_K tile must cover whole quantization groups).
 
 Why this shape (seed 001): later passes treat values and metadata as ordinary dense tensors
 with their own layouts and swizzles, so the sparse format has to be explicit in the IR before any

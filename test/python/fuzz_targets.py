@@ -184,8 +184,14 @@ def kernel_source(draw: st.DrawFn) -> tuple[str, dict, dict]:
                                   block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
             tl.store(d, tl.dot(tl.load(a), tl.load(b)).to(tl.float16))
         """)
-    sig = {"D": "*fp16", "A": f"*{dtype}:NV24", "B": f"*{dtype}"}
+    sparse = draw(st.sampled_from(["NV24"] * 3 + list(QUANT_FORMATS)))
+    sig = {"D": "*fp16", "A": f"*{dtype}:{sparse}", "B": f"*{dtype}"}
     return src, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+
+
+QUANT_FORMATS = ("NV24.w4g128", "NV24.w8c", "NV24.w4g64z", "NV24.w8g32", "NV24.w3g128", "NV24.w4g100",
+                 "NV24.w4g0", "NV24.", "NV24.w4", "NV12.w4g64", "NV24.w4g64zz", "NV24.W4G64", "NV24.w04g064")
+"""Quantized sparse format spellings, good and bad, for signatures and `compress(quant=...)`."""
 
 
 def _load_kernel(src: str):
@@ -330,6 +336,34 @@ def run_compress(x: torch.Tensor) -> str:
     back = s.to_dense()
     if not torch.equal(torch.nan_to_num(back), torch.nan_to_num(x)) or back.dtype != x.dtype:
         return record("compress", "crash", f"round trip changed a {x.dtype} {tuple(x.shape)} tensor")
+    return record("compress", "accepted")
+
+
+@st.composite
+def quant_case(draw: st.DrawFn) -> tuple[torch.Tensor, str]:
+    """A random tensor (as `dense_matrix`) and a quantization scheme, good or bad."""
+    scheme = draw(st.sampled_from([f.partition(".")[2] for f in QUANT_FORMATS] + ["w4c", "w8g16z", ""]))
+    return draw(dense_matrix()), scheme
+
+
+def run_compress_quant(x: torch.Tensor, scheme: str) -> str:
+    """compress(quant=...) of arbitrary data is a clean error or a quantized tensor whose
+    dequantization keeps the 2:4 pattern and stays within half a step of each kept value."""
+    import sparsecc
+
+    try:
+        q = sparsecc.compress(x, quant=scheme)
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+        named = any(w in message for w in ("dtype", "shape", "group", "row", "multiple", "2-D", "empty",
+                                           "Tensor", "scheme", "bits", "format", "finite", "quant"))
+        return record("compress", "clean error" if named else "unlocated error")
+    except Exception as exc:  # noqa: BLE001
+        return record("compress", "crash", f"{type(exc).__name__}: {exc} for {x.dtype} {tuple(x.shape)} {scheme!r}")
+    back = q.to_dense().float()
+    dense = x.float()
+    if ((back != 0) & (dense == 0)).any() or back.shape != dense.shape:
+        return record("compress", "crash", f"quant={scheme!r} put a value where {tuple(x.shape)} had a zero")
     return record("compress", "accepted")
 
 

@@ -20,8 +20,10 @@ from fuzz_targets import (
     dense_matrix,
     kernel_source,
     mutated_ir,
+    quant_case,
     run_cli,
     run_compress,
+    run_compress_quant,
     run_frontend,
     table,
     token_soup,
@@ -70,6 +72,12 @@ def test_fuzz_frontend_on_generated_kernels(case):
 @given(dense_matrix())
 def test_fuzz_compress_on_random_tensors(x):
     run_compress(x)
+
+
+@_settings(20)
+@given(quant_case())
+def test_fuzz_quantized_compress_on_random_tensors(case):
+    run_compress_quant(*case)
 
 
 def test_corpus_covers_every_lit_folder():
