@@ -3,7 +3,7 @@
 A composed format is named `BASE.SCHEME`, e.g. `NV24.w4g128`: the 2:4 structure (and metadata)
 of `BASE` with the kept values stored as integer codes. The scheme reads
 
-    w<bits>g<G>[z]    bits 4 or 8; one scale per G dense columns of a row (G a multiple of 16)
+    w<bits>g<G>[z]    bits 4 or 8; one scale per G dense columns of a row (G a power of two >= 16)
     w<bits>c[z]       one scale per row (per output channel)
 
 and `z` adds a zero point per scale (asymmetric); without it the codes are offset binary with a

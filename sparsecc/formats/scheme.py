@@ -42,9 +42,10 @@ class QuantScheme:
         if bits not in (4, 8):
             raise QuantSchemeError(f'quantization scheme "{text}": bits must be 4 or 8, got {bits}')
         group = int(m["group"]) if m["group"] is not None else None
-        if group is not None and (group < 16 or group % 16):
-            raise QuantSchemeError(f'quantization scheme "{text}": the group size must be a multiple '
-                                   f"of 16 (a metadata word's columns), got {group}")
+        if group is not None and (group < 16 or group & (group - 1)):
+            raise QuantSchemeError(f'quantization scheme "{text}": the group size must be a power of two '
+                                   f">= 16 (a kernel's BLOCK_K, a power of two, covers whole groups; a "
+                                   f"metadata word covers 16 columns), got {group}")
         return cls(bits, group, bool(m["zero"]))
 
     @property

@@ -102,19 +102,9 @@ def quantized_linear_config(cfg: LinearConfig, w: QuantizedSparseTensor) -> Line
     group = w.scheme.group
     if group is None:
         return cfg
-    _check_group(w)
     block_k = -(-max(cfg.block_k, group) // group) * group
     widest = max(1 << (w.shape[1] - 1).bit_length(), group)  # K's power of two, a multiple of G
     return replace(cfg, block_k=min(block_k, widest))
-
-
-def _check_group(w: QuantizedSparseTensor) -> None:
-    """A group that no power-of-two BLOCK_K covers whole (`w4g48`) cannot run in the kernel."""
-    group = w.scheme.group
-    if group is not None and group & (group - 1):
-        raise ValueError(f"sparse_linear: the kernel cannot take a {w.encoding} weight: a tile's BLOCK_K "
-                         f"is a power of two, so it never covers whole groups of {group} columns; "
-                         "quantize with a power-of-two group (w4g64, w4g128) or per row (w4c)")
 
 
 def _check_config(cfg: LinearConfig, w: SparseTensor | QuantizedSparseTensor) -> None:
@@ -162,8 +152,6 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
         y = sparse_linear(x, w4, bias, activation="relu")
     """
     _check(x, w, bias, activation)
-    if isinstance(w, QuantizedSparseTensor):
-        _check_group(w)
     if config is not None:
         _check_config(config, w)
     lead = x.shape[:-1]

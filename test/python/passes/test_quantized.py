@@ -113,7 +113,7 @@ def test_tile_narrower_than_a_group_is_a_located_error():
 
 @pytest.mark.parametrize("bad, why", [
     ("NV24.w3g128", "bits must be 4 or 8"),
-    ("NV24.w4g100", "multiple of 16"),
+    ("NV24.w4g100", "power of two"),
     ("NV12.w4g128", "cannot be quantized"),
     ("NV24.q4", "unknown quantization scheme"),
 ])

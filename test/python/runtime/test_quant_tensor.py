@@ -175,7 +175,7 @@ def test_compress_errors():
         compress(dense[0], quant="w4g128")
     with pytest.raises(formats.UnknownFormatError, match='"NV24.w3g128".*bits must be 4 or 8'):
         compress(dense, quant="w3g128")
-    with pytest.raises(formats.UnknownFormatError, match="group size must be a multiple of 16"):
+    with pytest.raises(formats.UnknownFormatError, match="group size must be a power of two"):
         compress(dense, quant="w4g100")
     with pytest.raises(formats.UnknownFormatError, match="unknown quantization scheme"):
         compress(dense, quant="int4")
