@@ -6,6 +6,8 @@ Variants (all from the same seeded weights, pruned 2:4 by magnitude):
   dense      the pruned model as built: dense kernels (cuBLAS through inductor) — the reference
   sparsecc   `sparsecc.nn.sparsify_(model, prune=False)`: every fitting nn.Linear, lm_head included
   sparsecc-fp8  the same with `weight_dtype=torch.float8_e4m3fn` (8-bit weights and activations)
+  sparsecc-w4   the same with `quant="w4g128"`: 4-bit 2:4 weights, one fp16 scale per 128 columns
+                (x and the outputs stay fp16; the logits move by the quantization error)
   torch-2:4  every Linear's weight as `to_sparse_semi_structured(weight)` (cuSPARSELt), its input
              flattened to 2-D (`SemiStructuredLinear`)
   torchao    `torchao.sparsity.sparsify_(model, semi_sparse_weight())`, only if torchao imports
@@ -55,7 +57,7 @@ if __package__ in (None, ""):
 import sparsecc  # noqa: E402
 from sparsecc.nn import SparseLinear, sparsify_  # noqa: E402
 
-VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "torch-2:4", "torchao")
+VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "sparsecc-w4", "torch-2:4", "torchao")
 TAG = "[llama_e2e]"
 
 
@@ -144,6 +146,10 @@ def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
         return [f"{n}/{n_linear} Linear layers SparseLinear with fp8 e4m3 weights (per-channel scales) and "
                 "per-token fp8 activations"]
+    if variant == "sparsecc-w4":
+        sparsify_(model, prune=False, quant="w4g128")
+        n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
+        return [f"{n}/{n_linear} Linear layers SparseLinear with 4-bit weights (NV24.w4g128)"]
     if variant == "torch-2:4":
         if device != "cuda":
             raise Skip("to_sparse_semi_structured needs CUDA")
@@ -513,7 +519,7 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
         notes = list(r["notes"]) + [r[k] for k in ("skipped", "failed") if r.get(k)]
         rows.append([r["variant"]] + [cell(r, k) for k in cols] + diff + ["; ".join(notes)])
     speedups = [(f"{num} ÷ {den}", [ratio(num, den, k) for k in cols])
-                for num in ("sparsecc", "sparsecc-fp8") for den in ("dense", "torch-2:4", "torchao")]
+                for num in ("sparsecc", "sparsecc-fp8", "sparsecc-w4") for den in ("dense", "torch-2:4", "torchao")]
     speedups = [(name, vals) for name, vals in speedups if any(v != "—" for v in vals)]
 
     cfg = llama_config(args.layers, args.tiny)
