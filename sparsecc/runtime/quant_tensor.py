@@ -25,6 +25,7 @@ import torch
 from sparsecc import formats
 from sparsecc.formats import QuantScheme, SparseFormat
 from sparsecc.runtime.codec import check_dense, compress_arrays, decode_meta_tile, runtime_dtypes
+from sparsecc.runtime.matrix_like import CompressedMatrix
 from sparsecc.runtime.quant_codec import dequantize_tile, pack_codes, quantize_kept
 
 __all__ = ["QuantizedSparseTensor", "quant_format"]
@@ -57,7 +58,7 @@ def quant_format(spec: str | QuantScheme | SparseFormat) -> SparseFormat:
     return fmt
 
 
-class QuantizedSparseTensor:
+class QuantizedSparseTensor(CompressedMatrix):
     """A 2:4-sparse M x K matrix with quantized kept values: `values` (int8 packed codes,
     M x K/4 for 4 bits, M x K/2 for 8), `meta` (int16, NV24's), `scales` (fp16/bf16, M x K/G or
     M x 1) and, for a `z` scheme, `zeros` (like `scales`).
@@ -181,51 +182,14 @@ class QuantizedSparseTensor:
         return self._format.quant
 
     @property
-    def shape(self) -> torch.Size:
-        """The dense logical shape (M, K)."""
-        return self._shape
-
-    @property
     def dtype(self) -> torch.dtype:
         """The logical element type (the scales' dtype, fp16 or bf16), not the codes' int8."""
         return self._scales.dtype
 
     @property
-    def device(self) -> torch.device:
-        """Where the arrays live."""
-        return self._values.device
-
-    @property
-    def is_cuda(self) -> bool:
-        """Whether the arrays live on a CUDA device."""
-        return self._values.is_cuda
-
-    @property
-    def ndim(self) -> int:
-        """2: a matrix."""
-        return 2
-
-    @property
     def nbytes(self) -> int:
         """Bytes of all stored arrays (values, meta, scales, zeros): the memory a GEMM reads."""
         return sum(t.numel() * t.element_size() for t in self._arrays())
-
-    def dim(self) -> int:
-        """2: a matrix."""
-        return 2
-
-    def numel(self) -> int:
-        """Elements of the dense logical matrix (M*K), not of the stored arrays."""
-        return self._shape[0] * self._shape[1]
-
-    def size(self, dim: int | None = None) -> torch.Size | int:
-        """The dense logical shape, or its extent along `dim`."""
-        return self._shape if dim is None else self._shape[dim]
-
-    def stride(self, dim: int | None = None) -> tuple[int, int] | int:
-        """Dense row-major strides (K, 1): kernels address the sparse operand as if dense."""
-        strides = (self._shape[1], 1)
-        return strides if dim is None else strides[dim]
 
     def to_dense(self) -> torch.Tensor:
         """The dense M x K matrix in the logical dtype: each kept value `(code - zero) * scale`
@@ -250,19 +214,6 @@ class QuantizedSparseTensor:
         values, meta, scales, zeros = moved
         assert values is not None and meta is not None and scales is not None
         return QuantizedSparseTensor(values, meta, scales, self._shape, self.encoding, zeros)
-
-    def cuda(self, device: torch.device | str | int | None = None,
-             non_blocking: bool = False) -> QuantizedSparseTensor:
-        """Move to a CUDA device (the current one by default)."""
-        if device is None:
-            device = "cuda"
-        elif isinstance(device, int):
-            device = torch.device("cuda", device)
-        return self.to(device, non_blocking=non_blocking)
-
-    def cpu(self) -> QuantizedSparseTensor:
-        """Move to the CPU."""
-        return self.to("cpu")
 
     def _arrays(self) -> list[torch.Tensor]:
         return [t for t in (self._values, self._meta, self._scales, self._zeros) if t is not None]

@@ -21,6 +21,7 @@ from sparsecc.runtime.codec import (
     meta_array_dtype,
     runtime_dtypes,
 )
+from sparsecc.runtime.matrix_like import CompressedMatrix
 
 __all__ = ["GROUP", "META_CHUNK", "META_PAD_WORD", "NV24", "SUPPORTED_DTYPES", "SparseTensor"]
 
@@ -34,7 +35,7 @@ _WITH_TENSOR_FORM = (formats.NV24, formats.NV12)
 """The formats a SparseTensor holds (one pair of arrays each)."""
 
 
-class SparseTensor:
+class SparseTensor(CompressedMatrix):
     """A 2:4-sparse M x K matrix: `values` (M x K/2) and `meta` (int16, ceil(M/16) x K).
 
     Build one with `sparsecc.compress(dense)`; the constructor only checks that the arrays fit
@@ -110,40 +111,8 @@ class SparseTensor:
         return self._format.name
 
     @property
-    def shape(self) -> torch.Size:
-        """The dense logical shape (M, K)."""
-        return self._shape
-
-    @property
     def dtype(self) -> torch.dtype:
         return self._values.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self._values.device
-
-    @property
-    def is_cuda(self) -> bool:
-        return self._values.is_cuda
-
-    @property
-    def ndim(self) -> int:
-        return 2
-
-    def dim(self) -> int:
-        return 2
-
-    def numel(self) -> int:
-        """Elements of the dense logical matrix (M*K), not of the stored arrays."""
-        return self._shape[0] * self._shape[1]
-
-    def size(self, dim: int | None = None) -> torch.Size | int:
-        return self._shape if dim is None else self._shape[dim]
-
-    def stride(self, dim: int | None = None) -> tuple[int, int] | int:
-        """Dense row-major strides (K, 1): kernels address the sparse operand as if dense."""
-        strides = (self._shape[1], 1)
-        return strides if dim is None else strides[dim]
 
     def to_dense(self) -> torch.Tensor:
         """The dense M x K matrix (the exact inverse of `compress` on 2:4 input)."""
@@ -163,17 +132,6 @@ class SparseTensor:
         if values is self._values and meta is self._meta:
             return self
         return SparseTensor(values, meta, self._shape, self.encoding)
-
-    def cuda(self, device: torch.device | str | int | None = None,
-             non_blocking: bool = False) -> SparseTensor:
-        if device is None:
-            device = "cuda"
-        elif isinstance(device, int):
-            device = torch.device("cuda", device)
-        return self.to(device, non_blocking=non_blocking)
-
-    def cpu(self) -> SparseTensor:
-        return self.to("cpu")
 
     def __repr__(self) -> str:
         m, k = self._shape
