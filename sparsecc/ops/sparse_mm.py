@@ -285,6 +285,10 @@ def _check(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtyp
     from sparsecc.runtime.sparse_tensor import SparseTensor
 
     if not isinstance(a, SparseTensor):
+        if type(a).__name__ == "QuantizedSparseTensor":
+            raise TypeError(f"sparse_mm: A is a quantized ({a.encoding}) QuantizedSparseTensor, which "
+                            "sparse_mm does not take yet: use sparsecc.ops.sparse_linear(x, W) for "
+                            "y = x @ W.T, or pass it to your own @sparsecc.jit kernel")
         raise TypeError(f"sparse_mm: A must be a sparsecc.SparseTensor (use sparsecc.compress(dense)), "
                         f"got {type(a).__name__}")
     if not isinstance(b, torch.Tensor):

@@ -120,6 +120,8 @@ def test_sparse_mm_rejects_bad_inputs():
         sparse_mm(a, torch.empty(64, 16, dtype=torch.float16, device="meta"))
     with pytest.raises(TypeError, match="A must be a sparsecc.SparseTensor"):
         sparse_mm(dense, b)
+    with pytest.raises(TypeError, match=r"quantized \(NV24.w4g64\) .*use sparsecc.ops.sparse_linear"):
+        sparse_mm(sparsecc.compress(dense, quant="w4g64"), b)
     with pytest.raises(ValueError, match=r"B must be 2-D"):
         sparse_mm(a, b.reshape(-1))
     with pytest.raises(TypeError, match="out_dtype must be one of"):
