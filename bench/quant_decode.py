@@ -38,9 +38,6 @@ def _graph_time(fn) -> float:
     return triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median")
 
 
-def _bytes(w: object, m: int, n: int, k: int) -> int:
-    arrays = [getattr(w, a) for a in ("values", "meta", "scales", "zeros") if getattr(w, a, None) is not None]
-    return sum(t.numel() * t.element_size() for t in arrays) + 2 * (m * k + m * n)
 
 
 def bench(m: int, n: int, k: int, variant: str) -> tuple[float, str, int]:
@@ -71,7 +68,7 @@ def bench(m: int, n: int, k: int, variant: str) -> tuple[float, str, int]:
         t = _graph_time(run)
         if t < best[0]:
             best = (t, f"{bm}x{bn}x{bk}w{warps}s{stages}")
-    return best[0], best[1], _bytes(w, m, n, k)
+    return best[0], best[1], w.nbytes + 2 * (m * k + m * n)
 
 
 def main(argv: list[str]) -> None:

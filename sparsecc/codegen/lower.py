@@ -79,6 +79,7 @@ from sparsecc.codegen.lower_mem import (
 )
 from sparsecc.codegen.lower_ptrs import atomic_ptrs, load_ptrs, lower_addptr, store_ptrs
 from sparsecc.codegen.lower_quant import lower_dequantize
+from sparsecc.codegen.lower_quant import reads_in_place as dequantize_reads_in_place
 from sparsecc.codegen.lower_quant import scratch_bytes as dequantize_scratch_bytes
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
@@ -211,8 +212,7 @@ class Lowerer:
             elif isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
                 ty = op.operands[0].type
                 size = math.prod(ty.get_shape()) * esize(ty.element_type)
-            elif isinstance(op, tt.DequantizeOp) and not all(
-                    isinstance(v.owner, ttgd.LocalLoadOp) for v in op.operands):
+            elif isinstance(op, tt.DequantizeOp):
                 size = dequantize_scratch_bytes(op)
             if size:
                 off = -(-off // align) * align
@@ -419,7 +419,7 @@ class Lowerer:
         if isinstance(op, ttgd.LocalLoadOp):
             sm = self.get(op.src)
             assert isinstance(sm, Smem)
-            if op.result.uses and all(isinstance(u.operation, tt.DequantizeOp) for u in op.result.uses):
+            if dequantize_reads_in_place(op.result):
                 self.values[op.result] = sm  # tt.dequantize reads the buffer itself
                 return
             self.values[op.result] = self._read_smem(sm, op.result.type)

@@ -32,15 +32,25 @@ def _row_major(ty: TensorType) -> ttgd.MemDescType:
     return ttgd.MemDescType(ty.get_shape(), ty.element_type, ttgd.SharedEncodingAttr(1, 1, 1, (1, 0)), True)
 
 
+def reads_in_place(v: SSAValue) -> bool:
+    """Whether `v` is a `ttg.local_load` that only feeds `tt.dequantize`s: its lowering keeps the
+    buffer, which the dequantization reads directly (no registers, no scratch)."""
+    owner = v.owner
+    return (isinstance(owner, ttgd.LocalLoadOp) and bool(v.uses)
+            and all(isinstance(u.operation, tt.DequantizeOp) for u in v.uses))
+
+
+def _padded_bytes(v: SSAValue) -> int:
+    """An operand tile's bytes in the scratch buffer, rounded up to 16."""
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    n = ty.get_shape()[0] * ty.get_shape()[1] * esize(ty.element_type)
+    return -(-n // 16) * 16
+
+
 def scratch_bytes(op: tt.DequantizeOp) -> int:
-    """Shared bytes the op needs for operands that arrive in registers (all of them, at most)."""
-    total = 0
-    for v in op.operands:
-        ty = v.type
-        assert isinstance(ty, TensorType)
-        n = ty.get_shape()[0] * ty.get_shape()[1] * esize(ty.element_type)
-        total += -(-n // 16) * 16
-    return total
+    """Shared bytes the op needs for its operands that arrive in registers (0: none does)."""
+    return sum(_padded_bytes(v) for v in op.operands if not reads_in_place(v))
 
 
 def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> list[Smem]:
@@ -60,9 +70,9 @@ def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) 
             store_shared(L, sm, got)
             stored = True
             out.append(sm)
+            offset += _padded_bytes(v)
         else:
             raise LoweringError("tt.dequantize: operands must be tensors in registers or shared memory")
-        offset += -(-(ty.get_shape()[0] * ty.get_shape()[1] * esize(ty.element_type)) // 16) * 16
     if stored:
         L.after_shared_write()
     L.before_shared_read()
@@ -92,8 +102,9 @@ def lower_dequantize(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue 
     if word_bytes not in (1, 2, 4) or run % per_byte:
         run, word_bytes = 1, 1
     half_pairs = elt == f16 and run % 2 == 0 and run > 1
-    fixed_zero = em.val(arith.ConstantOp(FloatAttr(float(1 << (bits - 1)), f32)))
-    mask = em.c((1 << bits) - 1)
+    if not half_pairs:  # the f32 path's constants
+        fixed_zero = em.val(arith.ConstantOp(FloatAttr(float(1 << (bits - 1)), f32)))
+        mask = em.c((1 << bits) - 1)
     regs: list[SSAValue] = []
     for r0 in range(0, dl.num_regs, run):
         r, j = coords[r0]

@@ -72,10 +72,6 @@ from sparsecc.dialects.ttg import (
     SharedEncodingAttr,
 )
 
-SWIZZLE_LINE_BYTES = 128
-"""32 banks x 4 bytes."""
-LDMATRIX_ROWS = 8
-LDMATRIX_ROW_BYTES = 16
 META_GROUP_WORDS = 64
 """NV24 words that one 8x8 ldmatrix matrix of metadata covers (2 K-steps of 32 x 16 rows)."""
 
@@ -159,7 +155,8 @@ class SparseGPUEncodingPass(ModulePass):
 
 def _stage_dequantize_operands(dq: tt.DequantizeOp) -> None:
     """A quantized tile's codes, scales and zero points, loaded for `tt.dequantize` alone, go
-    through row-major shared memory (`ttg.local_alloc` + `ttg.local_load`): the form the
+    through shared memory (`ttg.local_alloc` + `ttg.local_load`; the codes swizzled, the rest
+    row-major): the form the
     pipeline streams with the dot's other tiles, and the buffer the lowering dequantizes from
     in registers (`codegen/lower_quant.py`)."""
     for i, v in enumerate(dq.operands):

@@ -8,12 +8,15 @@ from typing import Any
 
 import torch
 
+from sparsecc.formats import SparseFormat
+
 __all__ = ["CompressedMatrix"]
 
 
 class CompressedMatrix:
-    """Tensor-like surface of a compressed M x K matrix held in `_values` etc. with dense logical
-    shape `_shape`; subclasses define `to()` and `_values`/`_shape` slots.
+    """Tensor-like surface of a compressed M x K matrix: the arrays of its format `_format`
+    (`_values`, `_meta`, ...: each array's `suffix` names the attribute that holds it) and the
+    dense logical shape `_shape`; subclasses define `to()` and those slots.
 
         >>> import sparsecc, torch
         >>> w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(8, 32, dtype=torch.float16)))
@@ -22,12 +25,35 @@ class CompressedMatrix:
     """
 
     __slots__ = ()
+    _format: SparseFormat
     _shape: torch.Size
     _values: torch.Tensor
+    _meta: torch.Tensor
 
     def to(self, device: Any = None, dtype: torch.dtype | None = None,
            non_blocking: bool = False) -> Any:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
+
+    @property
+    def values(self) -> torch.Tensor:
+        """The format's values array: the kept elements (or, quantized, their packed codes)."""
+        return self._values
+
+    @property
+    def meta(self) -> torch.Tensor:
+        """The format's metadata array (the kept positions)."""
+        return self._meta
+
+    @property
+    def encoding(self) -> str:
+        """The format's name: "NV24", "NV12", "NV24.w4g128", ..."""
+        return self._format.name
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every stored array (values, metadata, any scales): what a GEMM reads."""
+        arrays = (getattr(self, a.suffix) for a in self._format.arrays)
+        return sum(t.numel() * t.element_size() for t in arrays if t is not None)
 
     @property
     def shape(self) -> torch.Size:

@@ -146,16 +146,6 @@ class QuantizedSparseTensor(CompressedMatrix):
         return cls(pack_codes(codes, scheme), meta, scales, tuple(dense.shape), fmt.name, zeros)
 
     @property
-    def values(self) -> torch.Tensor:
-        """The packed codes (int8): M x K/4 (4 bits, two codes a byte) or M x K/2 (8 bits)."""
-        return self._values
-
-    @property
-    def meta(self) -> torch.Tensor:
-        """NV24's int16 metadata, ceil(M/16) x K."""
-        return self._meta
-
-    @property
     def scales(self) -> torch.Tensor:
         """The scales (the logical dtype): M x K/G, or M x 1 for a per-row scheme."""
         return self._scales
@@ -164,11 +154,6 @@ class QuantizedSparseTensor(CompressedMatrix):
     def zeros(self) -> torch.Tensor | None:
         """The zero points (like `scales`) of a `z` scheme; None for a symmetric one."""
         return self._zeros
-
-    @property
-    def encoding(self) -> str:
-        """The format's full name, e.g. "NV24.w4g128"."""
-        return self._format.name
 
     @property
     def format(self) -> SparseFormat:
@@ -185,11 +170,6 @@ class QuantizedSparseTensor(CompressedMatrix):
     def dtype(self) -> torch.dtype:
         """The logical element type (the scales' dtype, fp16 or bf16), not the codes' int8."""
         return self._scales.dtype
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of all stored arrays (values, meta, scales, zeros): the memory a GEMM reads."""
-        return sum(t.numel() * t.element_size() for t in self._arrays())
 
     def to_dense(self) -> torch.Tensor:
         """The dense M x K matrix in the logical dtype: each kept value `(code - zero) * scale`
@@ -214,9 +194,6 @@ class QuantizedSparseTensor(CompressedMatrix):
         values, meta, scales, zeros = moved
         assert values is not None and meta is not None and scales is not None
         return QuantizedSparseTensor(values, meta, scales, self._shape, self.encoding, zeros)
-
-    def _arrays(self) -> list[torch.Tensor]:
-        return [t for t in (self._values, self._meta, self._scales, self._zeros) if t is not None]
 
     def __repr__(self) -> str:
         m, k = self._shape

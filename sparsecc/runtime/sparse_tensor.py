@@ -98,19 +98,6 @@ class SparseTensor(CompressedMatrix):
         return cls(values, meta, tuple(dense.shape), fmt.name)
 
     @property
-    def values(self) -> torch.Tensor:
-        return self._values
-
-    @property
-    def meta(self) -> torch.Tensor:
-        return self._meta
-
-    @property
-    def encoding(self) -> str:
-        """The format's name: "NV24" (2:4) or "NV12" (1:2, float32 / tf32)."""
-        return self._format.name
-
-    @property
     def dtype(self) -> torch.dtype:
         return self._values.dtype
 
