@@ -8,6 +8,10 @@ Variants (all from the same seeded weights, pruned 2:4 by magnitude):
   sparsecc-fp8  the same with `weight_dtype=torch.float8_e4m3fn` (8-bit weights and activations)
   sparsecc-w4   the same with `quant="w4g128"`: 4-bit 2:4 weights, one fp16 scale per 128 columns
                 (x and the outputs stay fp16; the logits move by the quantization error)
+  dense-w4   dense kernels on every pruned Linear weight after the w4g128 round trip
+             (`compress(w, quant="w4g128").to_dense()`): the values sparsecc-w4 computes with,
+             so its logits are sparsecc-w4's reference (and its own Δ to dense is the
+             quantization error alone)
   torch-2:4  every Linear's weight as `to_sparse_semi_structured(weight)` (cuSPARSELt), its input
              flattened to 2-D (`SemiStructuredLinear`)
   torchao    `torchao.sparsity.sparsify_(model, semi_sparse_weight())`, only if torchao imports
@@ -57,7 +61,8 @@ if __package__ in (None, ""):
 import sparsecc  # noqa: E402
 from sparsecc.nn import SparseLinear, sparsify_  # noqa: E402
 
-VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "sparsecc-w4", "torch-2:4", "torchao")
+VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "sparsecc-w4", "dense-w4", "torch-2:4", "torchao")
+REFERENCE_OF = {"sparsecc-w4": "dense-w4"}  # a variant's logits reference where it is not dense
 TAG = "[llama_e2e]"
 
 
@@ -150,6 +155,20 @@ def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
         sparsify_(model, prune=False, quant="w4g128")
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
         return [f"{n}/{n_linear} Linear layers SparseLinear with 4-bit weights (NV24.w4g128)"]
+    if variant == "dense-w4":
+        sparsify_(model, prune=False, quant="w4g128")  # the layers, and the values, sparsecc-w4 has
+        layers = [(name, m) for name, m in model.named_modules() if isinstance(m, SparseLinear)]
+        for name, layer in layers:
+            dense = nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None,
+                              device=device, dtype=layer.weight().dtype)
+            with torch.no_grad():
+                dense.weight.copy_(layer.weight().to_dense())
+                if layer.bias is not None:
+                    dense.bias.copy_(layer.bias)
+            parent, _, child = name.rpartition(".")
+            setattr(model.get_submodule(parent) if parent else model, child, dense)
+        return [f"{len(layers)}/{n_linear} Linear weights after sparsecc-w4's quantization round trip, "
+                "dense kernels"]
     if variant == "torch-2:4":
         if device != "cuda":
             raise Skip("to_sparse_semi_structured needs CUDA")
@@ -507,7 +526,11 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
 
     rows = []
     for r in results:
-        d = logit_diff(r, reference) if reference and r is not reference else None
+        own = by_name.get(REFERENCE_OF.get(r["variant"], ""))
+        ref = own if own is not None else reference
+        d = logit_diff(r, ref) if ref and r is not reference else None
+        if d is not None and own is not None:
+            r["notes"] = list(r["notes"]) + [f"logits against {own['variant']}"]
         if r is reference:
             diff = ["reference", "—", "—"]
         elif d is None:

@@ -1,34 +1,35 @@
-"""`y = x @ dequantize(W).T` with W a quantized 2:4 weight (NV24.w4g128, NV24.w8g128) through the
-user linear kernel, unchanged, against dense fp16 `F.linear` (cuBLAS) and plain 2:4 fp16
-(NV24) in the same run (H100): Llama-shaped N×K at M = 1, 16, 64.
+"""`y = x @ dequantize(W).T` with W a quantized 2:4 weight (NV24.w4g128, NV24.w8g128) through
+`sparse_linear`'s kernels, against dense fp16 `F.linear` (cuBLAS) and plain 2:4 fp16 (NV24) in the
+same run (H100): Llama-shaped N×K at M = 1, 16, 64.
 
-Each kernel time is the best of a few tiles (do_bench_cudagraph medians: CUDA graphs, so launch
-costs do not hide GPU time); every tile's output is checked against torch on the dequantized
-weight first. The ideal speed-up is the ratio of bytes moved (fp16 weight vs the compressed one,
-x and y included), what a kernel streaming the weight at F.linear's bandwidth would reach.
+Each kernel time is the best of a few configs (do_bench_cudagraph medians: CUDA graphs, so launch
+costs do not hide GPU time): tiles, and split-K (S programs per output tile, the last one
+reducing, in the same launch); S = 1 is the plain linear kernel. Every config's output is checked
+against torch on the dequantized weight first. The ideal speed-up is the ratio of bytes moved
+(fp16 weight vs the compressed one, x and y included), what a kernel streaming the weight at
+F.linear's bandwidth would reach. `--splits` prints every config's time, not only the best.
 
-    python bench/quant_decode.py [--quick] [--m M,...] [NxK ...]
+    python bench/quant_decode.py [--quick] [--splits] [--m M,...] [NxK ...]
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
 import torch.nn.functional as F
 import triton.testing
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "python", "conformance"))
+import sparsecc
+from sparsecc.ops.sparse_linear import LinearConfig, launch_linear
 
-from linear_kernels import linear_block_ptr  # noqa: E402
-
-import sparsecc  # noqa: E402
-
-SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336)]
-TILES = {"decode": [(16, 32, 256, 4, 3), (16, 64, 256, 4, 3), (16, 32, 512, 4, 2), (16, 16, 512, 4, 2),
-                    (16, 32, 512, 8, 2), (16, 64, 256, 8, 3)],
-         "batch": [(64, 64, 128, 4, 3), (32, 64, 256, 4, 3), (64, 64, 256, 8, 2), (32, 32, 256, 4, 3)]}
+SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672)]
+# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, split_k)
+TILES = {"decode": [(16, 32, 512, 4, 2, 1), (16, 64, 256, 4, 3, 1), (8, 64, 256, 4, 3, 1), (8, 32, 512, 4, 2, 1),
+                    (8, 64, 256, 4, 4, 1), (8, 32, 256, 4, 3, 1), (8, 64, 256, 4, 3, 2), (16, 64, 256, 4, 3, 2),
+                    (16, 64, 256, 4, 3, 4), (8, 32, 512, 4, 2, 4)],
+         "batch": [(64, 64, 128, 4, 3, 1), (32, 64, 256, 4, 3, 1), (64, 64, 128, 4, 3, 2), (32, 64, 256, 4, 3, 2),
+                   (64, 128, 128, 8, 3, 1)]}
 VARIANTS = ("NV24", "w8g128", "w4g128")
 
 
@@ -48,13 +49,12 @@ def bench(m: int, n: int, k: int, variant: str) -> tuple[float, str, int]:
     ref = F.linear(x, w.to_dense())
     y = torch.empty(m, n, device="cuda", dtype=torch.float16)
     best = (float("inf"), "")
-    for bm, bn, bk, warps, stages in TILES["decode" if m <= 16 else "batch"]:
-        grid = ((m + bm - 1) // bm, (n + bn - 1) // bn)
+    for bm, bn, bk, warps, stages, split in TILES["decode" if m <= 16 else "batch"]:
+        cfg = LinearConfig(bm, bn, bk, warps, stages, split)
+        name = f"{bm}x{bn}x{bk}w{warps}s{stages}" + (f"k{split}" if split > 1 else "")
 
-        def run(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, grid=grid):
-            linear_block_ptr[grid](y, x, w, y, m, n, k, x.stride(0), w.stride(0), y.stride(0),
-                                   BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, HAS_BIAS=False, SILU=False,
-                                   num_warps=warps, num_stages=stages)
+        def run(cfg=cfg):
+            launch_linear(y, x, w, y, cfg, has_bias=False, activation="none")
 
         try:
             y.fill_(float("nan"))
@@ -63,16 +63,24 @@ def bench(m: int, n: int, k: int, variant: str) -> tuple[float, str, int]:
             err = (y.float() - ref.float()).abs().max().item()
             assert err < 0.02 * ref.abs().max().item() + 0.1, f"max error {err}"
         except Exception as e:  # noqa: BLE001 - a tile that cannot run is reported, not fatal
-            print(f"{variant} {m}x{n}x{k} tile {bm}x{bn}x{bk}: {type(e).__name__}: {str(e)[:160]}", flush=True)
+            print(f"{variant} {m}x{n}x{k} config {name}: {type(e).__name__}: {str(e)[:160]}", flush=True)
             continue
         t = _graph_time(run)
+        if VERBOSE:
+            print(f"  {variant} {m}x{n}x{k} {name}: {t * 1e3:.1f} us", flush=True)
         if t < best[0]:
-            best = (t, f"{bm}x{bn}x{bk}w{warps}s{stages}")
+            best = (t, name)
     return best[0], best[1], w.nbytes + 2 * (m * k + m * n)
 
 
+VERBOSE = False
+
+
 def main(argv: list[str]) -> None:
+    global VERBOSE
+    VERBOSE = "--splits" in argv
     ms = [1, 16] if "--quick" in argv else [1, 16, 64]
+    out = argv[argv.index("--out") + 1] if "--out" in argv else None
     if "--m" in argv:
         ms = [int(v) for v in argv[argv.index("--m") + 1].split(",")]
     shapes = [tuple(int(v) for v in a.split("x")) for a in argv if "x" in a and not a.startswith("-")
@@ -94,9 +102,11 @@ def main(argv: list[str]) -> None:
             row = f"| {m} | {n}x{k} | {dense * 1e3:.1f} | " + " | ".join(cells) + f" | {' '.join(tiles)} |"
             rows.append(row)
             print(row, flush=True)
-    print(head)
-    print("|---" * (head.count("|") - 1) + "|")
-    print("\n".join(rows))
+    table = "\n".join([head, "|---" * (head.count("|") - 1) + "|", *rows])
+    print(table)
+    if out:
+        with open(out, "w") as f:
+            f.write(table + "\n")
 
 
 if __name__ == "__main__":

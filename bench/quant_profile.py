@@ -1,37 +1,43 @@
-"""One launch each of the NV24 and w4g128 decode kernels (M = 1, 4096x4096, the best tiles of
-bench/quant_decode.py), for `ncu` to compare: what holds the quantized kernel back.
+"""Launches of the NV24 and quantized decode kernels at one shape and tile (defaults: M = 1,
+28672x8192, 16x64x256 w4 s3, the best tile of bench/quant_decode.py), for `ncu` to compare: what
+holds the quantized kernel back. Each variant launches twice (the first compiles).
 
-    ncu --section SpeedOfLight --section WarpStateStats -k regex:linear python bench/quant_profile.py
+    ncu --section SpeedOfLight --section WarpStateStats --section InstructionStats \\
+        -k regex:linear python bench/quant_profile.py [M NxK BMxBNxBK WARPS STAGES [SPLIT]] [--variants NV24,w4g128]
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "python", "conformance"))
-
-from linear_kernels import linear_block_ptr  # noqa: E402
-
-import sparsecc  # noqa: E402
+import sparsecc
+from sparsecc.ops.sparse_linear import LinearConfig, launch_linear
 
 
-def main() -> None:
-    m, n, k = 1, 4096, 4096
+def main(argv: list[str]) -> None:
+    variants = ["NV24", "w4g128"]
+    if "--variants" in argv:
+        i = argv.index("--variants")
+        variants = argv[i + 1].split(",")
+        argv = argv[:i] + argv[i + 2:]
+    m, shape, tile, warps, stages, split = (argv + ["1", "28672x8192", "16x64x256", "4", "3", "1"][len(argv):])[:6]
+    m = int(m)
+    n, k = (int(v) for v in shape.split("x"))
+    cfg = LinearConfig(*(int(v) for v in tile.split("x")), int(warps), int(stages), int(split))
     torch.manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.float16)
     dense_w = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))
     y = torch.empty(m, n, device="cuda", dtype=torch.float16)
-    for w in (sparsecc.compress(dense_w), sparsecc.compress(dense_w, quant="w4g128")):
-        for _ in range(2):  # the first launch compiles
-            linear_block_ptr[(1, n // 32)](y, x, w, y, m, n, k, x.stride(0), w.stride(0), y.stride(0),
-                                           BLOCK_M=16, BLOCK_N=32, BLOCK_K=512, HAS_BIAS=False,
-                                           SILU=False, num_warps=4, num_stages=2)
+    for v in variants:
+        w = sparsecc.compress(dense_w) if v == "NV24" else sparsecc.compress(dense_w, quant=v)
+        for _ in range(2):
+            launch_linear(y, x, w, y, cfg, has_bias=False, activation="none")
         torch.cuda.synchronize()
-        print(w.encoding, (y.float() - torch.nn.functional.linear(x, w.to_dense()).float()).abs().max().item())
+        err = (y.float() - torch.nn.functional.linear(x, w.to_dense()).float()).abs().max().item()
+        print(f"{v} {m}x{n}x{k} {cfg}: max error {err:.3g}", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -77,7 +77,14 @@ from sparsecc.codegen.lower_mem import (
     unpack_words,
     word_type,
 )
-from sparsecc.codegen.lower_ptrs import atomic_ptrs, load_ptrs, lower_addptr, store_ptrs
+from sparsecc.codegen.lower_ptrs import (
+    atomic_needs_broadcast,
+    atomic_ptrs,
+    load_ptrs,
+    lower_addptr,
+    store_ptrs,
+    store_scalar,
+)
 from sparsecc.codegen.lower_quant import lower_dequantize
 from sparsecc.codegen.lower_quant import reads_in_place as dequantize_reads_in_place
 from sparsecc.codegen.lower_quant import scratch_bytes as dequantize_scratch_bytes
@@ -214,6 +221,8 @@ class Lowerer:
                 size = math.prod(ty.get_shape()) * esize(ty.element_type)
             elif isinstance(op, tt.DequantizeOp):
                 size = dequantize_scratch_bytes(op)
+            elif isinstance(op, tt.AtomicRMWOp) and atomic_needs_broadcast(op):
+                size = 4
             if size:
                 off = -(-off // align) * align
                 self.smem_plan[op] = off
@@ -395,7 +404,7 @@ class Lowerer:
             self._store(op)
             return
         if isinstance(op, tt.AtomicRMWOp):
-            atomic_ptrs(self, op)
+            atomic_ptrs(self, op, em.add(self.smem, self.smem_plan[op]) if op in self.smem_plan else None)
             return
         if isinstance(op, tt.DotOp):
             a, b, c = self.get(op.a), self.get(op.b), self.get(op.c)
@@ -650,8 +659,11 @@ class Lowerer:
         if isinstance(ptr, Regs):
             store_ptrs(self, op, ptr)
             return
+        if isinstance(ptr, SSAValue):
+            store_scalar(self, op, ptr)
+            return
         if not isinstance(ptr, BlockPtr):
-            raise LoweringError("only block-pointer stores are supported (tensor-of-pointers stores are not)")
+            raise LoweringError("only block-pointer, pointer-tensor and scalar stores are supported")
         if op.mask is not None:
             raise LoweringError("masked block-pointer stores are not supported")
         dims = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []

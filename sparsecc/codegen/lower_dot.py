@@ -122,6 +122,12 @@ def _ldmatrix(L: LoweringContext, sm: Smem, rows_cols: list, n: int, trans: bool
     return list(op.results)
 
 
+def warp_m_tiles(L: LoweringContext, mma: MmaEncodingAttr, rows: int) -> tuple[int, list[SSAValue]]:
+    """How many m16 tiles of an A operand of `rows` rows each warp holds, and their indices."""
+    rep = max(1, rows // (16 * mma.warps_per_cta[0]))
+    return rep, _warp_tile(L, mma, 0, rep, rows // 16)
+
+
 def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
     enc = ty.encoding
     assert isinstance(enc, DotOperandEncodingAttr)

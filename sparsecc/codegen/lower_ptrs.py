@@ -76,10 +76,24 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
 
 
-def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp) -> None:
+def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:
+    """A scalar store is one per program (as in Triton), by thread 0, under the op's mask."""
+    _check_addr(addr)
+    em = L.em
+    owner = em.cmp("eq", em.add(L.lane, em.mul(L.warp, 32)), em.c(0))
+    guard = owner if op.mask is None else em.band(L.get(op.mask), owner)
+    em.op(ptx.StGlobalOp(addr, [L.get(op.value)], mask=guard))
+
+
+def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None = None) -> None:
     """One (predicated) `atom.global.add` per element, issued by the first thread that holds it
     (a layout wider than its tile gives some elements to several threads); the old values are
-    the result."""
+    the result.
+
+    A scalar atomic is one per program, issued by thread 0. With release semantics a CTA
+    barrier comes first, so that it publishes every thread's earlier writes, not only thread
+    0's; its result, when used, goes through `scratch` (a shared word) to every thread, after a
+    barrier that also orders the other threads' later accesses after an acquire."""
     ptrs = L.get(op.ptr)
     addrs = ptrs.regs if isinstance(ptrs, Regs) else [ptrs]
     n = len(addrs)
@@ -87,18 +101,35 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp) -> None:
     masks = _per_reg(L.get(op.mask), n, "atomic mask") if op.mask is not None else [None] * n
     em = L.em
     ty = op.ptr.type
+    order = op.memory_order
     if isinstance(ty, TensorType):  # threads that hold a replica of an element must not add it again
         dl = distributed(ty.encoding, ty.get_shape())
         owners = [first_replica(L, dl, r) for r in range(n)]
     else:  # a scalar atomic is one per program, as in Triton
         owners = [em.cmp("eq", em.add(L.lane, em.mul(L.warp, 32)), em.c(0))]
+        if order in ("release", "acq_rel"):
+            L.bar()
     olds = []
     for addr, v, m, owner in zip(addrs, vals, masks, owners):
         _check_addr(addr)
         guard = owner if m is None else (m if owner is None else em.band(m, owner))
-        olds.append(em.op(ptx.AtomGlobalAddOp(addr, v, guard)).results[0])
+        olds.append(em.op(ptx.AtomGlobalAddOp(addr, v, guard, sem=order)).results[0])
     ty = op.result.type
-    L.values[op.result] = Regs(ty, olds) if isinstance(ty, TensorType) else olds[0]
+    if isinstance(ty, TensorType):
+        L.values[op.result] = Regs(ty, olds)
+        return
+    if scratch is not None:  # thread 0's old value to every thread
+        L.before_shared_write()
+        em.op(ptx.StSharedOp(scratch, [olds[0]], mask=owners[0]))
+        L.after_shared_write()
+        L.before_shared_read()
+        olds[0] = em.op(ptx.LdSharedOp(scratch, olds[0].type)).results[0]
+    L.values[op.result] = olds[0]
+
+
+def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
+    """A scalar atomic whose old value is used: thread 0's result must reach every thread."""
+    return not isinstance(op.ptr.type, TensorType) and bool(op.result.uses)
 
 
 def _check_addr(addr: SSAValue) -> None:
@@ -106,4 +137,4 @@ def _check_addr(addr: SSAValue) -> None:
         raise LoweringError(f"pointer registers must be 64-bit addresses, got {addr.type}")
 
 
-__all__ = ["atomic_ptrs", "lower_addptr", "load_ptrs", "store_ptrs"]
+__all__ = ["atomic_needs_broadcast", "atomic_ptrs", "store_scalar", "lower_addptr", "load_ptrs", "store_ptrs"]

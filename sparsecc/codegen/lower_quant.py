@@ -12,6 +12,13 @@ in f32.
 Operands that arrive in registers (a loop the pipeline left alone) are first stored row-major
 into the op's scratch buffer. A run of consecutive elements of one row shares one scale read
 and one word of codes.
+
+When the result is the dot's values operand itself (`#ttg.dot_op<{opIdx = 0, meta = 0}>`,
+sparse-gpu-encoding's choice for fp16 results, `fragment_dequantize`), the values never touch
+shared memory: a thread reads whole 16-byte chunks of code rows (all four threads of a quad
+read the same chunk, one wavefront a warp), picks the bytes of its fragment registers with
+`prmt` (thread t of an m16n8k32 A fragment holds kept columns 2t, 2t + 1 and 8 + 2t, 9 + 2t of
+each 16-column step, rows g and g + 8) and builds each register's f16 pair from them.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import contiguous_run, distributed
-from sparsecc.codegen.lower_base import LoweringContext, LoweringError, Regs, Smem
+from sparsecc.codegen.lower_base import Frag, LoweringContext, LoweringError, Regs, Smem
 from sparsecc.codegen.lower_mem import smem_addr, store_shared
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
@@ -79,8 +86,10 @@ def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) 
     return out
 
 
-def lower_dequantize(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> Regs:
+def lower_dequantize(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> Regs | Frag:
     """The op's result registers (see the module docstring)."""
+    if isinstance(op.result.type.encoding, ttgd.DotOperandEncodingAttr):
+        return _fragments(L, op, scratch)
     em = L.em
     bits = op.bits.value.data
     per_byte = 8 // bits
@@ -177,6 +186,92 @@ def _f16_pairs(L: LoweringContext, word: SSAValue, run: int, bits: int, scales_s
         pair = em.op(ptx.AsmOp(_pair_template(bits, e), [word, zeros, scales], [f16, f16], pure=True))
         out += list(pair.results)
     return out
+
+
+# bytes t, 4 + t, 8 + t, 12 + t of a 16-byte chunk of 4-bit codes (w0..w3 = $4..$7, $8 = the
+# selector t | (4 + t) << 4) as the f16 pairs 1024 + (lo, hi nibble) of each ($0..$3)
+_W4_CHUNK = ("{\n.reg .b32 %fq<6>;\n"
+             "prmt.b32 %fq0, $4, $5, $8;\nprmt.b32 %fq1, $6, $7, $8;\nprmt.b32 %fq0, %fq0, %fq1, 0x5410;\n"
+             "and.b32 %fq2, %fq0, 0x0F0F0F0F;\nshr.b32 %fq3, %fq0, 4;\nand.b32 %fq3, %fq3, 0x0F0F0F0F;\n"
+             "prmt.b32 %fq4, %fq2, %fq3, 0x5140;\nprmt.b32 %fq5, %fq2, %fq3, 0x7362;\n"
+             "prmt.b32 $0, %fq4, 0x64646464, 0x4140;\nprmt.b32 $1, %fq4, 0x64646464, 0x4342;\n"
+             "prmt.b32 $2, %fq5, 0x64646464, 0x4140;\nprmt.b32 $3, %fq5, 0x64646464, 0x4342;\n}")
+# bytes 2t, 2t + 1 and 8 + 2t, 9 + 2t of a 16-byte chunk of 8-bit codes (w0..w3 = $2..$5, $6 =
+# the selector 2t | (2t + 1) << 4) as the f16 pairs 1024 + code ($0, $1)
+_W8_CHUNK = ("{\n.reg .b32 %fq<2>;\n"
+             "prmt.b32 %fq0, $2, $3, $6;\nprmt.b32 %fq1, $4, $5, $6;\n"
+             "prmt.b32 $0, %fq0, 0x64646464, 0x4140;\nprmt.b32 $1, %fq1, 0x64646464, 0x4140;\n}")
+_SCALE_PAIR = "sub.f16x2 $0, $1, $2;\nmul.rn.f16x2 $0, $0, $3;"
+
+
+def _fragments(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> Frag:
+    """The A fragments (load_frag's keys: (i, kk) -> 4 b32) of the dot's values, dequantized
+    from the codes in shared memory (module docstring)."""
+    from sparsecc.codegen.lower_dot import warp_m_tiles
+
+    em = L.em
+    res_ty = op.result.type
+    assert isinstance(res_ty, TensorType)
+    enc = res_ty.encoding
+    assert isinstance(enc, ttgd.DotOperandEncodingAttr) and isinstance(enc.parent, ttgd.MmaEncodingAttr)
+    bits = op.bits.value.data
+    rows, cols = res_ty.get_shape()
+    scales_ty = op.scales.type
+    assert isinstance(scales_ty, TensorType)
+    per_scale = cols // scales_ty.get_shape()[1]
+    bufs = _buffers(L, op, scratch)
+    codes_sm, scales_sm = bufs[0], bufs[1]
+    zeros_sm = bufs[2] if len(bufs) > 2 else None
+    codes_enc = codes_sm.ty.encoding
+    assert isinstance(codes_enc, ttgd.SharedEncodingAttr)
+    if codes_enc.max_phase > 1 and codes_enc.vec * esize(codes_sm.ty.element_type) < 16:
+        raise LoweringError("internal: tt.dequantize's codes must keep 16-byte chunks contiguous in shared memory")
+    if enc.parent.version_major == 3:
+        L.wgmma_drain(keep=L.wgmma_frag_keep)  # wgmma reads A registers asynchronously
+    rep, tiles = warp_m_tiles(L, enc.parent, rows)
+    g, t = em.divu(L.lane, 4), em.remu(L.lane, 4)
+    if bits == 4:
+        sel = em.add(em.mul(t, 17), 64)  # t | (4 + t) << 4
+    else:
+        sel = em.add(em.mul(t, 34), 16)  # 2t | (2t + 1) << 4
+    per_chunk = 16 * 8 // bits  # kept columns a 16-byte chunk holds: 32 (two k32 steps) or 16
+    pair_cache: dict[tuple[int, int, int], tuple[SSAValue, SSAValue]] = {}
+
+    def scale_and_zero(i: int, half: int, row: SSAValue, col: int) -> tuple[SSAValue, SSAValue]:
+        key = (i, half, col // per_scale)
+        hit = pair_cache.get(key)
+        if hit is None:
+            group = em.c(col // per_scale)
+            scale = em.op(ptx.LdSharedOp(smem_addr(L, scales_sm, (row, group)), f16, 1)).results[0]
+            scales = em.op(ptx.AsmOp("mov.b32 $0, {$1, $1};", [scale], [i32], pure=True)).results[0]
+            if zeros_sm is None:
+                biased = 0x6400 + (1 << (bits - 1))
+                zeros = em.c(biased << 16 | biased)
+            else:
+                zero = em.op(ptx.LdSharedOp(smem_addr(L, zeros_sm, (row, group)), f16, 1)).results[0]
+                zeros = em.op(ptx.AsmOp("{\n.reg .b16 %zq<2>;\nmov.b16 %zq0, 0x6400;\nadd.rn.f16 %zq1, $1, %zq0;\n"
+                                        "mov.b32 $0, {%zq1, %zq1};\n}", [zero], [i32], pure=True)).results[0]
+            hit = pair_cache[key] = (zeros, scales)
+        return hit
+
+    frags: dict[tuple[int, int], list[SSAValue]] = {}
+    for i in range(rep):
+        for half in (0, 1):
+            row = em.add(em.add(em.mul(tiles[i], 16), g), 8 * half)
+            for c in range(cols // per_chunk):
+                words = list(em.op(ptx.LdSharedOp(smem_addr(L, codes_sm, (row, em.c(16 * c))), i32, 4)).results)
+                if bits == 4:
+                    pairs = em.op(ptx.AsmOp(_W4_CHUNK, [*words, sel], [i32] * 4, pure=True)).results
+                    # bytes t, 4 + t of step 2c, then of step 2c + 1: columns 2t (+8) of each
+                    places = [(2 * c, 0), (2 * c, 1), (2 * c + 1, 0), (2 * c + 1, 1)]
+                else:
+                    pairs = em.op(ptx.AsmOp(_W8_CHUNK, [*words, sel], [i32] * 2, pure=True)).results
+                    places = [(c, 0), (c, 1)]
+                for pair, (kk, pos) in zip(pairs, places):
+                    zeros, scales = scale_and_zero(i, half, row, 16 * kk + 8 * pos)
+                    value = em.op(ptx.AsmOp(_SCALE_PAIR, [pair, zeros, scales], [i32], pure=True)).results[0]
+                    frags.setdefault((i, kk), [None] * 4)[half + 2 * pos] = value
+    return Frag(res_ty, frags)
 
 
 def _load_f32(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, SSAValue]) -> SSAValue:

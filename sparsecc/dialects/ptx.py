@@ -819,17 +819,20 @@ class TemplateOp(IRDLOperation):
 
 @irdl_op_definition
 class AtomGlobalAddOp(TemplateOp):
-    """`atom.global.add.{f32|s32} old, [addr], value` (predicated by `mask` when given): one
-    element of `tl.atomic_add`; `addr` is a 64-bit address."""
+    """`atom{.sem.gpu}.global.add.{f32|s32} old, [addr], value` (predicated by `mask` when
+    given): one element of `tl.atomic_add`; `addr` is a 64-bit address; `sem` (acquire,
+    release, acq_rel) orders it at GPU scope, none is the relaxed default."""
 
     name = "ptx.atom.global.add"
     addr = operand_def(i64)
     value = operand_def()
     mask = opt_operand_def(i1)
+    sem = opt_prop_def(StringAttr)
     result = result_def()
 
-    def __init__(self, addr: SSAValue, value: SSAValue, mask: SSAValue | None = None):
-        super().__init__(operands=[addr, value, *([mask] if mask is not None else [])], result_types=[value.type])
+    def __init__(self, addr: SSAValue, value: SSAValue, mask: SSAValue | None = None, sem: str = "relaxed"):
+        super().__init__(operands=[addr, value, *([mask] if mask is not None else [])], result_types=[value.type],
+                         properties={"sem": StringAttr(sem)} if sem != "relaxed" else {})
 
     def verify_(self) -> None:
         if self.value.type not in (f32, i32):
@@ -838,7 +841,8 @@ class AtomGlobalAddOp(TemplateOp):
     def asm_template(self) -> str:
         suffix = "f32" if self.value.type == f32 else "s32"
         guard = "@$3 " if self.mask is not None else ""
-        return f"{guard}atom.global.add.{suffix} $0, [$1], $2;"
+        order = f".{self.sem.data}.gpu" if self.sem is not None else ""
+        return f"{guard}atom{order}.global.add.{suffix} $0, [$1], $2;"
 
 
 COLD_ELSE = "sparsecc.cold_else"

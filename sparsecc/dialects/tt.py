@@ -923,29 +923,45 @@ class StoreOp(IRDLOperation):
 
 @irdl_op_definition
 class AtomicRMWOp(IRDLOperation):
-    """`tt.atomic_rmw add, %ptr, %value[, %mask] : ptr-type`: per element, atomically
-    `*ptr = *ptr <kind> value` and return the old value (`tl.atomic_add`, split-K reductions).
-    Masked-off elements touch no memory and return an unspecified value."""
+    """`tt.atomic_rmw add, %ptr, %value[, %mask] {sem = "acq_rel"} : ptr-type`: per element,
+    atomically `*ptr = *ptr <kind> value` and return the old value (`tl.atomic_add`, split-K
+    reductions). Masked-off elements touch no memory and return an unspecified value. `sem`
+    (default relaxed) orders the program's other memory accesses around it at GPU scope: a
+    `release` publishes every write the program made before it, an `acquire` makes the writes
+    published by the releases it reads visible to everything the program does after it."""
 
     name = "tt.atomic_rmw"
     kind = prop_def(StringAttr)
+    sem = opt_prop_def(StringAttr)
     ptr = operand_def()
     value = operand_def()
     mask = opt_operand_def()
     result = result_def()
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     traits = traits_def(MemoryWriteEffect())
     assembly_format = ("$kind `,` $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr) `,` type($value) "
                        "(`,` type($mask)^)? `->` type($result)")
 
     KINDS: ClassVar[tuple[str, ...]] = ("add",)
+    SEMS: ClassVar[tuple[str, ...]] = ("relaxed", "acquire", "release", "acq_rel")
 
-    def __init__(self, kind: str, ptr: SSAValue, value: SSAValue, mask: SSAValue | None = None):
-        super().__init__(operands=[ptr, value, [mask] if mask else []],
-                         properties={"kind": StringAttr(kind)}, result_types=[value.type])
+    def __init__(self, kind: str, ptr: SSAValue, value: SSAValue, mask: SSAValue | None = None,
+                 sem: str = "relaxed"):
+        props: dict[str, Attribute] = {"kind": StringAttr(kind)}
+        if sem != "relaxed":
+            props["sem"] = StringAttr(sem)
+        super().__init__(operands=[ptr, value, [mask] if mask else []], properties=props,
+                         result_types=[value.type])
+
+    @property
+    def memory_order(self) -> str:
+        """The op's `sem`: relaxed unless given."""
+        return self.sem.data if self.sem is not None else "relaxed"
 
     def verify_(self) -> None:
         _require(self.kind.data in self.KINDS, f"tt.atomic_rmw kind must be one of {self.KINDS}")
+        _require(self.memory_order in self.SEMS, f"tt.atomic_rmw sem must be one of {self.SEMS}, "
+                 f"got {self.memory_order!r}")
         _require(self.value.type == loaded_type(self.ptr.type),
                  f"atomic value type {_type_str(self.value.type)} does not match pointer type "
                  f"{_type_str(self.ptr.type)}")

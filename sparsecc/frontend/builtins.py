@@ -348,7 +348,9 @@ def dot(em: Emitter, input: Any, other: Any, acc: Any, out_dtype: Any, allow_tf3
     (m, k), (k2, n) = sem.shape(a), sem.shape(b)
     if k != k2:
         raise SemanticError(f"tl.dot shapes do not agree: [{m}, {k}] x [{k2}, {n}]")
-    if min(m, n, k) < 16:
+    # a sparse right operand makes the tensor cores' m the dense left's rows after the swap
+    # (sparse-operand-to-lhs): n = 8 is their smallest tile there
+    if min(k, n) < 16 or m < (8 if is_sparse(b.type) and not is_sparse(a.type) else 16):
         raise SemanticError(f"tl.dot needs M, N and K of at least 16 (Triton's rule: the tensor cores' "
                             f"smallest tile), got [{m}, {k}] x [{k2}, {n}]; pad the block and mask")
     _dot_precision(name, tf32_sparse, allow_tf32, input_precision)
@@ -411,7 +413,7 @@ def atomic_add(em: Emitter, pointer: Any, val: Any, mask: Any, **memory_order: A
     sem.require_dense(p, "tl.atomic_add")
     if sem.is_block_pointer(p) or not sem.is_pointer(p):
         raise SemanticError(f"tl.atomic_add needs a pointer or a tensor of pointers, got {describe(p.type)}")
-    for what, allowed in (("sem", ("relaxed",)), ("scope", ("gpu",))):
+    for what, allowed in (("sem", tt.AtomicRMWOp.SEMS), ("scope", ("gpu",))):
         given = memory_order.get(what)
         if given is not None and given not in allowed:
             raise SemanticError(f"tl.atomic_add: {what}={given!r} is not supported (only {', '.join(allowed)})")
@@ -421,7 +423,8 @@ def atomic_add(em: Emitter, pointer: Any, val: Any, mask: Any, **memory_order: A
         raise SemanticError(f"tl.atomic_add supports fp32 and int32 memory, got {describe(ptr_elem.pointee)}")
     v = sem.cast(em, sem.to_value(em, val, ptr_elem.pointee, "the added value"), ptr_elem.pointee)
     v = _to_pointer_shape(em, v, p, "the added value")
-    return em.value(tt.AtomicRMWOp("add", p, v, _mask(em, mask, p)))
+    order = memory_order.get("sem") or "relaxed"
+    return em.value(tt.AtomicRMWOp("add", p, v, _mask(em, mask, p), sem=order))
 
 
 def _hint(name: str, input: Any, values: Any) -> Any:

@@ -11,6 +11,11 @@ left, so neither W nor x is copied. Bias and activation run in the kernel's epil
 W may also be a `QuantizedSparseTensor` (`sparsecc.compress(w, quant="w4g128")`: 4- or 8-bit
 codes with a scale per group of K columns); the kernel is the same, the compiler dequantizes each
 W tile before the sparse dot, so BLOCK_K must then cover whole groups (a multiple of G).
+
+At decode a few tokens give few output tiles, too few CTAs to keep the SMs' loads in flight:
+`LinearConfig(split_k=S)` runs `sparse_linear_splitk_kernel`, S programs per tile, each over
+a contiguous S-th of K; the last of them to finish (a ticket counter) sums the S partial tiles
+in a fixed order and runs the epilogue, in the same launch (`ops/split_k.py`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,22 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
+from sparsecc.ops.split_k import partial_buffer, ticket_counters
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
 ACTIVATIONS = ("none", "relu", "gelu_tanh", "silu")
+
+
+@sparsecc.jit
+def _activate(acc, ACTIVATION: tl.constexpr):
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu_tanh":
+        acc = 0.5 * acc * (1.0 + tl.tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)))
+    elif ACTIVATION == "silu":
+        acc = acc * tl.sigmoid(acc)
+    return acc
 
 
 @sparsecc.jit
@@ -49,26 +66,70 @@ def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym
     if HAS_BIAS:
         rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-    if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0)
-    elif ACTIVATION == "gelu_tanh":
-        acc = 0.5 * acc * (1.0 + tl.tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)))
-    elif ACTIVATION == "silu":
-        acc = acc * tl.sigmoid(acc)
+    acc = _activate(acc, ACTIVATION)
     y_ptr = tl.make_block_ptr(Y, shape=(M, N), strides=(stride_ym, 1), offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
                               block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
     tl.store(y_ptr, acc.to(Y.dtype.element_ty), boundary_check=(0, 1))
 
 
+@sparsecc.jit
+def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm, stride_wn, stride_ym,
+                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    """`sparse_linear_kernel` with K split over SPLIT_K programs (axis 2): each adds its K slice
+    into an fp32 partial tile PARTIALS[pid_k] (SPLIT_K × M × N); the last to take a ticket
+    (TICKETS: one zeroed int32 per output tile, left zeroed again) sums the partials in order
+    and runs the epilogue."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    steps = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(steps, SPLIT_K)
+    first = pid_k * per_split
+    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.minimum(per_split, steps - first)):
+        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
+        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(x, w, acc)
+        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
+        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    tile_offsets = rm[:, None] * N + rn[None, :]
+    tl.store(PARTIALS + pid_k * M * N + tile_offsets, acc, mask=inside)
+    tile = pid_m * tl.num_programs(1) + pid_n
+    ticket = tl.atomic_add(TICKETS + tile, 1, sem="acq_rel")  # publishes this partial, sees the others
+    if ticket == SPLIT_K - 1:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for s in tl.static_range(SPLIT_K):
+            acc += tl.load(PARTIALS + s * M * N + tile_offsets, mask=inside, other=0.0)
+        tl.store(TICKETS + tile, 0)
+        if HAS_BIAS:
+            acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+        acc = _activate(acc, ACTIVATION)
+        tl.store(Y + rm[:, None] * stride_ym + rn[None, :], acc.to(Y.dtype.element_ty), mask=inside)
+
+
 @dataclass(frozen=True)
 class LinearConfig:
-    """Tiles of one sparse_linear launch (BLOCK_M over tokens, BLOCK_N over output features)."""
+    """Tiles of one sparse_linear launch (BLOCK_M over tokens, BLOCK_N over output features);
+    `split_k` > 1 splits K over that many programs per output tile (decode: more CTAs).
+
+        >>> LinearConfig(16, 32, 512, num_warps=4, num_stages=2, split_k=4)
+        LinearConfig(block_m=16, block_n=32, block_k=512, num_warps=4, num_stages=2, split_k=4)
+    """
 
     block_m: int
     block_n: int
     block_k: int
     num_warps: int = 4
     num_stages: int = 3
+    split_k: int = 1
 
 
 def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> LinearConfig:
@@ -169,12 +230,29 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
         if isinstance(w, QuantizedSparseTensor):
             cfg = quantized_linear_config(cfg, w)
     b = bias.to(x.dtype).contiguous() if bias is not None else y
-    grid = ((m + cfg.block_m - 1) // cfg.block_m, (n + cfg.block_n - 1) // cfg.block_n)
-    sparse_linear_kernel[grid](y, x2, w, b, m, n, k, x2.stride(0), w.stride(0), y.stride(0),
-                               BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-                               HAS_BIAS=bias is not None, ACTIVATION=activation,
-                               num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    launch_linear(y, x2, w, b, cfg, has_bias=bias is not None, activation=activation)
     return y.reshape(*lead, n)
+
+
+def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor,
+                  cfg: LinearConfig, has_bias: bool, activation: str) -> None:
+    """One launch of the linear kernel for `cfg` (split-K when `cfg.split_k` > 1) writing
+    `y` (M × N); `x` is M × K with unit column stride, `bias` any tensor when `has_bias` is
+    False."""
+    m, k = x.shape
+    n = w.shape[0]
+    grid_m, grid_n = (m + cfg.block_m - 1) // cfg.block_m, (n + cfg.block_n - 1) // cfg.block_n
+    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
+                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    if cfg.split_k <= 1:
+        sparse_linear_kernel[(grid_m, grid_n)](y, x, w, bias, m, n, k, x.stride(0), w.stride(0), y.stride(0),
+                                               **consts)
+        return
+    partials = partial_buffer(cfg.split_k, m, n, y.device)
+    tickets = ticket_counters(grid_m * grid_n, y.device)
+    sparse_linear_splitk_kernel[(grid_m, grid_n, cfg.split_k)](
+        y, x, w, bias, partials, tickets, m, n, k, x.stride(0), w.stride(0), y.stride(0),
+        SPLIT_K=cfg.split_k, **consts)
 
 
 def reference_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor | None = None,

@@ -59,6 +59,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from sparsecc.analysis.dequantize import fragment_dequantize
 from sparsecc.analysis.swizzle import MODES, element_mode, mma_swizzle_params
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
@@ -150,6 +151,7 @@ class SparseGPUEncodingPass(ModulePass):
             Rewriter.replace_op(cvt, [alloc, load], [load.result])
         for dq in [o for o in op.walk() if isinstance(o, tt.DequantizeOp)]:
             _stage_dequantize_operands(dq)
+            _dequantize_into_fragments(dq)
         op.verify()
 
 
@@ -177,6 +179,25 @@ def _stage_dequantize_operands(dq: tt.DequantizeOp) -> None:
         block.insert_ops_before([alloc, staged], dq)
         alloc.location = staged.location = load.location
         dq.operands[i] = staged.result
+
+
+def _dequantize_into_fragments(dq: tt.DequantizeOp) -> None:
+    """A `tt.dequantize` whose one use converts it to the dot's values operand takes that
+    operand's `#ttg.dot_op` encoding itself where the lowering can build the fragments directly
+    (`codegen/lower_quant.fragment_dequantize`): the convert, a round trip through shared
+    memory, goes away."""
+    uses = list(dq.result.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, ConvertLayoutOp):
+        return
+    cvt = uses[0].operation
+    res_ty = cvt.result.type
+    assert isinstance(res_ty, TensorType)
+    if not fragment_dequantize(dq, res_ty.encoding):
+        return
+    direct = tt.DequantizeOp(dq.codes, dq.scales, dq.zeros, dq.bits.value.data, res_ty)
+    direct.location = dq.location
+    Rewriter.replace_op(dq, direct)
+    Rewriter.replace_op(cvt, [], [direct.result])
 
 
 __all__ = ["SparseGPUEncodingPass", "shared_encoding_for", "mma_swizzle", "wgmma_swizzle"]

@@ -306,6 +306,11 @@ class ConvertTTToTTGPass(ModulePass):
             self._check_kmajor_types(group.dot_results, kmajor_b)
             if self._use_wgmma(group.dot_results, m, n, kmajor_b):
                 return MmaEncodingAttr((self.num_warps, 1), version_major=3, instr_shape=(64, n))
+            if any(isinstance(d.a.owner, tt.DequantizeOp) for d in group.dot_results):
+                # each warp dequantizes the A rows it multiplies: warps side by side along N
+                # would dequantize the same rows again, so they go along M as far as it allows
+                wm = max(1, min(self.num_warps, m // 16))
+                return MmaEncodingAttr((wm, self.num_warps // wm))
             return MmaEncodingAttr(mma_warps(self.num_warps, m, n))
         for red in group.reduce_of:
             src_layout = groups[uf.find(red.src)].layout

@@ -23,7 +23,7 @@ def _load():
 
 def test_tiny_llama_sparsecc_matches_the_dense_pruned_reference(tmp_path):
     out = tmp_path / "llama-e2e-tiny.md"
-    run = _load().main(["--tiny", "--device", "cpu", "--variants", "dense,sparsecc,sparsecc-w4,torch-2:4", "--batches", "2",
+    run = _load().main(["--tiny", "--device", "cpu", "--variants", "dense,sparsecc,sparsecc-w4,dense-w4,torch-2:4", "--batches", "2",
                         "--prompt", "4", "--steps", "1", "--prefill", "32", "--reps", "1", "--out", str(out)])
     by_name = {r["variant"]: r for r in run["results"]}
     dense, sparse = by_name["dense"], by_name["sparsecc"]
@@ -40,6 +40,10 @@ def test_tiny_llama_sparsecc_matches_the_dense_pruned_reference(tmp_path):
         got = w4["logits"][key]
         assert got.isfinite().all()
         assert (got - ref).norm() / ref.norm() < 0.25, key
+    for key, ref in by_name["dense-w4"]["logits"].items():  # the same values: fp16 tolerance
+        got = w4["logits"][key]
+        assert (got - ref).abs().max().item() <= 2e-2 * max(ref.abs().max().item(), 1.0), key
     assert "to_sparse_semi_structured needs CUDA" in by_name["torch-2:4"]["skipped"]
     table = out.read_text()
     assert table == run["table"] and "| sparsecc |" in table and "| dense |" in table
+    assert "logits against dense-w4" in table

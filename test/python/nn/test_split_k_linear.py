@@ -1,0 +1,134 @@
+"""Decode tiles of `sparse_linear`: split-K (`LinearConfig(split_k=S)`: S programs per output tile,
+the last to take a ticket sums the partial tiles and runs the epilogue) and 8-token tiles
+(BLOCK_M = 8: W, on the left after the swap, meets an n = 8 mma). Against torch on the (dequantized)
+weight, on the interpreter and the GPU: plain and quantized weights, bias and activations, ragged
+M, N and K (a split with no K step at all), outputs poisoned with NaN, the ticket counters left at
+zero for the next launch, repeated launches and a CUDA graph replay; and the PTX of the ticket
+(an acq_rel atomic after a CTA barrier, its old value broadcast through shared memory)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sparsecc
+import sparsecc.language as tl
+from sparsecc.ops import LinearConfig, sparse_linear
+from sparsecc.ops.sparse_linear import reference_linear, sparse_linear_splitk_kernel
+from sparsecc.ops.split_k import ticket_counters
+
+gpu = pytest.mark.gpu
+
+
+def _weight(n: int, k: int, quant: str | None, device: str, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    dense = sparsecc.prune_2to4(torch.randn(n, k, generator=g).half()).to(device)
+    return sparsecc.compress(dense, quant=quant) if quant else sparsecc.compress(dense)
+
+
+def _check(device: str, m: int, n: int, k: int, quant: str | None, cfg: LinearConfig, activation: str = "none",
+           bias: bool = True, seed: int = 0) -> None:
+    w = _weight(n, k, quant, device, seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(m, k, generator=g).half().to(device)
+    b = torch.randn(n, generator=g).half().to(device) if bias else None
+    ref = reference_linear(x, w, b, activation).float()
+    for _ in range(2):  # the second launch finds the counters the first one left
+        y = sparse_linear(x, w, b, activation, config=cfg)
+        assert not y.isnan().any(), "an output element was not written"
+        torch.testing.assert_close(y.float(), ref, rtol=1e-2, atol=1e-2 * max(ref.abs().max().item(), 1.0))
+    grid = -(-m // cfg.block_m) * -(-n // cfg.block_n)
+    assert not ticket_counters(grid, torch.device(device))[:grid].any(), "a ticket counter was left non-zero"
+
+
+@pytest.fixture
+def poisoned(monkeypatch):
+    """Interpret kernels; every floating-point torch.empty (the partial tiles, the output) is NaN."""
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    empty = torch.empty
+
+    def nan_empty(*args, **kwargs):
+        t = empty(*args, **kwargs)
+        if t.is_floating_point():
+            t.fill_(float("nan"))
+        return t
+
+    monkeypatch.setattr(torch, "empty", nan_empty)
+
+
+@pytest.mark.parametrize("quant, m, n, k, split, activation", [
+    (None, 3, 40, 384, 3, "silu"),
+    ("w4g128", 5, 24, 512, 2, "none"),
+    ("w8g64z", 1, 33, 640, 4, "relu"),
+    ("w4g64", 17, 16, 320, 4, "gelu_tanh"),  # 5 K steps over 4 splits of 2: the last has none
+    ("w4g128", 11, 40, 256, 1, "none"),  # BLOCK_M = 8: two token tiles, the second ragged
+])
+def test_split_k_on_the_interpreter(poisoned, quant, m, n, k, split, activation):
+    block_k = 64 if quant == "w4g64" else 128
+    block_m = 8 if split == 1 else 16
+    _check("cpu", m, n, k, quant, LinearConfig(block_m, 16, block_k, num_stages=1, split_k=split), activation)
+
+
+def test_eight_token_tiles_only_with_a_sparse_right_operand():
+    @sparsecc.jit
+    def dot8(A, B, C, BM: tl.constexpr):
+        r = tl.arange(0, BM)
+        k = tl.arange(0, 32)
+        a = tl.load(A + r[:, None] * 32 + k[None, :])
+        b = tl.load(B + k[:, None] * 16 + tl.arange(0, 16)[None, :])
+        tl.store(C + r[:, None] * 16 + tl.arange(0, 16)[None, :], tl.dot(a, b))
+
+    base = {"A": "*fp16", "C": "*fp32"}
+    ck = sparsecc.compile(dot8, base | {"B": "*fp16:NV24"}, {"BM": 8}, target="sm_80")
+    assert "mma.sp" in ck.asm["ptx"] and "m16n8k32" in ck.asm["ptx"]
+    with pytest.raises(sparsecc.CompilationError, match="at least 16"):
+        sparsecc.compile(dot8, base | {"B": "*fp16"}, {"BM": 8}, target="sm_80")
+
+
+def test_ticket_is_acq_rel_after_a_barrier_and_broadcast():
+    sig = {"Y": "*fp16", "X": "*fp16", "W": "*fp16:NV24.w4g128", "BIAS": "*fp16", "PARTIALS": "*fp32",
+           "TICKETS": "*i32", "M": "i32", "N": "i32", "K": "i32", "stride_xm": "i32", "stride_wn": "i32",
+           "stride_ym": "i32"}
+    ck = sparsecc.compile(sparse_linear_splitk_kernel, sig, {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 256,
+                          "SPLIT_K": 4, "HAS_BIAS": True, "ACTIVATION": "silu"}, target="sm_90a",
+                          num_warps=4, num_stages=3)
+    lines = [ln.strip() for ln in ck.asm["ptx"].splitlines()]
+    at = next(i for i, ln in enumerate(lines) if "atom.acq_rel.gpu.global.add.s32" in ln)
+    assert lines[at - 1] == "bar.sync 0;", "the ticket must follow a barrier (every thread's partial is published)"
+    assert lines[at + 1].split()[1].startswith("st.shared.b32") and lines[at + 2] == "bar.sync 0;"
+    assert isinstance(ck.asm["cubin"], bytes)
+
+
+@gpu
+@pytest.mark.parametrize("quant", [None, "w4g128", "w8g128", "w4g64z"])
+@pytest.mark.parametrize("m, n, k, cfg", [
+    (1, 4096, 4096, LinearConfig(16, 32, 512, 4, 2, split_k=4)),
+    (13, 1000, 1536, LinearConfig(16, 64, 256, 4, 3, split_k=2)),
+    (7, 333, 2560, LinearConfig(16, 32, 256, 4, 3, split_k=8)),  # 10 K steps over 8 splits
+    (64, 520, 1024, LinearConfig(64, 64, 128, 4, 3, split_k=4)),
+    (1, 4096, 4096, LinearConfig(8, 64, 256, 4, 3)),
+    (11, 1000, 1536, LinearConfig(8, 32, 512, 4, 2, split_k=2)),  # two token tiles, the second ragged
+])
+def test_split_k_on_the_gpu(quant, m, n, k, cfg):
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    _check("cuda", m, n, k, quant, cfg, activation="silu", seed=m + n)
+
+
+@gpu
+def test_split_k_in_a_cuda_graph():
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    w = _weight(2048, 4096, "w4g128", "cuda", 3)
+    x = torch.randn(4, 4096, device="cuda").half()
+    cfg = LinearConfig(16, 32, 512, 4, 2, split_k=4)
+    sparse_linear(x, w, config=cfg)  # warm-up: compiles, makes the counters
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = sparse_linear(x, w, config=cfg)
+    for _ in range(3):
+        x.copy_(torch.randn(4, 4096, device="cuda").half())
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = reference_linear(x, w).float()
+        torch.testing.assert_close(y.float(), ref, rtol=1e-2, atol=1e-2 * ref.abs().max().item())
