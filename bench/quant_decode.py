@@ -9,7 +9,8 @@ against torch on the dequantized weight first. The ideal speed-up is the ratio o
 (fp16 weight vs the compressed one, x and y included), what a kernel streaming the weight at
 F.linear's bandwidth would reach. `--splits` prints every config's time, not only the best.
 
-    python bench/quant_decode.py [--quick] [--splits] [--m M,...] [NxK ...]
+    python bench/quant_decode.py [--quick] [--splits] [--m M,...] [--tiles 8x64x256w4s3k2,...]
+                                 [--variants NV24,w4g128] [--out FILE] [NxK ...]
 """
 
 from __future__ import annotations
@@ -25,12 +26,22 @@ from sparsecc.ops.sparse_linear import LinearConfig, launch_linear
 
 SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672)]
 # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, split_k)
-TILES = {"decode": [(16, 32, 512, 4, 2, 1), (16, 64, 256, 4, 3, 1), (8, 64, 256, 4, 3, 1), (8, 32, 512, 4, 2, 1),
-                    (8, 64, 256, 4, 4, 1), (8, 32, 256, 4, 3, 1), (8, 64, 256, 4, 3, 2), (16, 64, 256, 4, 3, 2),
-                    (16, 64, 256, 4, 3, 4), (8, 32, 512, 4, 2, 4)],
+TILES = {"decode": [(8, 32, 512, 4, 2, 1), (16, 32, 512, 4, 2, 1), (8, 64, 256, 4, 3, 1), (8, 64, 512, 4, 2, 1),
+                    (8, 128, 256, 4, 3, 1), (16, 64, 256, 4, 3, 1), (8, 64, 256, 4, 3, 2), (8, 64, 256, 4, 3, 4),
+                    (16, 64, 256, 4, 3, 2), (16, 64, 256, 4, 3, 4)],
          "batch": [(64, 64, 128, 4, 3, 1), (32, 64, 256, 4, 3, 1), (64, 64, 128, 4, 3, 2), (32, 64, 256, 4, 3, 2),
                    (64, 128, 128, 8, 3, 1)]}
 VARIANTS = ("NV24", "w8g128", "w4g128")
+
+
+def parse_tile(text: str) -> tuple[int, int, int, int, int, int]:
+    """"8x64x256w4s3k2" -> (8, 64, 256, 4, 3, 2) (BLOCK_M x BLOCK_N x BLOCK_K, warps, stages,
+    split-K; k1 when left out)."""
+    dims, rest = text.split("w")
+    warps, rest = rest.split("s")
+    stages, _, split = rest.partition("k")
+    bm, bn, bk = (int(v) for v in dims.split("x"))
+    return bm, bn, bk, int(warps), int(stages), int(split or 1)
 
 
 def _graph_time(fn) -> float:
@@ -81,10 +92,16 @@ def main(argv: list[str]) -> None:
     VERBOSE = "--splits" in argv
     ms = [1, 16] if "--quick" in argv else [1, 16, 64]
     out = argv[argv.index("--out") + 1] if "--out" in argv else None
+    global VARIANTS
+    if "--variants" in argv:
+        VARIANTS = tuple(argv[argv.index("--variants") + 1].split(","))
+    if "--tiles" in argv:
+        tiles = [parse_tile(t) for t in argv[argv.index("--tiles") + 1].split(",")]
+        TILES["decode"] = TILES["batch"] = tiles
     if "--m" in argv:
         ms = [int(v) for v in argv[argv.index("--m") + 1].split(",")]
-    shapes = [tuple(int(v) for v in a.split("x")) for a in argv if "x" in a and not a.startswith("-")
-              and a[0].isdigit() and "," not in a] or SHAPES
+    shapes = [tuple(int(v) for v in a.split("x")) for a in argv
+              if a.count("x") == 1 and a.replace("x", "").isdigit()] or SHAPES
     head = ("| M | N×K | F.linear µs | " + " | ".join(f"{v} µs (× dense, ideal)" for v in VARIANTS)
             + " | tiles |")
     rows = []

@@ -62,6 +62,8 @@ class CompileOptions:
     """Unroll wgmma K loops by two."""
     wgmma_a_smem: bool = SWITCHES["wgmma_a_smem"].default
     """wgmma reads A through a descriptor outside TMA kernels too."""
+    dequant_warps_m: bool = SWITCHES["dequant_warps_m"].default
+    """A dequantized dot's warps all along M."""
 
     @classmethod
     def create(cls, target: str | None = None, num_warps: int = 4, num_stages: int = 3,
@@ -106,8 +108,11 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         pipeline += " mbarriers=true"
     if opts.tma:
         pipeline += " tma=true"
+    layouts = f"num-warps={opts.num_warps} target={opts.target}"
+    if not opts.dequant_warps_m:
+        layouts += " dequant-warps-m=false"
     return [
-        f"convert-tt-to-ttg{{num-warps={opts.num_warps} target={opts.target}}}",
+        f"convert-tt-to-ttg{{{layouts}}}",
         "sparse-gpu-encoding",
         f"tritongpu-pipeline{{{pipeline}}}",
         "canonicalize",

@@ -44,6 +44,10 @@ SWITCHES: dict[str, Switch] = {
     "wgmma_a_smem": Switch("SPARSECC_WGMMA_A_SMEM", False,
                            "wgmma reads A through a shared-memory descriptor also outside TMA "
                            "kernels (TMA kernels always do; no gain in barrier-synchronised loops)"),
+    "dequant_warps_m": Switch("SPARSECC_DEQUANT_WARPS_M", True,
+                              "put all warps of a dot whose A is a tt.dequantize along M, so that no "
+                              "two warps dequantize the same rows (convert-tt-to-ttg{dequant-warps-m}; "
+                              "off: the usual M x N warp grid, whose warps along N share the dot's B)"),
 }
 """CompileOptions field -> its switch."""
 

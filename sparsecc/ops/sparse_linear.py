@@ -76,10 +76,10 @@ def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym
 def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm, stride_wn, stride_ym,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                 SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
-    """`sparse_linear_kernel` with K split over SPLIT_K programs (axis 2): each adds its K slice
-    into an fp32 partial tile PARTIALS[pid_k] (SPLIT_K × M × N); the last to take a ticket
-    (TICKETS: one zeroed int32 per output tile, left zeroed again) sums the partials in order
-    and runs the epilogue."""
+    """`sparse_linear_kernel` with K split over SPLIT_K programs (axis 2): each writes its K
+    slice's product as an fp32 partial tile PARTIALS[pid_k] (SPLIT_K × M × N); the last to take
+    a ticket (TICKETS: one zeroed int32 per output tile) sums the partials in order and runs the
+    epilogue."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -108,7 +108,6 @@ def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, strid
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for s in tl.static_range(SPLIT_K):
             acc += tl.load(PARTIALS + s * M * N + tile_offsets, mask=inside, other=0.0)
-        tl.store(TICKETS + tile, 0)
         if HAS_BIAS:
             acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
         acc = _activate(acc, ACTIVATION)
@@ -145,6 +144,31 @@ def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> 
     if m >= 1024:  # prefill: 1.17-1.33x F.linear at 2048 tokens on Llama-2-7B shapes
         return LinearConfig(128, 256, 64, 8, 4)
     return LinearConfig(64, 128, 128, 4, 3)
+
+
+def quantized_decode_config(m: int, n: int, k: int) -> LinearConfig:
+    """The tiles bench/quant_decode.py measured best for quantized weights on the H100
+    (bench/results/quant-decode-current-*.md, NOTES stop 17): 8-token tiles up to 8 tokens (the
+    dequantized W tile is the mma's A, the tokens its n = 8), 64 or 128 weight rows a CTA, and
+    split-K when long rows leave fewer than ~256 programs; BLOCK_K is then fitted to the groups
+    (`quantized_linear_config`).
+
+        >>> quantized_decode_config(1, 8192, 28672)
+        LinearConfig(block_m=8, block_n=64, block_k=256, num_warps=4, num_stages=3, split_k=2)
+    """
+    if m > 16:
+        if n >= 14336:
+            return LinearConfig(64, 128, 128, 8, 3)
+        return LinearConfig(32, 64, 256, 4, 3, split_k=2 if k >= 8192 else 1)
+    if k <= 4096 and (n <= 4096 or m <= 8):
+        return LinearConfig(8, 64, 512, 4, 2)
+    if m <= 8 and n >= 16384 and k < 16384:
+        return LinearConfig(8, 128, 256, 4, 3)
+    tiles = -(-n // 64)
+    split = 1
+    while k >= 8192 and split < 4 and tiles * split * 2 <= 256:
+        split *= 2
+    return LinearConfig(8 if m <= 8 else 16, 64, 256, 4, 3, split_k=split)
 
 
 def quantized_linear_config(cfg: LinearConfig, w: QuantizedSparseTensor) -> LinearConfig:
@@ -228,6 +252,8 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
     if cfg is None:
         cfg = default_linear_config(m, n, k, x.device.type)
         if isinstance(w, QuantizedSparseTensor):
+            if x.device.type == "cuda" and m <= 64:
+                cfg = quantized_decode_config(m, n, k)
             cfg = quantized_linear_config(cfg, w)
     b = bias.to(x.dtype).contiguous() if bias is not None else y
     launch_linear(y, x2, w, b, cfg, has_bias=bias is not None, activation=activation)

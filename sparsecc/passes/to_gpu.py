@@ -229,6 +229,9 @@ class ConvertTTToTTGPass(ModulePass):
 
     num_warps: int = 4
     target: str = "sm_90"
+    dequant_warps_m: bool = True
+    """All warps of a dot whose A is a `tt.dequantize` along M (no warp dequantizes another's
+    rows); off: the usual warp grid."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_warps not in SUPPORTED_WARPS:
@@ -306,7 +309,7 @@ class ConvertTTToTTGPass(ModulePass):
             self._check_kmajor_types(group.dot_results, kmajor_b)
             if self._use_wgmma(group.dot_results, m, n, kmajor_b):
                 return MmaEncodingAttr((self.num_warps, 1), version_major=3, instr_shape=(64, n))
-            if any(isinstance(d.a.owner, tt.DequantizeOp) for d in group.dot_results):
+            if self.dequant_warps_m and any(isinstance(d.a.owner, tt.DequantizeOp) for d in group.dot_results):
                 # each warp dequantizes the A rows it multiplies: warps side by side along N
                 # would dequantize the same rows again, so they go along M as far as it allows
                 wm = max(1, min(self.num_warps, m // 16))

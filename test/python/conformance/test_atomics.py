@@ -92,3 +92,54 @@ def test_split_k_and_histogram_on_the_gpu():
     _split_k("cuda", 300, 136, 1024, tiles=(64, 64, 64), split=4)
     _split_k("cuda", 16, 4096, 4096, tiles=(64, 128, 64), split=8, warps=4)
     _histogram("cuda")
+
+
+@sparsecc.jit
+def tickets(COUNTER, SEEN, FIRST, BLOCK: tl.constexpr):
+    """Each program takes a ticket; every thread writes the one it saw (a block of SEEN), and
+    the program stores it once more as a scalar (FIRST[pid])."""
+    pid = tl.program_id(0)
+    ticket = tl.atomic_add(COUNTER, 1, sem="acq_rel")
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(SEEN + offs, tl.zeros((BLOCK,), dtype=tl.int32) + ticket)
+    tl.store(FIRST + pid, ticket)
+
+
+def _tickets(device: str, programs: int = 300, block: int = 256) -> None:
+    counter = torch.zeros(1, dtype=torch.int32, device=device)
+    seen = torch.full((programs * block,), -1, dtype=torch.int32, device=device)
+    first = torch.full((programs,), -1, dtype=torch.int32, device=device)
+    tickets[(programs,)](counter, seen, first, BLOCK=block, num_warps=4)
+    seen, first = seen.cpu().view(programs, block), first.cpu()
+    assert counter.item() == programs
+    assert torch.equal(seen, first[:, None].expand(-1, block)), "a thread saw another ticket than thread 0"
+    assert sorted(first.tolist()) == list(range(programs)), "tickets must be 0..P-1, each once"
+
+
+def test_tickets_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    _tickets("cpu", programs=7, block=32)
+
+
+def test_scalar_atomic_and_store_assemble():
+    ck = sparsecc.compile(tickets, {"COUNTER": "*i32", "SEEN": "*i32", "FIRST": "*i32"}, {"BLOCK": 256},
+                          target="sm_90a")
+    ptx = ck.asm["ptx"]
+    assert "atom.acq_rel.gpu.global.add.s32" in ptx and "st.shared.b32" in ptx
+    assert isinstance(ck.asm["cubin"], bytes)
+
+
+@pytest.mark.gpu
+def test_tickets_on_the_gpu():
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    _tickets("cuda")
+
+
+def test_atomic_sem_is_checked():
+    @sparsecc.jit
+    def bad(C):
+        tl.atomic_add(C, 1, sem="seq_cst")
+
+    with pytest.raises(sparsecc.CompilationError, match="sem='seq_cst' is not supported"):
+        sparsecc.compile(bad, {"C": "*i32"}, {}, target="sm_80")

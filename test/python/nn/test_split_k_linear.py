@@ -3,7 +3,7 @@ the last to take a ticket sums the partial tiles and runs the epilogue) and 8-to
 (BLOCK_M = 8: W, on the left after the swap, meets an n = 8 mma). Against torch on the (dequantized)
 weight, on the interpreter and the GPU: plain and quantized weights, bias and activations, ragged
 M, N and K (a split with no K step at all), outputs poisoned with NaN, the ticket counters left at
-zero for the next launch, repeated launches and a CUDA graph replay; and the PTX of the ticket
+repeated launches and a CUDA graph replay; and the PTX of the ticket
 (an acq_rel atomic after a CTA barrier, its old value broadcast through shared memory)."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops import LinearConfig, sparse_linear
 from sparsecc.ops.sparse_linear import reference_linear, sparse_linear_splitk_kernel
-from sparsecc.ops.split_k import ticket_counters
 
 gpu = pytest.mark.gpu
 
@@ -33,12 +32,10 @@ def _check(device: str, m: int, n: int, k: int, quant: str | None, cfg: LinearCo
     x = torch.randn(m, k, generator=g).half().to(device)
     b = torch.randn(n, generator=g).half().to(device) if bias else None
     ref = reference_linear(x, w, b, activation).float()
-    for _ in range(2):  # the second launch finds the counters the first one left
+    for _ in range(2):
         y = sparse_linear(x, w, b, activation, config=cfg)
         assert not y.isnan().any(), "an output element was not written"
         torch.testing.assert_close(y.float(), ref, rtol=1e-2, atol=1e-2 * max(ref.abs().max().item(), 1.0))
-    grid = -(-m // cfg.block_m) * -(-n // cfg.block_n)
-    assert not ticket_counters(grid, torch.device(device))[:grid].any(), "a ticket counter was left non-zero"
 
 
 @pytest.fixture
@@ -122,7 +119,7 @@ def test_split_k_in_a_cuda_graph():
     w = _weight(2048, 4096, "w4g128", "cuda", 3)
     x = torch.randn(4, 4096, device="cuda").half()
     cfg = LinearConfig(16, 32, 512, 4, 2, split_k=4)
-    sparse_linear(x, w, config=cfg)  # warm-up: compiles, makes the counters
+    sparse_linear(x, w, config=cfg)  # warm-up: compiles
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         y = sparse_linear(x, w, config=cfg)
@@ -132,3 +129,15 @@ def test_split_k_in_a_cuda_graph():
         torch.cuda.synchronize()
         ref = reference_linear(x, w).float()
         torch.testing.assert_close(y.float(), ref, rtol=1e-2, atol=1e-2 * ref.abs().max().item())
+
+
+def test_quantized_decode_defaults():
+    from sparsecc.ops.sparse_linear import quantized_decode_config
+
+    one_token = quantized_decode_config(1, 8192, 28672)
+    assert (one_token.block_m, one_token.block_n, one_token.split_k) == (8, 64, 2)
+    assert quantized_decode_config(1, 28672, 8192) == LinearConfig(8, 128, 256, 4, 3)  # enough programs
+    assert quantized_decode_config(16, 4096, 14336).split_k == 4 and quantized_decode_config(16, 4096, 14336).block_m == 16
+    assert quantized_decode_config(1, 4096, 4096) == LinearConfig(8, 64, 512, 4, 2)
+    assert quantized_decode_config(1, 11008, 4096) == LinearConfig(8, 64, 512, 4, 2)
+    assert quantized_decode_config(64, 28672, 8192).block_m == 64
