@@ -23,6 +23,8 @@ each 16-column step, rows g and g + 8) and builds each register's f16 pair from 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, TensorType, f16, f32, i8, i16, i32
 from xdsl.ir import SSAValue
@@ -30,6 +32,7 @@ from xdsl.ir import SSAValue
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import contiguous_run, distributed
 from sparsecc.codegen.lower_base import Frag, LoweringContext, LoweringError, Regs, Smem
+from sparsecc.codegen.lower_dot import warp_m_tiles
 from sparsecc.codegen.lower_mem import smem_addr, store_shared
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
@@ -86,22 +89,39 @@ def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) 
     return out
 
 
+@dataclass
+class _Operands:
+    """A dequantize's shapes and its operands' shared-memory buffers."""
+
+    bits: int
+    rows: int
+    cols: int
+    per_scale: int  # kept columns a scale covers
+    codes: Smem
+    scales: Smem
+    zeros: Smem | None
+
+
+def _operands(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> _Operands:
+    res_ty, scales_ty = op.result.type, op.scales.type
+    assert isinstance(res_ty, TensorType) and isinstance(scales_ty, TensorType)
+    rows, cols = res_ty.get_shape()
+    bufs = _buffers(L, op, scratch)
+    return _Operands(op.bits.value.data, rows, cols, cols // scales_ty.get_shape()[1], bufs[0], bufs[1],
+                     bufs[2] if len(bufs) > 2 else None)
+
+
 def lower_dequantize(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> Regs | Frag:
     """The op's result registers (see the module docstring)."""
     if isinstance(op.result.type.encoding, ttgd.DotOperandEncodingAttr):
-        return _fragments(L, op, scratch)
+        return _fragments(L, op, _operands(L, op, scratch))
     em = L.em
-    bits = op.bits.value.data
+    ops = _operands(L, op, scratch)
+    bits, rows, cols, per_scale = ops.bits, ops.rows, ops.cols, ops.per_scale
+    codes_sm, scales_sm, zeros_sm = ops.codes, ops.scales, ops.zeros
     per_byte = 8 // bits
     res_ty = op.result.type
     assert isinstance(res_ty, TensorType)
-    rows, cols = res_ty.get_shape()
-    scales_ty = op.scales.type
-    assert isinstance(scales_ty, TensorType)
-    per_scale = cols // scales_ty.get_shape()[1]
-    bufs = _buffers(L, op, scratch)
-    codes_sm, scales_sm = bufs[0], bufs[1]
-    zeros_sm = bufs[2] if len(bufs) > 2 else None
     elt = res_ty.element_type
     dl = distributed(res_ty.encoding, (rows, cols))
     coords = L.coords(dl)
@@ -169,18 +189,25 @@ def _pair_template(bits: int, e: int) -> str:
     return head + shift + _NIBBLE_PAIR + _PAIR_TAIL
 
 
-def _f16_pairs(L: LoweringContext, word: SSAValue, run: int, bits: int, scales_sm: Smem,
-               zeros_sm: Smem | None, idx: tuple[SSAValue, SSAValue]) -> list[SSAValue]:
+def _zeros_and_scales(L: LoweringContext, bits: int, scales_sm: Smem, zeros_sm: Smem | None,
+                      idx: tuple[SSAValue, SSAValue]) -> tuple[SSAValue, SSAValue]:
+    """{1024 + zero} x2 and {scale} x2 (f16 pairs in b32) of the group at `idx`."""
     em = L.em
     scale = em.op(ptx.LdSharedOp(smem_addr(L, scales_sm, idx), f16, 1)).results[0]
     scales = em.op(ptx.AsmOp("mov.b32 $0, {$1, $1};", [scale], [i32], pure=True)).results[0]
     if zeros_sm is None:
         biased = 0x6400 + (1 << (bits - 1))
-        zeros = em.c(biased << 16 | biased)
-    else:
-        zero = em.op(ptx.LdSharedOp(smem_addr(L, zeros_sm, idx), f16, 1)).results[0]
-        zeros = em.op(ptx.AsmOp("{\n.reg .b16 %zq<2>;\nmov.b16 %zq0, 0x6400;\nadd.rn.f16 %zq1, $1, %zq0;\n"
-                                "mov.b32 $0, {%zq1, %zq1};\n}", [zero], [i32], pure=True)).results[0]
+        return em.c(biased << 16 | biased), scales
+    zero = em.op(ptx.LdSharedOp(smem_addr(L, zeros_sm, idx), f16, 1)).results[0]
+    zeros = em.op(ptx.AsmOp("{\n.reg .b16 %zq<2>;\nmov.b16 %zq0, 0x6400;\nadd.rn.f16 %zq1, $1, %zq0;\n"
+                            "mov.b32 $0, {%zq1, %zq1};\n}", [zero], [i32], pure=True)).results[0]
+    return zeros, scales
+
+
+def _f16_pairs(L: LoweringContext, word: SSAValue, run: int, bits: int, scales_sm: Smem,
+               zeros_sm: Smem | None, idx: tuple[SSAValue, SSAValue]) -> list[SSAValue]:
+    em = L.em
+    zeros, scales = _zeros_and_scales(L, bits, scales_sm, zeros_sm, idx)
     out: list[SSAValue] = []
     for e in range(0, run, 2):
         pair = em.op(ptx.AsmOp(_pair_template(bits, e), [word, zeros, scales], [f16, f16], pure=True))
@@ -204,62 +231,42 @@ _W8_CHUNK = ("{\n.reg .b32 %fq<2>;\n"
 _SCALE_PAIR = "sub.f16x2 $0, $1, $2;\nmul.rn.f16x2 $0, $0, $3;"
 
 
-def _fragments(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> Frag:
+def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
     """The A fragments (load_frag's keys: (i, kk) -> 4 b32) of the dot's values, dequantized
     from the codes in shared memory (module docstring)."""
-    from sparsecc.codegen.lower_dot import warp_m_tiles
-
     em = L.em
     res_ty = op.result.type
     assert isinstance(res_ty, TensorType)
     enc = res_ty.encoding
     assert isinstance(enc, ttgd.DotOperandEncodingAttr) and isinstance(enc.parent, ttgd.MmaEncodingAttr)
-    bits = op.bits.value.data
-    rows, cols = res_ty.get_shape()
-    scales_ty = op.scales.type
-    assert isinstance(scales_ty, TensorType)
-    per_scale = cols // scales_ty.get_shape()[1]
-    bufs = _buffers(L, op, scratch)
-    codes_sm, scales_sm = bufs[0], bufs[1]
-    zeros_sm = bufs[2] if len(bufs) > 2 else None
-    codes_enc = codes_sm.ty.encoding
+    bits, cols, per_scale = ops.bits, ops.cols, ops.per_scale
+    codes_enc = ops.codes.ty.encoding
     assert isinstance(codes_enc, ttgd.SharedEncodingAttr)
-    if codes_enc.max_phase > 1 and codes_enc.vec * esize(codes_sm.ty.element_type) < 16:
+    if codes_enc.max_phase > 1 and codes_enc.vec * esize(ops.codes.ty.element_type) < 16:
         raise LoweringError("internal: tt.dequantize's codes must keep 16-byte chunks contiguous in shared memory")
     if enc.parent.version_major == 3:
         L.wgmma_drain(keep=L.wgmma_frag_keep)  # wgmma reads A registers asynchronously
-    rep, tiles = warp_m_tiles(L, enc.parent, rows)
+    rep, tiles = warp_m_tiles(L, enc.parent, ops.rows)
     g, t = em.divu(L.lane, 4), em.remu(L.lane, 4)
     if bits == 4:
         sel = em.add(em.mul(t, 17), 64)  # t | (4 + t) << 4
     else:
         sel = em.add(em.mul(t, 34), 16)  # 2t | (2t + 1) << 4
     per_chunk = 16 * 8 // bits  # kept columns a 16-byte chunk holds: 32 (two k32 steps) or 16
-    pair_cache: dict[tuple[int, int, int], tuple[SSAValue, SSAValue]] = {}
+    groups: dict[tuple[int, int, int], tuple[SSAValue, SSAValue]] = {}
 
-    def scale_and_zero(i: int, half: int, row: SSAValue, col: int) -> tuple[SSAValue, SSAValue]:
+    def zeros_and_scales(i: int, half: int, row: SSAValue, col: int) -> tuple[SSAValue, SSAValue]:
         key = (i, half, col // per_scale)
-        hit = pair_cache.get(key)
-        if hit is None:
-            group = em.c(col // per_scale)
-            scale = em.op(ptx.LdSharedOp(smem_addr(L, scales_sm, (row, group)), f16, 1)).results[0]
-            scales = em.op(ptx.AsmOp("mov.b32 $0, {$1, $1};", [scale], [i32], pure=True)).results[0]
-            if zeros_sm is None:
-                biased = 0x6400 + (1 << (bits - 1))
-                zeros = em.c(biased << 16 | biased)
-            else:
-                zero = em.op(ptx.LdSharedOp(smem_addr(L, zeros_sm, (row, group)), f16, 1)).results[0]
-                zeros = em.op(ptx.AsmOp("{\n.reg .b16 %zq<2>;\nmov.b16 %zq0, 0x6400;\nadd.rn.f16 %zq1, $1, %zq0;\n"
-                                        "mov.b32 $0, {%zq1, %zq1};\n}", [zero], [i32], pure=True)).results[0]
-            hit = pair_cache[key] = (zeros, scales)
-        return hit
+        if key not in groups:
+            groups[key] = _zeros_and_scales(L, bits, ops.scales, ops.zeros, (row, em.c(col // per_scale)))
+        return groups[key]
 
     frags: dict[tuple[int, int], list[SSAValue]] = {}
     for i in range(rep):
         for half in (0, 1):
             row = em.add(em.add(em.mul(tiles[i], 16), g), 8 * half)
             for c in range(cols // per_chunk):
-                words = list(em.op(ptx.LdSharedOp(smem_addr(L, codes_sm, (row, em.c(16 * c))), i32, 4)).results)
+                words = list(em.op(ptx.LdSharedOp(smem_addr(L, ops.codes, (row, em.c(16 * c))), i32, 4)).results)
                 if bits == 4:
                     pairs = em.op(ptx.AsmOp(_W4_CHUNK, [*words, sel], [i32] * 4, pure=True)).results
                     # bytes t, 4 + t of step 2c, then of step 2c + 1: columns 2t (+8) of each
@@ -268,7 +275,7 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None
                     pairs = em.op(ptx.AsmOp(_W8_CHUNK, [*words, sel], [i32] * 2, pure=True)).results
                     places = [(c, 0), (c, 1)]
                 for pair, (kk, pos) in zip(pairs, places):
-                    zeros, scales = scale_and_zero(i, half, row, 16 * kk + 8 * pos)
+                    zeros, scales = zeros_and_scales(i, half, row, 16 * kk + 8 * pos)
                     value = em.op(ptx.AsmOp(_SCALE_PAIR, [pair, zeros, scales], [i32], pure=True)).results[0]
                     frags.setdefault((i, kk), [None] * 4)[half + 2 * pos] = value
     return Frag(res_ty, frags)

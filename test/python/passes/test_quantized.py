@@ -145,3 +145,27 @@ def test_quantized_kernels_assemble(target, scheme):
     assert re.search(rf"tt\.dequantize {codes.group(1)}, %\w+", ttgir)
     assert re.search(r"ttg\.(async_copy_global_to_local|async_tma_copy) %\w+, %\w+ [^\n]*memdesc<64x\d+xi8", ttgir)
     assert ck.asm.get("cubin")
+
+
+@pytest.mark.parametrize("scheme, dtype, direct", [
+    ("w4g128", "fp16", True), ("w8g128", "fp16", True), ("w4g64z", "fp16", True), ("w4g128", "bf16", False),
+])
+def test_dequantize_builds_the_dot_fragments(scheme, dtype, direct):
+    """An fp16 tt.dequantize feeding the dot is the dot's meta = 0 operand itself (no convert, no
+    shared-memory round trip of the values): the PTX picks fragment bytes from 16-byte code
+    chunks with prmt; bf16 keeps the convert. The warps of a dequantized dot go along M."""
+    pytest.importorskip("triton")
+    from sparsecc.ops.sparse_linear import sparse_linear_kernel
+
+    sig = {"Y": f"*{dtype}", "X": f"*{dtype}", "W": f"*{dtype}:NV24.{scheme}", "BIAS": f"*{dtype}", "M": "i32",
+           "N": "i32", "K": "i32", "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32"}
+    ck = sparsecc.compile(sparse_linear_kernel, sig, {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 256,
+                          "HAS_BIAS": False, "ACTIVATION": "none"}, target="sm_90a", num_warps=4, num_stages=3)
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    dq = re.search(r"(%\w+) = tt\.dequantize [^\n]*-> tensor<64x128x\w+, (#ttg\.\w+)", ttgir)
+    assert dq is not None
+    assert (dq.group(2) == "#ttg.dot_op") == direct
+    assert (f"ttg.convert_layout {dq.group(1)} " in ttgir) != direct
+    assert ("prmt.b32 %fq0" in ptx) == direct
+    assert "warpsPerCTA = [4, 1]" in ttgir
+    assert isinstance(ck.asm["cubin"], bytes)
