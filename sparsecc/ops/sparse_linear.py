@@ -193,7 +193,10 @@ def quantized_linear_config(cfg: LinearConfig, w: QuantizedSparseTensor) -> Line
 
 
 def _check_config(cfg: LinearConfig, w: SparseTensor | QuantizedSparseTensor) -> None:
-    """A user config whose BLOCK_K does not cover whole quantization groups of `w` is an error."""
+    """A user config whose BLOCK_K does not cover whole quantization groups of `w`, or whose
+    split_k is not a positive int, is an error."""
+    if isinstance(cfg.split_k, bool) or not isinstance(cfg.split_k, int) or cfg.split_k < 1:
+        raise ValueError(f"sparse_linear: config split_k must be a positive int, got {cfg.split_k!r}")
     if isinstance(w, QuantizedSparseTensor):
         why = w.scheme.check_tile(cfg.block_k)
         if why is not None:
@@ -274,6 +277,9 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
         sparse_linear_kernel[(grid_m, grid_n)](y, x, w, bias, m, n, k, x.stride(0), w.stride(0), y.stride(0),
                                                **consts)
         return
+    if cfg.split_k * m * n >= 2**31:  # the kernel indexes its partial tiles with 32-bit offsets
+        raise ValueError(f"sparse_linear: split_k={cfg.split_k} partial tiles of {m}x{n} exceed 2**31 elements; "
+                         "use a smaller split_k (split-K is for a few tokens)")
     partials = partial_buffer(cfg.split_k, m, n, y.device)
     tickets = ticket_counters(grid_m * grid_n, y.device)
     sparse_linear_splitk_kernel[(grid_m, grid_n, cfg.split_k)](

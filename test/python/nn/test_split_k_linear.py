@@ -141,3 +141,20 @@ def test_quantized_decode_defaults():
     assert quantized_decode_config(1, 4096, 4096) == LinearConfig(8, 64, 512, 4, 2)
     assert quantized_decode_config(1, 11008, 4096) == LinearConfig(8, 64, 512, 4, 2)
     assert quantized_decode_config(64, 28672, 8192).block_m == 64
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True])
+def test_bad_split_k_is_a_value_error(bad):
+    w = _weight(32, 128, None, "cpu", 0)
+    with pytest.raises(ValueError, match="split_k must be a positive int"):
+        sparse_linear(torch.randn(2, 128).half(), w, config=LinearConfig(16, 16, 64, split_k=bad))
+
+
+def test_split_k_partials_too_large_for_32_bit_offsets():
+    from sparsecc.ops.sparse_linear import launch_linear
+
+    w = _weight(512, 128, None, "cpu", 0)
+    x = torch.zeros(1, 128, dtype=torch.float16).expand(2**20, 128)  # views: no memory
+    y = torch.zeros(1, 1, dtype=torch.float16).expand(2**20, 512)  # 4 x 2**20 x 512 partials = 2**31
+    with pytest.raises(ValueError, match="exceed 2\\*\\*31 elements"):
+        launch_linear(y, x, w, y, LinearConfig(16, 16, 64, split_k=4), has_bias=False, activation="none")
