@@ -79,7 +79,13 @@ def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, strid
     """`sparse_linear_kernel` with K split over SPLIT_K programs (axis 2): each writes its K
     slice's product as an fp32 partial tile PARTIALS[pid_k] (SPLIT_K × M × N); the last to take
     a ticket (TICKETS: one zeroed int32 per output tile) sums the partials in order and runs the
-    epilogue."""
+    epilogue.
+
+        grid = (cdiv(M, BLOCK_M), cdiv(N, BLOCK_N), SPLIT_K)
+        sparse_linear_splitk_kernel[grid](y, x, w, y, partials, tickets, M, N, K, x.stride(0), w.stride(0),
+                                          y.stride(0), BLOCK_M=8, BLOCK_N=64, BLOCK_K=256, SPLIT_K=2,
+                                          HAS_BIAS=False, ACTIVATION="none")
+    """
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -267,7 +273,12 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
                   cfg: LinearConfig, has_bias: bool, activation: str) -> None:
     """One launch of the linear kernel for `cfg` (split-K when `cfg.split_k` > 1) writing
     `y` (M × N); `x` is M × K with unit column stride, `bias` any tensor when `has_bias` is
-    False."""
+    False. No checks: `sparse_linear` is the checked entry point; benchmarks call this to time
+    one config.
+
+        y = torch.empty(x.shape[0], w.shape[0], dtype=x.dtype, device=x.device)
+        launch_linear(y, x, w, y, LinearConfig(8, 64, 256, 4, 3, split_k=2), has_bias=False, activation="none")
+    """
     m, k = x.shape
     n = w.shape[0]
     grid_m, grid_n = (m + cfg.block_m - 1) // cfg.block_m, (n + cfg.block_n - 1) // cfg.block_n

@@ -97,6 +97,8 @@ def mutated_ir(draw: st.DrawFn) -> tuple[str, str]:
             text = "\n".join(lines)
         elif kind == "token":
             matches = list(_TOKEN.finditer(text))
+            if not matches:  # an earlier edit left only whitespace
+                continue
             m = matches[draw(st.integers(0, len(matches) - 1))]
             text = text[:m.start()] + draw(st.sampled_from(TOKENS)) + text[m.end():]
         elif kind == "char":
