@@ -41,10 +41,13 @@ bank groups (modulo 128 B).
   itself, through a matrix descriptor, so it must be in one of the hardware's canonical
   layouts: `wgmma_swizzle` (MN-major, 128/64/32-byte swizzle, `colBlock` sub-tiles).
 - Operands of `tt.dequantize` (a quantized 2:4 tile's codes, scales and zero points, loaded
-  for it alone): the codes with the MMAv2 swizzle of their rows (a warp reads a word of several
-  rows at once), scales and zero points plain row-major; they are not dot operands
+  for it alone): the codes with the MMAv2 swizzle of their rows (a warp reads 16-byte chunks of
+  several rows at once), scales and zero points plain row-major; they are not dot operands
   but what each thread dequantizes its share of the values tile from (`codegen/lower_quant.py`),
-  staged so the pipeline streams them with the dot's tiles.
+  staged so the pipeline streams them with the dot's tiles. An fp16 `tt.dequantize` whose one
+  use converts it to the dot's values operand takes that `#ttg.dot_op<{meta = 0}>` encoding
+  itself (`analysis/dequantize.fragment_dequantize`): its lowering builds the fragment
+  registers from the codes, and the convert (a round trip through shared memory) goes.
 - B loaded through a column-major block pointer (its tile's #ttg.blocked order is [0, 1]):
   staged K-major (`order = [0, 1]`: N rows of K, the same swizzle rule along K), so copies
   stay 16-byte vectors and plain `ldmatrix` (no .trans) gives the mma.sp B fragments.

@@ -13,7 +13,9 @@ of sparsecc/dialects/ttg.py):
   the group's block pointers (order = [0, 1]: a column-major tile, e.g. B given as x.T);
 - a group holding a tt.dot result gets #ttg.mma: the accumulator stays in registers in the
   mma layout across the K loop and the epilogue (truncf, tt.store through a block pointer
-  whose tile type then carries #mma) needs no conversion;
+  whose tile type then carries #mma) needs no conversion; a dot whose A is a tt.dequantize
+  puts its warps along M (`dequant-warps-m`, on by default: each warp dequantizes only the
+  rows it multiplies);
 - 1-D groups feeding tt.expand_dims get #ttg.slice of the expanded value's layout, tt.reduce
   results the slice of their source's layout;
 - dot operands get a ttg.convert_layout to #ttg.dot_op (values opIdx 0 meta 0, metadata
