@@ -228,6 +228,12 @@ _W4_CHUNK = ("{\n.reg .b32 %fq<6>;\n"
 _W8_CHUNK = ("{\n.reg .b32 %fq<2>;\n"
              "prmt.b32 %fq0, $2, $3, $6;\nprmt.b32 %fq1, $4, $5, $6;\n"
              "prmt.b32 $0, %fq0, 0x64646464, 0x4140;\nprmt.b32 $1, %fq1, 0x64646464, 0x4140;\n}")
+CHUNK_TEMPLATE = {4: _W4_CHUNK, 8: _W8_CHUNK}
+"""Per code width: the PTX that turns one 16-byte chunk (4 words) and the thread's selector into
+its f16 pairs (1024 + code each half)."""
+CHUNK_SELECTOR = {4: (17, 64), 8: (34, 16)}
+"""Per code width: the thread's prmt selector is t * a + b for t = lane % 4 (t | (4 + t) << 4
+for 4-bit codes, 2t | (2t + 1) << 4 for 8-bit ones)."""
 _SCALE_PAIR = "sub.f16x2 $0, $1, $2;\nmul.rn.f16x2 $0, $0, $3;"
 
 
@@ -248,10 +254,8 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
         L.wgmma_drain(keep=L.wgmma_frag_keep)  # wgmma reads A registers asynchronously
     rep, tiles = warp_m_tiles(L, enc.parent, ops.rows)
     g, t = em.divu(L.lane, 4), em.remu(L.lane, 4)
-    if bits == 4:
-        sel = em.add(em.mul(t, 17), 64)  # t | (4 + t) << 4
-    else:
-        sel = em.add(em.mul(t, 34), 16)  # 2t | (2t + 1) << 4
+    scale, offset = CHUNK_SELECTOR[bits]
+    sel = em.add(em.mul(t, scale), offset)
     per_chunk = 16 * 8 // bits  # kept columns a 16-byte chunk holds: 32 (two k32 steps) or 16
     groups: dict[tuple[int, int, int], tuple[SSAValue, SSAValue]] = {}
 
@@ -267,12 +271,11 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
             row = em.add(em.add(em.mul(tiles[i], 16), g), 8 * half)
             for c in range(cols // per_chunk):
                 words = list(em.op(ptx.LdSharedOp(smem_addr(L, ops.codes, (row, em.c(16 * c))), i32, 4)).results)
-                if bits == 4:
-                    pairs = em.op(ptx.AsmOp(_W4_CHUNK, [*words, sel], [i32] * 4, pure=True)).results
-                    # bytes t, 4 + t of step 2c, then of step 2c + 1: columns 2t (+8) of each
+                pairs = em.op(ptx.AsmOp(CHUNK_TEMPLATE[bits], [*words, sel], [i32] * (16 // bits),
+                                        pure=True)).results
+                if bits == 4:  # bytes t, 4 + t of step 2c, then of step 2c + 1: columns 2t (+8) of each
                     places = [(2 * c, 0), (2 * c, 1), (2 * c + 1, 0), (2 * c + 1, 1)]
                 else:
-                    pairs = em.op(ptx.AsmOp(_W8_CHUNK, [*words, sel], [i32] * 2, pure=True)).results
                     places = [(c, 0), (c, 1)]
                 for pair, (kk, pos) in zip(pairs, places):
                     zeros, scales = zeros_and_scales(i, half, row, 16 * kk + 8 * pos)
