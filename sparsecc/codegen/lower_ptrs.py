@@ -80,7 +80,7 @@ def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:
     """A scalar store is one per program (as in Triton), by thread 0, under the op's mask."""
     _check_addr(addr)
     em = L.em
-    owner = em.cmp("eq", em.add(L.lane, em.mul(L.warp, 32)), em.c(0))
+    owner = _thread_zero(L)
     guard = owner if op.mask is None else em.band(L.get(op.mask), owner)
     em.op(ptx.StGlobalOp(addr, [L.get(op.value)], mask=guard))
 
@@ -106,7 +106,7 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
         dl = distributed(ty.encoding, ty.get_shape())
         owners = [first_replica(L, dl, r) for r in range(n)]
     else:  # a scalar atomic is one per program, as in Triton
-        owners = [em.cmp("eq", em.add(L.lane, em.mul(L.warp, 32)), em.c(0))]
+        owners = [_thread_zero(L)]
         if order in ("release", "acq_rel"):
             L.bar()
     olds = []
@@ -130,6 +130,11 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
 def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
     """A scalar atomic whose old value is used: thread 0's result must reach every thread."""
     return not isinstance(op.ptr.type, TensorType) and bool(op.result.uses)
+
+
+def _thread_zero(L: LoweringContext) -> SSAValue:
+    """The predicate of the thread that issues a program's scalar stores and atomics."""
+    return L.em.cmp("eq", L.tid, L.em.c(0))
 
 
 def _check_addr(addr: SSAValue) -> None:

@@ -113,10 +113,10 @@ def _operands(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None)
 
 def lower_dequantize(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> Regs | Frag:
     """The op's result registers (see the module docstring)."""
-    if isinstance(op.result.type.encoding, ttgd.DotOperandEncodingAttr):
-        return _fragments(L, op, _operands(L, op, scratch))
-    em = L.em
     ops = _operands(L, op, scratch)
+    if isinstance(op.result.type.encoding, ttgd.DotOperandEncodingAttr):
+        return _fragments(L, op, ops)
+    em = L.em
     bits, rows, cols, per_scale = ops.bits, ops.rows, ops.cols, ops.per_scale
     codes_sm, scales_sm, zeros_sm = ops.codes, ops.scales, ops.zeros
     per_byte = 8 // bits
