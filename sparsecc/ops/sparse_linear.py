@@ -15,7 +15,7 @@ W tile before the sparse dot, so BLOCK_K must then cover whole groups (a multipl
 At decode a few tokens give few output tiles, too few CTAs to keep the SMs' loads in flight:
 `LinearConfig(split_k=S)` runs `sparse_linear_splitk_kernel`, S programs per tile, each over
 a contiguous S-th of K; the last of them to finish (a ticket counter) sums the S partial tiles
-in a fixed order and runs the epilogue, in the same launch (`ops/split_k.py`).
+in a fixed order and runs the epilogue, in the same launch (`launch_linear`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.split_k import partial_buffer, ticket_counters
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
@@ -291,8 +290,11 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
     if cfg.split_k * m * n >= 2**31:  # the kernel indexes its partial tiles with 32-bit offsets
         raise ValueError(f"sparse_linear: split_k={cfg.split_k} partial tiles of {m}x{n} exceed 2**31 elements; "
                          "use a smaller split_k (split-K is for a few tokens)")
-    partials = partial_buffer(cfg.split_k, m, n, y.device)
-    tickets = ticket_counters(grid_m * grid_n, y.device)
+    # every element a program's tile covers is written before it is read; the ticket counters
+    # are zeroed per launch (a memset), so launches on several streams or in CUDA graphs never
+    # share them
+    partials = torch.empty((cfg.split_k, m, n), dtype=torch.float32, device=y.device)
+    tickets = torch.zeros(grid_m * grid_n, dtype=torch.int32, device=y.device)
     sparse_linear_splitk_kernel[(grid_m, grid_n, cfg.split_k)](
         y, x, w, bias, partials, tickets, m, n, k, x.stride(0), w.stride(0), y.stride(0),
         SPLIT_K=cfg.split_k, **consts)
