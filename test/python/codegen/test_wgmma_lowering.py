@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from ptx_lines import first_loop
+from ptx_lines import first_loop, stripped
 from sgemm_ir import WGMMA_CONFIGS, sparse_gemm_ttir
 from xdsl.parser import Parser
 
@@ -210,7 +210,7 @@ def test_a_values_from_shared_memory_through_a_descriptor():
     registers; every copy still waits for the groups reading the ring."""
     _, base, _ = lower_to_ptx(ttgir(64, 64, 64, 4, 3), CompileOptions(target="sm_90a"))
     _, ptx, _ = lower_to_ptx(ttgir(64, 64, 64, 4, 3), CompileOptions(target="sm_90a", wgmma_a_smem=True))
-    lines = [ln.strip() for ln in ptx.splitlines()]
+    lines = stripped(ptx)
     mmas = [ln for ln in lines if ln.startswith("wgmma.mma_async.sp")]
     assert mmas and all(ln.split("}, ")[1].startswith("%rd") for ln in mmas)  # A: a descriptor
     assert all(ln.endswith(", 0, 1;") for ln in mmas)  # imm-trans-a 0 (K-major), imm-trans-b 1

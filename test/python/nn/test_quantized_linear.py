@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch_checks import assert_compiles_and_exports
 
 import sparsecc
 from sparsecc.nn import SparseLinear, sparsify_
@@ -143,13 +144,7 @@ def test_sparsify_quantized_matches_the_dequantized_dense_model(dtype):
 def test_compile_fullgraph_export_and_state_dict_round_trip():
     model = sparsify_(_model(), quant="w4g128")
     x = torch.randn(3, 256, generator=torch.Generator().manual_seed(5)).half()
-    with torch.no_grad():
-        eager = model(x)
-        compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
-        _close(compiled(x), eager)
-        exported = torch.export.export(model, (x,))
-        assert any("sparsecc.sparse_linear_q" in str(n.target) for n in exported.graph.nodes)
-        _close(exported.module()(x), eager)
+    eager = assert_compiles_and_exports(model, x, "sparsecc.sparse_linear_q", _close)
     state = model.state_dict()
     assert "0.weight" not in state and "0.zeros" not in state
     assert state["0.values"].dtype == torch.int8 and tuple(state["0.values"].shape) == (128, 64)  # 4 bits

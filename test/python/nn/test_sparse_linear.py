@@ -9,6 +9,7 @@ import io
 import pytest
 import torch
 from torch import nn
+from torch_checks import assert_compiles_and_exports
 
 import sparsecc
 from sparsecc.nn import SparseLinear, sparsify_
@@ -49,13 +50,7 @@ def test_sparsify_matches_the_dense_pruned_model(dtype):
 def test_compile_fullgraph_export_and_state_dict_round_trip():
     model = sparsify_(_model(torch.float16))
     x = torch.randn(3, 7, 64, dtype=torch.float16)
-    with torch.no_grad():
-        eager = model(x)
-        compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
-        _close(compiled(x), eager)
-        exported = torch.export.export(model, (x,))
-        assert any("sparsecc.sparse_linear" in str(n.target) for n in exported.graph.nodes)
-        _close(exported.module()(x), eager)
+    eager = assert_compiles_and_exports(model, x, "sparsecc.sparse_linear", _close)
     buf = io.BytesIO()
     torch.save(model.state_dict(), buf)
     assert "0.values" in model.state_dict() and "0.weight" not in model.state_dict()

@@ -10,6 +10,7 @@ import io
 import pytest
 import torch
 from torch import nn
+from torch_checks import assert_compiles_and_exports
 
 import sparsecc
 from sparsecc.nn import SparseLinear, sparsify_
@@ -82,12 +83,7 @@ def test_sparsify_compile_export_and_state_dict():
     sparsify_(model, weight_dtype=torch.float8_e4m3fn)
     assert "float8_e4m3fn" in repr(model)
     x = torch.randn(5, 64).half()
-    with torch.no_grad():
-        eager = model(x)
-        torch.testing.assert_close(torch.compile(model, fullgraph=True, backend="aot_eager")(x), eager)
-        exported = torch.export.export(model, (x,))
-        assert any("sparsecc.sparse_mm" in str(n.target) for n in exported.graph.nodes)
-        torch.testing.assert_close(exported.module()(x), eager)
+    eager = assert_compiles_and_exports(model, x, "sparsecc.sparse_mm", torch.testing.assert_close)
     state = model.state_dict()
     assert state["0.values"].dtype == torch.float8_e4m3fn and "0.weight_scale" in state
     buf = io.BytesIO()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ptx_lines import stripped
 
 import sparsecc
 import sparsecc.language as tl
@@ -89,7 +90,7 @@ def test_ticket_is_acq_rel_after_a_barrier_and_broadcast():
     ck = sparsecc.compile(sparse_linear_splitk_kernel, sig, {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 256,
                           "SPLIT_K": 4, "HAS_BIAS": True, "ACTIVATION": "silu"}, target="sm_90a",
                           num_warps=4, num_stages=3)
-    lines = [ln.strip() for ln in ck.asm["ptx"].splitlines()]
+    lines = stripped(ck.asm["ptx"])
     at = next(i for i, ln in enumerate(lines) if "atom.acq_rel.gpu.global.add.s32" in ln)
     assert lines[at - 1] == "bar.sync 0;", "the ticket must follow a barrier (every thread's partial is published)"
     assert lines[at + 1].split()[1].startswith("st.shared.b32") and lines[at + 2] == "bar.sync 0;"
