@@ -95,6 +95,60 @@ def _cases(switches: str) -> list[tuple[str, object, dict, dict, dict]]:
         cases.append((f"masked-add-{target}", masked_add_kernel,
                       {"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "n": "i32"}, {"BLOCK": 256},
                       {"target": target, "num_warps": 4, "num_stages": 1}))
+    cases += _low_precision_cases() + _linear_cases()
+    return cases
+
+
+def _low_precision_cases() -> list[tuple[str, object, dict, dict, dict]]:
+    """sparse_mm's 8-bit (int8, fp8) and tf32 (NV12) kernels: the default tiles per target."""
+    from sparsecc.ops.sparse_mm_8bit import scaled_sparse_mm_kernel
+
+    cases = []
+    tiles = {"sm_90a": [(256, 128, 256, 8, 8, 3), (128, 64, 256, 8, 4, 4), (64, 16, 512, 8, 4, 3)],
+             "sm_80": [(128, 128, 128, 8, 4, 3), (64, 16, 512, 8, 4, 3)]}
+    tf32_tiles = {"sm_90a": [(256, 128, 64, 8, 8, 3), (64, 64, 32, 8, 4, 4), (32, 16, 128, 8, 4, 4)],
+                  "sm_80": [(128, 128, 32, 8, 4, 3)]}
+    kinds = [("i8", "i32", False), ("fp8e4nv", "bf16", True), ("fp8e5", "bf16", True), ("fp32", "fp32", False)]
+    for elt, out, scaled in kinds:
+        enc = "NV12" if elt == "fp32" else "NV24"
+        sig = {"D": f"*{out}", "A": f"*{elt}:{enc}", "B": f"*{elt}", "SCALE_A": "*fp32", "SCALE_B": "*fp32",
+               "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32:16", "stride_bk": "i32:1",
+               "stride_bn": "i32:16", "stride_dm": "i32:16", "stride_dn": "i32:1"}
+        for target, cfgs in (tf32_tiles if elt == "fp32" else tiles).items():
+            if elt.startswith("fp8") and target == "sm_80":
+                continue  # fp8 tensor cores start at sm_89
+            for bm, bn, bk, gm, nw, ns in cfgs:
+                consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm, "B_KMAJOR": True,
+                          "ACC_INT": elt == "i8", "ROW_SCALE": scaled, "COL_SCALE": scaled,
+                          "K_32": elt != "fp32"}
+                cases.append((f"mm8-{elt}-{bm}x{bn}x{bk}-{target}", scaled_sparse_mm_kernel, sig, consts,
+                              {"target": target, "num_warps": nw, "num_stages": ns}))
+    return cases
+
+
+def _linear_cases() -> list[tuple[str, object, dict, dict, dict]]:
+    """sparse_linear's kernels (fp16 2:4 and quantized weights, split-K) at their default tiles."""
+    from sparsecc.ops.sparse_linear import sparse_linear_kernel, sparse_linear_splitk_kernel
+
+    cases = []
+    weights = [("fp16", "NV24"), ("bf16", "NV24"), ("fp16", "NV24.w4g128"), ("fp16", "NV24.w8g128"),
+               ("fp16", "NV24.w4g64z"), ("bf16", "NV24.w4g128"), ("bf16", "NV24.w8g128z")]
+    tiles = [(16, 64, 256, 4, 3), (8, 64, 512, 4, 3), (8, 128, 256, 4, 3), (64, 128, 128, 4, 3)]
+    for dtype, enc in weights:
+        sig = {"Y": f"*{dtype}", "X": f"*{dtype}", "W": f"*{dtype}:{enc}", "BIAS": f"*{dtype}", "M": "i32",
+               "N": "i32", "K": "i32", "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32"}
+        for target in ("sm_90a", "sm_80"):
+            for bm, bn, bk, nw, ns in tiles if target == "sm_90a" else tiles[:1]:
+                consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": True, "ACTIVATION": "silu"}
+                cases.append((f"linear-{dtype}-{enc}-{bm}x{bn}x{bk}-{target}", sparse_linear_kernel, sig, consts,
+                              {"target": target, "num_warps": nw, "num_stages": ns}))
+            ksig = sig | {"PARTIALS": "*fp32", "TICKETS": "*i32"}
+            ksig = {k: ksig[k] for k in ("Y", "X", "W", "BIAS", "PARTIALS", "TICKETS", "M", "N", "K",
+                                         "stride_xm", "stride_wn", "stride_ym")}
+            consts = {"BLOCK_M": 8, "BLOCK_N": 64, "BLOCK_K": 256, "SPLIT_K": 4, "HAS_BIAS": False,
+                      "ACTIVATION": "none"}
+            cases.append((f"linear-splitk-{dtype}-{enc}-{target}", sparse_linear_splitk_kernel, ksig, consts,
+                          {"target": target, "num_warps": 4, "num_stages": 3}))
     return cases
 
 
