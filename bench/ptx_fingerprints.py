@@ -3,6 +3,7 @@
     python bench/ptx_fingerprints.py                 # print `name  sha256[:16]  lines` per kernel
     python bench/ptx_fingerprints.py --save F        # write them to F
     python bench/ptx_fingerprints.py --check F       # compare with F; exit 1 naming each change
+    python bench/ptx_fingerprints.py --check F -k linear -k mm8   # only kernels whose name has one
 
 The reference set: sparse_mm's default tiles and autotuner candidates (sm_90a and sm_80, aligned
 and ragged specializations, column-major B, persistent, CTA pairs), the test and demo kernels,
@@ -152,13 +153,16 @@ def _linear_cases() -> list[tuple[str, object, dict, dict, dict]]:
     return cases
 
 
-def fingerprints(switches: str) -> dict[str, str]:
-    """name -> 'sha256[:16] lines' of each reference kernel's PTX, under one switch set."""
+def fingerprints(switches: str, only: list[str]) -> dict[str, str]:
+    """name -> 'sha256[:16] lines' of each reference kernel's PTX, under one switch set (only
+    the kernels whose name contains one of `only`, when given)."""
     import sparsecc
 
     out = {}
     for name, kernel, sig, consts, opts in _cases(switches):
         key = f"{switches}:{name}" if switches else name
+        if only and not any(k in key for k in only):
+            continue
         try:
             ptx = sparsecc.compile(kernel, signature=sig, constexprs=consts, **opts).asm["ptx"]
             out[key] = f"{hashlib.sha256(ptx.encode()).hexdigest()[:16]} {ptx.count(chr(10))}"
@@ -171,15 +175,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--save", type=Path)
     ap.add_argument("--check", type=Path)
+    ap.add_argument("-k", dest="only", action="append", default=[],
+                    help="only the kernels whose name contains this (repeatable)")
     ap.add_argument("--switches", help=argparse.SUPPRESS)  # one subprocess's switch set
     args = ap.parse_args()
     if args.switches is not None:
-        print(json.dumps(fingerprints(args.switches)))
+        print(json.dumps(fingerprints(args.switches, args.only)))
         return 0
     allprints: dict[str, str] = {}
     for name, env in SWITCH_SETS.items():
         env = os.environ | env | {"SPARSECC_CACHE": "0"}
-        proc = subprocess.run([sys.executable, __file__, "--switches", name], env=env,
+        only = [arg for k in args.only for arg in ("-k", k)]
+        proc = subprocess.run([sys.executable, __file__, "--switches", name, *only], env=env,
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr)
@@ -190,6 +197,8 @@ def main() -> int:
         args.save.write_text(text)
     if args.check:
         want = dict(line.split("  ", 1) for line in args.check.read_text().splitlines() if line)
+        if args.only:
+            want = {k: v for k, v in want.items() if any(o in k for o in args.only)}
         changed = [k for k in sorted(set(want) | set(allprints)) if want.get(k) != allprints.get(k)]
         for k in changed:
             print(f"changed: {k}: {want.get(k, '(none)')} -> {allprints.get(k, '(none)')}")

@@ -63,7 +63,7 @@ def swizzled_offset(row: Any, col: Any, row_len: int, vec: int, per_phase: int, 
 def mma_swizzle_params(row_len: int, elem_bytes: int) -> tuple[int, int, int]:
     """(vec, perPhase, maxPhase) of Triton's MMAv2 swizzle for rows of `row_len` elements:
     16-byte units XOR-ed by row so that 8 consecutive rows, read 16 bytes each (ldmatrix), fall
-    in 8 different bank groups (`passes/gpu_encoding.py` explains the bank math).
+    in 8 different bank groups (`passes/sparse_gpu_encoding.py` explains the bank math).
 
         >>> mma_swizzle_params(64, 2)   # 128-byte rows: a new phase every row
         (8, 1, 8)

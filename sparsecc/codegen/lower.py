@@ -1,4 +1,4 @@
-"""The ttgir -> `ptx` dialect lowering behind convert-ttg-to-ptx (convert_ttg_to_ptx.py).
+"""The ttgir -> `ptx` dialect lowering behind convert-ttg-to-ptx (sparsecc/passes/convert_ttg_to_ptx.py).
 
 One `tt.func` becomes one `ptx.kernel` (`Lowerer.build`). Values are lowered per thread
 (lower_base.py): a distributed tensor is the list of registers its layout gives this thread

@@ -19,13 +19,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
 from sparsecc import formats
+from sparsecc.analysis.kernel_params import block_pointer_params, contiguous_params
 from sparsecc.compiler import CompileOptions, compile_module
 from sparsecc.dialects import tt
-from sparsecc.frontend.codegen import generate_ttir
+from sparsecc.frontend.ast_to_ttir import generate_ttir
 from sparsecc.frontend.diagnose import check_gpu_limits, located_error, pass_errors
 from sparsecc.frontend.kernel import KernelFunction
 from sparsecc.frontend.types import parse_signature_type, signature_hint, signature_string
-from sparsecc.passes.kernel_params import block_pointer_params, contiguous_params
 from sparsecc.runtime import cache
 
 

@@ -30,7 +30,7 @@ from sparsecc.ops.mm_tiles import (
 from sparsecc.ops.mm_tiles import check_out as _check_out
 from sparsecc.ops.mm_tiles import kernel_stride_bn as _stride_bn
 from sparsecc.ops.sparse_mm_8bit import EIGHT_BIT_DTYPES, sparse_mm_8bit
-from sparsecc.passes.to_gpu import has_wgmma
+from sparsecc.passes.convert_tt_to_ttg import has_wgmma
 from sparsecc.runtime.launcher import ALIGNMENT
 from sparsecc.runtime.sparse_tensor import SparseTensor
 

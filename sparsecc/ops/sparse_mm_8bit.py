@@ -30,7 +30,7 @@ from sparsecc.ops.mm_tiles import (
     is_column_major,
     kernel_stride_bn,
 )
-from sparsecc.passes.to_gpu import has_wgmma
+from sparsecc.passes.convert_tt_to_ttg import has_wgmma
 from sparsecc.runtime.launcher import ALIGNMENT
 
 _jit = importlib.import_module("sparsecc.frontend.jit")

@@ -1,9 +1,9 @@
 """Every pass sparsecc has, by its command-line name: the one place that knows all of them
 (loaded lazily: the front half never imports the GPU passes).
 
-The ttgir passes live in this package; the conversion to the `ptx` dialect and the passes over
-it live with the rest of the PTX backend in `sparsecc.codegen` (convert_ttg_to_ptx.py,
-ptx_hoist.py), which imports nothing from here.
+Each pass is one module of this package named after the pass (`tritongpu-pipeline` is
+`tritongpu_pipeline.py`); the analyses and builders they share live in `sparsecc.analysis`, the
+PTX emission they drive in `sparsecc.codegen`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from xdsl.passes import ModulePass
 
 
 def _decompose() -> type[ModulePass]:
-    from sparsecc.passes.decompose_sparse import DecomposeSparseTensorsPass
+    from sparsecc.passes.decompose_sparse_tensors import DecomposeSparseTensorsPass
 
     return DecomposeSparseTensorsPass
 
@@ -26,7 +26,7 @@ def _raise_pointer_tensors() -> type[ModulePass]:
 
 
 def _sparse_to_lhs() -> type[ModulePass]:
-    from sparsecc.passes.sparse_to_lhs import SparseOperandToLhsPass
+    from sparsecc.passes.sparse_operand_to_lhs import SparseOperandToLhsPass
 
     return SparseOperandToLhsPass
 
@@ -44,49 +44,49 @@ def _expand_dequantize() -> type[ModulePass]:
 
 
 def _to_gpu() -> type[ModulePass]:
-    from sparsecc.passes.to_gpu import ConvertTTToTTGPass
+    from sparsecc.passes.convert_tt_to_ttg import ConvertTTToTTGPass
 
     return ConvertTTToTTGPass
 
 
 def _gpu_encoding() -> type[ModulePass]:
-    from sparsecc.passes.gpu_encoding import SparseGPUEncodingPass
+    from sparsecc.passes.sparse_gpu_encoding import SparseGPUEncodingPass
 
     return SparseGPUEncodingPass
 
 
 def _pipeline() -> type[ModulePass]:
-    from sparsecc.passes.pipeline import PipelinePass
+    from sparsecc.passes.tritongpu_pipeline import PipelinePass
 
     return PipelinePass
 
 
 def _wgmma_unroll() -> type[ModulePass]:
-    from sparsecc.passes.wgmma_unroll import WgmmaUnrollPass
+    from sparsecc.passes.tritongpu_wgmma_unroll import WgmmaUnrollPass
 
     return WgmmaUnrollPass
 
 
 def _sink_local_loads() -> type[ModulePass]:
-    from sparsecc.passes.sink_local_loads import SinkLocalLoadsPass
+    from sparsecc.passes.tritongpu_sink_local_loads import SinkLocalLoadsPass
 
     return SinkLocalLoadsPass
 
 
 def _warp_specialize() -> type[ModulePass]:
-    from sparsecc.passes.warp_specialize import WarpSpecializePass
+    from sparsecc.passes.tritongpu_warp_specialize import WarpSpecializePass
 
     return WarpSpecializePass
 
 
 def _convert_ttg_to_ptx() -> type[ModulePass]:
-    from sparsecc.codegen.convert_ttg_to_ptx import ConvertTTGToPTXPass
+    from sparsecc.passes.convert_ttg_to_ptx import ConvertTTGToPTXPass
 
     return ConvertTTGToPTXPass
 
 
 def _ptx_hoist() -> type[ModulePass]:
-    from sparsecc.codegen.ptx_hoist import HoistLoopInvariantsPass
+    from sparsecc.passes.ptx_hoist_loop_invariants import HoistLoopInvariantsPass
 
     return HoistLoopInvariantsPass
 

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from sparsecc.dialects import tt
-from sparsecc.passes.sparse_to_lhs import component_of, transpose_component, untransposable
+from sparsecc.passes.sparse_operand_to_lhs import component_of, transpose_component, untransposable
 
 
 def fold(op: tt.TransOp) -> bool:

@@ -11,7 +11,7 @@ Argument rules (checked on every launch, each failure a ValueError naming the ar
   of the other tensor arguments;
 * the arrays of a SparseTensor (`A.values`, `A.meta`: its format's arrays, `sparsecc.formats`)
   and any pointer the kernel addresses with compile-time strides only (it "assumes
-  contiguous", `sparsecc.passes.kernel_params`) must be contiguous;
+  contiguous", `sparsecc.analysis.kernel_params`) must be contiguous;
 * a tensor the kernel addresses through a block pointer starts at a multiple of 16 bytes
   (ALIGNMENT): the lowering's vector accesses assume it;
 * `i32`/`i64` take Python ints in range, `fp32` a float or int, `i1` a bool or int.
@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from sparsecc import formats
-from sparsecc.passes.kernel_params import contiguous_params
+from sparsecc.analysis.kernel_params import contiguous_params
 
 __all__ = ["LaunchPlan", "contiguous_params", "fast_launcher", "launch", "plan_for"]
 

@@ -20,7 +20,7 @@ from sparsecc.dialects import make_context
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import MmaEncodingAttr
 from sparsecc.ops.sparse_mm import default_config
-from sparsecc.passes.gpu_encoding import wgmma_swizzle
+from sparsecc.passes.sparse_gpu_encoding import wgmma_swizzle
 
 
 def ttgir(bm: int, bn: int, bk: int, warps: int, stages: int, target: str = "sm_90a", dtype: str = "f16",

@@ -22,7 +22,7 @@ from sparsecc.dialects.arith import ARITH_WITH_TENSORS
 from sparsecc.dialects.tt import TT
 from sparsecc.frontend import CompilationError, to_ttir
 
-HAVE_DECOMPOSE = importlib.util.find_spec("sparsecc.passes.decompose_sparse") is not None
+HAVE_DECOMPOSE = importlib.util.find_spec("sparsecc.passes.decompose_sparse_tensors") is not None
 DOT_SIG = SEED_SIG
 DOT_BLOCKS = SEED_BLOCKS
 

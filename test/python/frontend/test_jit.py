@@ -18,7 +18,7 @@ from sparsecc.compiler import StageResult
 compile_mod = importlib.import_module("sparsecc.frontend.compile")  # the module, not the function
 jit_mod = importlib.import_module("sparsecc.frontend.jit")
 
-HAVE_DECOMPOSE = importlib.util.find_spec("sparsecc.passes.decompose_sparse") is not None
+HAVE_DECOMPOSE = importlib.util.find_spec("sparsecc.passes.decompose_sparse_tensors") is not None
 HAVE_INTERPRETER = importlib.util.find_spec("sparsecc.runtime.interpreter") is not None
 HAVE_SPARSE_TENSOR = importlib.util.find_spec("sparsecc.runtime.sparse_tensor") is not None
 

@@ -23,7 +23,7 @@ from sparsecc.ops.sparse_mm import MMConfig, sparse_mm_kernel
 from sparsecc.runtime import launcher
 
 HAVE_INTERPRETER = importlib.util.find_spec("sparsecc.runtime.interpreter") is not None
-HAVE_DECOMPOSE = importlib.util.find_spec("sparsecc.passes.decompose_sparse") is not None
+HAVE_DECOMPOSE = importlib.util.find_spec("sparsecc.passes.decompose_sparse_tensors") is not None
 
 EPS = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 2.0**-20}
 

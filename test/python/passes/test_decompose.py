@@ -14,7 +14,7 @@ from xdsl.parser import Parser
 import sparsecc
 from sparsecc.compiler import print_ir, run_passes
 from sparsecc.dialects import make_context, tt
-from sparsecc.passes.decompose_sparse import SparseDecompositionError
+from sparsecc.passes.decompose_sparse_tensors import SparseDecompositionError
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -31,7 +31,7 @@ from sparsecc.analysis.dtypes import esize
 from sparsecc.compiler import run_passes
 from sparsecc.dialects import make_context, tt
 from sparsecc.dialects import ttg as ttgd
-from sparsecc.passes.wgmma_unroll import unroll_by_two
+from sparsecc.passes.tritongpu_wgmma_unroll import unroll_by_two
 
 
 class ProtocolError(AssertionError):

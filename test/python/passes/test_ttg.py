@@ -30,7 +30,7 @@ from sparsecc.dialects.ttg import (
     SharedEncodingAttr,
     SliceEncodingAttr,
 )
-from sparsecc.passes.gpu_encoding import mma_swizzle
+from sparsecc.passes.sparse_gpu_encoding import mma_swizzle
 
 BLOCKED = "#ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
 MMA = "#ttg.mma<{versionMajor = 2, warpsPerCTA = [2, 2], instrShape = [16, 8]}>"

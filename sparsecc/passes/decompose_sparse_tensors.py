@@ -69,8 +69,8 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc import formats
 from sparsecc.analysis.divisibility import Divisibility
+from sparsecc.analysis.group_starts import at_group_starts
 from sparsecc.dialects import tt
-from sparsecc.passes.group_starts import at_group_starts
 
 
 class SparseDecompositionError(DiagnosticException):
