@@ -67,12 +67,14 @@ class CacheEntry:
 
 
 def cache_dir() -> Path:
-    """The cache folder: $SPARSECC_CACHE_DIR or ~/.cache/sparsecc (read on every call)."""
-    env = os.environ.get("SPARSECC_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "sparsecc"
+    """The cache folder: $SPARSECC_CACHE_DIR or, when that is unset or empty, ~/.cache/sparsecc
+    (read on every call; the autotuner keeps its files in `autotune/` under it)."""
+    env = os.environ.get("SPARSECC_CACHE_DIR", "")
+    return Path(env) if env.strip() else Path.home() / ".cache" / "sparsecc"
 
 
 def enabled() -> bool:
+    """False when SPARSECC_CACHE is 0/false/off/no: no compile entry or autotune winner is read or written."""
     return os.environ.get("SPARSECC_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
 
 
