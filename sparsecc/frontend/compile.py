@@ -226,10 +226,11 @@ def _from_entry(kernel: KernelFunction, signature: dict[str, str], constexprs: d
     private = meta.pop(_PRIVATE, None)
     if not isinstance(entry.asm.get("cubin"), bytes) or not isinstance(private, dict):
         return None
-    names = [name for n, s in signature.items() for name, _ in formats.flat_params(n, s)]
+    flat = [p for n, s in signature.items() for p in formats.flat_params(n, s)]
     indices = [*(private.get("contiguous") or []), *(private.get("aligned") or [])]
-    if (private.get("flat_arg_names") != names or len(private.get("flat_signature") or []) != len(names)
-            or any(i >= len(names) for i in indices)):
+    if (private.get("flat_arg_names") != [n for n, _ in flat]
+            or not _same_kinds(private.get("flat_signature") or [], [k for _, k in flat])
+            or any(i >= len(flat) for i in indices)):
         return None
     if isinstance(meta.get("params"), list):
         meta["params"] = [tuple(p) if isinstance(p, list) else p for p in meta["params"]]
@@ -250,6 +251,18 @@ def _from_entry(kernel: KernelFunction, signature: dict[str, str], constexprs: d
         contiguous=list(contiguous) if contiguous is not None else None,
         aligned=list(aligned) if aligned is not None else None, cache_hit=True,
     )
+
+
+def _same_kinds(stored: list[str], contract: list[str]) -> bool:
+    """Whether a cache entry's flat parameter kinds are those of the signature (hints aside:
+    the module's `i32` for a signature's `i32:16`)."""
+    if len(stored) != len(contract):
+        return False
+    try:
+        return all(a == b or signature_string(parse_signature_type(a)) == signature_string(parse_signature_type(b))
+                   for a, b in zip(stored, contract))
+    except (ValueError, KeyError):
+        return False
 
 
 def _source_of(kernel: KernelFunction) -> str:

@@ -379,6 +379,7 @@ K = cache.KERNEL_INFO
     _set(f"{K}.flat_signature", 5),  # was: TypeError on every later compile
     _set(f"{K}.flat_signature", [1, 2, 3]),
     _set(f"{K}.flat_signature", ["*fp32"]),
+    _set(f"{K}.flat_signature", ["*fp16", "*fp32", "i32"]),
     _set(f"{K}.flat_arg_names", ["Y", "X", "N"]),
     _set(f"{K}.flat_arg_names", "XYN"),
     _set(f"{K}.contiguous", [0, 7]),
@@ -394,7 +395,7 @@ K = cache.KERNEL_INFO
                           "swizzle": 0, "esize": 2}]),
     _set("threads", -1),
     _set("name", 3),
-], ids=["flat-sig-int", "flat-sig-ints", "flat-sig-short", "flat-names-swapped", "flat-names-str",
+], ids=["flat-sig-int", "flat-sig-ints", "flat-sig-short", "flat-sig-other-kind", "flat-names-swapped", "flat-names-str",
         "contiguous-out-of-range", "aligned-bool", "aligned-missing", "extra-field", "info-str", "params",
         "ptxas-type", "ptxas-field", "tensor-map-short", "tensor-map-expr", "threads-negative", "name-int"])
 def test_forged_kernel_entry_is_recompiled(tmp_path, fake_ptxas, forge):
@@ -417,3 +418,14 @@ def test_forged_kernel_entry_is_recompiled(tmp_path, fake_ptxas, forge):
     assert again.flat_arg_names == ["X", "Y", "N"] and again.asm["ptx"] == good.asm["ptx"]
     hit = sparsecc.compile(kernel, signature=sig, constexprs=consts, target="sm_90")
     assert hit.cache_hit and hit.flat_signature == good.flat_signature and hit.contiguous == good.contiguous
+
+
+def test_hinted_signature_entry_is_reused(tmp_path, fake_ptxas):
+    """The kinds check compares without hints: an `i32:16` parameter's entry still hits."""
+    import sparsecc
+
+    kernel = _load(tmp_path / "src" / "kadd.py", _ADD).add
+    sig, consts = {"X": "*fp32", "Y": "*fp32", "N": "i32:16"}, {"BLOCK": 128}
+    first = sparsecc.compile(kernel, signature=sig, constexprs=consts, target="sm_90")
+    again = sparsecc.compile(kernel, signature=sig, constexprs=consts, target="sm_90")
+    assert not first.cache_hit and again.cache_hit and again.flat_signature == first.flat_signature
