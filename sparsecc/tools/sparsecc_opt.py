@@ -282,9 +282,27 @@ def write_output(path: str, text: str) -> None:
         except OSError as exc:
             raise ToolError(Diagnostic(f"cannot write output '{path}': {exc.strerror}")) from None
         return
-    if st is not None and not st.st_mode & stat.S_IWUSR:
-        raise ToolError(Diagnostic(f"cannot write output '{path}': the file is read-only"))
+    refusal = None if st is None else _why_not_writable(target, st)
+    if refusal is not None:
+        raise ToolError(Diagnostic(f"cannot write output '{path}': {refusal}"))
     _replace_atomically(path, target, text, st)
+
+
+def _why_not_writable(target: str, st: os.stat_result) -> str | None:
+    """Why the existing regular file `target` (whose stat is `st`) must not be replaced, or None.
+
+    The replacement is a rename inside the folder, which needs only the folder's permission, so
+    the file's own is asked here, as `open(target, "w")` would: `os.access(W_OK)` (owner, group
+    and other bits, ACLs, root's override). A file without any write bit is refused even for
+    root, as the read-only output it says it is.
+
+        _why_not_writable("/etc/hosts", os.stat("/etc/hosts"))  # as a user: 'permission denied ...'
+    """
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return "the file is read-only"
+    if not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+        return "permission denied (this user may not write the file)"
+    return None
 
 
 def _replace_atomically(path: str, target: str, text: str, old: os.stat_result | None) -> None:

@@ -9,6 +9,8 @@ Four areas, each a function that runs one generated case and sorts its outcome:
     compress   random tensors through `prune_2to4`, `compress` and `to_dense`
     differential  generated kernels on the CPU interpreter and on the GPU (GPU suite only):
                the same output, or the same located refusal
+    caches     a compile and an autotuned launch over corrupt, forged or foreign cache files
+               and odd cache folders: the right kernel and result, at most a warning
 
 Outcomes: `accepted`, `clean error` (a user error that names its place: file:line:col for IR
 and kernels, the offending group or dtype for tensors), `unlocated error` (a user error
@@ -22,7 +24,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import random
 import re
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -369,6 +373,278 @@ def run_compress_quant(x: torch.Tensor, scheme: str) -> str:
     return record("compress", "accepted")
 
 
+# ---------------------------------------------------------------------------------- caches
+
+_CACHE_SRC = {
+    "add": ("def kernel(X, Y, N, BLOCK: tl.constexpr):\n"
+            "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+            "    mask = offs < N\n"
+            "    tl.store(Y + offs, tl.load(X + offs, mask=mask) * 2.0 + 1.0, mask=mask)"),
+    "other": ("def kernel(X, Y, Z, N, SIZE: tl.constexpr):\n"  # the same name, other parameters
+              "    offs = tl.program_id(0) * SIZE + tl.arange(0, SIZE)\n"
+              "    mask = offs < N\n"
+              "    tl.store(Z + offs, tl.load(X + offs, mask=mask) - tl.load(Y + offs, mask=mask), mask=mask)"),
+}
+_CACHE_SIG = {"add": {"X": "*fp32", "Y": "*fp32", "N": "i32"},
+              "other": {"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "N": "i32"}}
+_CACHE_CONST = {"add": {"BLOCK": 128}, "other": {"SIZE": 128}}
+_CACHE_BLOCKS = (16, 32, 64)
+_COMPILE_DAMAGE = ("none", "truncate", "flip-byte", "random-bytes", "index-json", "forge-field", "drop-field",
+                   "other-kernel-file", "other-kernel-entry", "dir-in-place", "dangling-link")
+_TUNE_DAMAGE = ("none", "json", "best-json", "best-config", "truncate", "random-bytes", "other-kernel-file",
+                "empty-list", "id-mismatch", "dir-in-place")
+_CACHE_FOLDERS = ("fresh", "empty-env", "a-file", "nested", "odd-name", "cache-off")
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=False)
+                     | st.text(max_size=6),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
+                     max_leaves=8)
+
+
+@st.composite
+def cache_case(draw: st.DrawFn) -> tuple[str, str, str, object, int]:
+    """(compile | autotune, cache folder kind, damage to the stored file, a random JSON value the
+    damage may use, a number choosing where it lands and the problem size)."""
+    what = draw(st.sampled_from(["compile", "autotune"]))
+    damage = draw(st.sampled_from(_COMPILE_DAMAGE if what == "compile" else _TUNE_DAMAGE))
+    return what, draw(st.sampled_from(_CACHE_FOLDERS)), damage, draw(_JSON), draw(st.integers(0, 2**31))
+
+
+class _CacheEnv:
+    """SPARSECC_CACHE_DIR / SPARSECC_CACHE / HOME set for one case (a `folder` kind under
+    `tmp`), and a ptxas stand-in (the cache keeps only compiles with a cubin); all restored on exit."""
+
+    _VARS = ("SPARSECC_CACHE_DIR", "SPARSECC_CACHE", "HOME")
+
+    def __init__(self, tmp: Path, folder: str):
+        self.tmp, self.folder = tmp, folder
+
+    def __enter__(self) -> _CacheEnv:
+        from sparsecc.codegen import ptxas
+
+        self.saved = {v: os.environ.get(v) for v in self._VARS}
+        self.assemble = ptxas.assemble
+        ptxas.assemble = _fake_assemble
+        os.environ["HOME"] = str(self.tmp / "home")
+        os.environ.pop("SPARSECC_CACHE", None)
+        os.environ["SPARSECC_CACHE_DIR"] = {
+            "empty-env": "", "a-file": str(self.tmp / "a-file"), "nested": str(self.tmp / "n" / "e" / "st"),
+            "odd-name": str(self.tmp / "ça va ☃ [x] *"), "fresh": str(self.tmp / "c"),
+            "cache-off": str(self.tmp / "c"),
+        }[self.folder]
+        if self.folder == "a-file":
+            (self.tmp / "a-file").write_text("a file, not a folder")
+        if self.folder == "cache-off":
+            os.environ["SPARSECC_CACHE"] = "0"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from sparsecc.codegen import ptxas
+
+        ptxas.assemble = self.assemble
+        for v, value in self.saved.items():
+            if value is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = value
+
+
+def _fake_assemble(ptx: str, arch: str, **_: object):
+    from sparsecc.codegen import ptxas
+
+    return ptxas.CompiledCubin(data=b"\x7fELF" + ptx[-64:].encode(), arch=arch,
+                               resources={"kernel": ptxas.KernelResources(registers=32)})
+
+
+_CACHE_STATE: dict[str, object] = {}
+
+
+def _cache_state() -> dict[str, object]:
+    """Per process: both kernels (`add`, `other`), what a good cache holds for each (`<name>.key`,
+    `<name>.bytes`, `<name>.entry`) and `ref`, an uncached compile of `add`."""
+    if _CACHE_STATE:
+        return _CACHE_STATE
+    import sparsecc
+    from sparsecc.runtime import cache
+
+    tmp = Path(tempfile.mkdtemp(prefix="sparsecc-fuzz-cache-"))
+    state: dict[str, object] = {}
+    with _CacheEnv(tmp, "fresh"):
+        for name, src in _CACHE_SRC.items():
+            kernel, _ = _load_kernel(src)
+            sparsecc.compile(kernel, signature=_CACHE_SIG[name], constexprs=_CACHE_CONST[name], target="sm_90")
+            (entry,) = [p for p in (tmp / "c").rglob("*" + cache.SUFFIX) if p.stem != state.get("add.key")]
+            state |= {name: kernel, f"{name}.key": entry.stem, f"{name}.bytes": entry.read_bytes(),
+                      f"{name}.entry": cache.get(entry.stem)}
+        os.environ["SPARSECC_CACHE"] = "0"
+        state["ref"] = sparsecc.compile(state["add"], signature=_CACHE_SIG["add"], constexprs=_CACHE_CONST["add"],
+                                        target="sm_90")
+    shutil.rmtree(tmp, ignore_errors=True)
+    _CACHE_STATE.update(state)
+    return _CACHE_STATE
+
+
+def _paths_in(value: object, path: tuple = ()) -> list[tuple]:
+    """Every key/index path inside a JSON-like value (the value itself included)."""
+    out = [path]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths_in(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths_in(v, (*path, i))
+    return out
+
+
+def _damage_compile_entry(path: Path, damage: str, payload: object, pick: int) -> None:
+    """Write the `add` kernel's cache entry at `path`, damaged as `damage` says."""
+    import copy
+    import hashlib
+    import json
+
+    from sparsecc.runtime import cache
+
+    state = _cache_state()
+    good: bytes = state["add.bytes"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if damage == "dir-in-place":
+        path.mkdir()
+        return
+    if damage == "dangling-link":
+        path.symlink_to(path.parent / "nowhere")
+        return
+    if damage in ("forge-field", "drop-field", "other-kernel-entry"):
+        entry = state["other.entry" if damage == "other-kernel-entry" else "add.entry"]
+        meta = copy.deepcopy(entry.metadata)
+        if damage != "other-kernel-entry":
+            spots = _paths_in(meta)[1:]
+            *outer, last = spots[pick % len(spots)]
+            box = meta
+            for k in outer:
+                box = box[k]
+            if damage == "drop-field":
+                del box[last]
+            else:
+                box[last] = payload
+        cache.put(path.stem, cache.CacheEntry(asm=entry.asm, metadata=meta))  # a valid checksum
+        return
+    data = {
+        "none": good,
+        "truncate": good[:pick % len(good)],
+        "flip-byte": good[:pick % len(good)] + bytes([good[pick % len(good)] ^ (1 << pick % 8)])
+        + good[pick % len(good) + 1:],
+        "random-bytes": random.Random(pick).randbytes(pick % 300),
+        "other-kernel-file": state["other.bytes"],
+    }.get(damage)
+    if data is None:  # index-json: any JSON index around no blobs, with this key when it is a dict
+        index = dict(payload, key=path.stem) if isinstance(payload, dict) else payload
+        body = json.dumps(index).encode()
+        body = len(body).to_bytes(8, "little") + body
+        data = cache.MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    path.write_bytes(data)
+
+
+def _damage_tune_file(tuner, path: Path, damage: str, payload: object, pick: int, problem: str) -> None:
+    """Write `tuner`'s autotune file at `path`, damaged as `damage` says."""
+    import json
+
+    from sparsecc.runtime.autotune import Autotuner, Config
+
+    ident, digest = tuner._ident
+    good = json.dumps({"kernel": ident, "id": digest, "best": {problem: Config({"BLOCK": 32}).to_json()}})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if damage == "dir-in-place":
+        path.mkdir()
+        return
+    if damage == "other-kernel-file":
+        other = Autotuner(_cache_state()["other"], [Config({"SIZE": b}) for b in _CACHE_BLOCKS], key=["N"])
+        good = json.dumps({"kernel": other._ident[0], "id": other._ident[1],
+                           "best": {problem: Config({"SIZE": 32}).to_json()}})
+    winner = {"kwargs": {"BLOCK": [16, 32, 64, 3, 0, -16, 2**40, "32", None][pick % 9]},
+              "num_warps": [4, 8, 0, -1][pick // 9 % 4], "num_stages": 3}
+    text = {
+        "none": good, "other-kernel-file": good, "truncate": good[:pick % len(good)],
+        "json": json.dumps(payload), "empty-list": "[]",
+        "best-json": json.dumps({"kernel": ident, "id": digest, "best": {problem: payload}}),
+        "best-config": json.dumps({"kernel": ident, "id": digest, "best": {problem: winner}}),
+        "id-mismatch": good.replace(digest, digest[::-1]),
+    }.get(damage)
+    if text is None:  # random-bytes
+        path.write_bytes(random.Random(pick).randbytes(pick % 300))
+        return
+    path.write_text(text)
+
+
+def run_caches(what: str, folder: str, damage: str, payload: object, pick: int) -> str:
+    """A compile or an autotuned launch of a small kernel over a damaged, forged or odd cache.
+    The compile must give the reference kernel's parameters and a launch plan; the launch (CPU
+    interpreter) must match torch on random data with a NaN-poisoned output; at most a warning
+    may be said (one naming the file: `clean error`). Any exception is a crash.
+
+    A forgery of the right form with other values (a checksum is not a signature) is out of
+    reach, so the damages keep either the form or the kernel identity wrong."""
+    import warnings
+
+    import sparsecc
+    from sparsecc.frontend.jit import InterpreterFallbackWarning
+    from sparsecc.runtime import cache
+    from sparsecc.runtime.autotune import Autotuner, Config
+    from sparsecc.runtime.launcher import plan_for
+
+    state = _cache_state()
+    kernel = state["add"]
+    tmp = Path(tempfile.mkdtemp(prefix="sparsecc-fuzz-cache-"))
+    n = 1 + pick % 700
+    case = f"{what} {folder} {damage} pick={pick} payload={payload!r}"[:400]
+    cwd_had = Path("autotune").exists()  # SPARSECC_CACHE_DIR="" once meant ./autotune
+    try:
+        with _CacheEnv(tmp, folder), warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            warnings.simplefilter("ignore", InterpreterFallbackWarning)
+            where = cache.cache_dir() / "x"
+            tuner = Autotuner(kernel, [Config({"BLOCK": b}) for b in _CACHE_BLOCKS], key=["N"],
+                              timer=lambda fn: (fn(), 1.0)[1], verbose=False)
+            if folder != "a-file":  # (nothing can be stored under a file)
+                if folder == "cache-off":
+                    os.environ["SPARSECC_CACHE"] = "1"  # the damage lies where the cache would be
+                if what == "compile":
+                    where = cache._path(state["add.key"])
+                    _damage_compile_entry(where, damage, payload, pick)
+                else:
+                    where = Path(tuner._disk_path)
+                    _damage_tune_file(tuner, where, damage, payload, pick, tuner._problem_key((None, None, n), {}))
+                if folder == "cache-off":
+                    os.environ["SPARSECC_CACHE"] = "0"
+            gen = torch.Generator().manual_seed(pick)
+            x = torch.randn(n, generator=gen)
+            y = torch.full((n,), float("nan"))
+            if what == "compile":
+                ck = sparsecc.compile(kernel, signature=_CACHE_SIG["add"], constexprs=_CACHE_CONST["add"],
+                                      target="sm_90")
+                ref = state["ref"]
+                if (ck.flat_signature, ck.flat_arg_names) != (ref.flat_signature, ref.flat_arg_names):
+                    return record("caches", "crash", f"the compile gave parameters {ck.flat_arg_names} "
+                                                     f"{ck.flat_signature}: {case}")
+                plan_for(ck)  # what a GPU launch builds first from the compile
+                kernel[(-(-n // 128),)](x, y, n, BLOCK=128)
+            else:
+                tuner[lambda meta: (-(-n // meta["BLOCK"]),)](x, y, n)
+                picked = tuner.best[tuner._problem_key((x, y, n), {})]
+                if not any(picked is c for c in tuner.configs):
+                    return record("caches", "crash", f"the autotuner used {picked}, not one of its configs: {case}")
+    except Exception as exc:  # noqa: BLE001 - a cache never makes a compile or launch fail
+        return record("caches", "crash", f"{type(exc).__name__}: {exc}\n{case}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not cwd_had and Path("autotune").exists():
+        return record("caches", "crash", f"a cache folder appeared in the working directory: {case}")
+    if not torch.allclose(y, x * 2.0 + 1.0):
+        return record("caches", "crash", f"wrong result (NaN left: {int(y.isnan().sum())}): {case}")
+    if not said:
+        return record("caches", "accepted")
+    named = all(str(where.parent) in str(w.message) or str(where) in str(w.message) for w in said)
+    return record("caches", "clean error" if named else "unlocated error")
+
+
 # ---------------------------------------------------------------------------------- report
 
 
@@ -376,7 +652,7 @@ def table() -> str:
     """The outcome counts as a markdown table, one row per area."""
     kinds = ["accepted", "clean error", "unlocated error", "crash"]
     rows = ["| area | cases | " + " | ".join(kinds) + " |", "|---|---" + "|---" * len(kinds) + "|"]
-    for area in ("cli", "parser", "frontend", "compress", "differential"):
+    for area in ("cli", "parser", "frontend", "compress", "differential", "caches"):
         counts = [OUTCOMES[(area, k)] for k in kinds]
         if sum(counts):
             rows.append(f"| {area} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
@@ -400,5 +676,5 @@ def main() -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-__all__ = ["CORPUS", "OUTCOMES", "Crash", "dense_matrix", "kernel_source", "mutated_ir", "run_cli",
-           "run_compress", "run_differential", "run_frontend", "table", "token_soup"]
+__all__ = ["CORPUS", "OUTCOMES", "Crash", "cache_case", "dense_matrix", "kernel_source", "mutated_ir", "run_cli",
+           "run_caches", "run_compress", "run_differential", "run_frontend", "table", "token_soup"]

@@ -17,10 +17,12 @@ import pytest
 import torch
 from fuzz_targets import (
     CORPUS,
+    cache_case,
     dense_matrix,
     kernel_source,
     mutated_ir,
     quant_case,
+    run_caches,
     run_cli,
     run_compress,
     run_compress_quant,
@@ -78,6 +80,12 @@ def test_fuzz_compress_on_random_tensors(x):
 @given(quant_case())
 def test_fuzz_quantized_compress_on_random_tensors(case):
     run_compress_quant(*case)
+
+
+@_settings(25)
+@given(cache_case())
+def test_fuzz_caches_with_corrupt_and_forged_files(case):
+    run_caches(*case)
 
 
 def test_corpus_covers_every_lit_folder():
