@@ -71,7 +71,7 @@ def _encode(x: torch.Tensor, scale: torch.Tensor, scheme: QuantScheme,
     # exact in float32: an integer of at most 8 bits times a 16-bit float's significand
     grid = (codes - zero.unsqueeze(-1)) * s.unsqueeze(-1)
     # x / s in float32 may misround a tie by 2^-16 of a step (the quotient is at most 256)
-    off = (grid.double() - x.double()).abs() <= s.double().unsqueeze(-1) * (0.5 + 2.0 ** -15)
+    off = (grid - x).abs() <= s.unsqueeze(-1) * (0.5 + 2.0 ** -15)
     ok = off.all(-1) & torch.isfinite(grid.to(dtype)).all(-1) & torch.isfinite(scale)
     return codes, zero, ok
 
