@@ -179,6 +179,13 @@ def test_a_checkpoint_array_of_another_dtype_or_shape_is_refused(kind, key, chan
         assert torch.equal(v, before[k]), k
 
 
+def test_the_custom_op_refuses_an_fp16_meta():
+    layer = _layer("fp16")
+    x = torch.randn(3, 64, dtype=torch.float16)
+    with pytest.raises(TypeError, match="meta must be torch.int16, got torch.float16"):
+        torch.ops.sparsecc.sparse_linear(x, layer.values, layer.meta.half(), 64, layer.bias, "none")
+
+
 def test_the_checkpoint_check_names_the_full_key_in_a_model():
     model = sparsify_(_model(torch.float16))
     checkpoint = dict(model.state_dict())

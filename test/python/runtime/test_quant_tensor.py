@@ -279,6 +279,7 @@ def _arrays(scheme: str = "w4g128", m: int = 17, k: int = 256) -> dict:
     ({"shape": (0, 256)}, ValueError, "M >= 1"),
     ({"values": "float16"}, TypeError, "values must be int8 \\(or uint8\\) packed codes, got torch.float16"),
     ({"meta": "int32"}, TypeError, "meta must be int16, got torch.int32"),
+    ({"meta": "float16"}, TypeError, "meta must be int16, got torch.float16"),
     ({"scales": "float32"}, TypeError, "scales must be torch.float16 or torch.bfloat16"),
     ({"values": (17, 128)}, ValueError, r"values of a 17x256 NV24.w4g128 matrix must have shape \(17, 64\)"),
     ({"meta": (1, 256)}, ValueError, r"meta of a 17x256 NV24.w4g128 matrix must have shape \(2, 256\)"),
