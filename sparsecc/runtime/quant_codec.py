@@ -32,7 +32,7 @@ def quantize_kept(kept: torch.Tensor, scheme: QuantScheme,
         >>> kept = torch.tensor([[1.0, -2.0, 0.5, 4.0]])
         >>> codes, scales, zeros = quantize_kept(kept, QuantScheme.parse("w4c"), torch.float16)
         >>> codes.tolist(), scales.tolist(), zeros
-        ([[10, 4, 9, 15]], [[0.57177734375]], None)
+        ([[10, 5, 9, 15]], [[0.57177734375]], None)
     """
     m, half_k = kept.shape
     per_group = half_k if scheme.group is None else scheme.group // 2
