@@ -1,12 +1,16 @@
 """Fuzz targets: what sparsecc must do with any input, and the strategies that make inputs.
 
-Four areas, each a function that runs one generated case and sorts its outcome:
+Seven areas, each a function that runs one generated case and sorts its outcome:
 
     cli        mutated lit inputs through sparsecc-opt (parse, verify, the file's own passes)
     parser     random token soup through the IR parser alone
     frontend   generated Triton-style kernels through `sparsecc.compile` (no target: the
                frontend and decompose-sparse-tensors) and, where they compile, the interpreter
-    compress   random tensors through `prune_2to4`, `compress` and `to_dense`
+    compress   random tensors through `prune_2to4`, `compress` and `to_dense`, and
+               `compress(quant=...)` (also at the dtypes' range edges) within half a step
+    torch      odd models (shared, nested, bias-free, skipped Linears) through `sparsify_`: the
+               dense model's outputs, state dict and safetensors round trips, corrupted state
+               dicts refused
     differential  generated kernels on the CPU interpreter and on the GPU (GPU suite only):
                the same output, or the same located refusal
     caches     a compile and an autotuned launch over corrupt, forged or foreign cache files
@@ -327,8 +331,10 @@ def dense_matrix(draw: st.DrawFn) -> torch.Tensor:
 
 
 def run_compress(x: torch.Tensor) -> str:
-    """prune_2to4 then compress round-trips; compress of arbitrary data is a clean error or a
-    round trip. An error must name its problem (dtype, shape, or the offending group)."""
+    """compress of arbitrary data is a clean error or an exact round trip, and for a 2-D tensor
+    of an NV24 dtype with K a multiple of 16, prune_2to4 then compress then to_dense gives the
+    pruned tensor back bit for bit (NaN kept as NaN). An error must name its problem (dtype,
+    shape, or the offending group)."""
     import sparsecc
 
     try:
@@ -336,25 +342,82 @@ def run_compress(x: torch.Tensor) -> str:
     except (ValueError, TypeError) as exc:
         message = str(exc)
         named = any(w in message for w in ("dtype", "shape", "group", "row", "multiple", "2-D", "empty", "Tensor"))
-        return record("compress", "clean error" if named else "unlocated error")
+        outcome = "clean error" if named else "unlocated error"
     except Exception as exc:  # noqa: BLE001
         return record("compress", "crash", f"{type(exc).__name__}: {exc} for {x.dtype} {tuple(x.shape)}")
-    back = s.to_dense()
-    if not torch.equal(torch.nan_to_num(back), torch.nan_to_num(x)) or back.dtype != x.dtype:
-        return record("compress", "crash", f"round trip changed a {x.dtype} {tuple(x.shape)} tensor")
-    return record("compress", "accepted")
+    else:
+        back = s.to_dense()
+        if not _same_bits(back, x):
+            return record("compress", "crash", f"round trip changed a {x.dtype} {tuple(x.shape)} tensor")
+        outcome = "accepted"
+    from sparsecc.runtime.sparse_tensor import SUPPORTED_DTYPES
+
+    if x.dim() == 2 and x.numel() and x.shape[1] % 16 == 0 and x.dtype in SUPPORTED_DTYPES:
+        try:
+            pruned = sparsecc.prune_2to4(x)
+            back = sparsecc.compress(pruned, "NV24").to_dense()
+        except Exception as exc:  # noqa: BLE001 - pruned data of a supported dtype must compress
+            return record("compress", "crash", f"prune_2to4 then compress: {type(exc).__name__}: {exc} for "
+                          f"{x.dtype} {tuple(x.shape)}")
+        groups = (pruned.view(pruned.shape[0], -1, 4) != 0).sum(-1)
+        if int(groups.max()) > 2 or not _same_bits(back, pruned):
+            return record("compress", "crash", f"prune/compress/to_dense changed a {x.dtype} {tuple(x.shape)} tensor")
+    return record("compress", outcome)
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal dtype, shape and values, NaN matching NaN."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if not a.is_floating_point():
+        return torch.equal(a, b)
+    af, bf = a.float(), b.float()
+    return torch.equal(torch.isnan(af), torch.isnan(bf)) and torch.equal(af.nan_to_num(), bf.nan_to_num())
+
+
+@st.composite
+def edge_matrix(draw: st.DrawFn) -> torch.Tensor:
+    """2:4 fp16/bf16 matrices at the dtype's range edges: groups holding +-max, the top binade,
+    tiny (subnormal) values, all-equal and all-zero groups, mixed in one row."""
+    import sparsecc
+
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    dtype = draw(st.sampled_from([torch.float16, torch.bfloat16]))
+    fi = torch.finfo(dtype)
+    m, k = draw(st.integers(1, 24)), 16 * draw(st.integers(1, 16))
+    unit = torch.rand(m, k, generator=gen) * 2 - 1
+    magnitude = draw(st.sampled_from(["max", "top", "tiny", "mixed"]))
+    if magnitude == "max":
+        x = unit * fi.max
+        x[:, 0], x[:, min(5, k - 1)] = fi.max, -fi.max * draw(st.sampled_from([1, 0]))
+    elif magnitude == "top":
+        x = unit.sign() * (0.5 + unit.abs() / 2) * fi.max
+    elif magnitude == "tiny":
+        x = torch.randint(-8, 9, (m, k), generator=gen).float() * fi.smallest_normal * fi.eps
+    else:  # each block of 16 columns at its own magnitude
+        pick = torch.randint(0, 4, (m, k // 16), generator=gen)
+        scale = torch.tensor([fi.max, 1.0, 1e-3, fi.smallest_normal])[pick]
+        x = unit * scale.repeat_interleave(16, dim=1)
+    if draw(st.booleans()):  # all-equal groups
+        x[:, : k // 2] = draw(st.sampled_from([3.0, -fi.max, fi.max, fi.smallest_normal]))
+    if draw(st.booleans()):  # all-zero groups
+        x[:, k // 2 :] = 0
+    return sparsecc.prune_2to4(x.clamp(-fi.max, fi.max).to(dtype))
 
 
 @st.composite
 def quant_case(draw: st.DrawFn) -> tuple[torch.Tensor, str]:
-    """A random tensor (as `dense_matrix`) and a quantization scheme, good or bad."""
-    scheme = draw(st.sampled_from([f.partition(".")[2] for f in QUANT_FORMATS] + ["w4c", "w8g16z", ""]))
-    return draw(dense_matrix()), scheme
+    """A random tensor (as `dense_matrix`, or one at the range edges) and a quantization scheme,
+    good or bad."""
+    scheme = draw(st.sampled_from([f.partition(".")[2] for f in QUANT_FORMATS]
+                                  + ["w4c", "w8g16z", "", "w4g16", "w8cz", "w4g32z", "w8g64"]))
+    return draw(st.one_of(dense_matrix(), edge_matrix())), scheme
 
 
 def run_compress_quant(x: torch.Tensor, scheme: str) -> str:
     """compress(quant=...) of arbitrary data is a clean error or a quantized tensor whose
-    dequantization keeps the 2:4 pattern and stays within half a step of each kept value."""
+    dequantization keeps the 2:4 pattern, has finite scales, zero points and values, and stays
+    within half a step of each kept value (`half_step_error`)."""
     import sparsecc
 
     try:
@@ -366,10 +429,9 @@ def run_compress_quant(x: torch.Tensor, scheme: str) -> str:
         return record("compress", "clean error" if named else "unlocated error")
     except Exception as exc:  # noqa: BLE001
         return record("compress", "crash", f"{type(exc).__name__}: {exc} for {x.dtype} {tuple(x.shape)} {scheme!r}")
-    back = q.to_dense().float()
-    dense = x.float()
-    if ((back != 0) & (dense == 0)).any() or back.shape != dense.shape:
-        return record("compress", "crash", f"quant={scheme!r} put a value where {tuple(x.shape)} had a zero")
+    problem = half_step_error(q, x)
+    if problem:
+        return record("compress", "crash", f"quant={scheme!r}, {x.dtype} {tuple(x.shape)}: {problem}")
     return record("compress", "accepted")
 
 
@@ -645,6 +707,202 @@ def run_caches(what: str, folder: str, damage: str, payload: object, pick: int) 
     return record("caches", "clean error" if named else "unlocated error")
 
 
+def half_step_error(q, dense: torch.Tensor) -> str:  # noqa: ANN001 - a QuantizedSparseTensor
+    """Why `q` does not hold `dense` (2:4, fp16/bf16) within half a quantization step ('' if it
+    does): non-finite scales, zero points or dequantized values, a value where `dense` has a
+    zero, or an error over scale / 2 plus the output's own rounding."""
+    out = q.to_dense()
+    if out.shape != dense.shape or out.dtype != dense.dtype:
+        return f"to_dense gave {out.dtype} {tuple(out.shape)}"
+    for name, t in (("scales", q.scales), ("zeros", q.zeros), ("to_dense", out)):
+        if t is not None and not bool(torch.isfinite(t).all()):
+            return f"non-finite {name}"
+    if bool(((out != 0) & (dense == 0)).any()):
+        return "a value where the input had a zero"
+    fi = torch.finfo(dense.dtype)
+    step = q.scales.double().repeat_interleave(dense.shape[1] // q.scales.shape[1], dim=1)
+    tol = step * (0.5 + 2.0**-14) + out.double().abs() * fi.eps / 2 + fi.smallest_normal * fi.eps
+    err = (out.double() - dense.double()).abs()
+    if not bool((err <= tol).all()):
+        worst = int(torch.argmax(err - tol))
+        r, c = divmod(worst, dense.shape[1])
+        return (f"row {r}, column {c}: {float(dense[r, c])!r} came back {float(out[r, c])!r}, more than half "
+                f"its step {float(step[r, c])!r} off")
+    return ""
+
+
+# ---------------------------------------------------------------------------------- torch
+
+_FEATURES = (16, 32, 48, 7, 24, 40)
+"""Layer widths: multiples of 16 (sparsified) and others (a Linear sparsify_ must skip)."""
+_ARRAYS = ("values", "meta", "scales", "zeros", "weight_scale")
+"""A SparseLinear's weight arrays in a state dict."""
+
+
+class _Chain(torch.nn.Module):
+    """Runs its parts in order; they live in a Sequential, a ModuleList or a ModuleDict."""
+
+    def __init__(self, parts: list, kind: str) -> None:
+        super().__init__()
+        if kind == "list":
+            self.parts = torch.nn.ModuleList(parts)
+        elif kind == "dict":
+            self.parts = torch.nn.ModuleDict({f"p{i}": p for i, p in enumerate(parts)})
+        else:
+            self.parts = torch.nn.Sequential(*parts)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        parts = self.parts.values() if isinstance(self.parts, torch.nn.ModuleDict) else self.parts
+        for part in parts:
+            x = part(x)
+        return x
+
+
+@st.composite
+def torch_case(draw: st.DrawFn) -> dict:
+    """A model spec (`build_model`): a chain of Linears (some without bias, some of widths
+    sparsify_ skips, some the same module used twice) and activations, nested in Sequential /
+    ModuleList / ModuleDict containers (or one bare Linear); a dtype, a quantization, and
+    maybe a corruption of one array of its state dict."""
+    dims = [draw(st.sampled_from(_FEATURES))]
+    layers: list[tuple[int, int, bool]] = []
+    order: list[object] = []  # a layer index, or "relu"
+    for _ in range(draw(st.integers(1, 5))):
+        shared = [i for i, (a, b, _) in enumerate(layers) if a == b == dims[-1]]
+        if shared and draw(st.booleans()):
+            order.append(draw(st.sampled_from(shared)))
+        else:
+            out = draw(st.sampled_from([dims[-1], *_FEATURES]))
+            layers.append((dims[-1], out, draw(st.booleans())))
+            order.append(len(layers) - 1)
+            dims.append(out)
+        if draw(st.booleans()):
+            order.append("relu")
+    bare = len(layers) == 1 and len(order) == 1 and draw(st.booleans())
+    tree = order[0] if bare else _nest(draw, order, 3)
+    return {"layers": layers, "tree": tree, "seed": draw(st.integers(0, 2**31)),
+            "dtype": draw(st.sampled_from([torch.float16, torch.bfloat16])),
+            "quant": draw(st.sampled_from([None, None, "w4g16", "w8cz", "w4g32z"])),
+            "corrupt": draw(st.none() | st.tuples(st.integers(0, 99), st.sampled_from(["dtype", "shape"])))}
+
+
+def _nest(draw: st.DrawFn, parts: list, depth: int) -> tuple:
+    kind = draw(st.sampled_from(["seq", "list", "dict"]))
+    if depth == 0 or len(parts) < 2 or not draw(st.booleans()):
+        return (kind, parts)
+    cut = draw(st.integers(1, len(parts) - 1))
+    return (kind, [_nest(draw, parts[:cut], depth - 1), _nest(draw, parts[cut:], depth - 1)])
+
+
+def build_model(case: dict, seed: int | None = None) -> torch.nn.Module:
+    """The model a `torch_case` spells (weights from `seed`, default the case's); one Linear
+    module per layer index, however often the tree uses it."""
+    with torch.random.fork_rng():
+        torch.manual_seed(case["seed"] if seed is None else seed)
+        linears = [torch.nn.Linear(a, b, bias=bias) for a, b, bias in case["layers"]]
+
+    def make(node: object) -> torch.nn.Module:
+        if node == "relu":
+            return torch.nn.ReLU()
+        if isinstance(node, int):
+            return linears[node]
+        kind, parts = node
+        return _Chain([make(p) for p in parts], kind)
+
+    return make(case["tree"]).to(case["dtype"])
+
+
+def run_torch(case: dict) -> str:
+    """sparsify_ of an odd model replaces every Linear it can (a shared one by one shared
+    SparseLinear), computes what the dense model with the pruned (or dequantized) weights
+    computes, and round-trips its state dict (and a safetensors file) exactly; a state dict with
+    one weight array of another dtype or shape is refused with a RuntimeError naming the layer."""
+    import copy
+
+    import sparsecc
+    from sparsecc.nn import SparseLinear, sparsify_
+
+    quant, dtype = case["quant"], case["dtype"]
+    group = {"w4g16": 16, "w4g32z": 32}.get(quant or "")
+    dense = build_model(case)
+    try:
+        sparse = sparsify_(copy.deepcopy(dense), quant=quant)
+    except Exception as exc:  # noqa: BLE001 - every model here is one sparsify_ takes
+        return record("torch", "crash", f"sparsify_: {type(exc).__name__}: {exc}\n{case}")
+    ours: dict[int, torch.nn.Module] = {}
+    for name, m in dense.named_modules(remove_duplicate=False):
+        if not isinstance(m, torch.nn.Linear):
+            continue
+        fits = m.in_features % 16 == 0 and (group is None or m.in_features % group == 0)
+        got = sparse.get_submodule(name) if name else sparse
+        if fits != isinstance(got, SparseLinear) or ours.setdefault(id(m), got) is not got:
+            return record("torch", "crash", f"sparsify_ left {name or '(root)'} as {type(got).__name__} or "
+                          f"broke its sharing\n{case}")
+        if not fits:
+            continue
+        pruned = sparsecc.prune_2to4(m.weight.detach())
+        weight = got.weight()
+        problem = half_step_error(weight, pruned) if quant else ("" if torch.equal(weight.to_dense(), pruned) else
+                                                                 "the stored weight is not the pruned one")
+        if problem:
+            return record("torch", "crash", f"{name or '(root)'}: {problem}\n{case}")
+    reference = copy.deepcopy(dense)  # the same sharing: one weight per module
+    for name, m in reference.named_modules():
+        got = sparse.get_submodule(name) if name else sparse
+        if isinstance(got, SparseLinear):
+            m.weight.data = got.weight().to_dense()
+    x = torch.randn(3, case["layers"][0][0], generator=torch.Generator().manual_seed(case["seed"])).to(dtype)
+    with torch.no_grad():
+        y, want = sparse(x), reference(x)
+        scale = max(float(want.float().abs().max()), 1.0)
+        if not torch.allclose(y.float(), want.float(), rtol=2e-2, atol=2e-2 * scale) or bool(y.isnan().any()):
+            return record("torch", "crash", f"outputs differ from the dense model with the same weights\n{case}")
+        fresh = sparsify_(build_model(case, case["seed"] + 1), quant=quant)
+        fresh.load_state_dict(sparse.state_dict())
+        if not torch.equal(fresh(x), y):
+            return record("torch", "crash", f"the state dict did not round-trip\n{case}")
+        if importlib.util.find_spec("safetensors") is not None:
+            from safetensors.torch import load_model, save_model
+
+            path = Path(tempfile.mkdtemp(prefix="sparsecc-fuzz-")) / "model.safetensors"
+            save_model(sparse, str(path))
+            fresh = sparsify_(build_model(case, case["seed"] + 2), quant=quant)
+            load_model(fresh, str(path))
+            if not torch.equal(fresh(x), y):
+                return record("torch", "crash", f"the safetensors file did not round-trip\n{case}")
+    return _corrupted_load(sparse, case)
+
+
+def _corrupted_load(sparse: torch.nn.Module, case: dict) -> str:
+    """Load a state dict with one weight array changed in dtype or shape: a RuntimeError naming
+    the array's layer, or a crash (loaded silently, or another exception)."""
+    from sparsecc.nn import sparsify_
+
+    state = dict(sparse.state_dict())
+    keys = [k for k in state if k.rpartition(".")[2] in _ARRAYS]
+    if case["corrupt"] is None or not keys:
+        return record("torch", "accepted")
+    pick, how = case["corrupt"]
+    key = keys[pick % len(keys)]
+    t = state[key]
+    if how == "dtype":
+        other = next(d for d in (torch.float16, torch.int16, torch.float32, torch.int8) if d != t.dtype)
+        state[key] = t.to(other)
+    else:
+        state[key] = torch.zeros(t.shape[0] + 1, *t.shape[1:], dtype=t.dtype)
+    layer = key.rpartition(".")[0]
+    target = sparsify_(build_model(case, case["seed"] + 3), quant=case["quant"])
+    try:
+        target.load_state_dict(state)
+    except RuntimeError as exc:
+        named = f"SparseLinear {layer + '.' if layer else '(root)'}" in str(exc)
+        return record("torch", "clean error" if named else "unlocated error")
+    except Exception as exc:  # noqa: BLE001
+        return record("torch", "crash", f"loading a corrupted {key}: {type(exc).__name__}: {exc}\n{case}")
+    return record("torch", "crash", f"a state dict with {key} as {state[key].dtype} {tuple(state[key].shape)} "
+                  f"loaded silently\n{case}")
+
+
 # ---------------------------------------------------------------------------------- report
 
 
@@ -652,7 +910,7 @@ def table() -> str:
     """The outcome counts as a markdown table, one row per area."""
     kinds = ["accepted", "clean error", "unlocated error", "crash"]
     rows = ["| area | cases | " + " | ".join(kinds) + " |", "|---|---" + "|---" * len(kinds) + "|"]
-    for area in ("cli", "parser", "frontend", "compress", "differential", "caches"):
+    for area in ("cli", "parser", "frontend", "compress", "torch", "caches", "differential"):
         counts = [OUTCOMES[(area, k)] for k in kinds]
         if sum(counts):
             rows.append(f"| {area} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
@@ -676,5 +934,6 @@ def main() -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-__all__ = ["CORPUS", "OUTCOMES", "Crash", "cache_case", "dense_matrix", "kernel_source", "mutated_ir", "run_cli",
-           "run_caches", "run_compress", "run_differential", "run_frontend", "table", "token_soup"]
+__all__ = ["CORPUS", "OUTCOMES", "Crash", "build_model", "cache_case", "dense_matrix", "edge_matrix",
+           "half_step_error", "kernel_source", "mutated_ir", "run_caches", "run_cli", "run_compress",
+           "run_differential", "run_frontend", "run_torch", "table", "token_soup", "torch_case"]

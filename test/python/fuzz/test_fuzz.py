@@ -27,8 +27,10 @@ from fuzz_targets import (
     run_compress,
     run_compress_quant,
     run_frontend,
+    run_torch,
     table,
     token_soup,
+    torch_case,
 )
 from hypothesis import HealthCheck, given, settings
 
@@ -88,6 +90,12 @@ def test_fuzz_caches_with_corrupt_and_forged_files(case):
     run_caches(*case)
 
 
+@_settings(12)
+@given(torch_case())
+def test_fuzz_sparsify_on_odd_models(case):
+    run_torch(case)
+
+
 def test_corpus_covers_every_lit_folder():
     assert len(CORPUS) >= 40
 
@@ -115,3 +123,23 @@ def test_fuzz_regressions_are_clean_errors(text, pipeline):
 def test_compress_regressions():
     assert run_compress(torch.zeros(0, 16, dtype=torch.float16)) == "clean error"
     assert run_compress(torch.ones(4, 4, dtype=torch.int8)) == "clean error"
+
+
+def test_quantized_compress_regressions():
+    """Range edges a reliability trial found: +-inf, NaN, and tiny values quantized to scale 0."""
+    fp16_max = torch.tensor([[65504.0, 0.0, -65504.0, 0.0] * 32], dtype=torch.float16)
+    assert run_compress_quant(fp16_max, "w8g128") == "accepted"
+    bf16_big = torch.tensor([[3e38, 0.0, -3e38, 0.0] * 32], dtype=torch.bfloat16)
+    assert run_compress_quant(bf16_big, "w4g128z") == "accepted"
+    tiny = torch.tensor([[0.0, 0.0, -3e-7, 2.4e-7] * 4], dtype=torch.float16)
+    assert run_compress_quant(tiny, "w8c") == "accepted"
+
+
+def test_torch_regressions():
+    """A Linear shared by two places was replaced under its first name only; a bare Linear
+    model was set as a child named ''; an fp16 meta loaded silently."""
+    shared = {"layers": [(32, 32, True)], "tree": ("seq", [0, "relu", 0]), "seed": 0,
+              "dtype": torch.float16, "quant": None, "corrupt": (1, "dtype")}
+    assert run_torch(shared) == "clean error"
+    bare = {**shared, "tree": 0, "corrupt": None, "quant": "w4g16"}
+    assert run_torch(bare) == "accepted"
