@@ -4,10 +4,11 @@ Fragment keys (analysis/layouts.py documents the register layouts):
 - A (values of a sparse A, or a dense A): (i, kk) -> 4 b32, i = the warp's i-th m16 tile,
   kk = 16-column step of the stored tile (for values: one m16n8k32 step).
 - B: (j, k16) -> 2 b32, j = the warp's j-th n8 tile, k16 = 16-row step of K.
-- metadata: (i, q) -> [b32], q = 64-column group of the NV24 tile; feeds k32 step 2q with
-  sparsity selector 0 and step 2q + 1 with selector 1 (ldmatrix.trans, seed 003's trick); with
-  8-bit operands the one k64 step q with selector 0, from the same words in another order
-  (ldmatrix.trans with permuted row addresses).
+- metadata: (i, q) -> [b32], q = 64-word group of the metadata tile (ldmatrix.trans, seed
+  003's trick). Which steps a register feeds, with which sparsity selector, and which words it
+  holds is the format's data (`formats.base.MetaFragment` of the dot's `Instruction`): for
+  16-bit and tf32 values k32/k16 steps 2q and 2q + 1 with selectors 0 and 1, for 8-bit ones
+  the one k64 step q with selector 0, from the same words in another order (permuted rows).
 
 8-bit operands (fp8 e4m3/e5m2, int8) are read as 16-bit pairs along K (ptx.py's docstring):
 their A and K-major B tiles give the same fragments as a 16-bit tile half as wide, so the keys
