@@ -91,14 +91,11 @@ def _width(ty: Attribute) -> int:
 
 
 def _ftype(ty: Attribute) -> str:
-    """PTX type suffix of a float type."""
-    if isinstance(ty, Float32Type):
-        return "f32"
-    if isinstance(ty, Float16Type):
-        return "f16"
-    if isinstance(ty, BFloat16Type):
-        return "bf16"
-    raise PtxEmitError(f"expected a float type, got {ty}")
+    """PTX type suffix of a float type the arithmetic takes (f32, f16, bf16)."""
+    name = ptx.type_name(ty) if _is_float(ty) else None
+    if name is None:
+        raise PtxEmitError(f"expected a float type, got {ty}")
+    return name
 
 
 def _is_float(ty: Attribute) -> bool:
@@ -633,7 +630,7 @@ def _group(e: _KernelEmitter, values: Iterable[SSAValue]) -> str:
 
 def _mma_sp(e: _KernelEmitter, op: ptx.MmaSpOp) -> None:
     t = op.ab_type.data
-    acc = "s32" if t == "s8" else "f32"
+    acc = ptx.mma_acc_name(t)
     a, b, c = _group(e, op.a), _group(e, op.b), _group(e, op.c)
     meta = e.use(op.meta)
     d = "{" + ", ".join(e.define(r) for r in op.res) + "}"

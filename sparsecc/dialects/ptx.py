@@ -181,6 +181,44 @@ def mma_acc_type(ab_type: str) -> Attribute:
     return MMA_SP_AB_TYPES[ab_type][1]
 
 
+_FLOAT_TYPE_NAMES: dict[type[Attribute], str] = {
+    Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32", Float8E4M3FNType: "e4m3", Float8E5M2Type: "e5m2"}
+
+
+def type_name(ty: Attribute) -> str | None:
+    """PTX's name of scalar type `ty` as an arithmetic or tensor-core operand (integers signed);
+    None for a type PTX has no such name for. The one element type -> PTX type map: the printer
+    (`add.f16`, `cvt.rn.bf16.f32`) and the dot lowering (`mma_ab_type`) both ask it.
+
+        >>> from xdsl.dialects.builtin import f8E4M3FN, i8
+        >>> type_name(f8E4M3FN), type_name(i8)
+        ('e4m3', 's8')
+    """
+    if isinstance(ty, IntegerType):
+        return f"s{ty.width.data}" if ty.width.data in (8, 16, 32, 64) else None
+    return _FLOAT_TYPE_NAMES.get(type(ty))
+
+
+def mma_ab_type(ty: Attribute) -> str | None:
+    """The `ab_type` of a sparse mma / wgmma whose A and B hold `ty` elements (f32 is read as
+    tf32); None: no sparse tensor-core instruction takes `ty`.
+
+        >>> from xdsl.dialects.builtin import f32
+        >>> mma_ab_type(f32)
+        'tf32'
+    """
+    name = type_name(ty)
+    name = "tf32" if name == "f32" else name
+    return name if name in MMA_SP_AB_TYPES else None
+
+
+def mma_acc_name(ab_type: str) -> str:
+    """PTX's name of the accumulator type of a sparse mma of `ab_type` (`s32` for s8, else `f32`)."""
+    name = type_name(mma_acc_type(ab_type))
+    assert name is not None
+    return name
+
+
 def bit_width(ty: Attribute) -> int:
     """Bits of a scalar type of this dialect (i1 counts as 1)."""
     if isinstance(ty, IntegerType):
