@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[3]
 CODEGEN = ROOT / "sparsecc" / "codegen"
 BACK_HALF = sorted(
