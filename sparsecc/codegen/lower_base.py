@@ -29,9 +29,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.layouts import DistLayout, Term
-from sparsecc.dialects import ptx, tt
+from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import MemDescType
 
 
@@ -276,42 +275,71 @@ def where(op: Operation) -> str:
     return f" at {loc}" if loc is not None else ""
 
 
-class LoweringContext(Protocol):
-    """What the op helpers (lower_mem, lower_dot, lower_async, lower_ptrs, mma_store) read and
-    write of the lowering in progress: `sparsecc.codegen.lower.Lowerer` is the one
-    implementation. The helpers are typed against this interface, so they need not import the
-    module that imports them."""
+def flatten(x: object) -> list[SSAValue]:
+    """The registers of a lowered value, in the order `unflatten` reads them back (how values
+    are carried through scf.for / scf.if)."""
+    if x is None:
+        return []
+    if isinstance(x, SSAValue):
+        return [x]
+    if isinstance(x, Regs):
+        return list(x.regs)
+    if isinstance(x, BlockPtr):
+        return x.fields()
+    if isinstance(x, Smem):
+        return [x.addr]
+    if isinstance(x, Frag):
+        return [r for k in sorted(x.frags) for r in x.frags[k]]
+    raise LoweringError(f"cannot carry {type(x).__name__} through control flow")
 
-    func: tt.FuncOp
-    kernel: ptx.KernelOp
+
+def unflatten(like: object, vals: list[SSAValue]) -> object:
+    """A value shaped as `like` over the registers `vals` (the inverse of `flatten`)."""
+    if like is None:
+        return None
+    if isinstance(like, SSAValue):
+        return vals[0]
+    if isinstance(like, Regs):
+        return Regs(like.ty, list(vals))
+    if isinstance(like, BlockPtr):
+        return BlockPtr.from_fields(list(vals), like.ptr_type)
+    if isinstance(like, Smem):
+        return Smem(vals[0], like.ty)
+    if isinstance(like, Frag):
+        out, pos = {}, 0
+        for k in sorted(like.frags):
+            n = len(like.frags[k])
+            out[k] = list(vals[pos:pos + n])
+            pos += n
+        return Frag(like.ty, out)
+    raise LoweringError(f"cannot carry {type(like).__name__}")
+
+
+
+class LoweringContext(Protocol):
+    """What the fragment helpers (lower_dot.py, lower_quant.py) read and write of the lowering
+    in progress: `sparsecc.codegen.lower_state.LoweringState` is the one implementation (its
+    handlers and the other helpers use it directly). Typed against this interface, the helpers
+    need not import the module that imports them.
+
+    Values: `get`, `coords` (per-register element coordinates), `em`; thread ids `lane`,
+    `warp` and the kernel's `num_warps`, `a_from_shared`; barriers `before_shared_read`,
+    `after_shared_write`; wgmma groups `wgmma_drain`, `wgmma_frag_keep`, `wgmma_drained`,
+    `wgmma_pending` (set after a deferred commit); the ldmatrix address cache `ldsm_refs`."""
+
     em: Emitter
-    num_warps: int
-    values: dict[SSAValue, object]
-    tid: SSAValue
     lane: SSAValue
     warp: SSAValue
-    divs: Divisibility
-    wgmma: bool
-    wgmma_pending: bool
+    num_warps: int
+    a_from_shared: bool
+    ldsm_refs: dict
     wgmma_frag_keep: int
     wgmma_drained: list
-    writes_pending: bool
-    reads_since_bar: bool
-    ldsm_refs: dict
-    tensor_maps: dict
-    a_from_shared: bool
-    mode: str
-    tma_thread: int
-    cluster: int
-    cta_rank: SSAValue | None
+    wgmma_pending: bool
 
     def get(self, v: SSAValue) -> object: ...
 
     def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]: ...
-
-    def lower_op(self, op: Operation) -> None: ...
-
-    def bar(self) -> None: ...
 
     def wgmma_drain(self, keep: int = 0) -> None: ...
 
@@ -322,4 +350,5 @@ class LoweringContext(Protocol):
     def before_shared_read(self) -> None: ...
 
 
-__all__ = ["LoweringError", "Regs", "Frag", "SmemOperand", "BlockPtr", "Smem", "Emitter", "LoweringContext", "where"]
+__all__ = ["LoweringError", "Regs", "Frag", "SmemOperand", "BlockPtr", "Smem", "Emitter", "LoweringContext", "where",
+           "flatten", "unflatten"]

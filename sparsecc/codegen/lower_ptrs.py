@@ -8,14 +8,19 @@ skips the access; a load then yields `other`). No vectorization: correctness fir
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xdsl.dialects.builtin import TensorType, i64
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import distributed
-from sparsecc.codegen.lower_base import LoweringContext, LoweringError, Regs
+from sparsecc.codegen.lower_base import LoweringError, Regs
 from sparsecc.codegen.lower_mem import first_replica
 from sparsecc.dialects import ptx, tt
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower_state import LoweringState
 
 
 def _per_reg(x: object, n: int, what: str) -> list[SSAValue]:
@@ -37,22 +42,22 @@ def _pointee(ptr_type: object) -> object:
     return pt.pointee
 
 
-def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
+def lower_addptr(L: LoweringState, op: tt.AddPtrOp) -> None:
     """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element."""
     em = L.em
     nbytes = esize(_pointee(op.result.type))
     ptr, off = L.get(op.ptr), L.get(op.offset)
     if not isinstance(ptr, Regs) and not isinstance(off, Regs):
         assert isinstance(ptr, SSAValue) and isinstance(off, SSAValue)
-        L.values[op.result] = em.add(ptr, em.mul(em.ext64(off), nbytes))
+        L.set(op.result, em.add(ptr, em.mul(em.ext64(off), nbytes)))
         return
     n = len((ptr if isinstance(ptr, Regs) else off).regs)
     ptrs, offs = _per_reg(ptr, n, "tt.addptr pointer"), _per_reg(off, n, "tt.addptr offset")
     out = [em.add(p, em.mul(em.ext64(o), nbytes)) for p, o in zip(ptrs, offs)]
-    L.values[op.result] = Regs(op.result.type, out)
+    L.set(op.result, Regs(op.result.type, out))
 
 
-def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
+def load_ptrs(L: LoweringState, op: tt.LoadOp, ptrs: Regs) -> None:
     """One (predicated) scalar `ld.global` per register; masked-off registers get `other`."""
     n = len(ptrs.regs)
     elt = _pointee(op.ptr.type)
@@ -63,10 +68,10 @@ def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
         _check_addr(addr)
         other = [o] if (m is not None and o is not None) else []
         out.append(L.em.val(ptx.LdGlobalOp(addr, elt, 1, mask=m, other=other)))
-    L.values[op.result] = Regs(op.result.type, out)
+    L.set(op.result, Regs(op.result.type, out))
 
 
-def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
+def store_ptrs(L: LoweringState, op: tt.StoreOp, ptrs: Regs) -> None:
     """One (predicated) scalar `st.global` per register; masked-off elements are not written."""
     n = len(ptrs.regs)
     vals = _per_reg(L.get(op.value), n, "stored value")
@@ -76,7 +81,7 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
 
 
-def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:
+def store_scalar(L: LoweringState, op: tt.StoreOp, addr: SSAValue) -> None:
     """A scalar store is one per program (as in Triton), by thread 0, under the op's mask."""
     _check_addr(addr)
     em = L.em
@@ -85,7 +90,7 @@ def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:
     em.op(ptx.StGlobalOp(addr, [L.get(op.value)], mask=guard))
 
 
-def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None = None) -> None:
+def atomic_ptrs(L: LoweringState, op: tt.AtomicRMWOp, scratch: SSAValue | None = None) -> None:
     """One (predicated) `atom.global.add` per element, issued by the first thread that holds it
     (a layout wider than its tile gives some elements to several threads); the old values are
     the result.
@@ -116,7 +121,7 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
         olds.append(em.op(ptx.AtomGlobalAddOp(addr, v, guard, sem=order)).results[0])
     ty = op.result.type
     if isinstance(ty, TensorType):
-        L.values[op.result] = Regs(ty, olds)
+        L.set(op.result, Regs(ty, olds))
         return
     if scratch is not None:  # thread 0's old value to every thread
         L.before_shared_write()
@@ -124,7 +129,7 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
         L.after_shared_write()
         L.before_shared_read()
         olds[0] = em.op(ptx.LdSharedOp(scratch, olds[0].type)).results[0]
-    L.values[op.result] = olds[0]
+    L.set(op.result, olds[0])
 
 
 def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
@@ -132,7 +137,7 @@ def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
     return not isinstance(op.ptr.type, TensorType) and bool(op.result.uses)
 
 
-def _thread_zero(L: LoweringContext) -> SSAValue:
+def _thread_zero(L: LoweringState) -> SSAValue:
     """The predicate of the thread that issues a program's scalar stores and atomics."""
     return L.em.cmp("eq", L.tid, L.em.c(0))
 

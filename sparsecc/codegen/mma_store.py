@@ -24,14 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.layouts import DistLayout, Term
-from sparsecc.codegen.lower_base import LoweringContext
 from sparsecc.dialects import ptx
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower_state import LoweringState
 
 W = TypeVar("W")
 CHUNK = 8  # columns per chunk (one 16-byte vector of 16-bit elements)
@@ -101,7 +103,7 @@ def quad_transpose(words: Sequence[W], lane_bit: Callable[[int], object],
     return w
 
 
-def store_transposed(L: LoweringContext, plan: TransposePlan, regs: Sequence[SSAValue],
+def store_transposed(L: LoweringState, plan: TransposePlan, regs: Sequence[SSAValue],
                      coords: list[tuple[SSAValue, ...]], pack: Callable[[list[SSAValue]], list[SSAValue]],
                      store: Callable[[tuple[SSAValue, SSAValue], list[SSAValue]], None]) -> None:
     """The vector path of `store_block` for a planned layout: per group, `pack` each register

@@ -1,8 +1,9 @@
 """`convert-ttg-to-ptx`: a ttgir module becomes a module of one `ptx.kernel` plus its launch
 contract (the `sparsecc.launch` attribute, `sparsecc.codegen.launch`).
 
-The conversion itself is `sparsecc.codegen.lower.Lowerer`; it reads the decisions earlier
-passes recorded in the IR (tritongpu-warp-specialize's `ttg.producer*` marks, the pipeline's
+The conversion itself is `sparsecc.codegen.lower.lower_function`: each op is lowered by its
+handler in the op table (sparsecc/codegen/handlers/). It reads the decisions earlier passes
+recorded in the IR (tritongpu-warp-specialize's `ttg.producer*` marks, the pipeline's
 `ttg.slot_*` marks) and decides none of them itself.
 
     sparsecc-opt pipelined.mlir -p "convert-ttg-to-ptx{target=sm_90a}"
@@ -18,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from sparsecc.codegen.launch import LAUNCH, launch_attr
-from sparsecc.codegen.lower import Lowerer, LoweringError, module_int
+from sparsecc.codegen.lower import LoweringError, lower_function, module_int
 from sparsecc.dialects import ptx, tt
 
 
@@ -31,8 +32,9 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
                             funcs[1] if len(funcs) > 1 else module)
     func = funcs[0]
     num_warps = module_int(module, "ttg.num-warps", 4)
-    lw = Lowerer(func, target, num_warps, cluster=module_int(module, "ttg.num-ctas", 1), a_smem_option=a_from_shared)
-    kernel = lw.build()
+    lowered = lower_function(func, target, num_warps, cluster=module_int(module, "ttg.num-ctas", 1),
+                             a_smem_option=a_from_shared)
+    kernel, cfg = lowered.kernel, lowered.cfg
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
     for i, arg in enumerate(func.body.block.args):
         if arg.name_hint:
@@ -40,15 +42,15 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
     meta: dict[str, Any] = {
         "name": kernel.kernel_name,
         "num_warps": num_warps,
-        "threads": lw.threads,
-        "shared": lw.smem_bytes,
+        "threads": cfg.threads,
+        "shared": cfg.smem_bytes,
         "params": params,
         "target": target,
     }
-    if lw.cluster > 1:  # the launch grid must be a whole number of clusters
-        meta["cluster"] = lw.cluster
-    if lw.tensor_maps:  # the host builds these per launch (sparsecc.runtime.tensor_map)
-        meta["tensor_maps"] = [recipe.as_json() for _, _, recipe in lw.tensor_maps.values()]
+    if cfg.cluster > 1:  # the launch grid must be a whole number of clusters
+        meta["cluster"] = cfg.cluster
+    if cfg.tensor_maps:  # the host builds these per launch (sparsecc.runtime.tensor_map)
+        meta["tensor_maps"] = [recipe.as_json() for _, _, recipe in cfg.tensor_maps.values()]
     for op in list(module.ops):
         op.detach()
     module.body.block.add_op(kernel)
