@@ -24,6 +24,7 @@ from xdsl.ir import Attribute, Operation
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
+from sparsecc.codegen import handlers  # noqa: F401 - importing the package fills the handler table
 from sparsecc.codegen.lower_async import lower_specialized, plan_tensor_maps, producer_split
 from sparsecc.codegen.lower_base import Emitter, LoweringError
 from sparsecc.codegen.lower_ptrs import atomic_needs_broadcast

@@ -40,7 +40,7 @@ from sparsecc.dialects.ptx_mbarrier import (
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp
 
 if TYPE_CHECKING:
-    from sparsecc.codegen.lower_state import LoweringState
+    from sparsecc.codegen.lower_base import LoweringContext
 
 
 def _issues_tma(op: Operation) -> bool:
@@ -75,7 +75,7 @@ def producer_split(func: tt.FuncOp) -> tuple[int, int, int] | None:
     return marked[0], marked[-1], warps.value.data
 
 
-def lower_specialized(L: LoweringState, block: Block, first: int, last: int) -> None:
+def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -> None:
     """Warp specialization of a TMA kernel: the ops before the first TMA copy run in every
     thread; then one extra warp (the producer) runs the copies of ops first..last with
     their empty-slot waits, and the compute warps (the consumers) run ops first.. without
@@ -89,7 +89,7 @@ def lower_specialized(L: LoweringState, block: Block, first: int, last: int) -> 
     outer = em.block
     # the warp index read from lane 0: provably warp-uniform, so ptxas sees no divergent
     # path around the consumers' wgmmas (it would serialise them)
-    warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [L.warp], [i32]))
+    warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [L.ids.warp], [i32]))
     is_producer = em.cmp("uge", warp, em.c(L.cfg.num_warps))
     barriers, pending = L.barriers.state(), L.groups.pending
     blocks = []
@@ -109,7 +109,7 @@ def lower_specialized(L: LoweringState, block: Block, first: int, last: int) -> 
     L.mode = ""
 
 
-def skipped(L: LoweringState, op: Operation) -> bool:
+def skipped(L: LoweringContext, op: Operation) -> bool:
     """Whether this side of a warp-specialized kernel leaves `op` to the other side."""
     if L.mode == "consumer":
         return isinstance(op, scf.IfOp) and _issues_tma(op)
@@ -153,13 +153,13 @@ def plan_tensor_maps(func: tt.FuncOp, divs: Divisibility, first_param: int) -> d
     return tensor_maps
 
 
-def _barrier_addr(L: LoweringState, ring: Smem, slot: SSAValue) -> SSAValue:
+def _barrier_addr(L: LoweringContext, ring: Smem, slot: SSAValue) -> SSAValue:
     """The shared address of mbarrier `slot` of `ring` (8 bytes each)."""
     return L.em.add(ring.addr, L.em.mul(L.em.to32(L.get(slot)), 8))
 
 
-def _is_tma_thread(L: LoweringState) -> SSAValue:
-    return L.em.cmp("eq", L.tid, L.em.c(L.cfg.tma_thread))
+def _is_tma_thread(L: LoweringContext) -> SSAValue:
+    return L.em.cmp("eq", L.ids.tid, L.em.c(L.cfg.tma_thread))
 
 
 def _generic_proxy_fill(ring: SSAValue) -> bool:
@@ -169,12 +169,12 @@ def _generic_proxy_fill(ring: SSAValue) -> bool:
     return not kinds or "copies" in kinds
 
 
-def lower_init_barrier(L: LoweringState, op: ttgd.InitBarrierOp) -> None:
+def lower_init_barrier(L: LoweringContext, op: ttgd.InitBarrierOp) -> None:
     """Thread 0 initialises each slot's mbarrier, then a fence and a CTA (or cluster) barrier."""
     em = L.em
     ring = L.get(op.ring)
     assert isinstance(ring, Smem)
-    first = em.cmp("eq", L.tid, em.c(0))
+    first = em.cmp("eq", L.ids.tid, em.c(0))
     for s in range(ring.ty.get_shape()[0]):
         em.op(MbarrierInitOp(em.add(ring.addr, 8 * s), first, op.count.value.data))
     em.op(MbarrierInitFenceOp())
@@ -184,7 +184,7 @@ def lower_init_barrier(L: LoweringState, op: ttgd.InitBarrierOp) -> None:
     L.barriers.synced()
 
 
-def lower_wait_barrier(L: LoweringState, op: ttgd.WaitBarrierOp) -> None:
+def lower_wait_barrier(L: LoweringContext, op: ttgd.WaitBarrierOp) -> None:
     """Spin on the slot's phase parity; a proxy fence before wgmma reads cp.async data."""
     em = L.em
     ring = L.get(op.ring)
@@ -198,7 +198,7 @@ def lower_wait_barrier(L: LoweringState, op: ttgd.WaitBarrierOp) -> None:
     L.barriers.writes_pending = False
 
 
-def lower_arrive_barrier(L: LoweringState, op: ttgd.ArriveBarrierOp) -> None:
+def lower_arrive_barrier(L: LoweringContext, op: ttgd.ArriveBarrierOp) -> None:
     """"copies": cp.async arrivals, "tma": the TMA thread announces the stage's bytes,
     "threads": every thread, "warps": lane 0 of each warp (and of the other CTA's, clustered)."""
     em = L.em
@@ -212,7 +212,7 @@ def lower_arrive_barrier(L: LoweringState, op: ttgd.ArriveBarrierOp) -> None:
     elif op.kind.data == "threads":
         em.op(MbarrierArriveOp(addr))
     else:
-        lane0 = em.cmp("eq", L.lane, em.c(0))
+        lane0 = em.cmp("eq", L.ids.lane, em.c(0))
         em.op(MbarrierArriveOp(addr, lane0))
         if L.cfg.cluster > 1:  # the other CTA's copies write into this slot too: it waits for us
             cta_rank = L.ids.cta_rank
@@ -220,7 +220,7 @@ def lower_arrive_barrier(L: LoweringState, op: ttgd.ArriveBarrierOp) -> None:
             em.op(MbarrierRemoteArriveOp(addr, em.xor(cta_rank, 1), lane0))
 
 
-def lower_tma_copy(L: LoweringState, op: ttgd.AsyncTmaCopyOp) -> None:
+def lower_tma_copy(L: LoweringContext, op: ttgd.AsyncTmaCopyOp) -> None:
     """The TMA thread (thread 0, or the producer warp's first) issues the tile's boxes
     (BoxPlan) at the block pointer's offsets."""
     em = L.em

@@ -30,6 +30,13 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from sparsecc.analysis.layouts import DistLayout, Term
+from sparsecc.codegen.lowering_parts import (
+    Barriers,
+    KernelConfig,
+    LoweringCaches,
+    Preamble,
+    WgmmaGroups,
+)
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import MemDescType
 
@@ -317,29 +324,38 @@ def unflatten(like: object, vals: list[SSAValue]) -> object:
 
 
 class LoweringContext(Protocol):
-    """What the fragment helpers (lower_dot.py, lower_quant.py) read and write of the lowering
-    in progress: `sparsecc.codegen.lower_state.LoweringState` is the one implementation (its
-    handlers and the other helpers use it directly). Typed against this interface, the helpers
-    need not import the module that imports them.
+    """What the op helpers (lower_mem, lower_ptrs, lower_async, mma_store, lower_dot,
+    lower_quant) read and write of the lowering in progress.
+    `sparsecc.codegen.lower_state.LoweringState` is the one implementation; the handlers use
+    it directly. Typed against this interface, the helpers need not import the module that
+    dispatches to them.
 
-    Values: `get`, `coords` (per-register element coordinates), `em`; thread ids `lane`,
-    `warp` and the kernel's `num_warps`, `a_from_shared`; barriers `before_shared_read`,
-    `after_shared_write`; wgmma groups `wgmma_drain`, `wgmma_frag_keep`, `wgmma_drained`,
-    `wgmma_pending` (set after a deferred commit); the ldmatrix address cache `ldsm_refs`."""
+    Values: `get`/`set` (and the `values` map), `coords` (per-register element coordinates),
+    `em`; the kernel's facts `cfg`, its `kernel` op and top-of-kernel registers `ids`;
+    barriers `barriers`, `bar`, `before_shared_read`/`before_shared_write`/
+    `after_shared_write`; wgmma groups `groups` and `wgmma_drain`; the ldmatrix address cache
+    `caches.ldsm_refs`; `mode` ("producer"/"consumer" inside a warp-specialized kernel) and
+    `lower_op` for the ops a helper lowers in a region of its own."""
 
     em: Emitter
-    lane: SSAValue
-    warp: SSAValue
-    num_warps: int
-    a_from_shared: bool
-    ldsm_refs: dict
-    wgmma_frag_keep: int
-    wgmma_drained: list
-    wgmma_pending: bool
+    cfg: KernelConfig
+    kernel: ptx.KernelOp
+    ids: Preamble
+    values: dict[SSAValue, object]
+    barriers: Barriers
+    groups: WgmmaGroups
+    caches: LoweringCaches
+    mode: str
 
     def get(self, v: SSAValue) -> object: ...
 
+    def set(self, v: SSAValue, lowered: object) -> None: ...
+
     def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]: ...
+
+    def lower_op(self, op: Operation) -> None: ...
+
+    def bar(self) -> None: ...
 
     def wgmma_drain(self, keep: int = 0) -> None: ...
 

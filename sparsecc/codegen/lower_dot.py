@@ -47,7 +47,7 @@ def _warp_tile(L: LoweringContext, mma: MmaEncodingAttr, dim: int, rep: int, til
     em = L.em
     w = mma.warps_per_cta[dim]
     t = mma_warp_coords(mma)[dim]
-    wid = em.term_sum((t,), L.lane, L.warp)
+    wid = em.term_sum((t,), L.ids.lane, L.ids.warp)
     if w * rep > tiles:
         return [em.remu(em.add(wid, r * w), tiles) for r in range(rep)]
     return [em.add(wid, r * w) for r in range(rep)]
@@ -89,15 +89,15 @@ def _ldmatrix(L: LoweringContext, sm: Smem, rows_cols: list, n: int, trans: bool
     shape = sm.ty.get_shape()
     esz = esize(sm.ty.element_type)
     if py_rc is not None:
-        offs = _ldsm_offsets(sm, py_rc, n, L.num_warps)
-        refs = L.ldsm_refs.setdefault((sm.ty, id(em.block)), [])
+        offs = _ldsm_offsets(sm, py_rc, n, L.cfg.num_warps)
+        refs = L.caches.ldsm_refs.setdefault((sm.ty, id(em.block)), [])
         for ref_offs, ref_reg in refs:
             delta = offs[0] - ref_offs[0]
             if all(a - b == delta for a, b in zip(offs, ref_offs)):
                 addr = em.add(em.add(sm.addr, ref_reg), delta * esz)
                 return list(em.op(ptx.LdMatrixOp(addr, n, trans=trans)).results)
-    mat = em.divu(L.lane, 8) if n > 1 else em.c(0)
-    r = em.remu(L.lane, 8)
+    mat = em.divu(L.ids.lane, 8) if n > 1 else em.c(0)
+    r = em.remu(L.ids.lane, 8)
     if n == 1:
         row, col = rows_cols[0](r)
     else:
@@ -137,12 +137,12 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
     if mma.version_major == 3:
         if enc.op_idx == 1:
             return SmemOperand(sm, ty)  # wgmma reads B from shared memory through a descriptor
-        if enc.meta == 0 and L.a_from_shared and _canonical_k_major(sm) is not None:
+        if enc.meta == 0 and L.cfg.a_from_shared and _canonical_k_major(sm) is not None:
             return SmemOperand(sm, ty)  # and A values too, when they sit in a canonical layout
         # A and metadata registers are read by wgmma asynchronously; a loop body rewrites the
         # same PTX registers every iteration, so the group that read them must be done first
         # (with an unrolled body that is the group before the last one)
-        L.wgmma_drain(keep=L.wgmma_frag_keep)
+        L.wgmma_drain(keep=L.groups.frag_keep)
     if len(sm.ty.get_shape()) != 2:
         raise LoweringError("ttg.local_load to #ttg.dot_op needs a 2-D memdesc")
     if esize(sm.ty.element_type) not in (1, 2, 4):
@@ -339,8 +339,8 @@ def _wgmma_a_desc(L: LoweringContext, a: SmemOperand, rep_m: int, steps: int) ->
     rows = a.sm.ty.get_shape()[0]
     bits = wg.smem_desc_bits(0, lbo=rows * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
     const = em.c(wg.as_signed64(bits), i64)
-    group_base = em.add(a.sm.addr, em.mul(em.divu(L.warp, 4), 64 * width))
-    return {(i, s): _desc(L, em.add(group_base, 16 * L.num_warps * i * width + 32 * s), const)
+    group_base = em.add(a.sm.addr, em.mul(em.divu(L.ids.warp, 4), 64 * width))
+    return {(i, s): _desc(L, em.add(group_base, 16 * L.cfg.num_warps * i * width + 32 * s), const)
             for i in range(rep_m) for s in range(steps)}
 
 
@@ -394,7 +394,7 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     """
     em = L.em
     m, n = result_ty.get_shape()
-    rep_m = m // (16 * L.num_warps)
+    rep_m = m // (16 * L.cfg.num_warps)
     k = b.sm.ty.get_shape()[0]
     t = _ab_type(a.ty.element_type)
     instr = _sparse_instruction(a.ty.element_type, meta, warpgroup=True)
@@ -417,9 +417,9 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
                                             scale_d=scale_d if s == 0 else None))
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())
-    L.wgmma_drained.clear()
+    L.groups.drained.clear()
     if defer_wait:
-        L.wgmma_pending = True
+        L.groups.pending = True
     else:
         em.op(wg.WgmmaWaitGroupOp(0))
     return Regs(result_ty, acc)

@@ -46,7 +46,7 @@ from sparsecc.dialects.ptx import COLD_ELSE
 from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodingAttr
 
 if TYPE_CHECKING:
-    from sparsecc.codegen.lower_state import LoweringState
+    from sparsecc.codegen.lower_base import LoweringContext
 
 
 def is_b16(ty: Attribute) -> bool:
@@ -73,7 +73,7 @@ def fast_dim(ty: TensorType) -> int:
     return len(ty.get_shape()) - 1
 
 
-def pad_value(L: LoweringState, elt: Attribute, padding: int | None) -> SSAValue:
+def pad_value(L: LoweringContext, elt: Attribute, padding: int | None) -> SSAValue:
     if isinstance(elt, IntegerType):
         return L.em.c(0, elt) if elt.width.data > 1 else L.em.c(0, elt)
     v = float("nan") if padding == 2 else 0.0
@@ -84,7 +84,7 @@ def pad_value(L: LoweringState, elt: Attribute, padding: int | None) -> SSAValue
 # Packing b16 pairs into b32 words (vector accesses move b32 words)
 
 
-def pack_words(L: LoweringState, vals: list[SSAValue]) -> list[SSAValue]:
+def pack_words(L: LoweringContext, vals: list[SSAValue]) -> list[SSAValue]:
     if is_b8(vals[0].type) and len(vals) >= 4:
         return [L.em.val(ptx.AsmOp(_PACK4, vals[i:i + 4], [i32], pure=True)) for i in range(0, len(vals), 4)]
     if not is_b16(vals[0].type):
@@ -94,7 +94,7 @@ def pack_words(L: LoweringState, vals: list[SSAValue]) -> list[SSAValue]:
     return [L.em.val(ptx.PackOp(vals[i], vals[i + 1])) for i in range(0, len(vals), 2)]
 
 
-def unpack_words(L: LoweringState, words: list[SSAValue], elt: Attribute, n: int) -> list[SSAValue]:
+def unpack_words(L: LoweringContext, words: list[SSAValue], elt: Attribute, n: int) -> list[SSAValue]:
     if is_b8(elt) and n >= 4:
         return [r for w in words for r in L.em.op(ptx.AsmOp(_UNPACK4, [w], [elt] * 4, pure=True)).results]
     if not is_b16(elt) or n == 1:
@@ -119,11 +119,11 @@ def word_type(elt: Attribute, n: int) -> tuple[Attribute, int]:
 # Block pointers
 
 
-def global_coords(L: LoweringState, bp: BlockPtr, coord: tuple[SSAValue, ...]) -> list[SSAValue]:
+def global_coords(L: LoweringContext, bp: BlockPtr, coord: tuple[SSAValue, ...]) -> list[SSAValue]:
     return [L.em.add(bp.offsets[d], coord[d]) for d in range(len(coord))]
 
 
-def global_addr(L: LoweringState, bp: BlockPtr, g: list[SSAValue], elt: Attribute) -> SSAValue:
+def global_addr(L: LoweringContext, bp: BlockPtr, g: list[SSAValue], elt: Attribute) -> SSAValue:
     em = L.em
     off = em.c(0, i64)
     for d, gd in enumerate(g):
@@ -131,7 +131,7 @@ def global_addr(L: LoweringState, bp: BlockPtr, g: list[SSAValue], elt: Attribut
     return em.add(bp.base, em.mul(off, esize(elt)))
 
 
-def in_bounds(L: LoweringState, bp: BlockPtr, g: list[SSAValue], dims: list[int]) -> SSAValue | None:
+def in_bounds(L: LoweringContext, bp: BlockPtr, g: list[SSAValue], dims: list[int]) -> SSAValue | None:
     em = L.em
     pred: SSAValue | None = None
     for d in dims:
@@ -140,7 +140,7 @@ def in_bounds(L: LoweringState, bp: BlockPtr, g: list[SSAValue], dims: list[int]
     return pred
 
 
-def vector_ok(L: LoweringState, bp: BlockPtr, fast: int, run: int, dims: list[int]) -> SSAValue:
+def vector_ok(L: LoweringContext, bp: BlockPtr, fast: int, run: int, dims: list[int]) -> SSAValue:
     """Uniform test: may `run`-element vectors along `fast` be accessed as one aligned vector?"""
     em = L.em
     conds = [em.cmp("eq", bp.strides[fast], em.c(1, i64))]
@@ -156,7 +156,7 @@ def vector_ok(L: LoweringState, bp: BlockPtr, fast: int, run: int, dims: list[in
     return c
 
 
-def first_replica(L: LoweringState, dl: DistLayout, r: int) -> SSAValue | None:
+def first_replica(L: LoweringContext, dl: DistLayout, r: int) -> SSAValue | None:
     """Whether this thread holds the first copy of register r's element, in a layout whose
     threads cover more than the tile (`wrap`: several threads hold the same elements); None
     when no dimension wraps. Only that thread copies the chunk into shared memory: two
@@ -167,13 +167,13 @@ def first_replica(L: LoweringState, dl: DistLayout, r: int) -> SSAValue | None:
     for d, wraps in enumerate(dl.wrap):
         if not wraps:
             continue
-        unwrapped = em.term_sum(dl.base[d], L.lane, L.warp)
+        unwrapped = em.term_sum(dl.base[d], L.ids.lane, L.ids.warp)
         c = em.cmp("ult", unwrapped, em.c(dl.shape[d] - dl.regs[r][d]))
         cond = c if cond is None else em.band(cond, c)
     return cond
 
 
-def _two_paths(L: LoweringState, cond: SSAValue, fast_fn, slow_fn, result_types: list[Attribute]) -> list[SSAValue]:
+def _two_paths(L: LoweringContext, cond: SSAValue, fast_fn, slow_fn, result_types: list[Attribute]) -> list[SSAValue]:
     """scf.if(cond) { fast_fn() } else { slow_fn() } with the values both return."""
     outer = L.em.block
     blocks = []
@@ -190,7 +190,7 @@ def _two_paths(L: LoweringState, cond: SSAValue, fast_fn, slow_fn, result_types:
     return list(if_op.results)
 
 
-def load_block(L: LoweringState, bp: BlockPtr, ty: TensorType, dims: list[int], padding: int | None,
+def load_block(L: LoweringContext, bp: BlockPtr, ty: TensorType, dims: list[int], padding: int | None,
                known: PtrDiv | None = None) -> Regs:
     """tt.load through a block pointer into the registers of `ty`'s layout (`known`: what the
     divisibility analysis proved about the pointer; an aligned one gets the vector path only)."""
@@ -237,7 +237,7 @@ def load_block(L: LoweringState, bp: BlockPtr, ty: TensorType, dims: list[int], 
     return Regs(ty, regs)
 
 
-def store_block(L: LoweringState, bp: BlockPtr, val: Regs, dims: list[int], known: PtrDiv | None = None) -> None:
+def store_block(L: LoweringContext, bp: BlockPtr, val: Regs, dims: list[int], known: PtrDiv | None = None) -> None:
     """tt.store of a register tensor through a block pointer (`known`: as in load_block)."""
     ty = val.ty
     elt = ty.element_type
@@ -290,7 +290,7 @@ def store_block(L: LoweringState, bp: BlockPtr, val: Regs, dims: list[int], know
 # Shared memory
 
 
-def smem_offset(L: LoweringState, enc: SharedEncodingAttr, row: SSAValue, col: SSAValue, row_len: int,
+def smem_offset(L: LoweringContext, enc: SharedEncodingAttr, row: SSAValue, col: SSAValue, row_len: int,
                 rows: int = 0) -> SSAValue:
     """Element offset of (row, col) under the swizzle (col's low log2(vec) bits pass through):
     `SharedEncodingAttr.swizzled_offset` evaluated on IR values, emitting its arith ops."""
@@ -328,7 +328,7 @@ class _Emitted:
         return _Emitted(self.em, self.em.remu(self.value, d))
 
 
-def smem_addr(L: LoweringState, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
+def smem_addr(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
     """Shared address of element idx (rank-2 or rank-1 views)."""
     shape = sm.ty.get_shape()
     enc = sm.ty.encoding
@@ -357,7 +357,7 @@ def shared_run(sm_ty: MemDescType, dl: DistLayout, fast: int, elt: Attribute) ->
     return contiguous_run(dl, fast, limit)
 
 
-def store_shared(L: LoweringState, sm: Smem, val: Regs) -> None:
+def store_shared(L: LoweringContext, sm: Smem, val: Regs) -> None:
     """Registers -> shared buffer with its swizzle (vectorized along the contiguous dim)."""
     L.wgmma_drain()
     ty = val.ty
@@ -372,7 +372,7 @@ def store_shared(L: LoweringState, sm: Smem, val: Regs) -> None:
     L.after_shared_write()
 
 
-def load_shared(L: LoweringState, sm: Smem, ty: TensorType) -> Regs:
+def load_shared(L: LoweringContext, sm: Smem, ty: TensorType) -> Regs:
     """Shared buffer -> registers of a blocked/mma/slice layout."""
     elt = ty.element_type
     dl = distributed(ty.encoding, ty.get_shape())
@@ -391,7 +391,7 @@ def load_shared(L: LoweringState, sm: Smem, ty: TensorType) -> Regs:
 # Async copies (global -> shared)
 
 
-def async_copy(L: LoweringState, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None,
+def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None,
                war_barrier: bool = True, known: PtrDiv | None = None, guarded: bool = False) -> None:
     """cp.async.cg 16-byte chunks (zero-filled out of bounds) when aligned, else a synchronous
     ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says.
@@ -485,7 +485,7 @@ def _num_warps(dl: DistLayout) -> int:
     return n
 
 
-def _async_copy_strided(L: LoweringState, bp: BlockPtr, sm: Smem, dl: DistLayout, dims: list[int], vec: int) -> None:
+def _async_copy_strided(L: LoweringContext, bp: BlockPtr, sm: Smem, dl: DistLayout, dims: list[int], vec: int) -> None:
     """The cp.async fast path with few per-iteration instructions and registers.
 
     A chunk's element is thread base + a compile-time register offset (no wrap), so its
@@ -500,7 +500,7 @@ def _async_copy_strided(L: LoweringState, bp: BlockPtr, sm: Smem, dl: DistLayout
     elt = tile.element_type
     esz = esize(elt)
     rank = len(dl.shape)
-    bases = [em.term_sum(terms, L.lane, L.warp) for terms in dl.base]
+    bases = [em.term_sum(terms, L.ids.lane, L.ids.warp) for terms in dl.base]
     toff = em.c(0, i64)
     origin = em.c(0, i64)
     for d in range(rank):
@@ -536,7 +536,7 @@ def _async_copy_strided(L: LoweringState, bp: BlockPtr, sm: Smem, dl: DistLayout
         L.em.op(ptx.CpAsyncOp(dst, src, mask=pred, size=16, cache="cg"))
 
 
-def load_block_scalar(L: LoweringState, bp: BlockPtr, tile: TensorType, dl: DistLayout, coords, dims) -> list[SSAValue]:
+def load_block_scalar(L: LoweringContext, bp: BlockPtr, tile: TensorType, dl: DistLayout, coords, dims) -> list[SSAValue]:
     elt = tile.element_type
     zero = pad_value(L, elt, 1)
     out = []

@@ -20,7 +20,7 @@ from sparsecc.codegen.lower_mem import first_replica
 from sparsecc.dialects import ptx, tt
 
 if TYPE_CHECKING:
-    from sparsecc.codegen.lower_state import LoweringState
+    from sparsecc.codegen.lower_base import LoweringContext
 
 
 def _per_reg(x: object, n: int, what: str) -> list[SSAValue]:
@@ -42,7 +42,7 @@ def _pointee(ptr_type: object) -> object:
     return pt.pointee
 
 
-def lower_addptr(L: LoweringState, op: tt.AddPtrOp) -> None:
+def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element."""
     em = L.em
     nbytes = esize(_pointee(op.result.type))
@@ -57,7 +57,7 @@ def lower_addptr(L: LoweringState, op: tt.AddPtrOp) -> None:
     L.set(op.result, Regs(op.result.type, out))
 
 
-def load_ptrs(L: LoweringState, op: tt.LoadOp, ptrs: Regs) -> None:
+def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
     """One (predicated) scalar `ld.global` per register; masked-off registers get `other`."""
     n = len(ptrs.regs)
     elt = _pointee(op.ptr.type)
@@ -71,7 +71,7 @@ def load_ptrs(L: LoweringState, op: tt.LoadOp, ptrs: Regs) -> None:
     L.set(op.result, Regs(op.result.type, out))
 
 
-def store_ptrs(L: LoweringState, op: tt.StoreOp, ptrs: Regs) -> None:
+def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
     """One (predicated) scalar `st.global` per register; masked-off elements are not written."""
     n = len(ptrs.regs)
     vals = _per_reg(L.get(op.value), n, "stored value")
@@ -81,7 +81,7 @@ def store_ptrs(L: LoweringState, op: tt.StoreOp, ptrs: Regs) -> None:
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
 
 
-def store_scalar(L: LoweringState, op: tt.StoreOp, addr: SSAValue) -> None:
+def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:
     """A scalar store is one per program (as in Triton), by thread 0, under the op's mask."""
     _check_addr(addr)
     em = L.em
@@ -90,7 +90,7 @@ def store_scalar(L: LoweringState, op: tt.StoreOp, addr: SSAValue) -> None:
     em.op(ptx.StGlobalOp(addr, [L.get(op.value)], mask=guard))
 
 
-def atomic_ptrs(L: LoweringState, op: tt.AtomicRMWOp, scratch: SSAValue | None = None) -> None:
+def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None = None) -> None:
     """One (predicated) `atom.global.add` per element, issued by the first thread that holds it
     (a layout wider than its tile gives some elements to several threads); the old values are
     the result.
@@ -137,9 +137,9 @@ def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
     return not isinstance(op.ptr.type, TensorType) and bool(op.result.uses)
 
 
-def _thread_zero(L: LoweringState) -> SSAValue:
+def _thread_zero(L: LoweringContext) -> SSAValue:
     """The predicate of the thread that issues a program's scalar stores and atomics."""
-    return L.em.cmp("eq", L.tid, L.em.c(0))
+    return L.em.cmp("eq", L.ids.tid, L.em.c(0))
 
 
 def _check_addr(addr: SSAValue) -> None:

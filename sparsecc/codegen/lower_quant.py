@@ -4,7 +4,7 @@ layout straight from the codes and scales in shared memory.
 sparse-gpu-encoding stages a dequantize's loaded operands through shared memory, so the
 pipeline streams them with the other K-loop tiles (async copies overlapping the mma of earlier
 iterations); their `ttg.local_load`s lower to nothing (the lowering keeps the buffer, see
-`Lowerer`), and here a thread reads, for each of its result elements (r, j), the byte holding
+handlers/shared.py), and here a thread reads, for each of its result elements (r, j), the byte holding
 code j of row r, its nibble, the scale (and zero point) of its group, and computes
 `(code - zero) * scale` rounded once to f16/bf16, the interpreter's value bit for bit: f16
 pairs with f16x2 arithmetic on codes placed in the mantissa of 1024.0 (no conversions), bf16
@@ -255,9 +255,9 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
     if codes_enc.max_phase > 1 and codes_enc.vec * esize(ops.codes.ty.element_type) < 16:
         raise LoweringError("internal: tt.dequantize's codes must keep 16-byte chunks contiguous in shared memory")
     if enc.parent.version_major == 3:
-        L.wgmma_drain(keep=L.wgmma_frag_keep)  # wgmma reads A registers asynchronously
+        L.wgmma_drain(keep=L.groups.frag_keep)  # wgmma reads A registers asynchronously
     rep, tiles = warp_m_tiles(L, enc.parent, ops.rows)
-    g, t = em.divu(L.lane, 4), em.remu(L.lane, 4)
+    g, t = em.divu(L.ids.lane, 4), em.remu(L.ids.lane, 4)
     scale, offset = CHUNK_SELECTOR[bits]
     sel = em.add(em.mul(t, scale), offset)
     per_chunk = 16 * 8 // bits  # kept columns a 16-byte chunk holds: 32 (two k32 steps) or 16

@@ -23,115 +23,21 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Block, Operation, SSAValue
 
-from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.kloops import reads_wgmma_result
 from sparsecc.analysis.layouts import DistLayout, LayoutError
-from sparsecc.codegen.handlers import handler_for
+from sparsecc.codegen.handlers.table import handler_for
 from sparsecc.codegen.lower_async import skipped
 from sparsecc.codegen.lower_base import Emitter, LoweringError, Regs, where
-from sparsecc.dialects import ptx, tt
+from sparsecc.codegen.lowering_parts import (
+    Barriers,
+    KernelConfig,
+    LoweringCaches,
+    Preamble,
+    WgmmaGroups,
+    ZeroRestart,
+)
+from sparsecc.dialects import ptx
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
-
-
-@dataclass(frozen=True, eq=False)
-class KernelConfig:
-    """What is decided about the kernel before its first op is lowered; never changes after.
-
-    Example: `KernelConfig(func, "sm_90a", num_warps=4, ...).threads` is 128 (160 with one
-    producer warp)."""
-
-    func: tt.FuncOp
-    target: str
-    num_warps: int
-    cluster: int
-    """CTAs per cluster (`ttg.num-ctas`): 2 when a TMA loop multicasts a tile to a CTA pair."""
-    wgmma: bool
-    """The kernel issues sm_90a warpgroup MMAs (a #ttg.mma version 3 dot)."""
-    a_from_shared: bool
-    """wgmma reads A values through a descriptor (TMA kernels, or CompileOptions.wgmma_a_smem)."""
-    producer_warps: int
-    """Warps after the `num_warps` compute warps that only issue TMA copies (the function's
-    `ttg.producer-warps`, set by tritongpu-warp-specialize)."""
-    tma_thread: int
-    """The thread that issues TMA copies and announces their bytes."""
-    divs: Divisibility
-    smem_offsets: dict[Operation, int]
-    """Op -> byte offset of its shared buffer or scratch in the kernel's one `smem` array."""
-    smem_bytes: int
-    tensor_maps: dict
-    """tt.make_tensor_ptr -> (kernel param index, BoxPlan, TensorMapRecipe) of its TMA copies."""
-
-    @property
-    def threads(self) -> int:
-        return 32 * (self.num_warps + self.producer_warps)
-
-
-@dataclass(frozen=True)
-class Preamble:
-    """Registers read once at the top of the kernel."""
-
-    tid: SSAValue
-    lane: SSAValue
-    warp: SSAValue
-    cta_rank: SSAValue | None
-    """This CTA's rank in its cluster (%cluster_ctarank), when clustered."""
-    smem: SSAValue | None
-    """The (aligned) base address of the dynamic shared array, when the kernel uses one."""
-
-
-@dataclass
-class Barriers:
-    """Whether a `bar.sync` is due before the next shared read (RAW) or write (WAR)."""
-
-    writes_pending: bool = False
-    reads_since_bar: bool = False
-
-    def state(self) -> tuple[bool, bool]:
-        return self.writes_pending, self.reads_since_bar
-
-    def restore(self, state: tuple[bool, bool]) -> None:
-        self.writes_pending, self.reads_since_bar = state
-
-    def conservative(self) -> None:
-        """Both pending: the entry and exit of a loop body, whose other iterations are unseen."""
-        self.writes_pending = self.reads_since_bar = True
-
-    def synced(self) -> None:
-        self.writes_pending = self.reads_since_bar = False
-
-
-@dataclass
-class WgmmaGroups:
-    """Which committed wgmma groups may still be running (so that a `wgmma.wait_group` comes
-    before their registers or shared memory are reused), drained at most once per block."""
-
-    pending: bool = False
-    """A committed wgmma group may still be running (a K-loop dot left it in flight)."""
-    frag_keep: int = 0
-    """Groups that may stay in flight while a dot of this loop reloads its fragment registers."""
-    drained: list = field(default_factory=list)
-    """(block, keep) of blocks that already waited for every group issued so far."""
-
-
-@dataclass
-class ZeroRestart:
-    """`analysis.kloops.zero_restart`: the persistent loops whose sum restarts at a dot."""
-
-    flags: dict = field(default_factory=dict)
-    """dot -> its loop's `fresh` register (1: the sum restarts at this dot)."""
-    ifs: dict = field(default_factory=dict)
-    """epilogue scf.if -> (result index, [its `fresh` value for the next iteration, set when the
-    if is lowered])."""
-
-
-@dataclass
-class LoweringCaches:
-    """Address arithmetic worth reusing within a block."""
-
-    coords: dict = field(default_factory=dict)
-    """(layout, block id) -> per-register element coordinates."""
-    ldsm_refs: dict = field(default_factory=dict)
-    """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
 
 
 @dataclass
@@ -240,7 +146,7 @@ class LoweringState:
         if hit is not None:
             return hit
         em = self.em
-        bases = [em.term_sum(terms, self.lane, self.warp) for terms in dl.base]
+        bases = [em.term_sum(terms, self.ids.lane, self.ids.warp) for terms in dl.base]
         out = []
         for off in dl.regs:
             c = []
@@ -252,48 +158,6 @@ class LoweringState:
             out.append(tuple(c))
         self.caches.coords[key] = out
         return out
-
-    # ------------------------------------------- read-only views the op helpers use
-    # (lower_dot.py and lower_quant.py read these names; see lower_base.LoweringContext)
-    @property
-    def tid(self) -> SSAValue:
-        return self.ids.tid
-
-    @property
-    def lane(self) -> SSAValue:
-        return self.ids.lane
-
-    @property
-    def warp(self) -> SSAValue:
-        return self.ids.warp
-
-    @property
-    def num_warps(self) -> int:
-        return self.cfg.num_warps
-
-    @property
-    def a_from_shared(self) -> bool:
-        return self.cfg.a_from_shared
-
-    @property
-    def ldsm_refs(self) -> dict:
-        return self.caches.ldsm_refs
-
-    @property
-    def wgmma_frag_keep(self) -> int:
-        return self.groups.frag_keep
-
-    @property
-    def wgmma_drained(self) -> list:
-        return self.groups.drained
-
-    @property
-    def wgmma_pending(self) -> bool:
-        return self.groups.pending
-
-    @wgmma_pending.setter
-    def wgmma_pending(self, value: bool) -> None:
-        self.groups.pending = value
 
 
 __all__ = ["Barriers", "KernelConfig", "LoweringCaches", "LoweringState", "Preamble", "WgmmaGroups",

@@ -33,7 +33,7 @@ from sparsecc.analysis.layouts import DistLayout, Term
 from sparsecc.dialects import ptx
 
 if TYPE_CHECKING:
-    from sparsecc.codegen.lower_state import LoweringState
+    from sparsecc.codegen.lower_base import LoweringContext
 
 W = TypeVar("W")
 CHUNK = 8  # columns per chunk (one 16-byte vector of 16-bit elements)
@@ -103,7 +103,7 @@ def quad_transpose(words: Sequence[W], lane_bit: Callable[[int], object],
     return w
 
 
-def store_transposed(L: LoweringState, plan: TransposePlan, regs: Sequence[SSAValue],
+def store_transposed(L: LoweringContext, plan: TransposePlan, regs: Sequence[SSAValue],
                      coords: list[tuple[SSAValue, ...]], pack: Callable[[list[SSAValue]], list[SSAValue]],
                      store: Callable[[tuple[SSAValue, SSAValue], list[SSAValue]], None]) -> None:
     """The vector path of `store_block` for a planned layout: per group, `pack` each register
@@ -111,8 +111,8 @@ def store_transposed(L: LoweringState, plan: TransposePlan, regs: Sequence[SSAVa
     they start at to `store` (the caller's bounds-checked global store: the vector lies in or
     out as a whole, which its alignment test guarantees)."""
     em = L.em
-    quad_lane = em.band(L.lane, em.c(QUAD - 1))
-    bits = [em.cmp("ne", em.band(L.lane, em.c(1 << b)), 0) for b in (0, 1)]
+    quad_lane = em.band(L.ids.lane, em.c(QUAD - 1))
+    bits = [em.cmp("ne", em.band(L.ids.lane, em.c(1 << b)), 0) for b in (0, 1)]
 
     def shfl(x: SSAValue, mask: int) -> SSAValue:
         return em.val(ptx.AsmOp(f"shfl.sync.bfly.b32 $0, $1, {mask}, 0x1f, -1;", [x], [i32]))

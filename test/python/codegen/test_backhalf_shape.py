@@ -23,14 +23,6 @@ MAX_LINES = 70
 MAX_ISINSTANCE = 8
 MAX_MUTABLE_ATTRS = 10
 
-# Functions that still break the limits, as "file:function". They live in the files being
-# split by the fragment-layout work (lower_dot.py, lower_quant.py, issue 25 item 3); the lead
-# empties this list once both branches are merged. Do not add to it.
-ALLOWED: set[str] = {
-    "lower_dot.py:load_frag",
-}
-
-
 def _functions(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -65,14 +57,7 @@ def _violations() -> list[str]:
 
 def test_back_half_functions_are_short():
     found = _violations()
-    new = [v for v in found if v.split(" ")[0] not in ALLOWED]
-    assert not new, f"functions over {MAX_LINES} lines or {MAX_ISINSTANCE} isinstance tests: {new}"
-
-
-def test_allow_list_is_not_stale():
-    """An allowed function that now keeps the limits leaves the list."""
-    found = {v.split(" ")[0] for v in _violations()}
-    assert ALLOWED <= found, f"these keep the limits now, drop them from ALLOWED: {sorted(ALLOWED - found)}"
+    assert not found, f"functions over {MAX_LINES} lines or {MAX_ISINSTANCE} isinstance tests: {found}"
 
 
 def _is_frozen_or_protocol(cls: ast.ClassDef) -> bool:
