@@ -209,7 +209,10 @@ class JITFunction(KernelFunction):
                           "to CUDA, or set SPARSECC_INTERPRET=1 to ask for the interpreter (and silence this)",
                           InterpreterFallbackWarning, stacklevel=3)
         target = None if interpret else current_target()
-        compile_options = CompileOptions.create(target=target, **options, **switches)
+        try:
+            compile_options = CompileOptions.create(target=target, **options, **switches)
+        except (TypeError, ValueError) as e:  # a bad option: name the launch it came with
+            raise type(e)(f"{self.__name__}[grid](...): {e}") from None
         key = (tuple(signature.items()), tuple((k, constexpr_key(v)) for k, v in constexprs.items()),
                compile_options)
         compiled = self.cache.get(key)

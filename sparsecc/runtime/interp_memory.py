@@ -81,8 +81,10 @@ def load(ptr: Any, mask: Any, other: Any, checked: tuple[int, ...], padding: int
     if buf.size == 0:
         values = torch.zeros(offs.shape, dtype=buf.data.dtype)
     else:
-        # take() copies: a scalar index would give a view, which a later store would change
-        values = buf.data.take(torch.where(active, offs, 0))
+        idx = torch.where(active, offs, 0)
+        values = buf.data[idx]
+        if idx.dim() == 0:  # a 0-d index gives a view of memory, which a later store would change
+            values = values.clone()
     if other is None:
         fill = float("nan") if padding == 2 else 0
         other = torch.full((), fill, dtype=values.dtype)

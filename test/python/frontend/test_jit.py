@@ -259,7 +259,7 @@ def test_grids_and_launch_options_must_be_ints_never_truncated(fake_interpreter)
             k[grid](x, y, 100, 0.5, True, BLOCK=32)
     for option, value in [("num_warps", 4.7), ("num_warps", True), ("num_stages", 2.5), ("num_ctas", 2.0),
                           ("num_ctas", True)]:
-        with pytest.raises(ValueError, match=rf"{option} must be .*, got {value!r}"):
+        with pytest.raises(ValueError, match=rf"scale_kernel\[grid\]\(...\): {option} must be .*, got {value!r}"):
             k[(4,)](x, y, 100, 0.5, True, BLOCK=32, **{option: value})
     assert [c["grid"] for c in fake_interpreter] == [(4, 1, 1)]
     k[(4,)](x, y, 100, 0.5, True, BLOCK=32, num_warps=4)  # the fast path is still taken for good ones
