@@ -76,7 +76,7 @@ class CompileOptions:
         for name, value in (("num_warps", num_warps), ("num_stages", num_stages)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if num_ctas not in (1, 2):
+        if num_ctas.__class__ is not int or num_ctas not in (1, 2):  # not True, not 2.0
             raise ValueError(f"num_ctas must be 1 or 2 (a CTA pair), got {num_ctas!r}")
         return cls(target=target, num_warps=num_warps, num_stages=num_stages, num_ctas=num_ctas,
                    **resolve(switches))

@@ -213,22 +213,83 @@ def _load_kernel(src: str):
     return module.kernel, path
 
 
-def run_frontend(src: str, sig: dict, consts: dict) -> str:
-    """Compile a generated kernel; a CompilationError must name the kernel's file and line."""
+_LOCATED = re.compile(r"(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): error: (?P<message>.*)")
+_GENERIC = frozenset({"error", "errors", "invalid", "invalid input", "invalid kernel", "bad input", "failed",
+                      "compilation failed", "unsupported", "syntax error", "internal error", "unknown error"})
+"""Messages that name no problem: a clean error says what is wrong, not just that something is."""
+
+
+def _clean_frontend_error(exc: BaseException, path: Path) -> bool:
+    """A clean error of a generated kernel: exactly one `error:`, and its first line is
+    `<the kernel's file>:line:col: error: <message>` at a line of that file (col >= 1), whose
+    message names the problem (at least three words, not a generic one such as "invalid")."""
+    text = str(exc)
+    m = _LOCATED.fullmatch(text.splitlines()[0]) if text else None
+    if m is None or text.count("error:") != 1 or Path(m["file"]).name != path.name:
+        return False
+    if not 1 <= int(m["line"]) <= len(path.read_text().splitlines()) or int(m["col"]) < 1:
+        return False
+    message = m["message"].strip(" .:!").lower()
+    return len(re.findall(r"[a-z_]\w*", message)) >= 3 and message not in _GENERIC
+
+
+def _frontend_args(sig: dict, consts: dict, seed: int) -> tuple[list, tuple, torch.Tensor | None]:
+    """CPU launch arguments for a `kernel_source` kernel exactly as `sig` types them (a
+    quantized format compresses A with that format), its grid, and the dot's expected output
+    (None for the elementwise kernels, whose random bodies have no reference)."""
+    import sparsecc
+
+    if "n" in sig:
+        args, grid, _ = _kernel_args(sig, consts, "cpu", seed)
+        return args, grid, None
+    bm, bn, bk = consts["BLOCK_M"], consts["BLOCK_N"], consts["BLOCK_K"]
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "i8": torch.int8}[sig["B"][1:]]
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.int8:
+        a, b = (torch.randint(-8, 8, s, generator=g, dtype=torch.int8) for s in ((bm, bk), (bk, bn)))
+    else:
+        a, b = torch.randn(bm, bk, generator=g).to(dtype), torch.randn(bk, bn, generator=g).to(dtype)
+    a = sparsecc.compress((sparsecc.prune_1to2 if dtype == torch.float32 else sparsecc.prune_2to4)(a),
+                          format=sig["A"].partition(":")[2])
+    d = torch.full((bm, bn), float("nan"), dtype=torch.float16)
+    return [d, a, b], (1,), (a.to_dense().float() @ b.float()).half().float()
+
+
+def run_frontend(src: str, sig: dict, consts: dict, seed: int = 0) -> str:
+    """Compile a generated kernel, then run what compiled on the CPU interpreter (random
+    inputs; a dot's output must match torch). A refusal must be a clean error
+    (`_clean_frontend_error`); an unlocated or generic one, an interpreter failure of a kernel
+    that compiled, or a wrong dot is a crash."""
     from xdsl.utils.exceptions import DiagnosticException
 
     import sparsecc
+    from sparsecc.frontend.jit import flatten_args
+    from sparsecc.runtime import interpreter
 
     kernel, path = _load_kernel(src)
+    case = f"\n--- kernel ---\n{src}\n{sig} {consts}"
     try:
-        sparsecc.compile(kernel, signature=sig, constexprs=consts)
+        compiled = sparsecc.compile(kernel, signature=sig, constexprs=consts)
     except (sparsecc.CompilationError, DiagnosticException, ValueError, TypeError) as exc:
         if "internal" in str(exc).lower():
-            return record("frontend", "crash", f"{exc}\n--- kernel ---\n{src}")
-        located = f"{path.name}:" in str(exc) or f"{path}:" in str(exc)
-        return record("frontend", "clean error" if located else "unlocated error")
+            return record("frontend", "crash", f"{exc}{case}")
+        if not _clean_frontend_error(exc, path):
+            return record("frontend", "crash", f"not a located error naming the problem: {type(exc).__name__}: "
+                                               f"{exc}{case}")
+        return record("frontend", "clean error")
     except Exception as exc:  # noqa: BLE001 - anything else is a bug
-        return record("frontend", "crash", f"{type(exc).__name__}: {exc}\n--- kernel ---\n{src}\n{sig} {consts}")
+        return record("frontend", "crash", f"{type(exc).__name__}: {exc}{case}")
+    try:
+        args, grid, want = _frontend_args(sig, consts, seed)
+        interpreter.run(compiled.module, compiled.name, grid, flatten_args(args))
+    except Exception as exc:  # noqa: BLE001 - a kernel that compiles must run
+        return record("frontend", "crash", f"compiled, but the interpreter failed: {type(exc).__name__}: {exc}{case}")
+    if want is not None:
+        got = args[0].float()
+        scale = max(float(want.abs().max()), 1.0)
+        if got.isnan().any() or not torch.allclose(got, want, rtol=2e-2, atol=2e-2 * scale):
+            return record("frontend", "crash", f"the interpreter's dot differs from torch (max |diff| "
+                                               f"{(got - want).nan_to_num(float('inf')).abs().max():.3g}){case}")
     return record("frontend", "accepted")
 
 

@@ -17,6 +17,7 @@ import pytest
 import torch
 from fuzz_targets import (
     CORPUS,
+    Crash,
     cache_case,
     dense_matrix,
     kernel_source,
@@ -70,6 +71,40 @@ def test_fuzz_parser_on_token_soup(text):
 @given(kernel_source())
 def test_fuzz_frontend_on_generated_kernels(case):
     run_frontend(*case)
+
+
+ELEMENTWISE_SIG = {"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "n": "i32"}
+
+
+def test_frontend_oracle_runs_what_compiles_and_wants_located_errors(monkeypatch):
+    """The frontend area's oracle: a kernel that compiles but fails on the interpreter (an
+    unmasked store past Z's 1000 elements), and a refusal without file:line:col or naming no
+    problem, are crashes; a located error naming the problem is clean."""
+    head = "def kernel(X, Y, Z, n, BLOCK: tl.constexpr):\n    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    masked = head + "    tl.store(Z + offs, tl.load(X + offs, mask=offs < n, other=0.0) * 2.0, mask=offs < n)"
+    assert run_frontend(masked, ELEMENTWISE_SIG, {"BLOCK": 64}) == "accepted"
+    unmasked = head + "    tl.store(Z + offs, tl.load(X + offs, mask=offs < n, other=0.0) * 2.0)"
+    with pytest.raises(Crash, match="compiled, but the interpreter failed.*out-of-bounds store"):
+        run_frontend(unmasked, ELEMENTWISE_SIG, {"BLOCK": 64})
+    assert run_frontend(head + "    x = tl.arange(0, 10)", ELEMENTWISE_SIG, {"BLOCK": 64}) == "clean error"
+
+    import sparsecc
+
+    def refusing_with(message):  # sparsecc.compile refusing every kernel with `message` ({file}: the kernel's)
+        def refuse(kernel, *args, **kwargs):
+            raise ValueError(message.format(file=kernel.fn.__code__.co_filename))
+        monkeypatch.setattr(sparsecc, "compile", refuse)
+
+    for message in ["the tile shape must be a power of two",  # no place
+                    "{file}:7:5: error: invalid",  # a place, but no problem named
+                    "{file}:7:5: error: shapes do not match\n{file}:8:5: error: and another",  # two errors
+                    "{file}:700:5: error: the tile shape must be a power of two",  # not a line of the kernel
+                    "other.py:7:5: error: the tile shape must be a power of two"]:  # not the kernel's file
+        refusing_with(message)
+        with pytest.raises(Crash, match="not a located error naming the problem"):
+            run_frontend(masked, ELEMENTWISE_SIG, {"BLOCK": 64})
+    refusing_with("{file}:7:5: error: the tile shape must be a power of two")
+    assert run_frontend(masked, ELEMENTWISE_SIG, {"BLOCK": 64}) == "clean error"
 
 
 @_settings(40)
