@@ -68,7 +68,8 @@ def check_shared_budget(func: tt.FuncOp, target: str, nbytes: int) -> None:
     allocs = [(math.prod(op.result.type.get_shape()) * esize(op.result.type.element_type), op)
               for op in func.walk() if isinstance(op, ttgd.LocalAllocOp)]
     largest = max(allocs, key=lambda a: a[0], default=None)
-    hint = (f"; the largest buffer is this {largest[1].result.type.get_shape()} ttg.local_alloc of {largest[0]} "
+    shape = "x".join(map(str, largest[1].result.type.get_shape())) if largest else ""
+    hint = (f"; the largest buffer is this {shape} ttg.local_alloc of {largest[0]} "
             "bytes (fewer pipeline stages or smaller tiles need less)" if largest else "")
     raise LoweringError(f"tt.func @{func.sym_name.data}: {problem}{hint}",
                         largest[1] if largest else func)

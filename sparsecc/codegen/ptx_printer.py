@@ -329,7 +329,8 @@ class _KernelEmitter:
         if needed is None:
             raise PtxEmitError(f"kernel {name}: '{op.name}' prints '{instruction}', which is not a PTX instruction "
                                "on any target (PTX has no 8-bit arithmetic: widen to 16 bits first)", op)
-        raise PtxEmitError(f"kernel {name}: '{op.name}' needs {needed} or newer for '{instruction}', but the "
+        newer = "" if needed.endswith("a") else " or newer"  # sm_90a features are on sm_90a alone
+        raise PtxEmitError(f"kernel {name}: '{op.name}' needs {needed}{newer} for '{instruction}', but the "
                            f"kernel's target is {self.target}", op)
 
     # ops -----------------------------------------------------------------------------------
@@ -541,7 +542,8 @@ def _int_to_float(e: _KernelEmitter, op: Operation) -> None:
     wi = _width(src.type)
     if wi == 1:
         raise PtxEmitError(f"{op.name} from i1: extend to i32 first", op)
-    if isinstance(ty, BFloat16Type) and not e.bf16_alu:  # through f32, as torch rounds ints to bf16
+    if isinstance(ty, BFloat16Type) and (not e.bf16_alu or wi == 8):
+        # through f32, as torch rounds ints to bf16 (exact for i8, which no cvt takes with bf16)
         wide = e.fresh(Float32Type())
         e.emit(f"cvt.rn.f32.{letter}{wi} {wide}, {e.use(src)};")
         e.emit(f"cvt.rn.bf16.f32 {e.define(op.results[0])}, {wide};")
@@ -555,7 +557,7 @@ def _float_to_int(e: _KernelEmitter, op: Operation) -> None:
     wo = _width(ty)
     if wo == 1:
         raise PtxEmitError(f"{op.name} to i1 has no PTX form", op)
-    if isinstance(src.type, BFloat16Type) and not e.bf16_alu:  # bf16 -> f32 is exact
+    if isinstance(src.type, BFloat16Type) and (not e.bf16_alu or wo == 8):  # bf16 -> f32 is exact
         e.emit(f"cvt.rzi.{letter}{wo}.f32 {e.define(op.results[0])}, {e.to_f32(src)};")
         return
     e.emit(f"cvt.rzi.{letter}{wo}.{_ftype(src.type)} {e.define(op.results[0])}, {e.use(src)};")

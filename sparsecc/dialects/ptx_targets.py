@@ -105,9 +105,10 @@ not supported at all, so sm_80 instructions (mma.sp, cp.async, ldmatrix) need no
 _NEVER = re.compile(
     _OP + r"(?:add|sub|mul(?:\.lo|\.hi|\.wide)?|mad[\w.:]*|div|rem|and|or|xor|not|shl|shr|max|min|abs|neg|"
     r"setp\.\w+|selp|mov)\." + _INT8
+    + "|" + _OP + r"cvt(?:\.\w+)*\.(?:bf16\.[su]8|[su]8\.bf16)\b"
 )
 """PTX has no 8-bit ALU, compare, select or move forms (bytes live in 16-bit registers; only
-ld/st/cvt take .b8/.s8/.u8), whatever the target."""
+ld/st/cvt take .b8/.s8/.u8), and no cvt between bf16 and 8-bit integers, whatever the target."""
 
 
 def first_unavailable(text: str, target: str) -> tuple[int, str, str | None] | None:

@@ -352,21 +352,20 @@ def emit_ptx_text(module: ModuleOp, positions: dict | None = None, src: SourceFi
     (`compiler.make_ptx`, switches at their defaults or SPARSECC_* environment overrides).
     An error that names an op of the input (`exc.op`) is reported at it, given `positions` and
     `src`; one that is not a user error says it is an internal one."""
-    from xdsl.dialects.builtin import StringAttr
-
     from sparsecc.codegen.ptx_printer import emit_ptx, kernels_of
     from sparsecc.compiler import CompileOptions, StageResult, check_target, make_ptx, run_stage
+    from sparsecc.dialects.ttg import module_target
 
     try:
         if kernels_of(module):
             return emit_ptx(module)
-        target = module.attributes.get("ttg.target")
-        if not isinstance(target, StringAttr):
+        target = module_target(module)  # checked: a located error for an unknown one
+        if target is None:
             raise ToolError(Diagnostic("--emit=ptx needs ttgir or the ptx dialect: a module with a "
                                        "\"ttg.target\" attribute (run convert-tt-to-ttg first) or ptx.kernel ops"))
         # `compiler.lower_to_ptx`, but on the module itself (it is not printed after this), so an
         # error's op is one of the input's and has a place in it
-        opts = CompileOptions.create(target=check_target(target.data))
+        opts = CompileOptions.create(target=check_target(target))
         result = StageResult()
         run_stage(module, "ptx", make_ptx(opts), opts, result)
         ptx = result.asm["ptx"]
