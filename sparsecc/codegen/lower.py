@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, ModuleOp, i32, i64
+from xdsl.dialects.builtin import Float32Type, IntegerType, i32, i64
 from xdsl.ir import Attribute, Operation
 
 from sparsecc.analysis.divisibility import Divisibility
@@ -149,9 +149,4 @@ def param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
     raise LoweringError(f"tt.func @{func.sym_name.data}: parameter {i} has unsupported type {ty}")
 
 
-def module_int(module: ModuleOp, key: str, default: int) -> int:
-    a = module.attributes.get(key)
-    return a.value.data if isinstance(a, IntegerAttr) else default
-
-
-__all__ = ["LoweringError", "lower_function", "module_int", "param_kind", "plan_kernel", "plan_shared"]
+__all__ = ["LoweringError", "lower_function", "param_kind", "plan_kernel", "plan_shared"]

@@ -146,6 +146,8 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from sparsecc.dialects import ptx_targets
+
 #: Every scalar type a PTX register of this dialect can hold.
 SCALAR_TYPES: tuple[Attribute, ...] = (i1, i8, i16, i32, i64, f8E4M3FN, f8E5M2, f16, bf16, f32)
 # IRDL constraints by base type; exact widths are checked in `verify_` (xDSL's `AnyOf` cannot
@@ -265,8 +267,9 @@ class KernelOp(IRDLOperation):
     `param_kinds[i]` says how param i is passed ("ptr" and "i64" as `.u64`, "i32" as `.u32`,
     "f32" as `.f32`); a pointer is an i64 block argument, which keeps address arithmetic plain
     `arith` on i64. `maxntid`/`reqntid` become `.maxntid`/`.reqntid`; `shared_bytes` is the
-    dynamic shared memory (the `smem` array) the kernel needs at launch; `target` is the
-    `.target` (e.g. "sm_80", "sm_90a").
+    dynamic shared memory (the `smem` array) the kernel needs at launch, at most what one block
+    of the target may have; `target` is the `.target`, one of
+    `ptx_targets.SUPPORTED_TARGETS` (e.g. "sm_80", "sm_90a").
     """
 
     name = "ptx.kernel"
@@ -349,14 +352,19 @@ class KernelOp(IRDLOperation):
                 raise VerifyException(
                     f"ptx.kernel {self.kernel_name}: param {i} of kind {k} must be {PARAM_KINDS[k]}, got {a.type}"
                 )
-        t = self.target.data
-        if not t.startswith("sm_") or not t[3:].rstrip("a").isdigit():
-            raise VerifyException(f"ptx.kernel {self.kernel_name}: bad target {t!r} (e.g. sm_80, sm_90a)")
         for attr in (self.maxntid, self.reqntid, self.cluster):
             if attr is not None and len(attr.data) != 3:
                 raise VerifyException(f"ptx.kernel {self.kernel_name}: maxntid/reqntid/cluster need 3 dims")
-        if self.shared_bytes.value.data < 0:
-            raise VerifyException(f"ptx.kernel {self.kernel_name}: negative shared_bytes")
+        problem = self.target_problem()
+        if problem is not None:
+            raise VerifyException(f"ptx.kernel {self.kernel_name}: {problem}")
+
+    def target_problem(self) -> str | None:
+        """Why this kernel cannot run on its `target` (an unknown target, more shared memory
+        than one block of it may have), or None. Cheap: the printer asks it of every kernel,
+        also when the full verifier is skipped."""
+        t = self.target.data
+        return ptx_targets.check_target(t) or ptx_targets.check_shared(t, self.shared_bytes.value.data)
 
 
 @irdl_op_definition

@@ -360,31 +360,46 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
     module, positions = parse_source(ctx, src)
     run_pipeline(ctx, module, pipeline, positions, src, args)
     if getattr(args, "emit", "mlir") == "ptx":
-        return emit_ptx_text(module)
+        return emit_ptx_text(module, positions, src)
     return print_module(module, args.print_op_generic, args.mlir_print_debuginfo)
 
 
-def emit_ptx_text(module: ModuleOp) -> str:
+def emit_ptx_text(module: ModuleOp, positions: dict | None = None, src: SourceFile | None = None) -> str:
     """PTX text of a module: a ptx-dialect module (convert-ttg-to-ptx's output) is printed as
     it is; ttgir (its `ttg.target` names the GPU) first runs the compiler's ptx stage
-    (`compiler.make_ptx`, switches at their defaults or SPARSECC_* environment overrides)."""
-    from xdsl.dialects.builtin import StringAttr
-
+    (`compiler.make_ptx`, switches at their defaults or SPARSECC_* environment overrides).
+    An error that names an op of the input (`exc.op`) is reported at it, given `positions` and
+    `src`; one that is not a user error says it is an internal one."""
     from sparsecc.codegen.ptx_printer import emit_ptx, kernels_of
-    from sparsecc.compiler import CompileOptions, lower_to_ptx
+    from sparsecc.compiler import CompileOptions, StageResult, check_target, make_ptx, run_stage
+    from sparsecc.dialects.ttg import module_target
 
     try:
         if kernels_of(module):
             return emit_ptx(module)
-        target = module.attributes.get("ttg.target")
-        if not isinstance(target, StringAttr):
+        target = module_target(module)  # checked: a located error for an unknown one
+        if target is None:
             raise ToolError(Diagnostic("--emit=ptx needs ttgir or the ptx dialect: a module with a "
                                        "\"ttg.target\" attribute (run convert-tt-to-ttg first) or ptx.kernel ops"))
-        _, ptx, _ = lower_to_ptx(module, CompileOptions.create(target=target.data))
+        # `compiler.lower_to_ptx`, but on the module itself (it is not printed after this), so an
+        # error's op is one of the input's and has a place in it
+        opts = CompileOptions.create(target=check_target(target))
+        result = StageResult()
+        run_stage(module, "ptx", make_ptx(opts), opts, result)
+        ptx = result.asm["ptx"]
     except ToolError:
         raise
-    except Exception as exc:  # a lowering limit is a user-facing diagnostic, not a crash
-        raise ToolError(Diagnostic(f"cannot lower to PTX: {exc}")) from None
+    except RecursionError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a lowering limit is a user-facing diagnostic, not a crash
+        message = f"cannot lower to PTX: {_describe(exc)}"
+        if not isinstance(exc, _user_errors()):
+            _debug_traceback()
+            message = f"internal error while lowering to PTX: {type(exc).__name__}: {_describe(exc)} ({BUG_REPORT})"
+        op = getattr(exc, "op", None)
+        if op is None or positions is None or src is None:
+            raise ToolError(Diagnostic(message)) from None
+        raise ToolError(_at(op, message, positions, src)) from None
     return ptx
 
 
