@@ -2,8 +2,9 @@
 
     ttir             the frontend's IR; sparse operands carry #tt.sparse<"NV24">
     ttir-decomposed  decompose-sparse-tensors: values + metadata, no sparse type left
-    ttgir            layouts (#ttg.blocked/#ttg.mma/#ttg.dot_op{meta}), shared swizzles, pipelining
-    ptx              ttg -> ptx dialect (+ the sparsecc.launch attribute) -> PTX text
+    ttgir            layouts (#ttg.blocked/#ttg.mma/#ttg.dot_op{meta}), shared swizzles, pipelining,
+                     then the ttgir -> ttgir rewrites (wgmma unroll, sink local loads, warp specialize)
+    ptx              convert-ttg-to-ptx: ttg -> ptx dialect (+ the sparsecc.launch attribute) -> PTX text
     cubin            ptxas
 
 Each `make_<stage>` below is a flat list of named passes (sparsecc-opt syntax), so the whole
@@ -117,15 +118,27 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         f"tritongpu-pipeline{{{pipeline}}}",
         "canonicalize",
         "cse",
+        *ttgir_rewrites(opts),
     ]
 
 
-def make_ptx(opts: CompileOptions) -> list[str]:
-    """ttgir -> ptx dialect -> PTX text."""
+def ttgir_rewrites(opts: CompileOptions) -> list[str]:
+    """The ttgir -> ttgir rewrites that end the ttgir stage (so its text shows them): what a
+    hand-built or partially lowered ttgir module runs before `make_ptx`.
+
+        >>> ttgir_rewrites(CompileOptions(target="sm_90a", warp_specialize=False))
+        ['tritongpu-sink-local-loads']
+    """
     return [
         *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
         "tritongpu-sink-local-loads",
         *(["tritongpu-warp-specialize"] if opts.warp_specialize else []),
+    ]
+
+
+def make_ptx(opts: CompileOptions) -> list[str]:
+    """ttgir (as make_ttgir left it) -> ptx dialect -> PTX text."""
+    return [
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
         "ptx-hoist-loop-invariants",
         EMIT_PTX,
@@ -258,8 +271,10 @@ def compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
 
 def lower_to_ptx(ttgir: ModuleOp, opts: CompileOptions) -> tuple[ModuleOp, str, dict[str, object]]:
     """The ptx stage alone, on a copy of a ttgir module: (ptx module, PTX text, launch metadata).
+    The module is the ttgir stage's output (`make_ttgir(opts)` already ran its unroll, sink and
+    warp-specialize rewrites); this runs `make_ptx(opts)` from convert-ttg-to-ptx on.
 
-        pmod, text, meta = lower_to_ptx(module, CompileOptions(target="sm_90a", wgmma_unroll=True))
+        pmod, text, meta = lower_to_ptx(module, CompileOptions(target="sm_90a", wgmma_a_smem=True))
     """
     if opts.target is None:
         raise ValueError("lower_to_ptx needs a target")

@@ -72,6 +72,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.tma import box_plan, tma_copy_plan
+from sparsecc.dialects import arith as arith_ext
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
     SLOT_GUARDED,
@@ -410,7 +411,7 @@ class PipelinePass(ModulePass):
             k = _const(stage, loop.lb.type, before)
             iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
             iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
-            pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
+            pred = _insert(arith_ext.CmpiOp(iv, loop.ub, "slt"), before).results[0]
             issue(ptrs, _const(stage, i32, before), pred)
             ptrs = [_insert(tt.AdvanceOp(p, self._offsets_at(streams[j], loop.body.block.args[0], iv, before)),
                             before).results[0]
@@ -442,7 +443,7 @@ class PipelinePass(ModulePass):
         k = _const(self.num_stages - 1, loop.lb.type, at)
         ahead = _insert(arith.MuliOp(k, loop.step), at).results[0]
         ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
-        return _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0], ahead
+        return _insert(arith_ext.CmpiOp(ahead, loop.ub, "slt"), at).results[0], ahead
 
     def _advance_and_rotate(self, streams: list[_Stream], body: _Body, iv_ahead: SSAValue,
                             at: InsertPoint) -> list[SSAValue]:
@@ -538,7 +539,7 @@ class PipelinePass(ModulePass):
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
         _insert(DotWaitOp(1), at)
-        started = _insert(arith.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
+        started = _insert(arith_ext.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
         _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, release), scf.YieldOp()]))), at)
         pred, iv_ahead = self._ahead(loop, iv, at)
         wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]

@@ -349,7 +349,9 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
 def emit_ptx_text(module: ModuleOp) -> str:
     """PTX text of a module: a ptx-dialect module (convert-ttg-to-ptx's output) is printed as
     it is; ttgir (its `ttg.target` names the GPU) first runs the compiler's ptx stage
-    (`compiler.make_ptx`, switches at their defaults or SPARSECC_* environment overrides)."""
+    (`compiler.make_ptx`: convert-ttg-to-ptx on, switches at their defaults or SPARSECC_*
+    environment overrides). The ttgir rewrites that end the ttgir stage (sink local loads, warp
+    specialize) are the input's to have run: `-p` names them."""
     from xdsl.dialects.builtin import StringAttr
 
     from sparsecc.codegen.ptx_printer import emit_ptx, kernels_of
