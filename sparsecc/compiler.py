@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 
+from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import make_context
 from sparsecc.dialects.locations import inherit_locations
 from sparsecc.passes import get_all_passes
@@ -48,9 +49,9 @@ class CompileOptions:
     """
 
     target: str | None = None
-    num_warps: int = 4
-    num_stages: int = 3
-    num_ctas: int = 1
+    num_warps: int = NUM_WARPS
+    num_stages: int = NUM_STAGES
+    num_ctas: int = NUM_CTAS
     """2: programs 2j and 2j+1 may run as a cluster sharing their B tiles (see the pipeline's
     num-ctas); the kernel's own work split must make their K loops read the same B tiles."""
     tma: bool = SWITCHES["tma"].default
@@ -67,8 +68,8 @@ class CompileOptions:
     """A dequantized dot's warps all along M."""
 
     @classmethod
-    def create(cls, target: str | None = None, num_warps: int = 4, num_stages: int = 3,
-               num_ctas: int = 1, **switches: bool | None) -> CompileOptions:
+    def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
+               num_ctas: int = NUM_CTAS, **switches: bool | None) -> CompileOptions:
         """Checked options: switches left unset (or None) take their environment override or
         default; a bad value or an unknown option name is a ValueError/TypeError naming it."""
         if target is not None and not isinstance(target, str):

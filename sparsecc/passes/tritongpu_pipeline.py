@@ -72,6 +72,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.tma import box_plan, tma_copy_plan
+from sparsecc.defaults import NUM_CTAS, NUM_STAGES
 from sparsecc.dialects import arith as arith_ext
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import (
@@ -277,7 +278,7 @@ class PipelinePass(ModulePass):
 
     name = "tritongpu-pipeline"
 
-    num_stages: int = 3
+    num_stages: int = NUM_STAGES
     prefetch: bool = False
     """Read iteration i+1's operands at the end of iteration i (see the module docstring)."""
     mbarriers: bool = False
@@ -287,7 +288,7 @@ class PipelinePass(ModulePass):
     """Pipeline a wgmma loop with TMA copies and mbarriers when every stream of the loop can
     be a TMA copy (`_tma_streams`; one thread issues the boxes, the full barrier counts their
     bytes); other loops keep the form the other options say."""
-    num_ctas: int = 1
+    num_ctas: int = NUM_CTAS
     """2: the kernel runs in clusters of two CTAs (programs 2j and 2j+1) whose K loops read the
     same B tiles (the kernel's promise, as Triton's num_ctas). A TMA loop then multicasts B:
     each CTA issues half of B's boxes into both CTAs, and a slot is free once both CTAs' warps
