@@ -21,8 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.ir import Attribute, TypeAttribute
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import make_context
@@ -200,20 +202,63 @@ ttgir_passes = make_ttgir
 
 
 def run_passes(module: ModuleOp, passes: list[str]) -> ModuleOp:
-    """Run a textual pass list (sparsecc-opt syntax) over `module` in place."""
+    """Run a textual pass list (sparsecc-opt syntax) over `module` in place.
+
+    The passes do not verify their output: a compile verifies each IR stage once
+    (`run_stage`), since verifying the module after every pass cost more than most passes;
+    `SPARSECC_DEBUG=1` verifies after each pass, to name the one that broke the IR."""
     if not passes:
         return module
     available = get_all_passes()
-    pipeline = PassPipeline.parse_spec(available, ",".join(passes))
+    check = _verify_after_each_pass if debug_enabled() else None
+    pipeline = PassPipeline.parse_spec(available, ",".join(passes), check)
     pipeline.apply(make_context(), module)
     return module
+
+
+def _verify_after_each_pass(done: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
+    if done is None:
+        return
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise VerifyException(f"internal error: the IR does not verify after {done.name}: {e}") from e
 
 
 def print_ir(module: ModuleOp) -> str:
     """The module as sparsecc-opt prints it (the text of an IR stage)."""
     out = io.StringIO()
-    Printer(stream=out).print_op(module)
+    _StagePrinter(stream=out).print_op(module)
     return out.getvalue() + "\n"
+
+
+@dataclass(eq=False)
+class _StagePrinter(Printer):
+    """xDSL's printer, printing each distinct type once and reusing its text: a ttgir module
+    repeats a few long tensor types (layout encodings included) on most of its ops, and
+    printing them again was most of the time of printing a stage."""
+
+    _type_text: dict[Attribute, str] = field(default_factory=dict, init=False)
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        try:
+            text = self._type_text.get(attribute) if isinstance(attribute, TypeAttribute) else ""
+        except TypeError:  # an unhashable parameter: print it each time
+            text = ""
+        if text == "":
+            return super().print_attribute(attribute)
+        if text is None:
+            stream, column = self.stream, self._current_column
+            self.stream = io.StringIO()
+            try:
+                super().print_attribute(attribute)
+                text = self.stream.getvalue()
+            finally:
+                self.stream, self._current_column = stream, column
+            if "\n" in text:  # indentation-aware: print it in place, never reuse it
+                return super().print_attribute(attribute)
+            self._type_text[attribute] = text
+        self.print_string(text)
 
 
 def debug_enabled() -> bool:

@@ -251,7 +251,6 @@ class ConvertTTToTTGPass(ModulePass):
         for func in op.walk():
             if isinstance(func, tt.FuncOp):
                 self._convert_func(func)
-        op.verify()
 
     # -- grouping -------------------------------------------------------------------
 

@@ -315,7 +315,6 @@ class PipelinePass(ModulePass):
                     self._pipeline_mbarriers(loop, streams, _module_warps(op), tma, multicast)
                 elif streams:
                     self._pipeline(loop, streams)
-        op.verify()
 
     @staticmethod
     def _hoist_invariant_offsets(loop: scf.ForOp, streams: list[_Stream]) -> None:
