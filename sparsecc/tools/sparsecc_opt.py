@@ -487,10 +487,11 @@ def _guarded_main(argv: list[str] | None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_arg_parser().parse_args(argv)
     if args.list_passes:
-        from sparsecc.passes import get_all_passes
+        from sparsecc.passes import TOOL_PASSES, get_all_passes
 
+        notes = {name: f"  ({what})" for name, what in TOOL_PASSES.items()}
         try:
-            _write_stdout("".join(f"{name}\n" for name in sorted(get_all_passes())))
+            _write_stdout("".join(f"{name}{notes.get(name, '')}\n" for name in sorted(get_all_passes())))
         except ToolError as exc:
             sys.stderr.write(format_error(SourceFile(PROG, ""), exc.diag))
             return 1

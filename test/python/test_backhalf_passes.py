@@ -19,7 +19,7 @@ from sparsecc.compiler import EMIT_PTX, CompileOptions, make_ptx, make_ttgir, pr
 from sparsecc.dialects import make_context
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.ops.sparse_mm import sparse_mm_kernel
-from sparsecc.passes import get_all_passes
+from sparsecc.passes import TOOL_PASSES, get_all_passes
 
 ALIGNED = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16", "M": "i32:16", "N": "i32:16", "K": "i32:16",
            "stride_am": "i32:16", "stride_bk": "i32:16", "stride_bn": "i32:1", "stride_dm": "i32:16",
@@ -52,6 +52,24 @@ def test_stage_pass_lists_follow_the_options():
     passes = get_all_passes()
     for spec in make_ttgir(default) + make_ttgir(other_opts) + make_ptx(default)[:-1]:
         assert spec.split("{")[0] in passes
+
+
+def test_every_pass_is_in_a_stage_or_a_tool_pass():
+    """A registered pass that no stage runs (for any switch setting) is listed in TOOL_PASSES
+    with what it is for, and a tool pass is in no stage."""
+    from dataclasses import fields
+
+    from sparsecc.compiler import STAGE_TABLE
+    from sparsecc.switches import SWITCHES
+
+    staged = set()
+    for on in (False, True):
+        opts = CompileOptions(target="sm_90a", num_ctas=2, **{f.name: on for f in fields(CompileOptions)
+                                                              if f.name in SWITCHES})
+        staged |= {spec.split("{")[0] for _, make in STAGE_TABLE for spec in make(opts)}
+    registered = set(get_all_passes())
+    assert registered - staged == set(TOOL_PASSES) == {"expand-dequantize"}
+    assert not staged & set(TOOL_PASSES)
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
