@@ -29,12 +29,12 @@ from xdsl.utils.exceptions import VerifyException
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import make_context
 from sparsecc.dialects.locations import inherit_locations
+from sparsecc.dialects.ptx_targets import SUPPORTED_TARGETS
 from sparsecc.passes import get_all_passes
 from sparsecc.switches import SWITCHES, resolve
 
 STAGES = ("ttir", "ttir-decomposed", "ttgir", "ptx", "cubin")
 MIN_SPARSE_ARCH = 80
-SUPPORTED_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,12 @@ class CompileOptions:
         for name, value in (("num_warps", num_warps), ("num_stages", num_stages)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if num_ctas not in (1, 2):
+        from sparsecc.dialects.ttg import MAX_STAGES  # (the GPU dialects load on first use)
+
+        if num_stages > MAX_STAGES:
+            raise ValueError(f"num_stages must be at most {MAX_STAGES} (each stage is one more shared-memory "
+                             f"copy of every pipelined tile), got {num_stages!r}")
+        if num_ctas.__class__ is not int or num_ctas not in (1, 2):  # not True, not 2.0
             raise ValueError(f"num_ctas must be 1 or 2 (a CTA pair), got {num_ctas!r}")
         return cls(target=target, num_warps=num_warps, num_stages=num_stages, num_ctas=num_ctas,
                    **resolve(switches))

@@ -1,11 +1,11 @@
 """Lowering of a pipelined loop's asynchronous machinery: mbarriers, TMA copies and warp
 specialization (the ops tritongpu-pipeline{mbarriers/tma} emits).
 
-* `lower_barrier_op`: ttg.init_barrier (thread 0 initialises each slot's mbarrier, then fence
-  + CTA barrier), ttg.wait_barrier (spin on the phase parity; a proxy fence before wgmma reads
-  the data), ttg.arrive_barrier ("copies": cp.async arrivals, "warps": lane 0 of each warp,
-  "threads": every thread, "tma": the TMA thread announces the stage's bytes), ttg.dot_wait
-  (wgmma.wait_group).
+* `lower_init_barrier` / `lower_wait_barrier` / `lower_arrive_barrier`: ttg.init_barrier
+  (thread 0 initialises each slot's mbarrier, then fence + CTA barrier), ttg.wait_barrier (spin
+  on the phase parity; a proxy fence before wgmma reads the data), ttg.arrive_barrier
+  ("copies": cp.async arrivals, "warps": lane 0 of each warp, "threads": every thread, "tma":
+  the TMA thread announces the stage's bytes). handlers/async_ops.py registers them.
 * `plan_tensor_maps` / `lower_tma_copy`: one 128-byte tensor-map kernel parameter per TMA'd
   block pointer (its recipe goes to the launch metadata), and the boxes of each copy.
 * `producer_split` / `lower_specialized` / `skipped`: a TMA kernel that tritongpu-warp-specialize
@@ -15,12 +15,15 @@ specialization (the ops tritongpu-pipeline{mbarriers/tma} emits).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.tma import tensor_ptr_root, tma_copy_plan
-from sparsecc.codegen.lower_base import BlockPtr, LoweringContext, LoweringError, Smem, where
+from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (
@@ -35,6 +38,9 @@ from sparsecc.dialects.ptx_mbarrier import (
     MbarrierWaitOp,
 )
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower_base import LoweringContext
 
 
 def _issues_tma(op: Operation) -> bool:
@@ -83,15 +89,16 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
     outer = em.block
     # the warp index read from lane 0: provably warp-uniform, so ptxas sees no divergent
     # path around the consumers' wgmmas (it would serialise them)
-    warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [L.warp], [i32]))
-    is_producer = em.cmp("uge", warp, em.c(L.num_warps))
-    state = (L.writes_pending, L.reads_since_bar, L.wgmma_pending)
+    warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [L.ids.warp], [i32]))
+    is_producer = em.cmp("uge", warp, em.c(L.cfg.num_warps))
+    barriers, pending = L.barriers.state(), L.groups.pending
     blocks = []
     for mode, part in (("producer", ops[first:last + 1]), ("consumer", ops[first:])):
         blk = Block()
         em.block = blk
         L.mode = mode
-        L.writes_pending, L.reads_since_bar, L.wgmma_pending = state
+        L.barriers.restore(barriers)
+        L.groups.pending = pending
         for op in part:
             if not isinstance(op, tt.ReturnOp):
                 L.lower_op(op)
@@ -124,23 +131,26 @@ def skipped(L: LoweringContext, op: Operation) -> bool:
         isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
 
 
-def plan_tensor_maps(L: LoweringContext, first_param: int) -> None:
+def plan_tensor_maps(func: tt.FuncOp, divs: Divisibility, first_param: int) -> dict:
     """One tensor-map kernel parameter per block pointer (its tt.make_tensor_ptr) that
-    ttg.async_tma_copy reads, after the function's own parameters."""
-    for op in L.func.walk():
+    ttg.async_tma_copy reads, after the function's own parameters: root -> (param index,
+    BoxPlan, TensorMapRecipe)."""
+    tensor_maps: dict = {}
+    for op in func.walk():
         if not isinstance(op, ttgd.AsyncTmaCopyOp):
             continue
-        planned = tma_copy_plan(op.src, op.dst.type, L.func, L.divs)
+        planned = tma_copy_plan(op.src, op.dst.type, func, divs)
         if planned is None:
             raise LoweringError(f"ttg.async_tma_copy{where(op)}: no tensor map describes this copy (the block "
                                 "pointer's tt.make_tensor_ptr, shared layout, base argument, or strides the host "
                                 "cannot compute)")
         root, plan, recipe = planned
-        known = L.tensor_maps.get(root)
+        known = tensor_maps.get(root)
         if known is not None and known[1] != plan:
             raise LoweringError(f"ttg.async_tma_copy{where(op)}: one block pointer copied into two layouts")
         if known is None:
-            L.tensor_maps[root] = (first_param + len(L.tensor_maps), plan, recipe)
+            tensor_maps[root] = (first_param + len(tensor_maps), plan, recipe)
+    return tensor_maps
 
 
 def _barrier_addr(L: LoweringContext, ring: Smem, slot: SSAValue) -> SSAValue:
@@ -149,7 +159,7 @@ def _barrier_addr(L: LoweringContext, ring: Smem, slot: SSAValue) -> SSAValue:
 
 
 def _is_tma_thread(L: LoweringContext) -> SSAValue:
-    return L.em.cmp("eq", L.tid, L.em.c(L.tma_thread))
+    return L.em.cmp("eq", L.ids.tid, L.em.c(L.cfg.tma_thread))
 
 
 def _generic_proxy_fill(ring: SSAValue) -> bool:
@@ -159,35 +169,42 @@ def _generic_proxy_fill(ring: SSAValue) -> bool:
     return not kinds or "copies" in kinds
 
 
-def lower_barrier_op(L: LoweringContext, op: Operation) -> None:
-    """The mbarrier ops of a pipelined loop (tritongpu-pipeline{mbarriers=true} or {tma=true})."""
+def lower_init_barrier(L: LoweringContext, op: ttgd.InitBarrierOp) -> None:
+    """Thread 0 initialises each slot's mbarrier, then a fence and a CTA (or cluster) barrier."""
     em = L.em
-    if isinstance(op, ttgd.DotWaitOp):
-        L.wgmma_drain(keep=op.pendings.value.data)
-        return
     ring = L.get(op.ring)
     assert isinstance(ring, Smem)
-    if isinstance(op, ttgd.InitBarrierOp):
-        first = em.cmp("eq", L.tid, em.c(0))
-        for s in range(ring.ty.get_shape()[0]):
-            em.op(MbarrierInitOp(em.add(ring.addr, 8 * s), first, op.count.value.data))
-        em.op(MbarrierInitFenceOp())
-        # every thread sees the initialised barriers (in a CTA pair, the other CTA's too,
-        # before its copies and arrivals reach ours)
-        em.op(ClusterBarrierOp() if L.cluster > 1 else ptx.BarSyncOp(0))
-        L.writes_pending = False
-        L.reads_since_bar = False
-        return
+    first = em.cmp("eq", L.ids.tid, em.c(0))
+    for s in range(ring.ty.get_shape()[0]):
+        em.op(MbarrierInitOp(em.add(ring.addr, 8 * s), first, op.count.value.data))
+    em.op(MbarrierInitFenceOp())
+    # every thread sees the initialised barriers (in a CTA pair, the other CTA's too,
+    # before its copies and arrivals reach ours)
+    em.op(ClusterBarrierOp() if L.cfg.cluster > 1 else ptx.BarSyncOp(0))
+    L.barriers.synced()
+
+
+def lower_wait_barrier(L: LoweringContext, op: ttgd.WaitBarrierOp) -> None:
+    """Spin on the slot's phase parity; a proxy fence before wgmma reads cp.async data."""
+    em = L.em
+    ring = L.get(op.ring)
+    assert isinstance(ring, Smem)
+    em.op(MbarrierWaitOp(_barrier_addr(L, ring, op.slot), em.to32(L.get(op.parity))))
+    # the arrivals released the copies' shared writes (the slot's data): no CTA barrier
+    # before reading them. cp.async writes through the generic proxy, which wgmma (async
+    # proxy) sees only after a proxy fence; TMA writes through the async proxy already
+    if L.cfg.wgmma and _generic_proxy_fill(op.ring):
+        em.op(FenceProxyAsyncOp())
+    L.barriers.writes_pending = False
+
+
+def lower_arrive_barrier(L: LoweringContext, op: ttgd.ArriveBarrierOp) -> None:
+    """"copies": cp.async arrivals, "tma": the TMA thread announces the stage's bytes,
+    "threads": every thread, "warps": lane 0 of each warp (and of the other CTA's, clustered)."""
+    em = L.em
+    ring = L.get(op.ring)
+    assert isinstance(ring, Smem)
     addr = _barrier_addr(L, ring, op.slot)
-    if isinstance(op, ttgd.WaitBarrierOp):
-        em.op(MbarrierWaitOp(addr, em.to32(L.get(op.parity))))
-        # the arrivals released the copies' shared writes (the slot's data): no CTA barrier
-        # before reading them. cp.async writes through the generic proxy, which wgmma (async
-        # proxy) sees only after a proxy fence; TMA writes through the async proxy already
-        if L.wgmma and _generic_proxy_fill(op.ring):
-            em.op(FenceProxyAsyncOp())
-        L.writes_pending = False
-        return
     if op.kind.data == "copies":
         em.op(CpAsyncMbarrierArriveOp(addr))
     elif op.kind.data == "tma":
@@ -195,11 +212,12 @@ def lower_barrier_op(L: LoweringContext, op: Operation) -> None:
     elif op.kind.data == "threads":
         em.op(MbarrierArriveOp(addr))
     else:
-        lane0 = em.cmp("eq", L.lane, em.c(0))
+        lane0 = em.cmp("eq", L.ids.lane, em.c(0))
         em.op(MbarrierArriveOp(addr, lane0))
-        if L.cluster > 1:  # the other CTA's copies write into this slot too: it waits for us
-            assert L.cta_rank is not None
-            em.op(MbarrierRemoteArriveOp(addr, em.xor(L.cta_rank, 1), lane0))
+        if L.cfg.cluster > 1:  # the other CTA's copies write into this slot too: it waits for us
+            cta_rank = L.ids.cta_rank
+            assert cta_rank is not None
+            em.op(MbarrierRemoteArriveOp(addr, em.xor(cta_rank, 1), lane0))
 
 
 def lower_tma_copy(L: LoweringContext, op: ttgd.AsyncTmaCopyOp) -> None:
@@ -207,7 +225,7 @@ def lower_tma_copy(L: LoweringContext, op: ttgd.AsyncTmaCopyOp) -> None:
     (BoxPlan) at the block pointer's offsets."""
     em = L.em
     root = tensor_ptr_root(op.src)
-    index, plan, _ = L.tensor_maps[root]
+    index, plan, _ = L.cfg.tensor_maps[root]
     bp, sm, ring = L.get(op.src), L.get(op.dst), L.get(op.ring)
     assert isinstance(bp, BlockPtr) and isinstance(sm, Smem) and isinstance(ring, Smem)
     bar = _barrier_addr(L, ring, op.slot)
@@ -218,12 +236,13 @@ def lower_tma_copy(L: LoweringContext, op: ttgd.AsyncTmaCopyOp) -> None:
         row, col = col, row
     issuers, cta_mask = [first], 0  # box j: issued where issuers[j % len(issuers)] holds
     if op.ctas > 1:  # a CTA pair: this CTA issues the boxes of its parity into both CTAs
-        if L.cluster != op.ctas or L.cta_rank is None:
+        cta_rank = L.ids.cta_rank
+        if L.cfg.cluster != op.ctas or cta_rank is None:
             raise LoweringError(f"ttg.async_tma_copy{where(op)}: multicast = {op.ctas} needs a module of CTA pairs "
-                                f"(\"ttg.num-ctas\" = {op.ctas}), this one has {L.cluster}")
+                                f"(\"ttg.num-ctas\" = {op.ctas}), this one has {L.cfg.cluster}")
         if plan.count % op.ctas:
             raise LoweringError(f"ttg.async_tma_copy{where(op)}: {plan.count} boxes do not split over {op.ctas} CTAs")
-        issuers = [em.band(first, em.cmp("eq", L.cta_rank, em.c(r))) for r in range(op.ctas)]
+        issuers = [em.band(first, em.cmp("eq", cta_rank, em.c(r))) for r in range(op.ctas)]
         cta_mask = (1 << op.ctas) - 1
     for j in range(plan.count):
         em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),

@@ -29,9 +29,15 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.layouts import DistLayout, Term
-from sparsecc.dialects import ptx, tt
+from sparsecc.codegen.lowering_parts import (
+    Barriers,
+    KernelConfig,
+    LoweringCaches,
+    Preamble,
+    WgmmaGroups,
+)
+from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import MemDescType
 
 
@@ -276,36 +282,74 @@ def where(op: Operation) -> str:
     return f" at {loc}" if loc is not None else ""
 
 
-class LoweringContext(Protocol):
-    """What the op helpers (lower_mem, lower_dot, lower_async, lower_ptrs, mma_store) read and
-    write of the lowering in progress: `sparsecc.codegen.lower.Lowerer` is the one
-    implementation. The helpers are typed against this interface, so they need not import the
-    module that imports them."""
+def flatten(x: object) -> list[SSAValue]:
+    """The registers of a lowered value, in the order `unflatten` reads them back (how values
+    are carried through scf.for / scf.if)."""
+    if x is None:
+        return []
+    if isinstance(x, SSAValue):
+        return [x]
+    if isinstance(x, Regs):
+        return list(x.regs)
+    if isinstance(x, BlockPtr):
+        return x.fields()
+    if isinstance(x, Smem):
+        return [x.addr]
+    if isinstance(x, Frag):
+        return [r for k in sorted(x.frags) for r in x.frags[k]]
+    raise LoweringError(f"cannot carry {type(x).__name__} through control flow")
 
-    func: tt.FuncOp
-    kernel: ptx.KernelOp
+
+def unflatten(like: object, vals: list[SSAValue]) -> object:
+    """A value shaped as `like` over the registers `vals` (the inverse of `flatten`)."""
+    if like is None:
+        return None
+    if isinstance(like, SSAValue):
+        return vals[0]
+    if isinstance(like, Regs):
+        return Regs(like.ty, list(vals))
+    if isinstance(like, BlockPtr):
+        return BlockPtr.from_fields(list(vals), like.ptr_type)
+    if isinstance(like, Smem):
+        return Smem(vals[0], like.ty)
+    if isinstance(like, Frag):
+        out, pos = {}, 0
+        for k in sorted(like.frags):
+            n = len(like.frags[k])
+            out[k] = list(vals[pos:pos + n])
+            pos += n
+        return Frag(like.ty, out)
+    raise LoweringError(f"cannot carry {type(like).__name__}")
+
+
+
+class LoweringContext(Protocol):
+    """What the op helpers (lower_mem, lower_ptrs, lower_async, mma_store, lower_dot,
+    lower_quant) read and write of the lowering in progress.
+    `sparsecc.codegen.lower_state.LoweringState` is the one implementation; the handlers use
+    it directly. Typed against this interface, the helpers need not import the module that
+    dispatches to them.
+
+    Values: `get`/`set` (and the `values` map), `coords` (per-register element coordinates),
+    `em`; the kernel's facts `cfg`, its `kernel` op and top-of-kernel registers `ids`;
+    barriers `barriers`, `bar`, `before_shared_read`/`before_shared_write`/
+    `after_shared_write`; wgmma groups `groups` and `wgmma_drain`; the ldmatrix address cache
+    `caches.ldsm_refs`; `mode` ("producer"/"consumer" inside a warp-specialized kernel) and
+    `lower_op` for the ops a helper lowers in a region of its own."""
+
     em: Emitter
-    num_warps: int
+    cfg: KernelConfig
+    kernel: ptx.KernelOp
+    ids: Preamble
     values: dict[SSAValue, object]
-    tid: SSAValue
-    lane: SSAValue
-    warp: SSAValue
-    divs: Divisibility
-    wgmma: bool
-    wgmma_pending: bool
-    wgmma_frag_keep: int
-    wgmma_drained: list
-    writes_pending: bool
-    reads_since_bar: bool
-    ldsm_refs: dict
-    tensor_maps: dict
-    a_from_shared: bool
+    barriers: Barriers
+    groups: WgmmaGroups
+    caches: LoweringCaches
     mode: str
-    tma_thread: int
-    cluster: int
-    cta_rank: SSAValue | None
 
     def get(self, v: SSAValue) -> object: ...
+
+    def set(self, v: SSAValue, lowered: object) -> None: ...
 
     def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]: ...
 
@@ -322,4 +366,5 @@ class LoweringContext(Protocol):
     def before_shared_read(self) -> None: ...
 
 
-__all__ = ["LoweringError", "Regs", "Frag", "SmemOperand", "BlockPtr", "Smem", "Emitter", "LoweringContext", "where"]
+__all__ = ["LoweringError", "Regs", "Frag", "SmemOperand", "BlockPtr", "Smem", "Emitter", "LoweringContext", "where",
+           "flatten", "unflatten"]

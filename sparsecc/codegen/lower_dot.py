@@ -4,10 +4,11 @@ Fragment keys (analysis/layouts.py documents the register layouts):
 - A (values of a sparse A, or a dense A): (i, kk) -> 4 b32, i = the warp's i-th m16 tile,
   kk = 16-column step of the stored tile (for values: one m16n8k32 step).
 - B: (j, k16) -> 2 b32, j = the warp's j-th n8 tile, k16 = 16-row step of K.
-- metadata: (i, q) -> [b32], q = 64-column group of the NV24 tile; feeds k32 step 2q with
-  sparsity selector 0 and step 2q + 1 with selector 1 (ldmatrix.trans, seed 003's trick); with
-  8-bit operands the one k64 step q with selector 0, from the same words in another order
-  (ldmatrix.trans with permuted row addresses).
+- metadata: (i, q) -> [b32], q = 64-word group of the metadata tile (ldmatrix.trans, seed
+  003's trick). Which steps a register feeds, with which sparsity selector, and which words it
+  holds is the format's data (`formats.base.MetaFragment` of the dot's `Instruction`): for
+  16-bit and tf32 values k32/k16 steps 2q and 2q + 1 with selectors 0 and 1, for 8-bit ones
+  the one k64 step q with selector 0, from the same words in another order (permuted rows).
 
 8-bit operands (fp8 e4m3/e5m2, int8) are read as 16-bit pairs along K (ptx.py's docstring):
 their A and K-major B tiles give the same fragments as a 16-bit tile half as wide, so the keys
@@ -19,18 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float8E4M3FNType,
-    Float8E5M2Type,
-    Float16Type,
-    Float32Type,
-    IntegerType,
-    TensorType,
-    i64,
-)
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import TensorType, i64
+from xdsl.ir import Attribute, SSAValue
 
+from sparsecc import formats
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import distributed, mma_warp_coords, stored_coords
 from sparsecc.analysis.swizzle import mode
@@ -46,6 +39,7 @@ from sparsecc.codegen.lower_mem import smem_offset
 from sparsecc.dialects import ptx
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
+from sparsecc.formats import Instruction, MetaFragment
 
 
 def _warp_tile(L: LoweringContext, mma: MmaEncodingAttr, dim: int, rep: int, tiles: int) -> list[SSAValue]:
@@ -53,7 +47,7 @@ def _warp_tile(L: LoweringContext, mma: MmaEncodingAttr, dim: int, rep: int, til
     em = L.em
     w = mma.warps_per_cta[dim]
     t = mma_warp_coords(mma)[dim]
-    wid = em.term_sum((t,), L.lane, L.warp)
+    wid = em.term_sum((t,), L.ids.lane, L.ids.warp)
     if w * rep > tiles:
         return [em.remu(em.add(wid, r * w), tiles) for r in range(rep)]
     return [em.add(wid, r * w) for r in range(rep)]
@@ -95,15 +89,15 @@ def _ldmatrix(L: LoweringContext, sm: Smem, rows_cols: list, n: int, trans: bool
     shape = sm.ty.get_shape()
     esz = esize(sm.ty.element_type)
     if py_rc is not None:
-        offs = _ldsm_offsets(sm, py_rc, n, L.num_warps)
-        refs = L.ldsm_refs.setdefault((sm.ty, id(em.block)), [])
+        offs = _ldsm_offsets(sm, py_rc, n, L.cfg.num_warps)
+        refs = L.caches.ldsm_refs.setdefault((sm.ty, id(em.block)), [])
         for ref_offs, ref_reg in refs:
             delta = offs[0] - ref_offs[0]
             if all(a - b == delta for a, b in zip(offs, ref_offs)):
                 addr = em.add(em.add(sm.addr, ref_reg), delta * esz)
                 return list(em.op(ptx.LdMatrixOp(addr, n, trans=trans)).results)
-    mat = em.divu(L.lane, 8) if n > 1 else em.c(0)
-    r = em.remu(L.lane, 8)
+    mat = em.divu(L.ids.lane, 8) if n > 1 else em.c(0)
+    r = em.remu(L.ids.lane, 8)
     if n == 1:
         row, col = rows_cols[0](r)
     else:
@@ -128,7 +122,14 @@ def warp_m_tiles(L: LoweringContext, mma: MmaEncodingAttr, rows: int) -> tuple[i
     return rep, _warp_tile(L, mma, 0, rep, rows // 16)
 
 
+def _elements(units: int, esz: int) -> int:
+    """16-bit units along a stored row -> elements of `esz` bytes (ldmatrix moves 16-bit units)."""
+    return units * 2 // esz
+
+
 def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperand:
+    """The registers (or, for wgmma, the shared buffer) of the dot operand `ty` held in `sm`:
+    A values, B, or the metadata (the keys in the module docstring)."""
     enc = ty.encoding
     assert isinstance(enc, DotOperandEncodingAttr)
     mma = enc.parent
@@ -136,106 +137,140 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
     if mma.version_major == 3:
         if enc.op_idx == 1:
             return SmemOperand(sm, ty)  # wgmma reads B from shared memory through a descriptor
-        if enc.meta == 0 and L.a_from_shared and _canonical_k_major(sm) is not None:
+        if enc.meta == 0 and L.cfg.a_from_shared and _canonical_k_major(sm) is not None:
             return SmemOperand(sm, ty)  # and A values too, when they sit in a canonical layout
         # A and metadata registers are read by wgmma asynchronously; a loop body rewrites the
         # same PTX registers every iteration, so the group that read them must be done first
         # (with an unrolled body that is the group before the last one)
-        L.wgmma_drain(keep=L.wgmma_frag_keep)
-    shape = sm.ty.get_shape()
-    if len(shape) != 2:
+        L.wgmma_drain(keep=L.groups.frag_keep)
+    if len(sm.ty.get_shape()) != 2:
         raise LoweringError("ttg.local_load to #ttg.dot_op needs a 2-D memdesc")
-    esz = esize(sm.ty.element_type)
-    if esz not in (1, 2, 4):
+    if esize(sm.ty.element_type) not in (1, 2, 4):
         raise LoweringError(f"dot operands must be 32-, 16- or 8-bit, got {sm.ty.element_type}")
-
-    def el(units: int) -> int:
-        """16-bit units along a stored row -> elements (ldmatrix moves 16-bit units)."""
-        return units * 2 // esz
-
     L.before_shared_read()
-    em = L.em
-    frags: dict[tuple[int, int], list[SSAValue]] = {}
     if enc.meta == 1:
-        mb, bk = shape
-        bk = bk * esz // 2  # in 16-bit words (NV12 stores them in int32 pairs)
-        wm = mma.warps_per_cta[0]
-        rep = max(1, (mb * 16) // (16 * wm))
-        tiles = _warp_tile(L, mma, 0, rep, mb)
-        keys = [(i, q) for i in range(rep) for q in range((bk + 63) // 64)]
+        return Frag(ty, _meta_frags(L, sm, mma, _meta_fragment(sm, enc, mma)))
+    if enc.op_idx == 0:
+        return Frag(ty, _a_frags(L, sm, mma))
+    return Frag(ty, _b_frags(L, sm, mma))
 
-        def word_col(col: SSAValue) -> SSAValue:
-            return em.divu(col, 2) if esz == 4 else col
-        # kWidth (A elements per b32 along K) says what the metadata feeds: 8-bit mmas take
-        # each b32 as 32 columns of one row (rows g, g + 8 for t = 0, 1; columns 32-63 for
-        # t = 2, 3), measured on the H100; 16-bit ones as chunk t of rows g (low) and g + 8
-        eight_bit = enc.k_width == 4
-        pos = 0
-        while pos < len(keys):
-            left = len(keys) - pos
-            n = 4 if left >= 4 else (2 if left >= 2 else 1)
-            chunk = keys[pos:pos + n]
-            pos += n
+
+def _meta_fragment(sm: Smem, enc: DotOperandEncodingAttr, mma: MmaEncodingAttr) -> MetaFragment:
+    """How the instruction of this dot fills its metadata registers, as the format states it:
+    the metadata's element type names the format (NV24 i16, NV12 i32), kWidth (values per b32)
+    the width of the values, the mma version the instruction (mma.sp or wgmma.sp)."""
+    fmt = formats.of_dot_metadata(sm.ty.element_type)
+    bits = 32 // enc.k_width
+    instr = fmt.instruction(bits, warpgroup=mma.version_major == 3)
+    if instr is None:
+        raise LoweringError(f"no {fmt.name} sparse tensor-core instruction takes {bits}-bit values")
+    return instr.meta
+
+
+_MATRIX_ROW_BITS = 3
+"""Bits of an ldmatrix matrix row index (8 rows)."""
+
+
+def _meta_frags(L: LoweringContext, sm: Smem, mma: MmaEncodingAttr, meta: MetaFragment) -> dict:
+    """The metadata registers, (i, q) -> [b32]: `ldmatrix.trans`, one 8x8 matrix of 16-bit
+    words per m16 tile i and 64-word group q, up to four matrices per instruction."""
+    mb, bk = sm.ty.get_shape()
+    units = esize(sm.ty.element_type) // 2  # 16-bit words per element (NV12 stores them in int32 pairs)
+    bk = bk * units  # in 16-bit words
+    rep = max(1, (mb * 16) // (16 * mma.warps_per_cta[0]))
+    tiles = _warp_tile(L, mma, 0, rep, mb)
+    keys = [(i, q) for i in range(rep) for q in range((bk + 63) // 64)]
+    frags: dict[tuple[int, int], list[SSAValue]] = {}
+    pos = 0
+    while pos < len(keys):
+        left = len(keys) - pos
+        n = 4 if left >= 4 else (2 if left >= 2 else 1)
+        chunk = keys[pos:pos + n]
+        pos += n
+        maps = [_meta_rows(L, mma, meta, tiles[i], (rep, mb, i), q, min(8, (bk - 64 * q) // 8), units)
+                for i, q in chunk]
+        regs = _ldmatrix(L, sm, [m[0] for m in maps], n, trans=True, py_rc=[m[1] for m in maps])
+        for kidx, key in enumerate(chunk):
+            frags[key] = [regs[kidx]]
+    return frags
+
+
+def _meta_rows(L: LoweringContext, mma: MmaEncodingAttr, meta: MetaFragment, tile: SSAValue,
+               py_tile: tuple[int, int, int], q: int, rows: int, units: int) -> tuple[Callable, Callable]:
+    """(IR, Python) maps of ldmatrix row r -> (row, column) of the metadata tile for group q of
+    tile `tile` (`py_tile`: _py_tiles' rep, tiles, index): the row's words start
+    `meta.word_offset(r)` words into the group. A group with fewer than 8 rows of words (the
+    tile's last, when K ends within it) reads its rows again past them."""
+    em = L.em
+    rep, mb, i = py_tile
+
+    def rc(r: SSAValue) -> tuple[SSAValue, SSAValue]:
+        r = em.remu(r, rows) if rows < 8 else r
+        col: SSAValue | None = None
+        for lo, bits, words in meta.row_fields:
+            x = em.divu(r, 1 << lo) if lo else r
+            x = em.remu(x, 1 << bits) if lo + bits < _MATRIX_ROW_BITS else x
+            term = em.mul(x, words)
+            col = term if col is None else em.add(col, term)
+        assert col is not None
+        col = em.add(col, 64 * q)
+        return tile, (em.divu(col, units) if units > 1 else col)
+
+    def py(r: int, warp: int) -> tuple[int, int]:
+        r = r % rows if rows < 8 else r
+        return _py_tiles(mma, 0, rep, mb, warp)[i], (meta.word_offset(r) + 64 * q) // units
+    return rc, py
+
+
+def _a_frags(L: LoweringContext, sm: Smem, mma: MmaEncodingAttr) -> dict:
+    """A's registers (values of a sparse A, or a dense A), (i, kk) -> 4 b32: `ldmatrix.x4` of
+    the four 8x8 quadrants of each 16x16 block of 16-bit units."""
+    em = L.em
+    esz = esize(sm.ty.element_type)
+    m, ka = sm.ty.get_shape()
+    if m % 16 or ka % _elements(16, esz):
+        raise LoweringError(f"dot operand A tile {m}x{ka} must be a multiple of 16x{_elements(16, esz)}")
+    rep = max(1, m // (16 * mma.warps_per_cta[0]))
+    tiles = _warp_tile(L, mma, 0, rep, m // 16)
+    frags: dict[tuple[int, int], list[SSAValue]] = {}
+    for i in range(rep):
+        for kk in range(ka // _elements(16, esz)):
             fns, pys = [], []
-            for i, q in chunk:
-                partial = bk - 64 * q < 64
+            for j in range(4):
+                def rc(r, j=j, i=i, kk=kk):
+                    return (em.add(em.mul(tiles[i], 16), em.add(r, 8 * (j % 2))),
+                            em.c(_elements(16 * kk + 8 * (j // 2), esz)))
 
-                def rc(r, i=i, q=q, partial=partial):
-                    if eight_bit:  # matrix row r: chunk 2 (r // 4) + r % 2, rows 8 ((r // 2) % 2) ..
-                        col = em.add(em.add(em.mul(em.divu(r, 4), 32), em.mul(em.remu(r, 2), 16)),
-                                     em.mul(em.remu(em.divu(r, 2), 2), 8))
-                        return tiles[i], em.add(col, 64 * q)
-                    rr = em.remu(r, 4) if partial else r
-                    return tiles[i], word_col(em.add(em.mul(rr, 8), 64 * q))
-
-                def py(r, warp, i=i, q=q, partial=partial):
-                    if eight_bit:
-                        return _py_tiles(mma, 0, rep, mb, warp)[i], 32 * (r // 4) + 16 * (r % 2) + 8 * ((r // 2) % 2) + 64 * q
-                    rr = r % 4 if partial else r
-                    return _py_tiles(mma, 0, rep, mb, warp)[i], el(rr * 8 + 64 * q)
+                def py(r, warp, j=j, i=i, kk=kk):
+                    return (_py_tiles(mma, 0, rep, m // 16, warp)[i] * 16 + r + 8 * (j % 2),
+                            _elements(16 * kk + 8 * (j // 2), esz))
                 fns.append(rc)
                 pys.append(py)
-            regs = _ldmatrix(L, sm, fns, n, trans=True, py_rc=pys)
-            for kidx, key in enumerate(chunk):
-                frags[key] = [regs[kidx]]
-        return Frag(ty, frags)
-    if enc.op_idx == 0:
-        m, ka = shape
-        if m % 16 or ka % el(16):
-            raise LoweringError(f"dot operand A tile {m}x{ka} must be a multiple of 16x{el(16)}")
-        wm = mma.warps_per_cta[0]
-        rep = max(1, m // (16 * wm))
-        tiles = _warp_tile(L, mma, 0, rep, m // 16)
-        for i in range(rep):
-            for kk in range(ka // el(16)):
-                fns, pys = [], []
-                for j in range(4):
-                    def rc(r, j=j, i=i, kk=kk):
-                        return (em.add(em.mul(tiles[i], 16), em.add(r, 8 * (j % 2))),
-                                em.c(el(16 * kk + 8 * (j // 2))))
+            frags[(i, kk)] = _ldmatrix(L, sm, fns, 4, trans=False, py_rc=pys)
+    return frags
 
-                    def py(r, warp, j=j, i=i, kk=kk):
-                        return (_py_tiles(mma, 0, rep, m // 16, warp)[i] * 16 + r + 8 * (j % 2),
-                                el(16 * kk + 8 * (j // 2)))
-                    fns.append(rc)
-                    pys.append(py)
-                frags[(i, kk)] = _ldmatrix(L, sm, fns, 4, trans=False, py_rc=pys)
-        return Frag(ty, frags)
-    k, n = shape
-    if k % el(16) or n % 8:
-        raise LoweringError(f"dot operand B tile {k}x{n} must be a multiple of {el(16)}x8")
-    wn = mma.warps_per_cta[1]
-    rep = max(1, n // (8 * wn))
+
+def _b_frags(L: LoweringContext, sm: Smem, mma: MmaEncodingAttr) -> dict:
+    """B's registers, (j, k16) -> 2 b32: ldmatrix of 8x8 blocks, up to four (two k16 steps)
+    per instruction.
+
+    An N-major tile (rows of N) is read transposed: matrix row r = 8 columns at k + r. A
+    K-major tile (order [0, 1], stored as N rows of K) already has the fragment's shape:
+    matrix row r = 8 k's of column n + r, plain ldmatrix."""
+    em = L.em
+    esz = esize(sm.ty.element_type)
+    k, n = sm.ty.get_shape()
+    if k % _elements(16, esz) or n % 8:
+        raise LoweringError(f"dot operand B tile {k}x{n} must be a multiple of {_elements(16, esz)}x8")
+    rep = max(1, n // (8 * mma.warps_per_cta[1]))
     tiles = _warp_tile(L, mma, 1, rep, n // 8)
-    # An N-major tile (rows of N) is read transposed: matrix row r = 8 columns at k + r. A
-    # K-major tile (order [0, 1], stored as N rows of K) already has the fragment's shape:
-    # matrix row r = 8 k's of column n + r, plain ldmatrix.
     kmajor = tuple(sm.ty.encoding.order) == (0, 1)
     if esz != 2 and not kmajor:
         raise LoweringError(
             f"a {sm.ty.element_type} tl.dot reads B K-major on the GPU (ldmatrix transposes 16-bit "
             "elements only): store B column-major and load it with a block pointer of order=(0, 1)")
-    k16s = k // el(16)
+    k16s = k // _elements(16, esz)
+    frags: dict[tuple[int, int], list[SSAValue]] = {}
     for j in range(rep):
         for k32 in range(0, k16s, 2):
             nmat = 4 if k32 + 1 < k16s else 2
@@ -243,36 +278,36 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
             for mt in range(nmat):
                 def rc(r, mt=mt, j=j, k32=k32):
                     if kmajor:
-                        return em.c(el(16 * k32 + 8 * mt)), em.add(em.mul(tiles[j], 8), r)
+                        return em.c(_elements(16 * k32 + 8 * mt, esz)), em.add(em.mul(tiles[j], 8), r)
                     return em.add(r, 16 * k32 + 8 * mt), em.mul(tiles[j], 8)
 
                 def py(r, warp, mt=mt, j=j, k32=k32):
                     col = _py_tiles(mma, 1, rep, n // 8, warp)[j] * 8
-                    return (el(16 * k32 + 8 * mt), col + r) if kmajor else (r + 16 * k32 + 8 * mt, col)
+                    return (_elements(16 * k32 + 8 * mt, esz), col + r) if kmajor else (r + 16 * k32 + 8 * mt, col)
                 fns.append(rc)
                 pys.append(py)
             regs = _ldmatrix(L, sm, fns, nmat, trans=not kmajor, py_rc=pys)
             frags[(j, k32)] = regs[0:2]
             if nmat == 4:
                 frags[(j, k32 + 1)] = regs[2:4]
-    return Frag(ty, frags)
+    return frags
 
 
-def _ab_type(elt) -> str:
-    """The PTX operand type of a dot of `elt` elements."""
-    if isinstance(elt, Float16Type):
-        return "f16"
-    if isinstance(elt, BFloat16Type):
-        return "bf16"
-    if isinstance(elt, Float8E4M3FNType):
-        return "e4m3"
-    if isinstance(elt, Float8E5M2Type):
-        return "e5m2"
-    if isinstance(elt, IntegerType) and elt.width.data == 8:
-        return "s8"
-    if isinstance(elt, Float32Type):
-        return "tf32"
-    raise LoweringError(f"tt.dot: operands must be f16, bf16, f8E4M3FN, f8E5M2 or i8, got {elt}")
+def _ab_type(elt: Attribute) -> str:
+    """The PTX operand type of a sparse dot of `elt` elements (ptx.mma_ab_type's map)."""
+    t = ptx.mma_ab_type(elt)
+    if t is None:
+        raise LoweringError(f"tt.dot: operands must be f16, bf16, f8E4M3FN, f8E5M2 or i8, got {elt}")
+    return t
+
+
+def _sparse_instruction(a_elt: Attribute, meta: Frag, warpgroup: bool) -> Instruction:
+    """The format's instruction for a sparse dot of `a_elt` values and metadata `meta`."""
+    fmt = formats.of_dot_metadata(meta.ty.element_type)
+    instr = fmt.instruction(ptx.bit_width(a_elt), warpgroup)
+    if instr is None:
+        raise LoweringError(f"tt.dot: no {fmt.name} sparse tensor-core instruction takes {a_elt} values")
+    return instr
 
 
 _SWIZZLE_NAME = {width: name for name, width in wg.SWIZZLE_BYTES.items() if name != "none"}
@@ -304,8 +339,8 @@ def _wgmma_a_desc(L: LoweringContext, a: SmemOperand, rep_m: int, steps: int) ->
     rows = a.sm.ty.get_shape()[0]
     bits = wg.smem_desc_bits(0, lbo=rows * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
     const = em.c(wg.as_signed64(bits), i64)
-    group_base = em.add(a.sm.addr, em.mul(em.divu(L.warp, 4), 64 * width))
-    return {(i, s): _desc(L, em.add(group_base, 16 * L.num_warps * i * width + 32 * s), const)
+    group_base = em.add(a.sm.addr, em.mul(em.divu(L.ids.warp, 4), 64 * width))
+    return {(i, s): _desc(L, em.add(group_base, 16 * L.cfg.num_warps * i * width + 32 * s), const)
             for i in range(rep_m) for s in range(steps)}
 
 
@@ -344,14 +379,6 @@ def _wgmma_b_desc(b: SmemOperand, kstep: int) -> tuple[int, Callable[[int], int]
     return bits, lambda s: s * kstep * width, 1
 
 
-def _meta_step(t: str, s: int) -> tuple[tuple[int, int], int]:
-    """(metadata fragment column q, sparsity selector) of K step s: a 16-bit step takes half a
-    metadata register (two k32 steps share one), an 8-bit k64 step the whole of one."""
-    if ptx.mma_sp_k(t) == 64:
-        return s, 0
-    return s // 2, s % 2
-
-
 def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Regs, meta: Frag, result_ty: TensorType,
                 defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
     """A sparse tt.dot as sm_90a `wgmma.mma_async.sp.m64nNk32`s.
@@ -367,10 +394,11 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     """
     em = L.em
     m, n = result_ty.get_shape()
-    rep_m = m // (16 * L.num_warps)
+    rep_m = m // (16 * L.cfg.num_warps)
     k = b.sm.ty.get_shape()[0]
     t = _ab_type(a.ty.element_type)
-    kstep = ptx.mma_sp_k(t)
+    instr = _sparse_instruction(a.ty.element_type, meta, warpgroup=True)
+    kstep = instr.shape[2]
     if k % kstep:
         raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of {kstep}")
     bits, step_offset, trans_b = _wgmma_b_desc(b, kstep)
@@ -382,16 +410,16 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     per = n // 2
     for s in range(k // kstep):
         desc = _desc(L, em.add(b.sm.addr, step_offset(s)), const)
-        q, selector = _meta_step(t, s)
+        q, selector = instr.meta.step(s)
         for i in range(rep_m):
             op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, q)][0], n=n, ab_type=t,
                                             acc=acc[i * per:(i + 1) * per], selector=selector, trans_b=trans_b,
                                             scale_d=scale_d if s == 0 else None))
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())
-    L.wgmma_drained.clear()
+    L.groups.drained.clear()
     if defer_wait:
-        L.wgmma_pending = True
+        L.groups.pending = True
     else:
         em.op(wg.WgmmaWaitGroupOp(0))
     return Regs(result_ty, acc)
@@ -416,37 +444,54 @@ def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, 
         raise LoweringError("tt.dot: operands in shared memory need a #ttg.mma version 3 result")
     m, n = result_ty.get_shape()
     wm, wn = enc.warps_per_cta
-    rep_m, rep_n = max(1, m // (16 * wm)), max(1, n // (8 * wn))
-    dl = distributed(enc, (m, n))
-    assert dl.num_regs == rep_m * rep_n * 4
-    acc = list(c.regs)
-    k = b.ty.get_shape()[0]
-    em = L.em
+    rep = (max(1, m // (16 * wm)), max(1, n // (8 * wn)))
+    assert distributed(enc, (m, n)).num_regs == rep[0] * rep[1] * 4
     if meta is not None:
-        kstep = ptx.mma_sp_k(t)
-        if k % kstep:
-            raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of {kstep}")
-        for s in range(k // kstep):
-            q, selector = _meta_step(t, s)
-            for i in range(rep_m):
-                for j in range(rep_n):
-                    base = (i * rep_n + j) * 4
-                    bregs = b.frags[(j, 2 * s)] + b.frags[(j, 2 * s + 1)]
-                    op = em.op(ptx.MmaSpOp(a.frags[(i, s)], bregs, acc[base:base + 4], meta.frags[(i, q)][0],
-                                           ab_type=t, selector=selector))
-                    acc[base:base + 4] = list(op.results)
-    else:
-        if t not in ptx.MMA_AB_TYPES:
-            raise LoweringError(f"tt.dot: a dense {t} dot has no GPU lowering (dense dots take f16 or bf16)")
-        if k % 16:
-            raise LoweringError(f"tt.dot: K = {k} must be a multiple of 16")
-        for kk in range(k // 16):
-            for i in range(rep_m):
-                for j in range(rep_n):
-                    base = (i * rep_n + j) * 4
-                    op = em.op(ptx.MmaOp(a.frags[(i, kk)], b.frags[(j, kk)], acc[base:base + 4], ab_type=t))
-                    acc[base:base + 4] = list(op.results)
-    return Regs(result_ty, acc)
+        return Regs(result_ty, _mma_sp_steps(L, a, b, c, meta, t, rep))
+    return Regs(result_ty, _mma_steps(L, a, b, c, t, rep))
+
+
+def _mma_sp_steps(L: LoweringContext, a: Frag, b: Frag, c: Regs, meta: Frag, t: str,
+                  rep: tuple[int, int]) -> list[SSAValue]:
+    """The accumulators after the `mma.sp`s of a sparse dot: per K step (the format's
+    instruction's k), one per (m16, n8) tile of the warp, with the step's metadata register
+    and sparsity selector."""
+    em = L.em
+    instr = _sparse_instruction(a.ty.element_type, meta, warpgroup=False)
+    k, kstep = b.ty.get_shape()[0], instr.shape[2]
+    if k % kstep:
+        raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of {kstep}")
+    rep_m, rep_n = rep
+    acc = list(c.regs)
+    for s in range(k // kstep):
+        q, selector = instr.meta.step(s)
+        for i in range(rep_m):
+            for j in range(rep_n):
+                base = (i * rep_n + j) * 4
+                bregs = b.frags[(j, 2 * s)] + b.frags[(j, 2 * s + 1)]
+                op = em.op(ptx.MmaSpOp(a.frags[(i, s)], bregs, acc[base:base + 4], meta.frags[(i, q)][0],
+                                       ab_type=t, selector=selector))
+                acc[base:base + 4] = list(op.results)
+    return acc
+
+
+def _mma_steps(L: LoweringContext, a: Frag, b: Frag, c: Regs, t: str, rep: tuple[int, int]) -> list[SSAValue]:
+    """The accumulators after the `mma.sync` m16n8k16s of a dense dot."""
+    em = L.em
+    if t not in ptx.MMA_AB_TYPES:
+        raise LoweringError(f"tt.dot: a dense {t} dot has no GPU lowering (dense dots take f16 or bf16)")
+    k = b.ty.get_shape()[0]
+    if k % 16:
+        raise LoweringError(f"tt.dot: K = {k} must be a multiple of 16")
+    rep_m, rep_n = rep
+    acc = list(c.regs)
+    for kk in range(k // 16):
+        for i in range(rep_m):
+            for j in range(rep_n):
+                base = (i * rep_n + j) * 4
+                op = em.op(ptx.MmaOp(a.frags[(i, kk)], b.frags[(j, kk)], acc[base:base + 4], ab_type=t))
+                acc[base:base + 4] = list(op.results)
+    return acc
 
 
 __all__ = ["load_frag", "lower_dot", "lower_wgmma"]

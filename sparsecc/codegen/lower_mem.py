@@ -10,6 +10,7 @@ guarantees 16-byte aligned base pointers.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
@@ -35,7 +36,6 @@ from sparsecc.analysis.layouts import (
 from sparsecc.codegen.lower_base import (
     BlockPtr,
     Emitter,
-    LoweringContext,
     LoweringError,
     Regs,
     Smem,
@@ -44,6 +44,9 @@ from sparsecc.codegen.mma_store import CHUNK, store_transposed, transpose_plan
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ptx import COLD_ELSE
 from sparsecc.dialects.ttg import BlockedEncodingAttr, MemDescType, SharedEncodingAttr
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower_base import LoweringContext
 
 
 def is_b16(ty: Attribute) -> bool:
@@ -164,7 +167,7 @@ def first_replica(L: LoweringContext, dl: DistLayout, r: int) -> SSAValue | None
     for d, wraps in enumerate(dl.wrap):
         if not wraps:
             continue
-        unwrapped = em.term_sum(dl.base[d], L.lane, L.warp)
+        unwrapped = em.term_sum(dl.base[d], L.ids.lane, L.ids.warp)
         c = em.cmp("ult", unwrapped, em.c(dl.shape[d] - dl.regs[r][d]))
         cond = c if cond is None else em.band(cond, c)
     return cond
@@ -497,7 +500,7 @@ def _async_copy_strided(L: LoweringContext, bp: BlockPtr, sm: Smem, dl: DistLayo
     elt = tile.element_type
     esz = esize(elt)
     rank = len(dl.shape)
-    bases = [em.term_sum(terms, L.lane, L.warp) for terms in dl.base]
+    bases = [em.term_sum(terms, L.ids.lane, L.ids.warp) for terms in dl.base]
     toff = em.c(0, i64)
     origin = em.c(0, i64)
     for d in range(rank):

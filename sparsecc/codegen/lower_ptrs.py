@@ -8,14 +8,19 @@ skips the access; a load then yields `other`). No vectorization: correctness fir
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xdsl.dialects.builtin import TensorType, i64
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import distributed
-from sparsecc.codegen.lower_base import LoweringContext, LoweringError, Regs
+from sparsecc.codegen.lower_base import LoweringError, Regs
 from sparsecc.codegen.lower_mem import first_replica
 from sparsecc.dialects import ptx, tt
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower_base import LoweringContext
 
 
 def _per_reg(x: object, n: int, what: str) -> list[SSAValue]:
@@ -44,12 +49,12 @@ def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     ptr, off = L.get(op.ptr), L.get(op.offset)
     if not isinstance(ptr, Regs) and not isinstance(off, Regs):
         assert isinstance(ptr, SSAValue) and isinstance(off, SSAValue)
-        L.values[op.result] = em.add(ptr, em.mul(em.ext64(off), nbytes))
+        L.set(op.result, em.add(ptr, em.mul(em.ext64(off), nbytes)))
         return
     n = len((ptr if isinstance(ptr, Regs) else off).regs)
     ptrs, offs = _per_reg(ptr, n, "tt.addptr pointer"), _per_reg(off, n, "tt.addptr offset")
     out = [em.add(p, em.mul(em.ext64(o), nbytes)) for p, o in zip(ptrs, offs)]
-    L.values[op.result] = Regs(op.result.type, out)
+    L.set(op.result, Regs(op.result.type, out))
 
 
 def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
@@ -63,7 +68,7 @@ def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
         _check_addr(addr)
         other = [o] if (m is not None and o is not None) else []
         out.append(L.em.val(ptx.LdGlobalOp(addr, elt, 1, mask=m, other=other)))
-    L.values[op.result] = Regs(op.result.type, out)
+    L.set(op.result, Regs(op.result.type, out))
 
 
 def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
@@ -116,7 +121,7 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
         olds.append(em.op(ptx.AtomGlobalAddOp(addr, v, guard, sem=order)).results[0])
     ty = op.result.type
     if isinstance(ty, TensorType):
-        L.values[op.result] = Regs(ty, olds)
+        L.set(op.result, Regs(ty, olds))
         return
     if scratch is not None:  # thread 0's old value to every thread
         L.before_shared_write()
@@ -124,7 +129,7 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
         L.after_shared_write()
         L.before_shared_read()
         olds[0] = em.op(ptx.LdSharedOp(scratch, olds[0].type)).results[0]
-    L.values[op.result] = olds[0]
+    L.set(op.result, olds[0])
 
 
 def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
@@ -134,7 +139,7 @@ def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
 
 def _thread_zero(L: LoweringContext) -> SSAValue:
     """The predicate of the thread that issues a program's scalar stores and atomics."""
-    return L.em.cmp("eq", L.tid, L.em.c(0))
+    return L.em.cmp("eq", L.ids.tid, L.em.c(0))
 
 
 def _check_addr(addr: SSAValue) -> None:

@@ -4,7 +4,7 @@ layout straight from the codes and scales in shared memory.
 sparse-gpu-encoding stages a dequantize's loaded operands through shared memory, so the
 pipeline streams them with the other K-loop tiles (async copies overlapping the mma of earlier
 iterations); their `ttg.local_load`s lower to nothing (the lowering keeps the buffer, see
-`Lowerer`), and here a thread reads, for each of its result elements (r, j), the byte holding
+handlers/shared.py), and here a thread reads, for each of its result elements (r, j), the byte holding
 code j of row r, its nibble, the scale (and zero point) of its group, and computes
 `(code - zero) * scale` rounded once to f16/bf16, the interpreter's value bit for bit: f16
 pairs with f16x2 arithmetic on codes placed in the mantissa of 1024.0 (no conversions), bf16
@@ -234,6 +234,10 @@ its f16 pairs (1024 + code each half)."""
 CHUNK_SELECTOR = {4: (17, 64), 8: (34, 16)}
 """Per code width: the thread's prmt selector is t * a + b for t = lane % 4 (t | (4 + t) << 4
 for 4-bit codes, 2t | (2t + 1) << 4 for 8-bit ones)."""
+CHUNK_PLACES = {4: ((0, 0), (0, 1), (1, 0), (1, 1)), 8: ((0, 0), (0, 1))}
+"""Per code width: where each f16 pair of a chunk goes in the A fragments, as (16-column step
+within the chunk, position): position 0 is register `half` (kept columns 2t, 2t + 1 of the
+step), 1 register `2 + half` (columns 8 + 2t, 9 + 2t); a chunk of 4-bit codes spans two steps."""
 _SCALE_PAIR = "sub.f16x2 $0, $1, $2;\nmul.rn.f16x2 $0, $0, $3;"
 
 
@@ -251,9 +255,9 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
     if codes_enc.max_phase > 1 and codes_enc.vec * esize(ops.codes.ty.element_type) < 16:
         raise LoweringError("internal: tt.dequantize's codes must keep 16-byte chunks contiguous in shared memory")
     if enc.parent.version_major == 3:
-        L.wgmma_drain(keep=L.wgmma_frag_keep)  # wgmma reads A registers asynchronously
+        L.wgmma_drain(keep=L.groups.frag_keep)  # wgmma reads A registers asynchronously
     rep, tiles = warp_m_tiles(L, enc.parent, ops.rows)
-    g, t = em.divu(L.lane, 4), em.remu(L.lane, 4)
+    g, t = em.divu(L.ids.lane, 4), em.remu(L.ids.lane, 4)
     scale, offset = CHUNK_SELECTOR[bits]
     sel = em.add(em.mul(t, scale), offset)
     per_chunk = 16 * 8 // bits  # kept columns a 16-byte chunk holds: 32 (two k32 steps) or 16
@@ -273,11 +277,8 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
                 words = list(em.op(ptx.LdSharedOp(smem_addr(L, ops.codes, (row, em.c(16 * c))), i32, 4)).results)
                 pairs = em.op(ptx.AsmOp(CHUNK_TEMPLATE[bits], [*words, sel], [i32] * (16 // bits),
                                         pure=True)).results
-                if bits == 4:  # bytes t, 4 + t of step 2c, then of step 2c + 1: columns 2t (+8) of each
-                    places = [(2 * c, 0), (2 * c, 1), (2 * c + 1, 0), (2 * c + 1, 1)]
-                else:
-                    places = [(c, 0), (c, 1)]
-                for pair, (kk, pos) in zip(pairs, places):
+                for pair, (dk, pos) in zip(pairs, CHUNK_PLACES[bits]):
+                    kk = c * (per_chunk // 16) + dk
                     zeros, scales = zeros_and_scales(i, half, row, 16 * kk + 8 * pos)
                     value = em.op(ptx.AsmOp(_SCALE_PAIR, [pair, zeros, scales], [i32], pure=True)).results[0]
                     frags.setdefault((i, kk), [None] * 4)[half + 2 * pos] = value

@@ -24,14 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.layouts import DistLayout, Term
-from sparsecc.codegen.lower_base import LoweringContext
 from sparsecc.dialects import ptx
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower_base import LoweringContext
 
 W = TypeVar("W")
 CHUNK = 8  # columns per chunk (one 16-byte vector of 16-bit elements)
@@ -109,8 +111,8 @@ def store_transposed(L: LoweringContext, plan: TransposePlan, regs: Sequence[SSA
     they start at to `store` (the caller's bounds-checked global store: the vector lies in or
     out as a whole, which its alignment test guarantees)."""
     em = L.em
-    quad_lane = em.band(L.lane, em.c(QUAD - 1))
-    bits = [em.cmp("ne", em.band(L.lane, em.c(1 << b)), 0) for b in (0, 1)]
+    quad_lane = em.band(L.ids.lane, em.c(QUAD - 1))
+    bits = [em.cmp("ne", em.band(L.ids.lane, em.c(1 << b)), 0) for b in (0, 1)]
 
     def shfl(x: SSAValue, mask: int) -> SSAValue:
         return em.val(ptx.AsmOp(f"shfl.sync.bfly.b32 $0, $1, {mask}, 0x1f, -1;", [x], [i32]))

@@ -10,6 +10,7 @@ Labels are `$L__<kind><n>` with a per-kernel counter.
 
 from __future__ import annotations
 
+import bisect
 import re
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -29,7 +30,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from sparsecc.dialects import ptx
+from sparsecc.dialects import ptx, ptx_targets
 
 #: `.version` of the emitted PTX: `mma.sp::ordered_metadata` needs PTX ISA 8.5.
 PTX_VERSION = "8.5"
@@ -40,7 +41,12 @@ _PARAM_PTX_TYPE = {"ptr": ".u64", "i64": ".u64", "i32": ".u32", "f32": ".f32"}
 
 
 class PtxEmitError(Exception):
-    """The module holds something the printer cannot express in PTX."""
+    """The module holds something the printer cannot express in PTX (or that its target cannot
+    run); `op` is the op at fault, when known, so a tool can name its place in the input."""
+
+    def __init__(self, message: str, op: Operation | None = None):
+        super().__init__(message)
+        self.op = op
 
 
 # ----------------------------------------------------------------------------------------------
@@ -91,14 +97,11 @@ def _width(ty: Attribute) -> int:
 
 
 def _ftype(ty: Attribute) -> str:
-    """PTX type suffix of a float type."""
-    if isinstance(ty, Float32Type):
-        return "f32"
-    if isinstance(ty, Float16Type):
-        return "f16"
-    if isinstance(ty, BFloat16Type):
-        return "bf16"
-    raise PtxEmitError(f"expected a float type, got {ty}")
+    """PTX type suffix of a float type the arithmetic takes (f32, f16, bf16)."""
+    name = ptx.type_name(ty) if _is_float(ty) else None
+    if name is None:
+        raise PtxEmitError(f"expected a float type, got {ty}")
+    return name
 
 
 def _is_float(ty: Attribute) -> bool:
@@ -187,6 +190,12 @@ class _KernelEmitter:
         self.lines: list[str] = []
         self.labels = 0
         self.uses_smem = False
+        self.target = kernel.target.data
+        #: bf16 add/sub/mul, compares and conversions to f16/integers are sm_90 instructions;
+        #: older targets compute them in f32 (exact for compares and conversions, as Triton does)
+        self.bf16_alu = ptx_targets.satisfies(self.target, "sm_90")
+        #: (index of the first line an op printed, the op), in print order: which op printed a line
+        self.marks: list[tuple[int, Operation]] = []
 
     # registers -----------------------------------------------------------------------------
 
@@ -221,6 +230,25 @@ class _KernelEmitter:
     def emit(self, line: str) -> None:
         self.lines.append("\t" + line)
 
+    def to_f32(self, value: SSAValue) -> str:
+        """A register holding bf16 `value` as f32 (exact: bf16 is f32 with 16 fraction bits
+        fewer), for the targets without bf16 arithmetic."""
+        tmp = self.fresh(Float32Type())
+        self.emit(f"cvt.f32.bf16 {tmp}, {self.use(value)};")
+        return tmp
+
+    def int16(self, value: SSAValue, signed: bool) -> str:
+        """A 16-bit register of an integer `value`: an i8 (whose register's high byte is not
+        kept defined by arithmetic) sign- or zero-extended, since PTX has no 8-bit ALU or
+        compare forms; any wider value as it is."""
+        reg = self.use(value)
+        if _width(value.type) != 8:
+            return reg
+        letter = "s" if signed else "u"
+        tmp = self.fresh(value.type)
+        self.emit(f"cvt.{letter}16.{letter}8 {tmp}, {reg};")
+        return tmp
+
     def label(self, kind: str) -> str:
         self.labels += 1
         return f"$L__{kind}{self.labels}"
@@ -244,6 +272,7 @@ class _KernelEmitter:
             self.emit(f"ld.param{_PARAM_PTX_TYPE[kind]} {reg}, [{name}_param_{i}];")
         self.block(k.body.block)
         self.emit("ret;")
+        self.check_instructions()
 
         out = [f"\t// .globl\t{name}", f".visible .entry {name}("]
         params = [f"\t.param .align 64 .b8 {name}_param_{i}[128]" if kind == "tmap" else
@@ -272,13 +301,34 @@ class _KernelEmitter:
     def block(self, block: Block, *, skip_terminator: bool = False) -> None:
         last = block.last_op if skip_terminator else None
         handlers = _HANDLERS
+        marks, lines = self.marks, self.lines
         for op in block.ops:
             if op is last and isinstance(op, scf.YieldOp):
                 break
+            marks.append((len(lines), op))
             handler = handlers.get(op.__class__)
             if handler is None:
                 handler = _handler_for(self, op)
             handler(self, op)
+
+    def check_instructions(self) -> None:
+        """Refuse the kernel when a printed instruction does not exist on its target (ptxas would
+        reject it), naming the instruction, the target it needs and the op that printed it."""
+        text = "\n".join(self.lines)
+        hit = ptx_targets.first_unavailable(text, self.target)
+        if hit is None:
+            return
+        offset, instruction, needed = hit
+        line = text.count("\n", 0, offset)
+        at = bisect.bisect_right(self.marks, line, key=lambda mark: mark[0]) - 1
+        op = self.marks[at][1] if at >= 0 else self.kernel
+        name = self.kernel.kernel_name
+        if needed is None:
+            raise PtxEmitError(f"kernel {name}: '{op.name}' prints '{instruction}', which is not a PTX instruction "
+                               "on any target (PTX has no 8-bit arithmetic: widen to 16 bits first)", op)
+        newer = "" if needed.endswith("a") else " or newer"  # sm_90a features are on sm_90a alone
+        raise PtxEmitError(f"kernel {name}: '{op.name}' needs {needed}{newer} for '{instruction}', but the "
+                           f"kernel's target is {self.target}", op)
 
     # ops -----------------------------------------------------------------------------------
 
@@ -332,7 +382,12 @@ def _int_binary(e: _KernelEmitter, op: Operation) -> None:
         e.emit(f"{opcode}.pred {e.define(op.results[0])}, {a}, {b};")
         return
     opcode, letter = _lookup(_INT_BINARY, op)
-    e.emit(f"{opcode}.{letter}{_width(ty)} {e.define(op.results[0])}, {a}, {b};")
+    w = _width(ty)
+    if w == 8:  # in 16 bits: the low byte of add/sub/mul/and/or/xor ignores the high byte,
+        w = 16  # div/rem/min/max need the operands extended first
+        if opcode in ("div", "rem", "max", "min"):
+            a, b = e.int16(lhs, letter == "s"), e.int16(rhs, letter == "s")
+    e.emit(f"{opcode}.{letter}{w} {e.define(op.results[0])}, {a}, {b};")
 
 
 def _lookup(table: dict[type[Operation], Any], op: Operation) -> Any:
@@ -355,7 +410,11 @@ def _shift(e: _KernelEmitter, op: Operation) -> None:
         e.emit(f"cvt.u32.u{w} {tmp}, {amount};")
         amount = tmp
     opcode = _lookup(_SHIFTS, op)
-    e.emit(f"{opcode}{w} {e.define(op.results[0])}, {e.use(lhs)}, {amount};")
+    value = e.use(lhs)
+    if w == 8:  # shifted in 16 bits; a right shift brings in the extended high byte
+        value = e.int16(lhs, opcode == "shr.s") if opcode != "shl.b" else value
+        w = 16
+    e.emit(f"{opcode}{w} {e.define(op.results[0])}, {value}, {amount};")
 
 
 def _float_binary(e: _KernelEmitter, op: Operation) -> None:
@@ -363,7 +422,14 @@ def _float_binary(e: _KernelEmitter, op: Operation) -> None:
     ty = op.results[0].type
     opcode = _lookup(_FLOAT_BINARY, op)
     if opcode.startswith("div") and not isinstance(ty, Float32Type):
-        raise PtxEmitError(f"{op.name}: division is only printed for f32 (extend to f32 first)")
+        raise PtxEmitError(f"{op.name}: division is only printed for f32 (extend to f32 first)", op)
+    if opcode in ("add", "sub", "mul") and isinstance(ty, BFloat16Type) and not e.bf16_alu:
+        # f32 then one rounding to bf16: the same result (f32 holds the exact product, and double
+        # rounding is harmless for + - * when 24 >= 2*8 + 2 bits), as Triton computes it on sm_80
+        wide = e.fresh(Float32Type())
+        e.emit(f"{opcode}.f32 {wide}, {e.to_f32(lhs)}, {e.to_f32(rhs)};")
+        e.emit(f"cvt.rn.bf16.f32 {e.define(op.results[0])}, {wide};")
+        return
     e.emit(f"{opcode}.{_ftype(ty)} {e.define(op.results[0])}, {e.use(lhs)}, {e.use(rhs)};")
 
 
@@ -396,9 +462,9 @@ def _math_unary(e: _KernelEmitter, op: Operation) -> None:
 
 def _absi(e: _KernelEmitter, op: Operation) -> None:
     w = _width(op.results[0].type)
-    if w not in (16, 32, 64):
-        raise PtxEmitError(f"math.absi on i{w} has no PTX form")
-    e.emit(f"abs.s{w} {e.define(op.results[0])}, {e.use(op.operands[0])};")
+    if w == 1:
+        raise PtxEmitError("math.absi on i1 has no PTX form", op)
+    e.emit(f"abs.s{max(16, w)} {e.define(op.results[0])}, {e.int16(op.operands[0], True)};")
 
 
 def _cmpi(e: _KernelEmitter, op: arith.CmpiOp) -> None:
@@ -413,7 +479,8 @@ def _cmpi(e: _KernelEmitter, op: arith.CmpiOp) -> None:
             e.emit(f"not.pred {d}, {d};")
         return
     cmp, letter = _CMPI[pred]
-    e.emit(f"setp.{cmp}.{letter}{_width(ty)} {e.define(op.result)}, {e.use(op.lhs)}, {e.use(op.rhs)};")
+    a, b = e.int16(op.lhs, letter == "s"), e.int16(op.rhs, letter == "s")  # setp has no 8-bit form
+    e.emit(f"setp.{cmp}.{letter}{max(16, _width(ty))} {e.define(op.result)}, {a}, {b};")
 
 
 def _cmpf(e: _KernelEmitter, op: arith.CmpfOp) -> None:
@@ -422,6 +489,10 @@ def _cmpf(e: _KernelEmitter, op: arith.CmpfOp) -> None:
         e.emit(f"mov.pred {e.define(op.result)}, {1 if pred == 'true' else 0};")
         return
     ty = op.lhs.type
+    if isinstance(ty, BFloat16Type) and not e.bf16_alu:  # compared exactly as f32 (no setp.bf16)
+        a, b = e.to_f32(op.lhs), e.to_f32(op.rhs)
+        e.emit(f"setp.{_CMPF[pred]}.f32 {e.define(op.result)}, {a}, {b};")
+        return
     e.emit(f"setp.{_CMPF[pred]}.{_ftype(ty)} {e.define(op.result)}, {e.use(op.lhs)}, {e.use(op.rhs)};")
 
 
@@ -436,7 +507,7 @@ def _select(e: _KernelEmitter, op: arith.SelectOp) -> None:
         e.emit(f"and.pred {d}, {d}, {f};")
         e.emit(f"or.pred {d}, {d}, {tmp};")
         return
-    e.emit(f"selp.b{_width(ty)} {d}, {t}, {f}, {c};")
+    e.emit(f"selp.b{max(16, _width(ty))} {d}, {t}, {f}, {c};")  # an i8 lives in a b16 register
 
 
 def _int_ext(e: _KernelEmitter, op: Operation) -> None:
@@ -456,8 +527,8 @@ def _trunci(e: _KernelEmitter, op: arith.TruncIOp) -> None:
     wi, wo = _width(src.type), _width(op.result.type)
     if wo == 1:
         tmp = e.fresh(src.type)
-        e.emit(f"and.b{wi} {tmp}, {e.use(src)}, 1;")
-        e.emit(f"setp.ne.b{wi} {e.define(op.result)}, {tmp}, 0;")
+        e.emit(f"and.b{max(16, wi)} {tmp}, {e.use(src)}, 1;")
+        e.emit(f"setp.ne.b{max(16, wi)} {e.define(op.result)}, {tmp}, 0;")
         return
     e.emit(f"cvt.u{wo}.u{wi} {e.define(op.result)}, {e.use(src)};")
 
@@ -467,7 +538,13 @@ def _int_to_float(e: _KernelEmitter, op: Operation) -> None:
     letter = "s" if isinstance(op, arith.SIToFPOp) else "u"
     wi = _width(src.type)
     if wi == 1:
-        raise PtxEmitError(f"{op.name} from i1: extend to i32 first")
+        raise PtxEmitError(f"{op.name} from i1: extend to i32 first", op)
+    if isinstance(ty, BFloat16Type) and (not e.bf16_alu or wi == 8):
+        # through f32, as torch rounds ints to bf16 (exact for i8, which no cvt takes with bf16)
+        wide = e.fresh(Float32Type())
+        e.emit(f"cvt.rn.f32.{letter}{wi} {wide}, {e.use(src)};")
+        e.emit(f"cvt.rn.bf16.f32 {e.define(op.results[0])}, {wide};")
+        return
     e.emit(f"cvt.rn.{_ftype(ty)}.{letter}{wi} {e.define(op.results[0])}, {e.use(src)};")
 
 
@@ -476,13 +553,22 @@ def _float_to_int(e: _KernelEmitter, op: Operation) -> None:
     letter = "s" if isinstance(op, arith.FPToSIOp) else "u"
     wo = _width(ty)
     if wo == 1:
-        raise PtxEmitError(f"{op.name} to i1 has no PTX form")
+        raise PtxEmitError(f"{op.name} to i1 has no PTX form", op)
+    if isinstance(src.type, BFloat16Type) and (not e.bf16_alu or wo == 8):  # bf16 -> f32 is exact
+        e.emit(f"cvt.rzi.{letter}{wo}.f32 {e.define(op.results[0])}, {e.to_f32(src)};")
+        return
     e.emit(f"cvt.rzi.{letter}{wo}.{_ftype(src.type)} {e.define(op.results[0])}, {e.use(src)};")
 
 
 def _float_cast(e: _KernelEmitter, op: Operation) -> None:
     src, ty = op.operands[0], op.results[0].type
     fi, fo = _ftype(src.type), _ftype(ty)
+    if {fi, fo} == {"f16", "bf16"} and not e.bf16_alu:
+        # no cvt between f16 and bf16 before sm_90: through f32, which holds either exactly
+        wide = e.fresh(Float32Type())
+        e.emit(f"cvt.f32.{fi} {wide}, {e.use(src)};")
+        e.emit(f"cvt.rn.{fo}.f32 {e.define(op.results[0])}, {wide};")
+        return
     narrowing = _width(ty) < _width(src.type) or (fi, fo) == ("f16", "bf16") or (fi, fo) == ("bf16", "f16")
     rnd = ".rn" if narrowing else ""
     e.emit(f"cvt{rnd}.{fo}.{fi} {e.define(op.results[0])}, {e.use(src)};")
@@ -492,7 +578,7 @@ def _bitcast(e: _KernelEmitter, op: arith.BitcastOp) -> None:
     src, ty = op.input, op.result.type
     if _width(src.type) != _width(ty) or _is_pred(ty):
         raise PtxEmitError(f"arith.bitcast {src.type} -> {ty}: widths differ or i1")
-    e.emit(f"mov.b{_width(ty)} {e.define(op.result)}, {e.use(src)};")
+    e.emit(f"mov.b{max(16, _width(ty))} {e.define(op.result)}, {e.use(src)};")  # no mov.b8
 
 
 # scf ---------------------------------------------------------------------------------------------
@@ -633,7 +719,7 @@ def _group(e: _KernelEmitter, values: Iterable[SSAValue]) -> str:
 
 def _mma_sp(e: _KernelEmitter, op: ptx.MmaSpOp) -> None:
     t = op.ab_type.data
-    acc = "s32" if t == "s8" else "f32"
+    acc = ptx.mma_acc_name(t)
     a, b, c = _group(e, op.a), _group(e, op.b), _group(e, op.c)
     meta = e.use(op.meta)
     d = "{" + ", ".join(e.define(r) for r in op.res) + "}"
@@ -769,6 +855,9 @@ def emit_ptx(module: ModuleOp | ptx.KernelOp, *, verify: bool = True) -> str:
     for k in kernels:
         if verify:
             k.verify()
+        problem = k.target_problem()  # also unverified: a bad target or budget is never printed
+        if problem is not None:
+            raise PtxEmitError(f"kernel {k.kernel_name}: {problem}", k)
         emitter = _KernelEmitter(k)
         bodies.append(emitter.run())
         uses_smem |= emitter.uses_smem

@@ -146,6 +146,8 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from sparsecc.dialects import ptx_targets
+
 #: Every scalar type a PTX register of this dialect can hold.
 SCALAR_TYPES: tuple[Attribute, ...] = (i1, i8, i16, i32, i64, f8E4M3FN, f8E5M2, f16, bf16, f32)
 # IRDL constraints by base type; exact widths are checked in `verify_` (xDSL's `AnyOf` cannot
@@ -179,6 +181,44 @@ def mma_sp_k(ab_type: str) -> int:
 def mma_acc_type(ab_type: str) -> Attribute:
     """The accumulator element type of a sparse mma of `ab_type` (s32 for s8, else f32)."""
     return MMA_SP_AB_TYPES[ab_type][1]
+
+
+_FLOAT_TYPE_NAMES: dict[type[Attribute], str] = {
+    Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32", Float8E4M3FNType: "e4m3", Float8E5M2Type: "e5m2"}
+
+
+def type_name(ty: Attribute) -> str | None:
+    """PTX's name of scalar type `ty` as an arithmetic or tensor-core operand (integers signed);
+    None for a type PTX has no such name for. The one element type -> PTX type map: the printer
+    (`add.f16`, `cvt.rn.bf16.f32`) and the dot lowering (`mma_ab_type`) both ask it.
+
+        >>> from xdsl.dialects.builtin import f8E4M3FN, i8
+        >>> type_name(f8E4M3FN), type_name(i8)
+        ('e4m3', 's8')
+    """
+    if isinstance(ty, IntegerType):
+        return f"s{ty.width.data}" if ty.width.data in (8, 16, 32, 64) else None
+    return _FLOAT_TYPE_NAMES.get(type(ty))
+
+
+def mma_ab_type(ty: Attribute) -> str | None:
+    """The `ab_type` of a sparse mma / wgmma whose A and B hold `ty` elements (f32 is read as
+    tf32); None: no sparse tensor-core instruction takes `ty`.
+
+        >>> from xdsl.dialects.builtin import f32
+        >>> mma_ab_type(f32)
+        'tf32'
+    """
+    name = type_name(ty)
+    name = "tf32" if name == "f32" else name
+    return name if name in MMA_SP_AB_TYPES else None
+
+
+def mma_acc_name(ab_type: str) -> str:
+    """PTX's name of the accumulator type of a sparse mma of `ab_type` (`s32` for s8, else `f32`)."""
+    name = type_name(mma_acc_type(ab_type))
+    assert name is not None
+    return name
 
 
 def bit_width(ty: Attribute) -> int:
@@ -227,8 +267,9 @@ class KernelOp(IRDLOperation):
     `param_kinds[i]` says how param i is passed ("ptr" and "i64" as `.u64`, "i32" as `.u32`,
     "f32" as `.f32`); a pointer is an i64 block argument, which keeps address arithmetic plain
     `arith` on i64. `maxntid`/`reqntid` become `.maxntid`/`.reqntid`; `shared_bytes` is the
-    dynamic shared memory (the `smem` array) the kernel needs at launch; `target` is the
-    `.target` (e.g. "sm_80", "sm_90a").
+    dynamic shared memory (the `smem` array) the kernel needs at launch, at most what one block
+    of the target may have; `target` is the `.target`, one of
+    `ptx_targets.SUPPORTED_TARGETS` (e.g. "sm_80", "sm_90a").
     """
 
     name = "ptx.kernel"
@@ -311,14 +352,19 @@ class KernelOp(IRDLOperation):
                 raise VerifyException(
                     f"ptx.kernel {self.kernel_name}: param {i} of kind {k} must be {PARAM_KINDS[k]}, got {a.type}"
                 )
-        t = self.target.data
-        if not t.startswith("sm_") or not t[3:].rstrip("a").isdigit():
-            raise VerifyException(f"ptx.kernel {self.kernel_name}: bad target {t!r} (e.g. sm_80, sm_90a)")
         for attr in (self.maxntid, self.reqntid, self.cluster):
             if attr is not None and len(attr.data) != 3:
                 raise VerifyException(f"ptx.kernel {self.kernel_name}: maxntid/reqntid/cluster need 3 dims")
-        if self.shared_bytes.value.data < 0:
-            raise VerifyException(f"ptx.kernel {self.kernel_name}: negative shared_bytes")
+        problem = self.target_problem()
+        if problem is not None:
+            raise VerifyException(f"ptx.kernel {self.kernel_name}: {problem}")
+
+    def target_problem(self) -> str | None:
+        """Why this kernel cannot run on its `target` (an unknown target, more shared memory
+        than one block of it may have), or None. Cheap: the printer asks it of every kernel,
+        also when the full verifier is skipped."""
+        t = self.target.data
+        return ptx_targets.check_target(t) or ptx_targets.check_shared(t, self.shared_bytes.value.data)
 
 
 @irdl_op_definition

@@ -78,7 +78,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from sparsecc.analysis.swizzle import hardware_swizzle
-from sparsecc.dialects.ptx import MMA_SP_AB_TYPES, TemplateOp, mma_sp_k
+from sparsecc.dialects.ptx import MMA_SP_AB_TYPES, TemplateOp, mma_acc_name, mma_sp_k
 
 #: Swizzle mode name -> the descriptor's bits 63:62.
 SWIZZLE_MODES: dict[str, int] = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
@@ -346,7 +346,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
 
         # tied: the results live in the accumulator's registers, no copies
         t = self.ab_type.data
-        acc = "s32" if t == "s8" else "f32"
+        acc = mma_acc_name(t)
         lines = [] if self.tied_operands() else [f"mov.{acc} ${j}, ${nres + j};" for j in range(nacc)]
         if self.a_in_registers:
             a, i = group(i, 4), i + 4

@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import (
     Attribute,
     Dialect,
+    Operation,
     ParametrizedAttribute,
     SSAValue,
     TypeAttribute,
@@ -64,6 +65,7 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from sparsecc.analysis import swizzle
+from sparsecc.dialects import ptx_targets
 from sparsecc.dialects.tt import PointerType, element_type, loaded_type, shape_of
 
 THREADS_PER_WARP = 32
@@ -1112,6 +1114,82 @@ in the pipeline's synchronisation, e.g. a persistent GEMM's per-tile epilogue) a
 values its else branch passes on."""
 
 
+# ----------------------------------------------------------------------------------------------
+# Module attributes: the launch shape and target convert-tt-to-ttg records on a ttgir module
+
+NUM_WARPS = "ttg.num-warps"
+NUM_CTAS = "ttg.num-ctas"
+TARGET = "ttg.target"
+SUPPORTED_WARPS = (1, 2, 4, 8, 16)
+"""Warps per CTA the layouts and the lowering handle: powers of two, and 16 of them plus a
+producer warp stay within a block's 1024 threads."""
+SUPPORTED_CTAS = (1, 2)
+"""CTAs per cluster: one, or a CTA pair sharing B tiles (tritongpu-pipeline's num-ctas)."""
+MAX_STAGES = 16
+"""The most pipeline stages (tritongpu-pipeline's num-stages, `num_stages`) a K loop may get:
+twice what any tuned tile uses; each stage is one more ring slot of every pipelined tile."""
+
+
+class ModuleAttributeError(VerifyException):
+    """A module's `ttg.*` attribute names a launch shape or target the compiler cannot run;
+    `op` is the module, whose location the error reports."""
+
+    def __init__(self, message: str, op: Operation):
+        super().__init__(message)
+        self.op = op
+
+
+def _module_choice(module: Operation, key: str, default: int, allowed: Sequence[int]) -> int:
+    attr = module.attributes.get(key)
+    if attr is None:
+        return default
+    if not isinstance(attr, IntegerAttr) or attr.value.data not in allowed:
+        shown = attr.value.data if isinstance(attr, IntegerAttr) else attr
+        raise ModuleAttributeError(f'"{key}" = {shown} is not supported: it must be one of '
+                                   f'{", ".join(map(str, allowed))}', module)
+    return attr.value.data
+
+
+def module_num_warps(module: Operation) -> int:
+    """The module's `ttg.num-warps` (4 when it has none), checked once for every pass that reads
+    it: a `ModuleAttributeError` at the module unless it is one of `SUPPORTED_WARPS`.
+
+        >>> from xdsl.dialects.builtin import ModuleOp
+        >>> module_num_warps(ModuleOp([], attributes={NUM_WARPS: IntegerAttr(8, i32)}))
+        8
+    """
+    return _module_choice(module, NUM_WARPS, 4, SUPPORTED_WARPS)
+
+
+def module_num_ctas(module: Operation) -> int:
+    """The module's `ttg.num-ctas` (1 when it has none), one of `SUPPORTED_CTAS` (else a
+    `ModuleAttributeError` at the module).
+
+        >>> from xdsl.dialects.builtin import ModuleOp
+        >>> module_num_ctas(ModuleOp([]))
+        1
+    """
+    return _module_choice(module, NUM_CTAS, 1, SUPPORTED_CTAS)
+
+
+def module_target(module: Operation) -> str | None:
+    """The module's `ttg.target` (None when it has none), one of
+    `ptx_targets.SUPPORTED_TARGETS` (else a `ModuleAttributeError` at the module).
+
+        >>> from xdsl.dialects.builtin import ModuleOp
+        >>> module_target(ModuleOp([], attributes={TARGET: StringAttr("sm_90a")}))
+        'sm_90a'
+    """
+    attr = module.attributes.get(TARGET)
+    if attr is None:
+        return None
+    problem = ptx_targets.check_target(attr.data) if isinstance(attr, StringAttr) else (
+        f"it must be a string such as \"sm_90a\", got {attr}")
+    if problem is not None:
+        raise ModuleAttributeError(f'"{TARGET}": {problem}', module)
+    return attr.data
+
+
 # mbarrier synchronisation of a pipelined K loop (tritongpu-pipeline{mbarriers=true})
 
 
@@ -1314,6 +1392,16 @@ __all__ = [
     "PRODUCER_WARPS",
     "PRODUCER",
     "CONSUMER_ONLY",
+    "NUM_WARPS",
+    "NUM_CTAS",
+    "TARGET",
+    "SUPPORTED_WARPS",
+    "SUPPORTED_CTAS",
+    "MAX_STAGES",
+    "ModuleAttributeError",
+    "module_num_warps",
+    "module_num_ctas",
+    "module_target",
     "layout_rank",
     "is_distributed_layout",
 ]

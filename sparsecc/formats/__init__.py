@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from sparsecc.formats.base import (
     INT,
+    META_8BIT,
+    META_16BIT,
     Arith,
     ArrayMap,
     ElementType,
@@ -20,6 +22,7 @@ from sparsecc.formats.base import (
     Instruction,
     IntArith,
     MetadataLayout,
+    MetaFragment,
     SparseFormat,
 )
 from sparsecc.formats.nv12 import NV12
@@ -157,6 +160,8 @@ _ARRAY_SUFFIXES = frozenset(
 __all__ = [
     "DOT_FORMAT",
     "INT",
+    "META_8BIT",
+    "META_16BIT",
     "NV12",
     "NV24",
     "Arith",
@@ -166,6 +171,7 @@ __all__ = [
     "Instruction",
     "IntArith",
     "MetadataLayout",
+    "MetaFragment",
     "QuantScheme",
     "QuantSchemeError",
     "SparseFormat",

@@ -81,17 +81,73 @@ class MetadataLayout:
 
 
 @dataclass(frozen=True)
+class MetaFragment:
+    """How one thread's 32-bit metadata register of an instruction is made of 16-bit words.
+
+    The lowering reads a 16-row block of metadata with `ldmatrix.trans`, one 8x8 matrix per
+    64-word column group: thread t of quad g gets rows 2t (bits 15:0) and 2t + 1 (bits 31:16)
+    of the matrix, column g; matrix row r reads the 8 words that start `word_offset(r)` words
+    into the group (word 16 c + m of a group is row m of 16-column chunk c, `MetadataLayout`).
+    So `row_fields` places each thread's two words, and `selectors` says how many
+    instructions share the register:
+
+    * 16- and 32-bit values (selectors 2, row r at 8 r): thread t holds chunk t of rows g and
+      g + 8; threads 0-1 of a quad feed step 2q (selector 0), threads 2-3 step 2q + 1;
+    * 8-bit values (selectors 1, rows with bits 0 and 1 swapped): thread t holds chunks
+      2 (t // 2) and 2 (t // 2) + 1 of row g + 8 (t % 2): 32 columns of one row, every thread
+      feeding the one k64 step of the group (measured on the H100, bench/results/NOTES.md).
+
+        >>> MetaFragment(2, ((0, 3, 8),)).word_offset(5), MetaFragment(2, ((0, 3, 8),)).step(3)
+        (40, (1, 1))
+    """
+
+    selectors: int
+    """Instructions one register feeds, told apart by the sparsity selector (2 or 1)."""
+    row_fields: tuple[tuple[int, int, int], ...]
+    """Bit fields of the matrix row r, as (lowest bit, bits, words per unit), summed in this order
+    (the lowering emits them so): word_offset(r) = sum((r >> lo) % 2**bits * words)."""
+
+    def word_offset(self, r: int) -> int:
+        """Words from the start of a 64-word group to the first word of ldmatrix row `r`."""
+        return sum((r >> lo) % (1 << bits) * words for lo, bits, words in self.row_fields)
+
+    def step(self, s: int) -> tuple[int, int]:
+        """(64-word group q of the metadata tile, sparsity selector) of instruction step `s`."""
+        return s // self.selectors, s % self.selectors
+
+
+META_16BIT = MetaFragment(selectors=2, row_fields=((0, 3, 8),))
+"""The metadata register of the 16-bit (and tf32) `mma.sp` / `wgmma.sp` steps."""
+META_8BIT = MetaFragment(selectors=1, row_fields=((2, 1, 32), (0, 1, 16), (1, 1, 8)))
+"""The metadata register of the 8-bit (k64) steps."""
+
+
+@dataclass(frozen=True)
 class Instruction:
     """A GPU instruction that consumes the format's values and metadata directly.
 
     `ptx` is the opcode stem, `shape` its largest (m, n, k) in dense elements, `min_target` the
-    lowest `sm_XY` it runs on, `note` how it reads the metadata.
+    lowest `sm_XY` it runs on, `note` how it reads the metadata, `elements` the value types it
+    takes, `meta` how its metadata register is filled (the A values and B fragments are the
+    same for every instruction, counted in 16-bit units: `analysis/layouts.py`).
     """
 
     ptx: str
     shape: tuple[int, int, int]
     min_target: str
     note: str
+    elements: tuple[ElementType, ...]
+    meta: MetaFragment
+
+    @property
+    def warpgroup(self) -> bool:
+        """Whether a warpgroup issues it (`wgmma`), not a warp (`mma.sp`)."""
+        return self.ptx.startswith("wgmma")
+
+    @property
+    def element_bits(self) -> int:
+        """The width of the values it takes (one width per instruction)."""
+        return self.elements[0].bits
 
 
 class Arith(Protocol[T]):
@@ -259,6 +315,17 @@ class SparseFormat:
     def array_element(self, array: ArrayMap, dense: Attribute) -> Attribute:
         """The IR element type of `array` for a dense element type `dense`."""
         return array.element.ir if array.element is not None else dense
+
+    def instruction(self, element_bits: int, warpgroup: bool) -> Instruction | None:
+        """The `mma.sp` (`warpgroup` False) or `wgmma.sp` instruction that takes the format's
+        values of `element_bits` bits; None: none does.
+
+            >>> from sparsecc.formats.nv24 import NV24
+            >>> NV24.instruction(8, warpgroup=False).shape
+            (16, 8, 64)
+        """
+        return next((i for i in self.instructions
+                     if i.element_bits == element_bits and i.warpgroup == warpgroup), None)
 
     def check_tile(self, bm: int, bk: int) -> str | None:
         """Why a dense BM x BK tile cannot be decomposed (None: it can)."""

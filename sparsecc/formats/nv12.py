@@ -30,7 +30,14 @@ is read K-major (tf32 operands are not transposed by the tensor cores).
 
 from __future__ import annotations
 
-from sparsecc.formats.base import ArrayMap, GroupShape, Instruction, MetadataLayout, SparseFormat
+from sparsecc.formats.base import (
+    META_16BIT,
+    ArrayMap,
+    GroupShape,
+    Instruction,
+    MetadataLayout,
+    SparseFormat,
+)
 from sparsecc.formats.elements import FP32, I16, I32
 
 GROUP = GroupShape(kept=1, size=2)
@@ -51,8 +58,10 @@ NV12 = SparseFormat(
     tile_multiple=(16, 16),
     instructions=(
         Instruction("mma.sp::ordered_metadata", (16, 8, 16), "sm_80",
-                    "a thread pair's register holds the 8-column words of rows r and r+8, as NV24's"),
-        Instruction("wgmma.mma_async.sp", (64, 256, 16), "sm_90a", "K-major operands only; the mma.sp layout per warp"),
+                    "a thread pair's register holds the 8-column words of rows r and r+8, as NV24's",
+                    (FP32,), META_16BIT),
+        Instruction("wgmma.mma_async.sp", (64, 256, 16), "sm_90a", "K-major operands only; the mma.sp layout per warp",
+                    (FP32,), META_16BIT),
     ),
 )
 """The NV12 format (see the module docstring)."""

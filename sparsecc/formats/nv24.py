@@ -34,8 +34,8 @@ sm_90a, `wgmma.mma_async.sp` with K = 32 per instruction; neither needs a re-enc
 The element types: fp16, bf16, fp8 e4m3 / e5m2 and int8, everywhere (`#tt.sparse<"NV24">`,
 `*T:NV24` signatures, `compress`, `SparseTensor`, the interpreter, the GPU). The arrays have
 the same shapes and the same 16-bit words for every type, since a group is 4 elements whatever
-their width. What differs is how a thread's 32-bit metadata register packs the words, and that
-is the lowering's business, not the format's:
+their width. What differs is how a thread's 32-bit metadata register packs the words, which
+each instruction below states as data (`base.MetaFragment`, read by the lowering):
 
 * 16-bit elements (m16n8k32, K = 32 per instruction): one register serves two instructions;
   thread t of quad g holds 16-column chunk t of rows g (bits 15:0) and g + 8 (bits 31:16), the
@@ -49,7 +49,15 @@ fp8 needs sm_89 or newer, and the tensor cores read an 8-bit dense operand K-maj
 
 from __future__ import annotations
 
-from sparsecc.formats.base import ArrayMap, GroupShape, Instruction, MetadataLayout, SparseFormat
+from sparsecc.formats.base import (
+    META_8BIT,
+    META_16BIT,
+    ArrayMap,
+    GroupShape,
+    Instruction,
+    MetadataLayout,
+    SparseFormat,
+)
 from sparsecc.formats.elements import BF16, FP8E4NV, FP8E5, FP16, I8, I16
 
 GROUP = GroupShape(kept=2, size=4)
@@ -72,13 +80,17 @@ NV24 = SparseFormat(
     tile_multiple=(META.block_rows, META.word_cols),
     instructions=(
         Instruction("mma.sp::ordered_metadata", (16, 8, 32), "sm_80",
-                    "a thread pair's 32-bit register holds the two 16-bit words of rows r and r+8"),
+                    "a thread pair's 32-bit register holds the two 16-bit words of rows r and r+8",
+                    (FP16, BF16), META_16BIT),
         Instruction("wgmma.mma_async.sp", (64, 256, 32), "sm_90a",
-                    "N any multiple of 8 up to 256; the same words, a thread pair's 32-bit register"),
+                    "N any multiple of 8 up to 256; the same words, a thread pair's 32-bit register",
+                    (FP16, BF16), META_16BIT),
         Instruction("mma.sp::ordered_metadata", (16, 8, 64), "sm_89",
-                    "8-bit (e4m3, e5m2; s8 from sm_80): each thread's register holds two words of one row"),
+                    "8-bit (e4m3, e5m2; s8 from sm_80): each thread's register holds two words of one row",
+                    (FP8E4NV, FP8E5, I8), META_8BIT),
         Instruction("wgmma.mma_async.sp", (64, 256, 64), "sm_90a",
-                    "8-bit, K-major operands only; the 8-bit mma.sp register layout per warp"),
+                    "8-bit, K-major operands only; the 8-bit mma.sp register layout per warp",
+                    (FP8E4NV, FP8E5, I8), META_8BIT),
     ),
 )
 """The NV24 format (see the module docstring)."""

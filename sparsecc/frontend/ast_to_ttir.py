@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from sparsecc.frontend.kernel import KernelFunction
 
 MAX_INLINE_DEPTH = 32
+STATIC_RANGE_MAX = 4096
+"""Most iterations one `tl.static_range` may unroll: each copies its body into the IR, so a
+count like 10**6 would run the compiler out of time and memory instead of failing."""
 
 _PY_BUILTINS: dict[str, Callable[..., Any]] = {
     "min": min, "max": max, "len": len, "int": int, "float": float, "bool": bool, "abs": abs,
@@ -329,15 +332,7 @@ class CodeGenerator(ast.NodeVisitor):
         if it.keywords and builtin_name(func) != "static_range":
             raise SemanticError("range() takes no keyword arguments")
         if builtin_name(func) == "static_range":
-            kwargs = {k.arg: self.visit(k.value) for k in it.keywords}
-            bound = inspect.signature(func).bind(*args, **kwargs)
-            bound.apply_defaults()
-            a1, a2, step = (bound.arguments[k] for k in ("arg1", "arg2", "step"))
-            bounds = (0, a1, step) if a2 is None else (a1, a2, step)
-            for b in bounds:
-                if isinstance(b, SSAValue) or isinstance(b, bool) or not isinstance(b, int):
-                    raise SemanticError("tl.static_range bounds must be compile-time integers")
-            for i in range(*bounds):
+            for i in self._static_range(it, func, args):
                 if self.returned:
                     break
                 self.bind(node.target.id, i)
@@ -347,6 +342,32 @@ class CodeGenerator(ast.NodeVisitor):
             raise SemanticError("kernels loop with 'for i in range(...)' or 'tl.static_range(...)'")
         self._scf_for(node, args)
         return None
+
+    def _static_range(self, call: ast.Call, func: Any, args: list[Any]) -> range:
+        """The iterations of `tl.static_range(...)`: compile-time ints only (a float such as
+        1e6 is refused, not truncated) and at most STATIC_RANGE_MAX of them, each error located
+        at the offending argument (or the call)."""
+        sig = inspect.signature(func)
+        kwargs = {k.arg: self.visit(k.value) for k in call.keywords}
+        bound = sig.bind(*args, **kwargs)
+        nodes = sig.bind(*call.args, **{k.arg: k.value for k in call.keywords}).arguments
+        bound.apply_defaults()
+        for name in ("arg1", "arg2", "step"):
+            b = bound.arguments[name]
+            if name == "arg2" and b is None:
+                continue
+            if isinstance(b, SSAValue) or isinstance(b, bool) or not isinstance(b, int):
+                shown = "a runtime value" if isinstance(b, SSAValue) else f"{type(b).__name__} {b!r}"
+                raise self.fn.error(nodes.get(name, call), "tl.static_range bounds must be compile-time "
+                                    f"integers, got {shown} (use range() for a runtime loop)")
+        a1, a2, step = (bound.arguments[k] for k in ("arg1", "arg2", "step"))
+        if step == 0:
+            raise self.fn.error(nodes.get("step", call), "tl.static_range step must not be zero")
+        steps = range(0, a1, step) if a2 is None else range(a1, a2, step)
+        if len(steps) > STATIC_RANGE_MAX:
+            raise self.fn.error(call, f"tl.static_range unrolls {len(steps)} iterations, more than "
+                                f"{STATIC_RANGE_MAX}: use range() for a runtime loop")
+        return steps
 
     def _scf_for(self, node: ast.For, args: list[Any]) -> None:
         if not 1 <= len(args) <= 3:

@@ -178,6 +178,7 @@ def compile_with_options(kernel: KernelFunction, signature: dict[str, str],
         ck = _from_entry(kernel, runtime_sig, constexprs, options, entry)
         if ck is not None:
             return ck
+        cache.discard(key)  # well-formed but not this kernel's: compile it afresh
     ck = _compile(kernel, runtime_sig, arg_types, constexprs, options)
     if isinstance(ck.asm.get("cubin"), bytes | bytearray):  # only whole compiles are reused
         cache.put(key, cache.CacheEntry(asm=ck.asm, metadata={
@@ -187,8 +188,9 @@ def compile_with_options(kernel: KernelFunction, signature: dict[str, str],
     return ck
 
 
-_PRIVATE = "_sparsecc_kernel"
-"""Metadata key under which a cache entry keeps what a CompiledKernel derives from its module."""
+_PRIVATE = cache.KERNEL_INFO
+"""Metadata key under which a cache entry keeps what a CompiledKernel derives from its module
+(the cache checks its form on every load)."""
 
 
 def _compile(kernel: KernelFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
@@ -219,10 +221,17 @@ def _compile(kernel: KernelFunction, signature: dict[str, str], arg_types: dict[
 
 def _from_entry(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[str, Any],
                 options: CompileOptions, entry: cache.CacheEntry) -> CompiledKernel | None:
-    """A CompiledKernel from a disk-cache entry, or None when the entry lacks what a launch needs."""
+    """A CompiledKernel from a disk-cache entry, or None when the entry lacks what a launch needs
+    or its parameters are not those of `signature` (the cache checked the fields' types)."""
     meta = dict(entry.metadata)
     private = meta.pop(_PRIVATE, None)
     if not isinstance(entry.asm.get("cubin"), bytes) or not isinstance(private, dict):
+        return None
+    flat = [p for n, s in signature.items() for p in formats.flat_params(n, s)]
+    indices = [*(private.get("contiguous") or []), *(private.get("aligned") or [])]
+    if (private.get("flat_arg_names") != [n for n, _ in flat]
+            or not _same_kinds(private.get("flat_signature") or [], [k for _, k in flat])
+            or any(i >= len(flat) for i in indices)):
         return None
     if isinstance(meta.get("params"), list):
         meta["params"] = [tuple(p) if isinstance(p, list) else p for p in meta["params"]]
@@ -243,6 +252,18 @@ def _from_entry(kernel: KernelFunction, signature: dict[str, str], constexprs: d
         contiguous=list(contiguous) if contiguous is not None else None,
         aligned=list(aligned) if aligned is not None else None, cache_hit=True,
     )
+
+
+def _same_kinds(stored: list[str], contract: list[str]) -> bool:
+    """Whether a cache entry's flat parameter kinds are those of the signature (hints aside:
+    the module's `i32` for a signature's `i32:16`)."""
+    if len(stored) != len(contract):
+        return False
+    try:
+        return all(a == b or signature_string(parse_signature_type(a)) == signature_string(parse_signature_type(b))
+                   for a, b in zip(stored, contract))
+    except (ValueError, KeyError):
+        return False
 
 
 def _source_of(kernel: KernelFunction) -> str:

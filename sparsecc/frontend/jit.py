@@ -33,6 +33,7 @@ from sparsecc.compiler import CompileOptions
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.frontend.compile import compile_with_options
 from sparsecc.frontend.kernel import KernelFunction
+from sparsecc.runtime.grid import GRID_MAX, check_grid
 from sparsecc.switches import SWITCHES
 
 _OPTION_DEFAULTS = {"num_warps": NUM_WARPS, "num_stages": NUM_STAGES, "num_ctas": NUM_CTAS}
@@ -141,10 +142,12 @@ class JITFunction(KernelFunction):
         """`fast_key` for launches with `nargs` positional arguments, generated once per count
         with the loop over parameters unrolled (a launch pays ~half of the generic loop):
 
-            one token per argument: a constexpr's value; a tensor's (dtype, is on the CPU); an
-            int's value when it is 1, else (fits i32, multiple of 16) as `specialize` hints it;
+            one token per argument: a constexpr's `constexpr_key` (an int or str: itself); a
+            tensor's (dtype, is on the CPU); an int's value when it is 1, else (fits i32,
+            multiple of 16) as `specialize` hints it;
             float/bool: the class; a SparseTensor: (class, logical dtype, on the CPU, encoding)
-        then the keyword arguments (constexprs and options only) and SPARSECC_INTERPRET."""
+        then the keyword arguments (constexprs and options only, values by `constexpr_key`) and
+        SPARSECC_INTERPRET."""
         if _TENSOR is None:  # torch not seen yet: every launch takes the full path for now
             return _no_key
         if nargs < self._min_args or nargs > len(self.arg_names):
@@ -157,8 +160,9 @@ class JITFunction(KernelFunction):
                  f"    ({''.join(n + ', ' for n in names)}) = args"]
         toks = []
         for a, cx in zip(names, self._cx_pos):
-            if cx:
-                toks.append(a)
+            if cx:  # an int or str stands for itself; anything else by its typed key (1 != 1.0 != True)
+                lines.append(f"    k_{a} = {a} if {a}.__class__ is int or {a}.__class__ is str else CX({a})")
+                toks.append(f"k_{a}")
                 continue
             lines += [f"    c = {a}.__class__",
                       f"    if c is TENSOR: t_{a} = ({a}.dtype, {a}.is_cpu)",
@@ -167,10 +171,10 @@ class JITFunction(KernelFunction):
                       f"    elif c in SPARSE: t_{a} = (c, getattr({a}, 'dtype', None) or {a}.values.dtype, {a}.values.is_cpu, {a}.encoding)",
                       "    else: return None"]
             toks.append(f"t_{a}")
-        lines.append(f"    return ({nargs}, {''.join(t + ', ' for t in toks)}*kwargs.items(), "
+        lines.append(f"    return ({nargs}, {''.join(t + ', ' for t in toks)}*(KW(kwargs) if kwargs else ()), "
                      "interpret_env() not in OFF)")
         env = {"FAST_KW": self._fast_kw, "TENSOR": _TENSOR, "SPARSE": _SPARSE_CLASSES,
-               "I32_MIN": _I32_MIN, "I32_MAX": _I32_MAX, "interpret_env": _interpret_env, "OFF": _OFF}
+               "CX": constexpr_key, "KW": _kw_key, "I32_MIN": _I32_MIN, "I32_MAX": _I32_MAX, "interpret_env": _interpret_env, "OFF": _OFF}
         exec(compile("\n".join(lines), f"<sparsecc launch key {self.__name__}/{nargs}>", "exec"), env)  # noqa: S102
         fn = self._key_fns[nargs] = env["key"]
         return fn
@@ -189,7 +193,8 @@ class JITFunction(KernelFunction):
         """Specialize, compile (cached) and launch."""
         given = kwargs
         kwargs = dict(kwargs)
-        options = {k: int(kwargs.pop(k, d)) for k, d in _OPTION_DEFAULTS.items()}
+        # checked, never truncated, by CompileOptions.create (num_warps=4.7 is an error)
+        options = {k: kwargs.pop(k, d) for k, d in _OPTION_DEFAULTS.items()}
         switches = {k: kwargs.pop(k) for k in SWITCHES if k in kwargs}
         named = self.bind_launch(args, kwargs)
         constexprs = {n: (v.value if isinstance(v, tl.constexpr) else v)
@@ -205,15 +210,18 @@ class JITFunction(KernelFunction):
                           "to CUDA, or set SPARSECC_INTERPRET=1 to ask for the interpreter (and silence this)",
                           InterpreterFallbackWarning, stacklevel=3)
         target = None if interpret else current_target()
-        compile_options = CompileOptions.create(target=target, **options, **switches)
-        key = (tuple(signature.items()), tuple((k, _hashable(v)) for k, v in constexprs.items()),
+        try:
+            compile_options = CompileOptions.create(target=target, **options, **switches)
+        except (TypeError, ValueError) as e:  # a bad option: name the launch it came with
+            raise type(e)(f"{self.__name__}[grid](...): {e}") from None
+        key = (tuple(signature.items()), tuple((k, constexpr_key(v)) for k, v in constexprs.items()),
                compile_options)
         compiled = self.cache.get(key)
         if compiled is None:
             compiled = compile_with_options(self, signature, constexprs, compile_options)
             self.cache[key] = compiled
         meta = {**named, **constexprs, **options}
-        launch_grid = normalize_grid(grid(meta) if callable(grid) else grid)
+        launch_grid = normalize_grid(grid(meta) if callable(grid) else grid, f"{self.__name__}[grid]")
         flat = flatten_args(runtime.values())
         if interpret:
             interpreter = importlib.import_module("sparsecc.runtime.interpreter")
@@ -262,12 +270,12 @@ class JITFunction(KernelFunction):
             else:  # a stand-in launcher module (tests)
                 def go(gx: int, gy: int, gz: int, flat: list[Any]) -> None:
                     launcher.launch(compiled, (gx, gy, gz), flat, num_warps)
-        env = {"go": go, "grid3": _grid3, "meta_of": self._grid_meta}
+        env = {"go": go, "grid3": _grid3, "meta_of": self._grid_meta, "NAME": f"{self.__name__}[grid]"}
         src = "\n".join([
             "def entry(grid, args, kwargs):",
             "    if grid.__class__ is not tuple and callable(grid):",
             "        grid = grid(meta_of(args, kwargs))",
-            "    gx, gy, gz = grid3(grid)",
+            "    gx, gy, gz = grid3(grid, NAME)",
             f"    go(gx, gy, gz, [{', '.join(parts)}])",
         ])
         exec(compile(src, f"<sparsecc launch {self.__name__}>", "exec"), env)  # noqa: S102
@@ -287,12 +295,36 @@ def _no_key(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
     return None
 
 
-def _hashable(v: Any) -> Any:
+def constexpr_key(v: Any) -> Any:
+    """A constexpr's value as a cache key that tells apart values Python calls equal but a
+    kernel does not: 1, 1.0 and True (an i32, an fp32 and an i1 constant), 0.0 and -0.0; and
+    that matches a NaN with itself. Specializations are keyed by it, in memory and on the fast
+    path (the disk cache keys by the printed value, which already differs).
+
+        >>> constexpr_key(1) == constexpr_key(1.0), constexpr_key(-0.0) == constexpr_key(0.0)
+        (False, False)
+    """
+    if isinstance(v, tl.constexpr):
+        v = v.value
+    c = v.__class__
+    if c is int or c is str or v is None:
+        return v
+    if c is bool:
+        return (bool, v)
+    if isinstance(v, float):  # repr is exact and spells -0.0 and nan
+        return (c, repr(v))
+    if c is tuple or c is list:
+        return (c, tuple(constexpr_key(x) for x in v))
     try:
         hash(v)
-        return v
-    except TypeError:
-        return repr(v)
+        return (c, v)
+    except TypeError:  # unhashable (a dict): by its text
+        return (c, repr(v))
+
+
+def _kw_key(kwargs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The fast-path key's part for keyword arguments (constexprs and options)."""
+    return tuple((k, v if v.__class__ is int else constexpr_key(v)) for k, v in kwargs.items())
 
 
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
@@ -371,8 +403,8 @@ def flatten_args(values: Sequence[Any] | Any) -> list[Any]:
     return flat
 
 
-def _grid3(g: Any) -> tuple[int, int, int]:
-    """normalize_grid, with the common tuple-of-ints case first."""
+def _grid3(g: Any, kernel: str = "") -> tuple[int, int, int]:
+    """normalize_grid, with the common tuple-of-ints case first (the same limits, inline)."""
     if g.__class__ is tuple:
         n = len(g)
         if n == 1:
@@ -382,22 +414,20 @@ def _grid3(g: Any) -> tuple[int, int, int]:
         elif n == 3:
             gx, gy, gz = g
         else:
-            return normalize_grid(g)
+            return normalize_grid(g, kernel)
         if (gx.__class__ is int and gy.__class__ is int and gz.__class__ is int
-                and gx >= 0 and gy >= 0 and gz >= 0):
+                and 0 <= gx <= _GX_MAX and 0 <= gy <= _GYZ_MAX and 0 <= gz <= _GYZ_MAX):
             return gx, gy, gz
-    return normalize_grid(g)
+    return normalize_grid(g, kernel)
 
 
-def normalize_grid(grid: Any) -> tuple[int, int, int]:
-    if isinstance(grid, int):
-        grid = (grid,)
-    if not isinstance(grid, tuple | list) or not 1 <= len(grid) <= 3:
-        raise TypeError(f"grid must be a tuple of 1 to 3 ints (or a callable returning one), got {grid!r}")
-    dims = [int(g) for g in grid] + [1] * (3 - len(grid))
-    if any(d < 0 for d in dims):
-        raise ValueError(f"grid dimensions must be non-negative, got {tuple(dims)}")
-    return (dims[0], dims[1], dims[2])
+_GX_MAX, _GYZ_MAX = GRID_MAX[0], GRID_MAX[1]
+
+
+def normalize_grid(grid: Any, kernel: str = "") -> tuple[int, int, int]:
+    """A launch's grid as (x, y, z): `sparsecc.runtime.grid.check_grid` (ints only, within
+    CUDA's limits), which the interpreter and the GPU launcher apply too."""
+    return check_grid(grid, kernel)
 
 
 def _on_cpu(values: Any) -> bool:

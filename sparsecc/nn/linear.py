@@ -166,21 +166,23 @@ class SparseLinear(nn.Module):
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:  # noqa: ANN001, ANN002, ANN003
         """A checkpoint of another format (fp16 values into an 8-bit layer, or the reverse; another
-        quantization scheme or shape into a `quant` layer) is an error: load_state_dict would
-        otherwise cast the values silently, or load codes read with the wrong scales."""
+        quantization scheme or shape into a `quant` layer), or any weight array (values, meta,
+        scales, zeros, weight_scale) of another dtype or shape, is an error naming the key:
+        load_state_dict would otherwise cast the arrays silently, or load codes read with the
+        wrong scales. safetensors' load_model comes through here too."""
         values = state_dict.get(prefix + "values")
         theirs = _checkpoint_arrays(state_dict, prefix)
         if isinstance(values, torch.Tensor) and (self.quant is not None or "scales" in theirs):
-            ours = _checkpoint_arrays(self.state_dict(), "")
-            if theirs != ours:
+            yours, mine = _describe(state_dict, prefix), _describe(self.state_dict(), "")
+            if yours != mine:  # another format; one of its arrays off: named below
                 raise RuntimeError(
-                    f"SparseLinear {prefix or '(root)'}: the checkpoint holds {_describe(state_dict, prefix)}, "
-                    f"this layer stores {_describe(self.state_dict(), '')}; sparsify the model with the "
-                    "checkpoint's quant / weight_dtype and shape")
-        if isinstance(values, torch.Tensor) and values.dtype != self.values.dtype:
+                    f"SparseLinear {prefix or '(root)'}: the checkpoint holds {yours}, this layer stores "
+                    f"{mine}; sparsify the model with the checkpoint's quant / weight_dtype and shape")
+        elif isinstance(values, torch.Tensor) and values.dtype != self.values.dtype:
             raise RuntimeError(f"SparseLinear {prefix or '(root)'}: the checkpoint's values are {values.dtype}, "
                                f"this layer stores {self.values.dtype} (weight_dtype={self.weight_dtype}); "
                                "sparsify the model with the checkpoint's weight_dtype")
+        _check_checkpoint_arrays(self, state_dict, prefix)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
@@ -242,6 +244,22 @@ def _checkpoint_arrays(state_dict: dict, prefix: str) -> dict[str, tuple[torch.d
             if isinstance(t := state_dict.get(prefix + name), torch.Tensor)}
 
 
+def _check_checkpoint_arrays(layer: SparseLinear, state_dict: dict, prefix: str) -> None:
+    """RuntimeError naming the first weight array of the checkpoint whose dtype or shape is not
+    the layer's: load_state_dict would cast it silently (an fp16 `meta` read as int16 words
+    is another weight) or, for a shape, report it after loading the other arrays."""
+    for name, ours in _checkpoint_arrays(layer.state_dict(), "").items():
+        theirs = state_dict.get(prefix + name)
+        if not isinstance(theirs, torch.Tensor):
+            continue  # missing or not a tensor: load_state_dict reports it
+        want, got = (ours[0], ours[1]), (theirs.dtype, tuple(theirs.shape))
+        if got != want:
+            what = "dtype" if theirs.dtype != ours[0] else "size"
+            raise RuntimeError(f"SparseLinear {prefix or '(root)'}: {what} mismatch for {prefix + name!r}: the "
+                               f"checkpoint holds {got[0]} of shape {got[1]}, this layer expects {want[0]} of "
+                               f"shape {want[1]}")
+
+
 def _describe(state_dict: dict, prefix: str) -> str:
     """The format, dtype and shape a state_dict's weight arrays spell, e.g. "NV24.w4g64z weights
     (64 x 256, torch.float16 scales)"; read from the arrays' shapes, as no name is stored."""
@@ -276,6 +294,11 @@ def sparsify_(model: nn.Module, filter_fn: Callable[[nn.Module, str], bool] | No
     group, and then also skips layers whose in_features is not a multiple of the group (see
     SparseLinear). `quant` and `weight_dtype` are exclusive.
 
+    A Linear reachable under several names (a module shared by two places) becomes one
+    SparseLinear set under every name, so the weight stays shared; `filter_fn` sees each name,
+    and accepting any of them converts the module. `model` itself an nn.Linear cannot be
+    replaced in place: the SparseLinear is returned instead.
+
         sparsify_(model, filter_fn=lambda m, name: name.startswith("layers."))
         sparsify_(model, weight_dtype=torch.float8_e4m3fn)
         sparsify_(model, quant="w4g128")
@@ -285,11 +308,25 @@ def sparsify_(model: nn.Module, filter_fn: Callable[[nn.Module, str], bool] | No
     fmt = _quant_format("sparsify_", quant, weight_dtype)
     group = fmt.quant.group if fmt is not None and fmt.quant is not None else None
     accept = filter_fn or (lambda module, name: True)
-    targets = [(name, module) for name, module in model.named_modules()
-               if _fits(module, group) and accept(module, name)]
-    for name, module in targets:
-        parent_name, _, child = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, SparseLinear.from_linear(module, prune=prune, weight_dtype=weight_dtype,
-                                                        quant=fmt.quant.spec if fmt is not None and fmt.quant is not None else None))
+    quant_spec = fmt.quant.spec if fmt is not None and fmt.quant is not None else None
+    # Every name of every module: one shared nn.Linear (reachable under several names) becomes
+    # one SparseLinear set under all of them, so the model keeps sharing the weight.
+    names: dict[int, list[str]] = {}
+    modules: dict[int, nn.Module] = {}
+    for name, module in model.named_modules(remove_duplicate=False):
+        if _fits(module, group):
+            names.setdefault(id(module), []).append(name)
+            modules[id(module)] = module
+    for key, module_names in names.items():
+        module = modules[key]
+        if not any(accept(module, name) for name in module_names):
+            continue
+        sparse = SparseLinear.from_linear(module, prune=prune, weight_dtype=weight_dtype, quant=quant_spec)
+        for name in module_names:
+            if not name:  # the model is the Linear itself: nothing holds it to replace in place
+                model = sparse
+                continue
+            parent_name, _, child = name.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            setattr(parent, child, sparse)
     return model

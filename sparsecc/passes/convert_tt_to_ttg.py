@@ -48,8 +48,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc.defaults import NUM_WARPS
-from sparsecc.dialects import tt
+from sparsecc.dialects import ptx_targets, tt
 from sparsecc.dialects.ttg import (
+    SUPPORTED_WARPS,
     THREADS_PER_WARP,
     BlockedEncodingAttr,
     ConvertLayoutOp,
@@ -57,8 +58,6 @@ from sparsecc.dialects.ttg import (
     MmaEncodingAttr,
     SliceEncodingAttr,
 )
-
-SUPPORTED_WARPS = (1, 2, 4, 8, 16)
 
 
 def _bytes(elt: Attribute) -> int:
@@ -239,6 +238,9 @@ class ConvertTTToTTGPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_warps not in SUPPORTED_WARPS:
             raise ConvertError(f"convert-tt-to-ttg: num-warps must be one of {SUPPORTED_WARPS}, got {self.num_warps}")
+        problem = ptx_targets.check_target(self.target)
+        if problem is not None:
+            raise ConvertError(f"convert-tt-to-ttg: {problem}")
         for o in op.walk():
             for ty in [r.type for r in o.results] + [a.type for a in o.operands]:
                 if tt.is_sparse(ty):

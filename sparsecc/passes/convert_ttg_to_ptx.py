@@ -1,8 +1,9 @@
 """`convert-ttg-to-ptx`: a ttgir module becomes a module of one `ptx.kernel` plus its launch
 contract (the `sparsecc.launch` attribute, `sparsecc.codegen.launch`).
 
-The conversion itself is `sparsecc.codegen.lower.Lowerer`; it reads the decisions earlier
-passes recorded in the IR (tritongpu-warp-specialize's `ttg.producer*` marks, the pipeline's
+The conversion itself is `sparsecc.codegen.lower.lower_function`: each op is lowered by its
+handler in the op table (sparsecc/codegen/handlers/). It reads the decisions earlier passes
+recorded in the IR (tritongpu-warp-specialize's `ttg.producer*` marks, the pipeline's
 `ttg.slot_*` marks) and decides none of them itself.
 
     sparsecc-opt pipelined.mlir -p "convert-ttg-to-ptx{target=sm_90a}"
@@ -10,16 +11,69 @@ passes recorded in the IR (tritongpu-warp-specialize's `ttg.producer*` marks, th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from sparsecc.analysis.dtypes import esize
 from sparsecc.codegen.launch import LAUNCH, launch_attr
-from sparsecc.codegen.lower import Lowerer, LoweringError, module_int
-from sparsecc.dialects import ptx, tt
+from sparsecc.codegen.lower import LoweringError, lower_function
+from sparsecc.dialects import ptx, ptx_targets, tt
+from sparsecc.dialects import ttg as ttgd
+
+
+def _needs(op: Operation) -> tuple[str, str] | None:
+    """(what `op` does, the oldest target that can) for ttgir the lowering turns into
+    instructions sm_80 lacks: wgmma (sm_90a), TMA and mbarrier waits (sm_90), fp8 mma (sm_89)."""
+    if isinstance(op, tt.DotOp):
+        enc = getattr(op.result.type, "encoding", None)
+        if isinstance(enc, ttgd.MmaEncodingAttr) and enc.version_major == 3:
+            return "a wgmma dot (#ttg.mma version 3)", "sm_90a"
+        if isinstance(tt.element_type(op.a.type), Float8E4M3FNType | Float8E5M2Type):
+            return "an fp8 dot", "sm_89"
+    if isinstance(op, ttgd.DotWaitOp):
+        return "ttg.dot_wait (wgmma.wait_group)", "sm_90a"
+    if isinstance(op, ttgd.AsyncTmaCopyOp):
+        return "a TMA copy", "sm_90"
+    if isinstance(op, ttgd.InitBarrierOp | ttgd.WaitBarrierOp | ttgd.ArriveBarrierOp):
+        return f"{op.name} (an mbarrier with transaction counts and try_wait)", "sm_90"
+    return None
+
+
+def check_target_features(module: ModuleOp, func: tt.FuncOp, target: str, cluster: int) -> None:
+    """A located LoweringError when `target` is unknown or lacks an instruction the function
+    needs (before lowering, so the error names the ttgir op rather than a PTX line)."""
+    problem = ptx_targets.check_target(target)
+    if problem is not None:
+        raise LoweringError(f"convert-ttg-to-ptx: {problem}", module)
+    if cluster > 1 and not ptx_targets.satisfies(target, "sm_90"):
+        raise LoweringError(f"a CTA cluster (\"ttg.num-ctas\" = {cluster}) needs sm_90 or newer, but the target "
+                            f"is {target}", module)
+    for op in func.walk():
+        need = _needs(op)
+        if need is not None and not ptx_targets.satisfies(target, need[1]):
+            raise LoweringError(f"{need[0]} needs {need[1]}, but the target is {target}", op)
+
+
+def check_shared_budget(func: tt.FuncOp, target: str, nbytes: int) -> None:
+    """A LoweringError, at the largest buffer, when the `nbytes` of shared memory the lowering
+    planned exceed what one block of `target` may use (the launch would fail)."""
+    problem = ptx_targets.check_shared(target, nbytes)
+    if problem is None:
+        return
+    allocs = [(math.prod(op.result.type.get_shape()) * esize(op.result.type.element_type), op)
+              for op in func.walk() if isinstance(op, ttgd.LocalAllocOp)]
+    largest = max(allocs, key=lambda a: a[0], default=None)
+    shape = "x".join(map(str, largest[1].result.type.get_shape())) if largest else ""
+    hint = (f"; the largest buffer is this {shape} ttg.local_alloc of {largest[0]} "
+            "bytes (fewer pipeline stages or smaller tiles need less)" if largest else "")
+    raise LoweringError(f"tt.func @{func.sym_name.data}: {problem}{hint}",
+                        largest[1] if largest else func)
 
 
 def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -> ptx.KernelOp:
@@ -30,9 +84,12 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
         raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}",
                             funcs[1] if len(funcs) > 1 else module)
     func = funcs[0]
-    num_warps = module_int(module, "ttg.num-warps", 4)
-    lw = Lowerer(func, target, num_warps, cluster=module_int(module, "ttg.num-ctas", 1), a_smem_option=a_from_shared)
-    kernel = lw.build()
+    num_warps = ttgd.module_num_warps(module)
+    cluster = ttgd.module_num_ctas(module)
+    check_target_features(module, func, target, cluster)
+    lowered = lower_function(func, target, num_warps, cluster=cluster, a_smem_option=a_from_shared)
+    kernel, cfg = lowered.kernel, lowered.cfg
+    check_shared_budget(func, target, cfg.smem_bytes)
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
     for i, arg in enumerate(func.body.block.args):
         if arg.name_hint:
@@ -40,15 +97,15 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
     meta: dict[str, Any] = {
         "name": kernel.kernel_name,
         "num_warps": num_warps,
-        "threads": lw.threads,
-        "shared": lw.smem_bytes,
+        "threads": cfg.threads,
+        "shared": cfg.smem_bytes,
         "params": params,
         "target": target,
     }
-    if lw.cluster > 1:  # the launch grid must be a whole number of clusters
-        meta["cluster"] = lw.cluster
-    if lw.tensor_maps:  # the host builds these per launch (sparsecc.runtime.tensor_map)
-        meta["tensor_maps"] = [recipe.as_json() for _, _, recipe in lw.tensor_maps.values()]
+    if cfg.cluster > 1:  # the launch grid must be a whole number of clusters
+        meta["cluster"] = cfg.cluster
+    if cfg.tensor_maps:  # the host builds these per launch (sparsecc.runtime.tensor_map)
+        meta["tensor_maps"] = [recipe.as_json() for _, _, recipe in cfg.tensor_maps.values()]
     for op in list(module.ops):
         op.detach()
     module.body.block.add_op(kernel)
@@ -65,7 +122,9 @@ class ConvertTTGToPTXPass(ModulePass):
     Accepts: a ttgir module with exactly one `tt.func` (after sparse-gpu-encoding and, for
     pipelined loops, tritongpu-pipeline; tritongpu-sink-local-loads and
     tritongpu-warp-specialize are optional). Anything the lowering cannot express is a
-    LoweringError naming the op. Guarantees: the module holds one `ptx.kernel` for `target`
+    LoweringError naming the op, and so is a target that lacks an instruction the function needs
+    (wgmma, TMA, mbarrier waits, clusters, fp8 mma) or buffers that exceed its shared memory
+    per block. Guarantees: the module holds one `ptx.kernel` for `target`
     (default: the module's `ttg.target`) and a `sparsecc.launch` attribute, no `ttg.*` ones.
     `a-from-shared`: wgmma reads A through a descriptor also outside TMA kernels.
     """
@@ -76,13 +135,10 @@ class ConvertTTGToPTXPass(ModulePass):
     a_from_shared: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = self.target
+        target = self.target or ttgd.module_target(op)
         if not target:
-            attr = op.attributes.get("ttg.target")
-            if not isinstance(attr, StringAttr):
-                raise LoweringError("convert-ttg-to-ptx needs a target: a target option or a module with a "
-                                    "\"ttg.target\" attribute (run convert-tt-to-ttg first)")
-            target = attr.data
+            raise LoweringError("convert-ttg-to-ptx needs a target: a target option or a module with a "
+                                "\"ttg.target\" attribute (run convert-tt-to-ttg first)")
         convert_module(op, target, self.a_from_shared)
 
 

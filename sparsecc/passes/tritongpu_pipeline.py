@@ -68,14 +68,16 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.tma import box_plan, tma_copy_plan
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES
 from sparsecc.dialects import arith as arith_ext
-from sparsecc.dialects import tt
+from sparsecc.dialects import ptx_targets, tt
 from sparsecc.dialects.ttg import (
+    MAX_STAGES,
     SLOT_GUARDED,
     SLOT_SAFE,
     ArriveBarrierOp,
@@ -93,7 +95,18 @@ from sparsecc.dialects.ttg import (
     MmaEncodingAttr,
     SharedEncodingAttr,
     WaitBarrierOp,
+    module_num_warps,
+    module_target,
 )
+
+
+class PipelineError(DiagnosticException):
+    """A K loop the pass will not pipeline as asked (its rings would not fit the target's
+    shared memory); `op` is the loop, whose location the error reports."""
+
+    def __init__(self, message: str, op: Operation):
+        super().__init__(message)
+        self.op = op
 
 
 @dataclass
@@ -224,9 +237,10 @@ def _tma_bytes(streams: list[_Stream]) -> int:
     return sum(math.prod(mt.get_shape()) * esize(mt.element_type) for mt in types)
 
 
-def _module_warps(module: ModuleOp) -> int:
-    a = module.attributes.get("ttg.num-warps")
-    return a.value.data if isinstance(a, IntegerAttr) else 4
+def _stage_bytes(streams: list[_Stream]) -> int:
+    """Shared memory one stage of a loop's rings takes: a tile of every pipelined load."""
+    return sum(math.prod(st.alloc.result.type.get_shape()) * esize(st.alloc.result.type.element_type)
+               for st in streams)
 
 
 def _step_index(iv: SSAValue, loop: scf.ForOp, at: InsertPoint) -> SSAValue:
@@ -294,13 +308,18 @@ class PipelinePass(ModulePass):
     each CTA issues half of B's boxes into both CTAs, and a slot is free once both CTAs' warps
     released it (`_multicast_stream`). The module gets `ttg.num-ctas = 2` when it does."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.num_stages < 1:
-            raise ValueError(f"tritongpu-pipeline: num-stages must be >= 1, got {self.num_stages}")
-        if self.num_stages == 1:
-            return
+    def __post_init__(self) -> None:
+        """Options are checked when the pass is made (before any IR is read or rewritten)."""
+        if isinstance(self.num_stages, bool) or not 1 <= self.num_stages <= MAX_STAGES:
+            raise ValueError(f"tritongpu-pipeline: num-stages must be in 1..{MAX_STAGES}, got {self.num_stages}")
         if self.num_ctas not in (1, 2):
             raise ValueError(f"tritongpu-pipeline: num-ctas must be 1 or 2, got {self.num_ctas}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.num_stages == 1:
+            return
+        warps = module_num_warps(op)
+        self._check_shared_budget(op)
         for loop in list(op.walk()):
             if isinstance(loop, scf.ForOp):
                 streams = _find_streams(loop)
@@ -312,9 +331,33 @@ class PipelinePass(ModulePass):
                     multicast = _multicast_stream(streams) if tma and self.num_ctas == 2 else None
                     if multicast is not None:
                         op.attributes["ttg.num-ctas"] = IntegerAttr(2, i32)
-                    self._pipeline_mbarriers(loop, streams, _module_warps(op), tma, multicast)
+                    self._pipeline_mbarriers(loop, streams, warps, tma, multicast)
                 elif streams:
                     self._pipeline(loop, streams)
+
+    def _check_shared_budget(self, module: ModuleOp) -> None:
+        """Refuse, before rewriting anything, num-stages whose rings alone exceed the shared
+        memory one block of the module's `ttg.target` may use (the kernel could never launch);
+        convert-ttg-to-ptx checks the exact total, with every other buffer, after lowering."""
+        target = module_target(module)
+        if target is None:
+            return
+        limit = ptx_targets.shared_limit(target)
+        loops = [(o, _stage_bytes(_find_streams(o))) for o in module.walk() if isinstance(o, scf.ForOp)]
+        per_stage = sum(b for _, b in loops)
+        used = 0
+        for loop, stage in loops:
+            used += self.num_stages * stage
+            if stage and used > limit:
+                fit = limit // per_stage
+                others = used - self.num_stages * stage
+                advice = f"at most {fit} stages fit" if fit >= 2 else "no pipelining fits: use smaller tiles"
+                raise PipelineError(
+                    f"tritongpu-pipeline: num-stages={self.num_stages} needs {self.num_stages} x {stage} = "
+                    f"{self.num_stages * stage} bytes of shared memory for this loop's rings"
+                    + (f" (and {others} for earlier loops)" if others else "")
+                    + f", more than the {limit} bytes ({limit // 1024} KiB) one block may use on {target}; "
+                    + advice, loop)
 
     @staticmethod
     def _hoist_invariant_offsets(loop: scf.ForOp, streams: list[_Stream]) -> None:

@@ -90,7 +90,8 @@ def _clear(func: tt.FuncOp) -> None:
 class WarpSpecializePass(ModulePass):
     """Mark the TMA kernels that get a producer warp (see the module docstring).
 
-    Accepts: ttgir (after tritongpu-pipeline). Guarantees: a function is marked exactly when
+    Accepts: ttgir (after tritongpu-pipeline) whose `ttg.num-warps`, if any, is one of
+    `ttg.SUPPORTED_WARPS` (else a located error). Guarantees: a function is marked exactly when
     `specialization_split` finds a split; the marks of an earlier run are replaced; the IR is
     otherwise unchanged. Leaving the pass out keeps every kernel unspecialized.
     """
@@ -98,6 +99,7 @@ class WarpSpecializePass(ModulePass):
     name = "tritongpu-warp-specialize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        ttgd.module_num_warps(op)  # the lowering runs num-warps + 1 warps: a located error if unsupported
         for func in [o for o in op.walk() if isinstance(o, tt.FuncOp)]:
             _clear(func)
             split = specialization_split(func)

@@ -2,22 +2,36 @@
 
 Like Triton's autotuner: the first launch for a new value of the `key` arguments times every
 config (median of a few runs, after a warm-up that also compiles), remembers the winner in
-memory and on disk (one JSON file per kernel and GPU under the sparsecc cache folder), and later
-launches go straight to it. A config that fails to compile or launch is skipped, not fatal,
-unless every config fails. A progress line is printed to stderr while tuning.
+memory and on disk, and later launches go straight to it. A config that fails to compile or
+launch is skipped, not fatal, unless every config fails. A progress line is printed to stderr
+while tuning.
+
+The disk file lies in `<cache folder>/autotune/` (the compile cache's folder: `$SPARSECC_CACHE_DIR`,
+else `~/.cache/sparsecc`; `SPARSECC_CACHE=0` turns it off) and is named after the kernel, the GPU
+and a hash of what the winners depend on: the kernel's qualified name and source, the config
+list and the key names. The file is not trusted: one of another kernel or config list, or that
+is not what `_save` writes, is ignored with an `AutotuneCacheWarning`, and so is a stored winner
+that is not in the config list (the key is tuned again). A folder that cannot be read or
+written is warned about too; tuning goes on in memory.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sparsecc.defaults import NUM_STAGES, NUM_WARPS
+from sparsecc.runtime import cache
 
 
 @dataclass(frozen=True)
@@ -43,8 +57,15 @@ class Config:
         return f"{kv}, num_warps={self.num_warps}, num_stages={self.num_stages}"
 
 
-def _cache_dir() -> str:
-    return os.environ.get("SPARSECC_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "sparsecc"))
+class AutotuneCacheWarning(UserWarning):
+    """The autotuner's disk file could not be read, written or trusted; tuning goes on in memory.
+
+        warnings.simplefilter("error", sparsecc.runtime.autotune.AutotuneCacheWarning)  # in a test
+    """
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"sparsecc autotune: {message}", AutotuneCacheWarning, stacklevel=3)
 
 
 def _device_tag() -> str:
@@ -81,6 +102,11 @@ def default_timer(fn: Callable[[], None], reps: int = 10) -> float:
         return sorted(times)[len(times) // 2]
 
 
+def _json_form(config: Config) -> Any:
+    """`config` as it reads back from the disk file (tuples become lists, ...)."""
+    return json.loads(json.dumps(config.to_json(), default=repr))
+
+
 class Autotuner:
     """Wraps a JIT kernel; `tuned[grid](*args)` launches the best config for these args."""
 
@@ -103,29 +129,76 @@ class Autotuner:
         self._loaded = False
         self.arg_names: list[str] = list(getattr(fn, "arg_names", []))
 
+    @functools.cached_property
+    def _ident(self) -> tuple[str, str]:
+        """(qualified name, sha256 hex) of what the stored winners depend on."""
+        fn = self.fn
+        name = str(getattr(fn, "__name__", None) or type(fn).__name__)
+        qualname = getattr(getattr(fn, "fn", fn), "__qualname__", None) or name
+        ident = f"{getattr(fn, '__module__', '?')}:{qualname}"
+        source = cache.kernel_source(fn) if getattr(fn, "__sparsecc_jit__", False) else str(getattr(fn, "src", ""))
+        blob = json.dumps({"kernel": ident, "source": source, "key": self.key,
+                           "configs": [c.to_json() for c in self.configs]}, sort_keys=True, default=repr)
+        return ident, hashlib.sha256(blob.encode()).hexdigest()
+
     @property
     def _disk_path(self) -> str:
-        name = getattr(self.fn, "__name__", None) or getattr(self.fn, "name", "kernel")
-        return os.path.join(_cache_dir(), "autotune", f"{name}-{_device_tag()}.json")
+        ident, digest = self._ident
+        name = ident.rpartition(":")[2].replace("<", "").replace(">", "")
+        return os.path.join(str(cache.cache_dir()), "autotune", f"{name}-{_device_tag()}-{digest[:16]}.json")
 
     def _load(self) -> None:
+        """Read the stored winners (once); anything not trustworthy is skipped with a warning."""
         if self._loaded:
             return
         self._loaded = True
+        if not cache.enabled():
+            return
+        path = self._disk_path
         try:
-            with open(self._disk_path) as f:
+            with open(path, encoding="utf-8") as f:
                 data = json.load(f)
-            self.best.update({k: Config.from_json(v) for k, v in data.items()})
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # no or unreadable cache: tune again
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            _warn(f"cannot read {path} ({e.strerror or e}); tuning again")
+            return
+        except (ValueError, RecursionError):
+            _warn(f"{path} is not valid JSON; ignoring it and tuning again")
+            return
+        ident, digest = self._ident
+        if (not isinstance(data, dict) or data.get("id") != digest or not isinstance(data.get("best"), dict)):
+            _warn(f"{path} is not the autotune file of {ident} with this config list; ignoring it")
+            return
+        # a stored winner is used only when it is one of the configs (compared in JSON form)
+        known = [_json_form(c) for c in self.configs]
+        for key, stored in data["best"].items():
+            try:
+                self.best[key] = self.configs[known.index(stored)]
+            except ValueError:
+                _warn(f"{path}: the winner stored for {key[:80]} is not among {ident}'s configs; tuning it again")
 
     def _save(self) -> None:
+        """Write the winners atomically; a folder that cannot take them is a warning."""
+        if not cache.enabled():
+            return
         path = self._disk_path
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({k: c.to_json() for k, c in self.best.items()}, f, indent=1)
-        os.replace(tmp, path)
+        ident, digest = self._ident
+        text = json.dumps({"kernel": ident, "id": digest, "best": {k: c.to_json() for k, c in self.best.items()}},
+                          indent=1, default=repr)
+        tmp = None
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".autotune-", suffix=".tmp", dir=os.path.dirname(path))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, cache._FILE_MODE)  # mkstemp's 0600 would keep a shared cache folder private
+            os.replace(tmp, path)
+        except OSError as e:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            _warn(f"cannot write {path} ({e.strerror or e}); the winner is kept in memory only")
 
     def _problem_key(self, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
         named = dict(zip(self.arg_names, args)) | kwargs

@@ -35,6 +35,7 @@ __all__ = [
     "cache_dir",
     "cached_compile",
     "compiler_digest",
+    "discard",
     "enabled",
     "get",
     "kernel_source",
@@ -67,12 +68,14 @@ class CacheEntry:
 
 
 def cache_dir() -> Path:
-    """The cache folder: $SPARSECC_CACHE_DIR or ~/.cache/sparsecc (read on every call)."""
-    env = os.environ.get("SPARSECC_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "sparsecc"
+    """The cache folder: $SPARSECC_CACHE_DIR or, when that is unset or empty, ~/.cache/sparsecc
+    (read on every call; the autotuner keeps its files in `autotune/` under it)."""
+    env = os.environ.get("SPARSECC_CACHE_DIR", "")
+    return Path(env) if env.strip() else Path.home() / ".cache" / "sparsecc"
 
 
 def enabled() -> bool:
+    """False when SPARSECC_CACHE is 0/false/off/no: no compile entry or autotune winner is read or written."""
     return os.environ.get("SPARSECC_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
 
 
@@ -240,12 +243,71 @@ def _encode_body(key: str, asm: Mapping[str, str | bytes], metadata: Mapping[str
     return b"".join([len(index).to_bytes(8, "little"), index, *blobs])
 
 
-_LAUNCH_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "name": str, "target": str, "num_warps": int, "num_stages": int, "threads": int, "shared": int,
-    "cluster": int, "params": list, "tensor_maps": list, "ptxas": dict,
+# ---- what a stored entry may hold: checked after every load -----------------------------
+# A checksum only proves the file is whole, not that its writer was sparsecc (anyone who can
+# write the folder can forge one), so the index is checked field by field: a field of the wrong
+# type would otherwise reach the launcher on every later compile.
+
+Check = Callable[[Any], bool]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_count(v: Any) -> bool:
+    return _is_int(v) and v >= 0
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _list_of(item: Check) -> Check:
+    return lambda v: isinstance(v, list) and all(item(x) for x in v)
+
+
+def _dict_of(item: Check) -> Check:
+    return lambda v: isinstance(v, dict) and all(isinstance(k, str) and item(x) for k, x in v.items())
+
+
+def _record(**fields: Check) -> Check:
+    """A dict with exactly these keys, each passing its check."""
+    return lambda v: isinstance(v, dict) and v.keys() == fields.keys() and all(
+        check(v[k]) for k, check in fields.items())
+
+
+def _optional(check: Check) -> Check:
+    return lambda v: v is None or check(v)
+
+
+def _is_host_expr(v: Any) -> bool:
+    """`sparsecc.analysis.tma.host_expr` form: ["arg", i], ["const", c] or [op, a, b]."""
+    if not isinstance(v, list) or not v or not isinstance(v[0], str):
+        return False
+    if v[0] in ("arg", "const"):
+        return len(v) == 2 and (_is_count if v[0] == "arg" else _is_int)(v[1])
+    return len(v) == 3 and _is_host_expr(v[1]) and _is_host_expr(v[2])
+
+
+KERNEL_INFO = "_sparsecc_kernel"
+"""Metadata key under which `sparsecc.compile` keeps what a CompiledKernel derives from its
+module (flat parameters, contiguous and aligned pointer indices)."""
+
+_METADATA_FIELDS: dict[str, Check] = {
+    "name": _is_str, "target": _is_str, "num_warps": _is_count, "num_stages": _is_count,
+    "threads": _is_count, "shared": _is_count, "cluster": _is_count,
+    "params": _list_of(lambda p: _is_str(p) or (isinstance(p, list) and len(p) == 2 and all(map(_is_str, p)))),
+    "tensor_maps": _list_of(_record(arg=_is_count, dtype=_is_str, dims=_list_of(_is_host_expr),
+                                    strides=_list_of(_is_host_expr), box=_list_of(_is_count),
+                                    swizzle=_is_count, esize=_is_count)),
+    "ptxas": _dict_of(_dict_of(_is_count)),
+    KERNEL_INFO: _record(flat_signature=_list_of(_is_str), flat_arg_names=_list_of(_is_str),
+                         contiguous=_optional(_list_of(_is_count)), aligned=_optional(_list_of(_is_count))),
 }
-"""Types of the launch metadata fields a kernel's entry may hold: an entry whose field has
-another type (crafted, or from an incompatible version) is discarded like a corrupt one."""
+"""The metadata fields a compiled kernel's entry may hold and the form of each (absent or None
+is fine: a plain `put` stores any metadata). An entry with another form (crafted, or from an
+incompatible version) is discarded like a corrupt one."""
 
 
 def _check_index(obj: Any) -> None:
@@ -254,12 +316,12 @@ def _check_index(obj: Any) -> None:
         raise ValueError("malformed index")
     for where in obj["asm"].values():
         if (not isinstance(where, list) or len(where) != 3 or where[0] not in ("text", "bytes")
-                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in where[1:])):
+                or not all(_is_count(v) for v in where[1:])):
             raise ValueError("malformed blob entry")
-    for name, kind in _LAUNCH_FIELDS.items():
+    for name, check in _METADATA_FIELDS.items():
         value = obj["metadata"].get(name)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            raise ValueError(f"metadata field {name} has type {type(value).__name__}")
+        if value is not None and not check(value):
+            raise ValueError(f"metadata field {name} is malformed")
 
 
 def _decode_body(key: str, body: bytes) -> CacheEntry:
@@ -302,6 +364,15 @@ def get(key: str) -> CacheEntry | None:
         _discard(path)  # (RecursionError: JSON nested past Python's limit, a crafted entry)
         return None
     return entry
+
+
+def discard(key: str) -> None:
+    """Remove the entry of `key`: its content passed the checks here but not its user's
+    (`sparsecc.compile` compares the stored parameters with the signature).
+
+        cache.discard(cache.key_for(src, signature, constexprs, options))
+    """
+    _discard(_path(key))
 
 
 def put(key: str, entry: CacheEntry | Mapping[str, Any]) -> bool:

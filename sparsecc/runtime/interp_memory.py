@@ -1,7 +1,8 @@
 """`tt.load` / `tt.store` of the CPU interpreter: addressing, masks, bounds, padding.
 
 Every access is turned into (element offsets, active mask) over a flat buffer. Active
-elements outside the argument's memory are an error (the GPU would fault or corrupt memory);
+elements outside the tensor passed (its view: not the rest of its storage, nor the elements a
+strided view skips) are an error (the GPU would fault or corrupt memory);
 inactive ones are never touched: loads give `other` / the padding value, stores skip them.
 Block pointers mask the dims named in boundaryCheck; a dim not named must be in bounds.
 """
@@ -54,14 +55,22 @@ def _addresses(ptr: Any, mask: Any, checked: tuple[int, ...]) -> tuple[Buffer, t
 
 
 def _check_bounds(buf: Buffer, offs: torch.Tensor, active: torch.Tensor, what: str) -> None:
-    bad = active & ((offs < 0) | (offs >= buf.size))
-    if bool(bad.any()):
-        first = int(offs[bad][0])
-        count = int(bad.sum())
-        raise InterpreterError(
-            f"out-of-bounds {what}: element offset {first} ({count} element(s) in all) is outside "
-            f"parameter '{buf.name}' ({buf.size} elements from its first element); mask the access "
-            "or use boundary_check")
+    """Every active element must be one of the tensor passed (the view, not its storage); the
+    error names the first one, in access order, that is not."""
+    outside = (offs < 0) | (offs >= buf.size)
+    bad = active & outside
+    if buf.holes is not None:  # a strided view: also the elements between its own
+        bad |= active & ~outside & buf.holes[offs.clamp(0, buf.size - 1)]
+    if not bool(bad.any()):
+        return
+    first, count = int(offs[bad][0]), int(bad.sum())
+    if 0 <= first < buf.size:
+        where = (f"is not an element of parameter '{buf.name}', a strided view that skips it (its strides do "
+                 "not cover every element between its first and last); mask the access, or pass .contiguous()")
+    else:
+        where = (f"is outside parameter '{buf.name}' ({buf.size} elements from its first element to its "
+                 "last); mask the access or use boundary_check")
+    raise InterpreterError(f"out-of-bounds {what}: element offset {first} ({count} element(s) in all) {where}")
 
 
 def load(ptr: Any, mask: Any, other: Any, checked: tuple[int, ...], padding: int | None,
@@ -72,7 +81,10 @@ def load(ptr: Any, mask: Any, other: Any, checked: tuple[int, ...], padding: int
     if buf.size == 0:
         values = torch.zeros(offs.shape, dtype=buf.data.dtype)
     else:
-        values = buf.data[torch.where(active, offs, 0)]
+        idx = torch.where(active, offs, 0)
+        values = buf.data[idx]
+        if idx.dim() == 0:  # a 0-d index gives a view of memory, which a later store would change
+            values = values.clone()
     if other is None:
         fill = float("nan") if padding == 2 else 0
         other = torch.full((), fill, dtype=values.dtype)

@@ -2,8 +2,8 @@
 
 Scalars and tiles are torch tensors of the exact IR element type (scalars are 0-d), so f16
 math stays in f16 and integer arithmetic wraps at its width. Pointers are a flat buffer (the
-argument tensor's storage seen as a 1-D array of its dtype, starting at the tensor's first
-element) plus element offsets: an int for a scalar pointer, an int64 tensor for a tensor of
+argument tensor's memory seen as a 1-D array of its dtype, from the tensor's first element to
+its last) plus element offsets: an int for a scalar pointer, an int64 tensor for a tensor of
 pointers, and the Triton block-pointer fields for a block pointer.
 """
 
@@ -79,24 +79,45 @@ def int_width(ty: Attribute) -> int:
 
 @dataclass(frozen=True)
 class Buffer:
-    """A kernel argument's memory: `data` is 1-D, element 0 is the tensor's first element."""
+    """A kernel argument's memory: `data` is 1-D, element 0 is the tensor's first element, and
+    it ends at the tensor's last element (not at its storage's end: a view `base[:16]` gives 16
+    elements, so an access past them is an error even though `base` has more).
+
+    `holes` is None when every element of `data` belongs to the tensor; for a strided view that
+    skips elements (`x[:, :8]` of a wider matrix, `x[::2]`) it is a bool tensor over `data`,
+    True where an element is not the tensor's: the interpreter refuses to touch those too."""
 
     data: torch.Tensor
     name: str
+    holes: torch.Tensor | None = None
 
     @property
     def size(self) -> int:
         return self.data.numel()
 
 
+def _fills_its_span(t: torch.Tensor) -> bool:
+    """Whether the elements of `t` are exactly the `span` consecutive ones from its first: its
+    dims, ordered by stride, are a contiguous layout (a permutation of a contiguous tensor)."""
+    expected = 1
+    for size, stride in sorted((s, st) for s, st in zip(t.shape, t.stride()) if s != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 def flat_buffer(t: torch.Tensor, name: str) -> Buffer:
-    """View `t`'s storage from its first element to the storage's end as a flat 1-D tensor."""
-    itemsize = t.element_size()
-    storage = t.untyped_storage()
-    n = storage.nbytes() // itemsize - t.storage_offset()
+    """`t`'s memory from its first element to its last as a flat 1-D tensor (sharing `t`'s
+    storage, so stores land in `t`), with the elements in between that are not `t`'s marked."""
+    span = 0 if t.numel() == 0 else 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
     flat = torch.empty(0, dtype=t.dtype, device=t.device)
-    flat.set_(storage, t.storage_offset(), (max(n, 0),), (1,))
-    return Buffer(flat, name)
+    flat.set_(t.untyped_storage(), t.storage_offset(), (span,), (1,))
+    holes = None
+    if span and not _fills_its_span(t):
+        holes = torch.ones(span, dtype=torch.bool)
+        holes[torch.arange(span).as_strided(t.shape, t.stride())] = False
+    return Buffer(flat, name, holes)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.printer import Printer
 
 from sparsecc.dialects import tt
+from sparsecc.runtime.grid import check_grid
 from sparsecc.runtime.interp_ops import HANDLERS, TERMINATORS, Handler
 from sparsecc.runtime.interp_values import (
     InterpreterError,
@@ -191,7 +192,7 @@ def run(module: ModuleOp, func_name: str, grid: tuple[int, int, int],
     Torch runs single-threaded meanwhile: tiles are small, and intra-op threads cost far more
     than they save on them (a 32x32 matmul took 5.7 ms with 2 busy threads, 15 us with one).
     """
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))  # type: ignore[assignment]
+    grid = check_grid(grid, func_name)  # the GPU's limits and int-only extents, as kernel[grid] checks them
     prog = _program(module, func_name)
     host_args = [a.cpu() if isinstance(a, torch.Tensor) and a.device.type != "cpu" else a for a in args]
     threads = torch.get_num_threads()

@@ -31,6 +31,7 @@ import torch
 from sparsecc import formats
 from sparsecc.analysis.kernel_params import contiguous_params
 from sparsecc.defaults import NUM_WARPS
+from sparsecc.runtime.grid import GRID_MAX, check_grid
 
 __all__ = ["LaunchPlan", "contiguous_params", "fast_launcher", "launch", "plan_for"]
 
@@ -385,7 +386,7 @@ def launch(compiled: Any, grid: Sequence[int], flat_args: Sequence[Any], num_war
                          f"({', '.join(plan.names)}), got {len(flat_args)}")
     device = _device_of(flat_args, plan.pointer_index)
     values = plan.pack(flat_args, device)
-    gx, gy, gz = grid
+    gx, gy, gz = check_grid(grid, plan.name)
     if gx == 0 or gy == 0 or gz == 0:
         return
     _check_clusters(compiled, gx)
@@ -411,8 +412,11 @@ def fast_launcher(compiled: Any, num_warps: int) -> Callable[[int, int, int, Seq
     stream_of = _raw_stream
     tensor = torch.Tensor
     cluster = (getattr(compiled, "metadata", None) or {}).get("cluster", 1)
+    gx_max, gyz_max = GRID_MAX[0], GRID_MAX[1]
 
     def go(gx: int, gy: int, gz: int, flat: Sequence[Any]) -> None:
+        if gx > gx_max or gy > gyz_max or gz > gyz_max:  # (kernel[grid] checked it already)
+            check_grid((gx, gy, gz), name)
         a = flat[pidx] if pidx >= 0 else None
         device = a.get_device() if a.__class__ is tensor else -1
         if device < 0:

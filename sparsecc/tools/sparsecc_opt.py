@@ -282,9 +282,27 @@ def write_output(path: str, text: str) -> None:
         except OSError as exc:
             raise ToolError(Diagnostic(f"cannot write output '{path}': {exc.strerror}")) from None
         return
-    if st is not None and not st.st_mode & stat.S_IWUSR:
-        raise ToolError(Diagnostic(f"cannot write output '{path}': the file is read-only"))
+    refusal = None if st is None else _why_not_writable(target, st)
+    if refusal is not None:
+        raise ToolError(Diagnostic(f"cannot write output '{path}': {refusal}"))
     _replace_atomically(path, target, text, st)
+
+
+def _why_not_writable(target: str, st: os.stat_result) -> str | None:
+    """Why the existing regular file `target` (whose stat is `st`) must not be replaced, or None.
+
+    The replacement is a rename inside the folder, which needs only the folder's permission, so
+    the file's own is asked here, as `open(target, "w")` would: `os.access(W_OK)` (owner, group
+    and other bits, ACLs, root's override). A file without any write bit is refused even for
+    root, as the read-only output it says it is.
+
+        _why_not_writable("/etc/hosts", os.stat("/etc/hosts"))  # as a user: 'permission denied ...'
+    """
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return "the file is read-only"
+    if not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+        return "permission denied (this user may not write the file)"
+    return None
 
 
 def _replace_atomically(path: str, target: str, text: str, old: os.stat_result | None) -> None:
@@ -342,33 +360,48 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
     module, positions = parse_source(ctx, src)
     run_pipeline(ctx, module, pipeline, positions, src, args)
     if getattr(args, "emit", "mlir") == "ptx":
-        return emit_ptx_text(module)
+        return emit_ptx_text(module, positions, src)
     return print_module(module, args.print_op_generic, args.mlir_print_debuginfo)
 
 
-def emit_ptx_text(module: ModuleOp) -> str:
+def emit_ptx_text(module: ModuleOp, positions: dict | None = None, src: SourceFile | None = None) -> str:
     """PTX text of a module: a ptx-dialect module (convert-ttg-to-ptx's output) is printed as
     it is; ttgir (its `ttg.target` names the GPU) first runs the compiler's ptx stage
     (`compiler.make_ptx`: convert-ttg-to-ptx on, switches at their defaults or SPARSECC_*
     environment overrides). The ttgir rewrites that end the ttgir stage (sink local loads, warp
-    specialize) are the input's to have run: `-p` names them."""
-    from xdsl.dialects.builtin import StringAttr
-
+    specialize) are the input's to have run: `-p` names them. An error that names an op of the
+    input (`exc.op`) is reported at it, given `positions` and `src`; one that is not a user error
+    says it is an internal one."""
     from sparsecc.codegen.ptx_printer import emit_ptx, kernels_of
-    from sparsecc.compiler import CompileOptions, lower_to_ptx
+    from sparsecc.compiler import CompileOptions, StageResult, check_target, make_ptx, run_stage
+    from sparsecc.dialects.ttg import module_target
 
     try:
         if kernels_of(module):
             return emit_ptx(module)
-        target = module.attributes.get("ttg.target")
-        if not isinstance(target, StringAttr):
+        target = module_target(module)  # checked: a located error for an unknown one
+        if target is None:
             raise ToolError(Diagnostic("--emit=ptx needs ttgir or the ptx dialect: a module with a "
                                        "\"ttg.target\" attribute (run convert-tt-to-ttg first) or ptx.kernel ops"))
-        _, ptx, _ = lower_to_ptx(module, CompileOptions.create(target=target.data))
+        # `compiler.lower_to_ptx`, but on the module itself (it is not printed after this), so an
+        # error's op is one of the input's and has a place in it
+        opts = CompileOptions.create(target=check_target(target))
+        result = StageResult()
+        run_stage(module, "ptx", make_ptx(opts), opts, result)
+        ptx = result.asm["ptx"]
     except ToolError:
         raise
-    except Exception as exc:  # a lowering limit is a user-facing diagnostic, not a crash
-        raise ToolError(Diagnostic(f"cannot lower to PTX: {exc}")) from None
+    except RecursionError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a lowering limit is a user-facing diagnostic, not a crash
+        message = f"cannot lower to PTX: {_describe(exc)}"
+        if not isinstance(exc, _user_errors()):
+            _debug_traceback()
+            message = f"internal error while lowering to PTX: {type(exc).__name__}: {_describe(exc)} ({BUG_REPORT})"
+        op = getattr(exc, "op", None)
+        if op is None or positions is None or src is None:
+            raise ToolError(Diagnostic(message)) from None
+        raise ToolError(_at(op, message, positions, src)) from None
     return ptx
 
 

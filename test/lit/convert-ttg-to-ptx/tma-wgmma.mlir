@@ -7,7 +7,9 @@
 // one ptx.kernel with the three tensor maps as parameters after the function's own, and the
 // launch contract as the module's sparsecc.launch attribute (no ttg.* attributes left). The
 // printed ptx dialect parses back (wgmma and mbarrier ops included) and prints the same PTX as
-// the direct path. Input: as tritongpu-warp-specialize/tma.mlir.
+// the direct path. Input: as tritongpu-warp-specialize/tma.mlir. Covers the mbarrier and TMA
+// ops of handlers/async_ops.py (ttg.init_barrier, ttg.async_tma_copy, ttg.wait_barrier,
+// ttg.arrive_barrier) and the wgmma path of handlers/dot.py (tt.dot).
 
 // CHECK:      builtin.module attributes {sparsecc.launch = {name = "sgemm", num_warps = 4 : i64, threads = 160 : i64,
 // CHECK-SAME: shared = 41984 : i64, params = {{\[}}["D", "ptr"], ["AV", "ptr"], ["AE", "ptr"], ["B", "ptr"], ["M", "i32"], ["N", "i32"], ["K", "i32"], ["arg7", "tmap"], ["arg8", "tmap"], ["arg9", "tmap"]],

@@ -34,7 +34,7 @@
 // PTX-NEXT: barrier.cluster.wait.acquire.aligned;
 // PTX-NEXT: ret;
 
-// BAD: error: pass 'tritongpu-pipeline' failed: tritongpu-pipeline: num-ctas must be 1 or 2, got 3
+// BAD: error: invalid options for pass 'tritongpu-pipeline': tritongpu-pipeline: num-ctas must be 1 or 2, got 3
 builtin.module {
   tt.func public @sgemm(%D: !tt.ptr<f16>, %AV: !tt.ptr<f16>, %AE: !tt.ptr<i16>, %B: !tt.ptr<f16>, %M: i32, %N: i32 {tt.divisibility = 16 : i32}, %K: i32 {tt.divisibility = 16 : i32}) {
     %c0 = arith.constant 0 : i32

@@ -265,6 +265,29 @@ def test_static_range_unrolls():
 
 
 @sparsecc.jit
+def static_range_bounds_kernel(X, N: tl.constexpr, STEP: tl.constexpr):
+    for i in tl.static_range(2, N, step=STEP):
+        tl.store(X + i, i)
+
+
+@pytest.mark.parametrize("n, step, col_of, message", [
+    (1e6, 1, "N,", "bounds must be compile-time integers, got float 1000000.0"),
+    (4.0, 1, "N,", "got float 4.0"),
+    (True, 1, "N,", "got bool True"),
+    (8, 1.5, "STEP", "got float 1.5"),
+    (8, 0, "STEP", "step must not be zero"),
+    (10**6, 1, "tl.static_range", "unrolls 999998 iterations, more than 4096: use range()"),
+])
+def test_static_range_refuses_non_int_bounds_and_huge_unrolls_at_the_argument(n, step, col_of, message):
+    """Floats are refused (never truncated), and 10**6 iterations are refused rather than
+    unrolled for minutes; the error points at the offending argument (else the call)."""
+    err = compile_error(static_range_bounds_kernel, {"X": "*i32"}, {"N": n, "STEP": step})
+    assert_at(err, static_range_bounds_kernel, "tl.static_range(2, N, step=STEP)", message)
+    line = str(err).splitlines()[1]
+    assert err.col == line.index(col_of) + 1, str(err)
+
+
+@sparsecc.jit
 def helper_offsets(pid, BLOCK: tl.constexpr):
     base = pid * BLOCK
     return base + tl.arange(0, BLOCK), base

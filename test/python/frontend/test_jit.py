@@ -126,7 +126,7 @@ def test_scalar_specialization_and_callable_grid(fake_interpreter):
 
     def grid(meta):
         seen.update(meta)
-        return (triton_cdiv(meta["n"], meta["BLOCK"]),)
+        return (triton_cdiv(min(meta["n"], 100), meta["BLOCK"]),)  # (2**40 / 32 programs: past CUDA's x limit)
 
     k[grid](x, y, 100, 0.5, True, BLOCK=32)
     k[grid](x, y, 2**40, 0.5, False, BLOCK=32)
@@ -201,3 +201,66 @@ def test_end_to_end_sparse_dot_on_the_interpreter(monkeypatch):
     fresh(dot_kernel)[(1,)](d, a, b, BLOCK_M=32, BLOCK_N=16, BLOCK_K=64)
     ref = dense.float() @ b.float()
     assert torch.allclose(d.float(), ref, atol=2e-2 * 8, rtol=1e-2)
+
+
+@sparsecc.jit
+def add_constexpr_kernel(X, Y, F: tl.constexpr):
+    tl.store(Y, tl.load(X) + F)
+
+
+@sparsecc.jit
+def store_constexpr_kernel(Y, F: tl.constexpr):
+    tl.store(Y, F)
+
+
+def test_constexprs_python_calls_equal_get_their_own_specializations(monkeypatch):
+    """F=1 (an i32 constant: i32 max + 1 wraps) and F=1.0 (fp32: no wrap) are different kernels,
+    though 1 == 1.0 in Python; so are True and 1, and -0.0 and 0.0. Each launch, first or
+    repeated (the fast path), runs its own specialization; a NaN finds its own again."""
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    k = fresh(add_constexpr_kernel)
+    x = torch.tensor([2**31 - 1], dtype=torch.int32)
+    wraps, exact = -(2.0**31), 2.0**31  # (not a dict: its keys 1, 1.0 and True would collide too)
+    for f, want in [(1, wraps), (1.0, exact), (True, wraps), (1, wraps), (1.0, exact), (True, wraps), (1.0, exact)]:
+        y = torch.full((1,), float("nan"))
+        k[(1,)](x, y, F=f)
+        assert y.item() == want, (f, y.item())
+    assert len(k.cache) == 3
+    s = fresh(store_constexpr_kernel)
+    for f in [0.0, -0.0, float("nan"), float("nan"), -0.0, 0.0]:
+        y = torch.full((1,), 5.0)
+        s[(1,)](y, f)  # positional: the fast path's per-argument key
+        if f != f:
+            assert y.isnan().item()
+        else:
+            assert y.item() == f and torch.signbit(y).item() == (str(f) == "-0.0"), (f, y.item())
+    assert len(s.cache) == 3
+    key = jit_mod.constexpr_key
+    assert len({key(1), key(1.0), key(True), key(-0.0), key(0.0), key((1,)), key((1.0,))}) == 7
+    assert key(float("nan")) == key(float("nan")) and key(tl.constexpr(2)) == key(2)
+
+
+def test_grids_and_launch_options_must_be_ints_never_truncated(fake_interpreter):
+    """grid=(1.9,) and num_warps=4.7 used to launch as 1 and 4; now each is one error naming
+    the kernel and the value, raised before anything runs, on the first launch and on a repeat."""
+    k = fresh(scale_kernel)
+    x, y = torch.randn(100), torch.empty(100)
+    k[(4,)](x, y, 100, 0.5, True, BLOCK=32)
+    for grid, error, message in [
+        ((1.9,), TypeError, r"scale_kernel\[grid\]: grid extent x must be an int, got float 1.9"),
+        ((True,), TypeError, r"grid extent x must be an int, got bool True"),
+        ((4, 2.0), TypeError, r"grid extent y must be an int, got float 2.0"),
+        ((-1,), ValueError, r"grid extent x must be non-negative, got -1"),
+        ((4, 70000), ValueError, r"grid extent y = 70000 exceeds CUDA's limit of 65535"),
+        (lambda meta: (meta["n"] / meta["BLOCK"],), TypeError, r"got float 3.125"),
+        ("4", TypeError, r"grid must be a tuple of 1 to 3 ints"),
+    ]:
+        with pytest.raises(error, match=message):
+            k[grid](x, y, 100, 0.5, True, BLOCK=32)
+    for option, value in [("num_warps", 4.7), ("num_warps", True), ("num_stages", 2.5), ("num_ctas", 2.0),
+                          ("num_ctas", True)]:
+        with pytest.raises(ValueError, match=rf"scale_kernel\[grid\]\(...\): {option} must be .*, got {value!r}"):
+            k[(4,)](x, y, 100, 0.5, True, BLOCK=32, **{option: value})
+    assert [c["grid"] for c in fake_interpreter] == [(4, 1, 1)]
+    k[(4,)](x, y, 100, 0.5, True, BLOCK=32, num_warps=4)  # the fast path is still taken for good ones
+    assert [c["grid"] for c in fake_interpreter] == [(4, 1, 1)] * 2

@@ -17,16 +17,21 @@ import pytest
 import torch
 from fuzz_targets import (
     CORPUS,
+    Crash,
+    cache_case,
     dense_matrix,
     kernel_source,
     mutated_ir,
     quant_case,
+    run_caches,
     run_cli,
     run_compress,
     run_compress_quant,
     run_frontend,
+    run_torch,
     table,
     token_soup,
+    torch_case,
 )
 from hypothesis import HealthCheck, given, settings
 
@@ -68,6 +73,40 @@ def test_fuzz_frontend_on_generated_kernels(case):
     run_frontend(*case)
 
 
+ELEMENTWISE_SIG = {"X": "*fp32", "Y": "*fp32", "Z": "*fp32", "n": "i32"}
+
+
+def test_frontend_oracle_runs_what_compiles_and_wants_located_errors(monkeypatch):
+    """The frontend area's oracle: a kernel that compiles but fails on the interpreter (an
+    unmasked store past Z's 1000 elements), and a refusal without file:line:col or naming no
+    problem, are crashes; a located error naming the problem is clean."""
+    head = "def kernel(X, Y, Z, n, BLOCK: tl.constexpr):\n    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    masked = head + "    tl.store(Z + offs, tl.load(X + offs, mask=offs < n, other=0.0) * 2.0, mask=offs < n)"
+    assert run_frontend(masked, ELEMENTWISE_SIG, {"BLOCK": 64}) == "accepted"
+    unmasked = head + "    tl.store(Z + offs, tl.load(X + offs, mask=offs < n, other=0.0) * 2.0)"
+    with pytest.raises(Crash, match="compiled, but the interpreter failed.*out-of-bounds store"):
+        run_frontend(unmasked, ELEMENTWISE_SIG, {"BLOCK": 64})
+    assert run_frontend(head + "    x = tl.arange(0, 10)", ELEMENTWISE_SIG, {"BLOCK": 64}) == "clean error"
+
+    import sparsecc
+
+    def refusing_with(message):  # sparsecc.compile refusing every kernel with `message` ({file}: the kernel's)
+        def refuse(kernel, *args, **kwargs):
+            raise ValueError(message.format(file=kernel.fn.__code__.co_filename))
+        monkeypatch.setattr(sparsecc, "compile", refuse)
+
+    for message in ["the tile shape must be a power of two",  # no place
+                    "{file}:7:5: error: invalid",  # a place, but no problem named
+                    "{file}:7:5: error: shapes do not match\n{file}:8:5: error: and another",  # two errors
+                    "{file}:700:5: error: the tile shape must be a power of two",  # not a line of the kernel
+                    "other.py:7:5: error: the tile shape must be a power of two"]:  # not the kernel's file
+        refusing_with(message)
+        with pytest.raises(Crash, match="not a located error naming the problem"):
+            run_frontend(masked, ELEMENTWISE_SIG, {"BLOCK": 64})
+    refusing_with("{file}:7:5: error: the tile shape must be a power of two")
+    assert run_frontend(masked, ELEMENTWISE_SIG, {"BLOCK": 64}) == "clean error"
+
+
 @_settings(40)
 @given(dense_matrix())
 def test_fuzz_compress_on_random_tensors(x):
@@ -78,6 +117,18 @@ def test_fuzz_compress_on_random_tensors(x):
 @given(quant_case())
 def test_fuzz_quantized_compress_on_random_tensors(case):
     run_compress_quant(*case)
+
+
+@_settings(25)
+@given(cache_case())
+def test_fuzz_caches_with_corrupt_and_forged_files(case):
+    run_caches(*case)
+
+
+@_settings(12)
+@given(torch_case())
+def test_fuzz_sparsify_on_odd_models(case):
+    run_torch(case)
 
 
 def test_corpus_covers_every_lit_folder():
@@ -107,3 +158,23 @@ def test_fuzz_regressions_are_clean_errors(text, pipeline):
 def test_compress_regressions():
     assert run_compress(torch.zeros(0, 16, dtype=torch.float16)) == "clean error"
     assert run_compress(torch.ones(4, 4, dtype=torch.int8)) == "clean error"
+
+
+def test_quantized_compress_regressions():
+    """Range edges a reliability trial found: +-inf, NaN, and tiny values quantized to scale 0."""
+    fp16_max = torch.tensor([[65504.0, 0.0, -65504.0, 0.0] * 32], dtype=torch.float16)
+    assert run_compress_quant(fp16_max, "w8g128") == "accepted"
+    bf16_big = torch.tensor([[3e38, 0.0, -3e38, 0.0] * 32], dtype=torch.bfloat16)
+    assert run_compress_quant(bf16_big, "w4g128z") == "accepted"
+    tiny = torch.tensor([[0.0, 0.0, -3e-7, 2.4e-7] * 4], dtype=torch.float16)
+    assert run_compress_quant(tiny, "w8c") == "accepted"
+
+
+def test_torch_regressions():
+    """A Linear shared by two places was replaced under its first name only; a bare Linear
+    model was set as a child named ''; an fp16 meta loaded silently."""
+    shared = {"layers": [(32, 32, True)], "tree": ("seq", [0, "relu", 0]), "seed": 0,
+              "dtype": torch.float16, "quant": None, "corrupt": (1, "dtype")}
+    assert run_torch(shared) == "clean error"
+    bare = {**shared, "tree": 0, "corrupt": None, "quant": "w4g16"}
+    assert run_torch(bare) == "accepted"

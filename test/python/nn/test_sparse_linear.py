@@ -4,6 +4,7 @@ interpreter and on the GPU (CUDA graphs)."""
 
 from __future__ import annotations
 
+import copy
 import io
 
 import pytest
@@ -135,6 +136,163 @@ def test_safetensors_round_trip(tmp_path):
         _close(fresh(x), model(x))
     saved = safetensors_torch.load_file(str(path))
     assert saved["0.meta"].dtype == torch.int16 and tuple(saved["0.values"].shape) == (96, 32)
+
+
+# ---- checkpoints whose arrays are not the layer's ----------------------------------------------
+
+
+def _layer(kind: str) -> SparseLinear:
+    torch.manual_seed(3)
+    linear = nn.Linear(64, 24).half()
+    if kind == "int8":
+        return SparseLinear.from_linear(linear, weight_dtype=torch.int8)
+    if kind == "w4g32z":
+        return SparseLinear.from_linear(linear, quant="w4g32z")
+    return SparseLinear.from_linear(linear)
+
+
+@pytest.mark.parametrize(("kind", "key", "change", "message"), [
+    ("fp16", "meta", torch.float16, r"dtype mismatch for 'meta': the checkpoint holds torch.float16 of shape "
+                                    r"\(2, 64\), this layer expects torch.int16 of shape \(2, 64\)"),
+    ("fp16", "meta", torch.int32, r"dtype mismatch for 'meta'.*torch.int32.*expects torch.int16"),
+    ("fp16", "meta", (1, 64), r"size mismatch for 'meta'.*shape \(1, 64\).*expects torch.int16 of shape \(2, 64\)"),
+    ("fp16", "values", (24, 16), r"size mismatch for 'values'.*\(24, 16\).*\(24, 32\)"),
+    ("fp16", "values", torch.bfloat16, r"checkpoint's values are torch.bfloat16"),
+    ("int8", "meta", torch.float16, r"dtype mismatch for 'meta'"),
+    ("int8", "weight_scale", torch.float16, r"dtype mismatch for 'weight_scale'.*expects torch.float32"),
+    ("int8", "weight_scale", (12,), r"size mismatch for 'weight_scale'"),
+    ("w4g32z", "meta", torch.float16, r"dtype mismatch for 'meta'"),
+    ("w4g32z", "zeros", torch.float32, r"dtype mismatch for 'zeros'.*torch.float32.*expects torch.float16"),
+    ("w4g32z", "values", torch.uint8, r"dtype mismatch for 'values'.*torch.uint8.*expects torch.int8"),
+    ("w4g32z", "scales", (24, 4), r"NV24.w4g16z weights .*this layer stores NV24.w4g32z"),
+])
+def test_a_checkpoint_array_of_another_dtype_or_shape_is_refused(kind, key, change, message):
+    """An fp16 `meta` used to load (cast to int16: another weight) and give wrong outputs."""
+    layer, source = _layer(kind), _layer(kind)
+    before = {k: v.clone() for k, v in layer.state_dict().items()}
+    checkpoint = dict(source.state_dict())
+    t = checkpoint[key]
+    checkpoint[key] = t.to(change) if isinstance(change, torch.dtype) else torch.zeros(change, dtype=t.dtype)
+    with pytest.raises(RuntimeError, match=message):
+        layer.load_state_dict(checkpoint)
+    for k, v in layer.state_dict().items():  # nothing of the layer was overwritten
+        assert torch.equal(v, before[k]), k
+
+
+def test_the_custom_op_refuses_an_fp16_meta():
+    layer = _layer("fp16")
+    x = torch.randn(3, 64, dtype=torch.float16)
+    with pytest.raises(TypeError, match="meta must be torch.int16, got torch.float16"):
+        torch.ops.sparsecc.sparse_linear(x, layer.values, layer.meta.half(), 64, layer.bias, "none")
+
+
+def test_the_checkpoint_check_names_the_full_key_in_a_model():
+    model = sparsify_(_model(torch.float16))
+    checkpoint = dict(model.state_dict())
+    checkpoint["2.meta"] = checkpoint["2.meta"].half()
+    with pytest.raises(RuntimeError, match=r"SparseLinear 2\.: dtype mismatch for '2\.meta'"):
+        sparsify_(_model(torch.float16, seed=1)).load_state_dict(checkpoint)
+
+
+def test_a_safetensors_file_with_an_fp16_meta_is_refused(tmp_path):
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    model = sparsify_(_model(torch.float16))
+    tensors = {k: v.contiguous() for k, v in model.state_dict().items()}
+    tensors["0.meta"] = tensors["0.meta"].half()
+    path = tmp_path / "bad-meta.safetensors"
+    safetensors_torch.save_file(tensors, str(path))
+    with pytest.raises(RuntimeError, match=r"dtype mismatch for '0\.meta': the checkpoint holds torch.float16"):
+        safetensors_torch.load_model(sparsify_(_model(torch.float16, seed=1)), str(path))
+    tensors["0.meta"] = tensors["0.meta"].to(torch.int16)[:, :32].contiguous()
+    safetensors_torch.save_file(tensors, str(path))
+    with pytest.raises(RuntimeError, match=r"size mismatch for '0\.meta'"):
+        safetensors_torch.load_model(sparsify_(_model(torch.float16, seed=1)), str(path))
+
+
+# ---- sparsify_ on odd models ------------------------------------------------------------------------
+
+
+def _dense_pruned(model: nn.Module) -> nn.Module:
+    """A deep copy of `model` (sharing kept) with every fitting Linear's weight pruned to 2:4."""
+    dense = copy.deepcopy(model)
+    for m in dense.modules():
+        if isinstance(m, nn.Linear) and m.in_features % 16 == 0 and m.weight.dtype in (torch.float16, torch.bfloat16):
+            m.weight.data = sparsecc.prune_2to4(m.weight.data)
+    return dense
+
+
+def test_sparsify_replaces_a_shared_module_under_every_name():
+    """Sequential(lin, ReLU(), lin) used to become [SparseLinear, ReLU, Linear]."""
+    torch.manual_seed(0)
+    lin = nn.Linear(32, 32).half()
+    model = nn.Sequential(lin, nn.ReLU(), lin)
+    reference = _dense_pruned(model)
+    sparsify_(model)
+    assert [type(m).__name__ for m in model] == ["SparseLinear", "ReLU", "SparseLinear"]
+    assert model[0] is model[2]  # still one layer: the weight stays shared
+    x = torch.randn(5, 32, dtype=torch.float16)
+    with torch.no_grad():
+        _close(model(x), reference(x))
+    fresh = nn.Sequential(*(nn.Linear(32, 32).half() for _ in range(1)))
+    fresh = sparsify_(nn.Sequential(fresh[0], nn.ReLU(), fresh[0]))
+    fresh.load_state_dict(model.state_dict())  # both names' keys land in the one layer
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(x), model(x))
+
+
+class _Odd(nn.Module):
+    """Nested containers, a shared block, a bias-free Linear, and shapes sparsify_ must skip."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        block = nn.Sequential(nn.Linear(48, 48, bias=False), nn.SiLU())
+        self.heads = nn.ModuleDict({"a": nn.Linear(48, 7), "b": nn.Linear(48, 48)})
+        self.stack = nn.ModuleList([block, nn.Sequential(nn.Linear(48, 48)), block])
+        self.ragged = nn.Linear(40, 48)  # in_features not a multiple of 16: stays dense
+        self.proj = nn.Linear(48, 40)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.stack:
+            x = layer(x)
+        x = self.ragged(self.proj(x)) + self.heads["b"](x)
+        return self.heads["a"](x)
+
+
+@pytest.mark.parametrize("quant", [None, "w8g16z"])
+def test_sparsify_nested_containers_matches_the_dense_pruned_model(quant):
+    torch.manual_seed(1)
+    model = _Odd().half()
+    x = torch.randn(2, 3, 48, dtype=torch.float16)
+    sparse = sparsify_(copy.deepcopy(model), quant=quant)
+    assert sparse.stack[0] is sparse.stack[2] and isinstance(sparse.stack[0][0], SparseLinear)
+    assert sparse.stack[0][0].bias is None and isinstance(sparse.heads["a"], SparseLinear)
+    assert isinstance(sparse.stack[1][0], SparseLinear) and isinstance(sparse.proj, SparseLinear)
+    assert type(sparse.ragged) is nn.Linear
+    reference = _dense_pruned(model)
+    if quant is not None:  # the reference multiplies by the dequantized weights
+        for name, m in reference.named_modules():
+            if isinstance(m, nn.Linear) and isinstance(sparse.get_submodule(name), SparseLinear):
+                m.weight.data = sparse.get_submodule(name).weight().to_dense()
+    with torch.no_grad():
+        _close(sparse(x), reference(x))
+
+
+def test_sparsify_a_bare_linear_returns_the_sparse_layer():
+    lin = nn.Linear(32, 16).half()
+    sparse = sparsify_(lin)
+    assert isinstance(sparse, SparseLinear)
+    x = torch.randn(3, 32, dtype=torch.float16)
+    with torch.no_grad():
+        _close(sparse(x), _dense_pruned(lin)(x))
+
+
+def test_filter_fn_sees_every_name_of_a_shared_module():
+    lin = nn.Linear(32, 32).half()
+    seen = []
+    model = sparsify_(nn.Sequential(lin, nn.ReLU(), lin), filter_fn=lambda m, name: seen.append(name) or name == "2")
+    assert seen == ["0", "2"] and model[0] is model[2] and isinstance(model[0], SparseLinear)
+    kept = sparsify_(nn.Sequential(lin, nn.ReLU(), lin), filter_fn=lambda m, name: False)
+    assert kept[0] is lin and kept[2] is lin
 
 
 def _mm_module():

@@ -82,7 +82,8 @@ def _pipelined_ttgir(target: str, warps: int, tile: tuple[int, int, int], stages
     return Parser(make_context(), ck.asm["ttgir"]).parse_module()
 
 
-@pytest.mark.parametrize("target,warps,tile", [("sm_90a", 8, (256, 128, 128)), ("sm_80", 4, (128, 128, 64))],
+# (the 256x128x128 tile's 4 stages would need 272 KiB of shared memory, more than sm_90a has)
+@pytest.mark.parametrize("target,warps,tile", [("sm_90a", 8, (128, 128, 128)), ("sm_80", 4, (128, 128, 64))],
                          ids=["tma-mbarriers", "cp.async-barriers"])
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_prefetch_pointers_advance_by_the_offsets_of_their_iteration(target, warps, tile, stages):

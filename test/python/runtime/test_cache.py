@@ -329,3 +329,103 @@ def test_forged_entries_with_a_valid_checksum_are_discarded(tmp_path, monkeypatc
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(_forge(key, index.replace(b'"K"', f'"{key}"'.encode())))
     assert cache.get(key) is None and not path.exists()
+
+
+# ---- forged entries of a real kernel (issue 28) ------------------------------------------------
+
+_ADD = """
+import sparsecc
+import sparsecc.language as tl
+
+
+@sparsecc.jit
+def add(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    tl.store(Y + offs, tl.load(X + offs, mask=mask) + 1.0, mask=mask)
+"""
+
+
+@pytest.fixture
+def fake_ptxas(monkeypatch):
+    """ptxas stand-in (the cache stores only whole compiles, cubin included)."""
+    from sparsecc.codegen import ptxas
+
+    def assemble(ptx: str, arch: str, **_: object) -> ptxas.CompiledCubin:
+        return ptxas.CompiledCubin(data=b"\x7fELF" + ptx[-64:].encode(), arch=arch,
+                                   resources={"add": ptxas.KernelResources(registers=30)})
+
+    monkeypatch.setattr(ptxas, "assemble", assemble)
+
+
+def _set(path: str, value):
+    """A forgery: set metadata field `path` ('a.b' for nested) to `value` (None: delete it)."""
+    def apply(meta: dict) -> None:
+        *outer, last = path.split(".")
+        d = meta
+        for k in outer:
+            d = d[k]
+        if value is None:
+            del d[last]
+        else:
+            d[last] = value
+    return apply
+
+
+K = cache.KERNEL_INFO
+
+
+@pytest.mark.parametrize("forge", [
+    _set(f"{K}.flat_signature", 5),  # was: TypeError on every later compile
+    _set(f"{K}.flat_signature", [1, 2, 3]),
+    _set(f"{K}.flat_signature", ["*fp32"]),
+    _set(f"{K}.flat_signature", ["*fp16", "*fp32", "i32"]),
+    _set(f"{K}.flat_arg_names", ["Y", "X", "N"]),
+    _set(f"{K}.flat_arg_names", "XYN"),
+    _set(f"{K}.contiguous", [0, 7]),
+    _set(f"{K}.aligned", [True]),
+    _set(f"{K}.aligned", None),
+    _set(f"{K}.extra", 1),
+    _set(K, "not a dict"),
+    _set("params", [[1, 2]]),
+    _set("ptxas", {"add": {"registers": "many"}}),
+    _set("ptxas", {"add": {"bogus_field": 1}}),
+    _set("tensor_maps", [{"arg": 0}]),
+    _set("tensor_maps", [{"arg": 0, "dtype": "fp16", "dims": [["arg", "x"]], "strides": [], "box": [8, 8],
+                          "swizzle": 0, "esize": 2}]),
+    _set("threads", -1),
+    _set("name", 3),
+], ids=["flat-sig-int", "flat-sig-ints", "flat-sig-short", "flat-sig-other-kind", "flat-names-swapped", "flat-names-str",
+        "contiguous-out-of-range", "aligned-bool", "aligned-missing", "extra-field", "info-str", "params",
+        "ptxas-type", "ptxas-field", "tensor-map-short", "tensor-map-expr", "threads-negative", "name-int"])
+def test_forged_kernel_entry_is_recompiled(tmp_path, fake_ptxas, forge):
+    import copy
+
+    import sparsecc
+
+    kernel = _load(tmp_path / "src" / "kadd.py", _ADD).add
+    sig, consts = {"X": "*fp32", "Y": "*fp32", "N": "i32"}, {"BLOCK": 128}
+    good = sparsecc.compile(kernel, signature=sig, constexprs=consts, target="sm_90")
+    (f,) = list((tmp_path / "cache").rglob("*" + cache.SUFFIX))
+    stored = cache.get(f.stem)
+    assert stored is not None and sparsecc.compile(kernel, signature=sig, constexprs=consts,
+                                                   target="sm_90").cache_hit
+    meta = copy.deepcopy(stored.metadata)
+    forge(meta)
+    assert cache.put(f.stem, cache.CacheEntry(asm=stored.asm, metadata=meta))  # a valid checksum
+    again = sparsecc.compile(kernel, signature=sig, constexprs=consts, target="sm_90")
+    assert not again.cache_hit and again.flat_signature == good.flat_signature == ["*fp32", "*fp32", "i32"]
+    assert again.flat_arg_names == ["X", "Y", "N"] and again.asm["ptx"] == good.asm["ptx"]
+    hit = sparsecc.compile(kernel, signature=sig, constexprs=consts, target="sm_90")
+    assert hit.cache_hit and hit.flat_signature == good.flat_signature and hit.contiguous == good.contiguous
+
+
+def test_hinted_signature_entry_is_reused(tmp_path, fake_ptxas):
+    """The kinds check compares without hints: an `i32:16` parameter's entry still hits."""
+    import sparsecc
+
+    kernel = _load(tmp_path / "src" / "kadd.py", _ADD).add
+    sig, consts = {"X": "*fp32", "Y": "*fp32", "N": "i32:16"}, {"BLOCK": 128}
+    first = sparsecc.compile(kernel, signature=sig, constexprs=consts, target="sm_90")
+    again = sparsecc.compile(kernel, signature=sig, constexprs=consts, target="sm_90")
+    assert not first.cache_hit and again.cache_hit and again.flat_signature == first.flat_signature

@@ -253,6 +253,8 @@ def test_sparse_tensor_constructor_validation() -> None:
         SparseTensor(torch.zeros(17, 16, dtype=torch.float16), s.meta, (17, 32))
     with pytest.raises(TypeError, match="meta must be torch.int16"):
         SparseTensor(s.values, s.meta.int(), (16, 32))
+    with pytest.raises(TypeError, match="meta must be torch.int16, got torch.float16"):
+        SparseTensor(s.values, s.meta.half(), (16, 32))  # an fp16 meta is never cast
     with pytest.raises(TypeError, match="unsupported values dtype torch.float32"):
         SparseTensor(s.values.float(), s.meta, (16, 32))
     with pytest.raises(ValueError, match="unsupported encoding 'CSR'"):

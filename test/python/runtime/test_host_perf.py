@@ -282,7 +282,7 @@ def test_fast_path_sees_sparsecc_interpret_and_errors_still_name_the_argument(fa
     assert len(launches) == 2 and len(slow) == 1
     with pytest.raises(TypeError, match="argument 'alpha' of type str cannot be passed"):
         scale[(1,)](x, y, 64, "0.5", BLOCK=32)
-    with pytest.raises(ValueError, match="grid dimensions must be non-negative"):
+    with pytest.raises(ValueError, match=r"scale\[grid\]: grid extent x must be non-negative, got -1"):
         scale[(-1,)](x, y, 64, 0.5, BLOCK=32)
 
 
@@ -353,3 +353,14 @@ def test_launcher_fast_launcher_uses_the_drivers_raw_launch(monkeypatch):
     del Kernel.raw_launcher
     launcher.fast_launcher(compiled(), 2)(1, 2, 3, [True, 1])
     assert calls[-1] == ("launch", (1, 2, 3), (64, 1, 1), 1024, [1, 1.0], 77)
+    # CUDA's grid limits, the interpreter's own check (sparsecc.runtime.grid), before the driver
+    before = list(calls)
+    with pytest.raises(ValueError, match=r"k: grid extent y = 65536 exceeds CUDA's limit of 65535"):
+        launcher.launch(compiled(), (1, 65536, 1), [5, 2.0], 2)
+    with pytest.raises(ValueError, match=r"k: grid extent x = 2147483648 exceeds CUDA's limit of 2147483647"):
+        launcher.fast_launcher(compiled(), 2)(2**31, 1, 1, [5, 2.0])
+    with pytest.raises(TypeError, match=r"k: grid extent z must be an int, got float 2.0"):
+        launcher.launch(compiled(), (1, 1, 2.0), [5, 2.0], 2)
+    assert calls == before
+    launcher.launch(compiled(), (2**31 - 1, 65535, 65535), [5, 2.0], 2)  # the limits themselves pass
+    assert calls[-1][1] == (2**31 - 1, 65535, 65535)

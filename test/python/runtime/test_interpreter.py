@@ -542,3 +542,84 @@ def test_torch_thread_count_is_restored() -> None:
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+# --------------------------------------------------------------------------------------
+# Bounds follow the tensor passed (a view), loads copy, grids within CUDA's limits
+# --------------------------------------------------------------------------------------
+
+
+@sparsecc.jit
+def strided_copy_kernel(X, Z, stride_x, R: tl.constexpr, C: tl.constexpr):
+    rows = tl.arange(0, R)[:, None]
+    cols = tl.arange(0, C)[None, :]
+    tl.store(Z + rows * C + cols, tl.load(X + rows * stride_x + cols) * 2.0)
+
+
+def test_unmasked_store_past_a_view_is_refused_and_its_base_kept(interpret: None) -> None:
+    """A view base[:16] (or base[4:20]) ends where the view ends: 32 elements written through it
+    would corrupt base[16:] on the GPU, so the interpreter refuses before writing anything."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(32, generator=g)
+    for lo in (0, 4):
+        base = torch.full((40,), -3.0)
+        with pytest.raises(InterpreterError, match=r"out-of-bounds store.*parameter 'Z' \(16 elements"):
+            unmasked_kernel[(1,)](x, base[lo:lo + 16], BLOCK=32)
+        assert (base == -3.0).all()  # nothing written, inside the view or past it
+    z = torch.full((16,), float("nan"))
+    with pytest.raises(InterpreterError, match=r"out-of-bounds load.*parameter 'X' \(16 elements"):
+        unmasked_kernel[(1,)](x[4:20], torch.zeros(40)[:32], BLOCK=32)
+    unmasked_kernel[(1,)](x[4:20], z, BLOCK=16)  # in bounds: reads the view's own elements
+    assert torch.equal(z, x[4:20])
+
+
+def test_strided_views_are_bounded_by_their_own_elements(interpret: None) -> None:
+    """A column slice x[:, :8] of an 8 x 12 matrix: its rows through stride 12 are its elements;
+    reading 12 columns through it reads elements it skips (another tensor's, on the GPU)."""
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(8, 12, generator=g)
+    z = torch.full((8, 8), float("nan"))
+    strided_copy_kernel[(1,)](x[:, :8], z, 12, R=8, C=8)
+    assert torch.equal(z, x[:, :8] * 2)
+    wide = torch.full((8, 16), float("nan"))
+    with pytest.raises(InterpreterError, match=r"out-of-bounds load.*element offset 8 .*not an element of "
+                                               r"parameter 'X', a strided view"):
+        strided_copy_kernel[(1,)](x[:, :8], wide, 12, R=8, C=16)
+    b = torch.randn(8, 8, generator=g)  # a transposed view fills its span: all 64 elements are its own
+    flat = torch.full((64,), float("nan"))
+    unmasked_kernel[(1,)](b.t(), flat, BLOCK=64)
+    assert torch.equal(flat, b.flatten())
+
+
+@sparsecc.jit
+def load_then_overwrite_kernel(X, Z):
+    v = tl.load(X)
+    tl.store(X, v * 10.0)
+    tl.store(Z, v + 1.0)
+
+
+def test_scalar_load_is_a_copy_not_a_view_of_memory(interpret: None) -> None:
+    """`v = tl.load(X)` then a store to X: v keeps the value loaded (was: a view, so v changed)."""
+    x = torch.tensor([1.25, 7.0])
+    z = torch.full((1,), float("nan"))
+    load_then_overwrite_kernel[(1,)](x, z)
+    assert z.item() == 2.25 and x.tolist() == [12.5, 7.0]
+
+
+def test_grids_past_cuda_limits_are_refused_before_running(interpret: None) -> None:
+    z = torch.full((15,), -1, dtype=torch.int32)
+    for grid, axis in [((1, 2**20), "y"), ((1, 1, 65536), "z"), ((2**31,), "x")]:
+        with pytest.raises(ValueError, match=rf"grid_kernel\[grid\]: grid extent {axis} = \d+ exceeds CUDA's limit"):
+            grid_kernel[grid](z, W=5)
+    module = _parse(INT_OPS)
+    with pytest.raises(ValueError, match=r"ops: grid extent y = 65536 exceeds CUDA's limit of 65535"):
+        interpreter.run(module, "ops", (1, 65536, 1), [z, 1, 1])
+    for bad in [(1.9,), (True,), (2, 1.0)]:
+        with pytest.raises(TypeError, match=r"grid extent [xy] must be an int, got (float|bool)"):
+            grid_kernel[bad](z, W=5)
+    with pytest.raises(ValueError, match=r"grid extent x must be non-negative, got -1"):
+        grid_kernel[(-1,)](z, W=5)
+    assert (z == -1).all()
+    grid_kernel[(5, 3)](z, W=5)  # and a good grid still runs (and an empty one does nothing)
+    grid_kernel[(0, 3)](torch.empty(0, dtype=torch.int32), W=5)
+    assert z.tolist() == [x * 1000 + y * 10 + 5 * 100000 + 3 * 10000000 for y in range(3) for x in range(5)]

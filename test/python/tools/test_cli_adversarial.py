@@ -169,6 +169,76 @@ def test_read_only_output_is_not_replaced(tmp_path):
     assert proc.returncode == 1 and b"is a directory" in proc.stderr
 
 
+def test_output_the_user_may_not_write_is_not_replaced(tmp_path, monkeypatch, capsys):
+    """A file with write bits that this user may not write (another user's 0644 in a world-
+    writable folder) is not replaced: the rename would need only the folder's permission. As
+    root os.access allows everything, so the refusal is simulated here (and real below)."""
+    src = tmp_path / "in.mlir"
+    src.write_text(GOOD)
+    target = tmp_path / "theirs.mlir"
+    target.write_text("keep\n")
+    os.chmod(target, 0o644)
+    refused = {str(target)}
+    real_access = os.access
+
+    def access(path, mode, **kwargs):
+        if str(path) in refused and mode & os.W_OK:
+            return False
+        return real_access(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    assert sparsecc_opt._why_not_writable(str(target), target.stat()) == (
+        "permission denied (this user may not write the file)")
+    assert sparsecc_opt.main([str(src), "-o", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write output '{target}': permission denied" in err and "Traceback" not in err
+    assert target.read_text() == "keep\n" and sorted(p.name for p in tmp_path.iterdir()) == ["in.mlir", "theirs.mlir"]
+    refused.clear()  # the same file, writable: replaced
+    assert sparsecc_opt._why_not_writable(str(target), target.stat()) is None
+    assert sparsecc_opt.main([str(src), "-o", str(target)]) == 0 and target.read_text() == GOOD
+
+
+def _as_nobody(argv: list[str]) -> int:
+    """Exit code of `sparsecc-opt argv` in a forked child that dropped root for user nobody
+    (the tool ran once as root before, so nothing is imported from root-only folders)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            code = sparsecc_opt.main(argv)
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="needs root, to make a root-owned file and run the tool as another user")
+def test_root_owned_output_in_a_shared_folder_is_not_replaced_for_a_user():
+    import shutil
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="sparsecc-shared-", dir="/tmp"))  # pytest's tmp is root-only
+    try:
+        os.chmod(shared, 0o777)  # world-writable, no sticky bit: anyone may rename over anything
+        src = shared / "in.mlir"
+        src.write_text(GOOD)
+        os.chmod(src, 0o644)
+        target = shared / "root.mlir"
+        target.write_text("keep\n")
+        os.chmod(target, 0o644)
+        assert sparsecc_opt.main([str(src), "-o", str(shared / "warm.mlir")]) == 0
+        assert _as_nobody([str(src), "-o", str(shared / "mine.mlir")]) == 0  # the user can run the tool
+        assert (shared / "mine.mlir").stat().st_uid == 65534
+        assert _as_nobody([str(src), "-o", str(target)]) == 1
+        assert target.read_text() == "keep\n" and target.stat().st_uid == 0
+        assert not list(shared.glob(".sparsecc-opt-*"))
+    finally:
+        shutil.rmtree(shared)
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_full_stdout_is_an_error_not_a_traceback(tmp_path):
     src = tmp_path / "in.mlir"

@@ -1,0 +1,35 @@
+"""Handler of `ttg.convert_layout`: a round trip through a shared scratch buffer (stored
+row-major, or with the ldmatrix swizzle when the result is an mma A operand)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.swizzle import mma_swizzle_params
+from sparsecc.codegen.handlers.shared import read_shared
+from sparsecc.codegen.handlers.table import handles
+from sparsecc.codegen.lower_base import Smem
+from sparsecc.codegen.lower_mem import store_shared
+from sparsecc.dialects import ttg as ttgd
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.lower_state import LoweringState
+
+
+@handles(ttgd.ConvertLayoutOp)
+def _convert_layout(L: LoweringState, op: ttgd.ConvertLayoutOp) -> None:
+    src = L.regs(op.src)
+    st = op.src.type
+    shape = st.get_shape()
+    order = tuple(range(len(shape) - 1, -1, -1))  # row-major
+    enc = ttgd.SharedEncodingAttr(1, 1, 1, order)
+    dst = op.result.type.encoding
+    if (isinstance(dst, ttgd.DotOperandEncodingAttr) and dst.op_idx == 0 and len(shape) == 2
+            and dst.meta in (-1, 0)):
+        # an A fragment is read back by ldmatrix, 8 rows at a time: swizzle the rows apart
+        enc = ttgd.SharedEncodingAttr(*mma_swizzle_params(shape[1], esize(st.element_type)), order)
+    mem_ty = ttgd.MemDescType(shape, st.element_type, enc, True)
+    sm = Smem(L.scratch(op), mem_ty)
+    store_shared(L, sm, src)
+    L.set(op.result, read_shared(L, sm, op.result.type))

@@ -1,0 +1,164 @@
+"""The state of one ttgir -> `ptx` lowering, small and explicit.
+
+`LoweringState` is what every op handler (sparsecc/codegen/handlers/) receives: the lowered
+values, the emitter, the registers read once at the top of the kernel (`Preamble`), the
+immutable per-kernel facts (`KernelConfig`), and a few small bookkeeping objects with one job
+each (`Barriers`: when a `bar.sync` is due; `WgmmaGroups`: which wgmma groups may still be in
+flight; `ZeroRestart`: the restarted sums of persistent kernels; `LoweringCaches`: address
+arithmetic shared between ops). A handler reads its operands with `get` and records its
+results with `set`.
+
+Barriers: a `bar.sync` is emitted lazily, before the first shared read after a shared write
+(RAW) and before the first shared write after a shared read (WAR); loop bodies start
+conservatively (both pending); `scf.if` conditions are assumed uniform (they are: the passes
+only branch on scalars). `ttg.async_wait` is `cp.async.wait_group n` + `bar.sync`; async copies
+count as writes only for WAR (their data is read only after an async_wait, which barriers).
+tritongpu-sink-local-loads runs first, so one K step's shared stores all come before its reads
+(one barrier each way per iteration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, Operation, SSAValue
+
+from sparsecc.analysis.kloops import reads_wgmma_result
+from sparsecc.analysis.layouts import DistLayout, LayoutError
+from sparsecc.codegen.handlers.table import handler_for
+from sparsecc.codegen.lower_async import skipped
+from sparsecc.codegen.lower_base import Emitter, LoweringError, Regs, where
+from sparsecc.codegen.lowering_parts import (
+    Barriers,
+    KernelConfig,
+    LoweringCaches,
+    Preamble,
+    WgmmaGroups,
+    ZeroRestart,
+)
+from sparsecc.dialects import ptx
+from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
+
+
+@dataclass
+class LoweringState:
+    """The lowering in progress, as handlers see it (see the module docstring)."""
+
+    cfg: KernelConfig
+    kernel: ptx.KernelOp
+    em: Emitter
+    ids: Preamble
+    values: dict[SSAValue, object] = field(default_factory=dict)
+    barriers: Barriers = field(default_factory=Barriers)
+    groups: WgmmaGroups = field(default_factory=WgmmaGroups)
+    restart: ZeroRestart = field(default_factory=ZeroRestart)
+    caches: LoweringCaches = field(default_factory=LoweringCaches)
+    mode: str = ""
+    """"producer" / "consumer" while lowering one side of a warp-specialized kernel."""
+
+    # ---------------------------------------------------------------- values
+    def get(self, v: SSAValue) -> object:
+        try:
+            return self.values[v]
+        except KeyError:
+            raise LoweringError(f"value {v.name_hint or v} used before it was lowered") from None
+
+    def set(self, v: SSAValue, lowered: object) -> None:
+        self.values[v] = lowered
+
+    def regs(self, v: SSAValue) -> Regs:
+        x = self.get(v)
+        if not isinstance(x, Regs):
+            raise LoweringError(f"expected a register tensor, got {type(x).__name__}")
+        return x
+
+    def scratch(self, op: Operation) -> SSAValue:
+        """The shared address of `op`'s planned buffer or scratch."""
+        assert self.ids.smem is not None
+        return self.em.add(self.ids.smem, self.cfg.smem_offsets[op])
+
+    # ---------------------------------------------------------------- walking
+    def lower_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Operation) -> None:
+        """Lower `op` by its handler; errors name the op and where it came from."""
+        if self.mode and skipped(self, op):
+            return
+        if self.groups.pending and reads_wgmma_result(op):
+            self.wgmma_drain()  # e.g. a persistent GEMM's epilogue inside the loop
+        try:
+            handler_for(op)(self, op)
+        except (LayoutError, LoweringError) as e:
+            msg = str(e)
+            if not msg.startswith(op.name):
+                msg = f"{op.name}{where(op)}: {msg}"
+            located = LoweringError(msg)
+            located.op = getattr(e, "op", None) or op  # the innermost op: its kernel line
+            raise located from None
+
+    # ---------------------------------------------------------------- barriers
+    def bar(self) -> None:
+        if self.cfg.wgmma:
+            # A barrier tells every warp that this one is done reading shared memory, but a wgmma
+            # group in flight still reads it (B, and A from a descriptor) asynchronously: drain
+            # first, or another warpgroup may overwrite a slot this one's group is reading
+            # (wait_group only waits for the issuing warpgroup's own groups).
+            self.wgmma_drain()
+            # shared stores and cp.async writes are generic-proxy writes; wgmma reads through
+            # the async proxy: every writing thread fences before the barrier that publishes them
+            self.em.op(FenceProxyAsyncOp())
+        # after a warp-specialized split only the compute warps meet here
+        self.em.op(ptx.BarSyncOp(1, 32 * self.cfg.num_warps) if self.mode == "consumer" else ptx.BarSyncOp(0))
+        self.barriers.synced()
+
+    def wgmma_drain(self, keep: int = 0) -> None:
+        """`wgmma.wait_group keep` if a wgmma group may still be in flight: before shared memory
+        it reads is overwritten and before its registers are reused or read by anything but a
+        wgmma. `keep = 1` lets the group committed last go on (fragment reloads in an unrolled
+        loop: that group reads the other copy's registers)."""
+        g = self.groups
+        done = any(block is self.em.block and k <= keep for block, k in g.drained)
+        if g.pending and not done and self.mode != "producer":
+            self.em.op(WgmmaWaitGroupOp(keep))
+            g.drained.append((self.em.block, keep))
+            if self.em.block is self.kernel.body.block:
+                g.pending = False
+
+    def before_shared_write(self) -> None:
+        if self.barriers.reads_since_bar:
+            self.bar()
+
+    def after_shared_write(self) -> None:
+        self.barriers.writes_pending = True
+
+    def before_shared_read(self) -> None:
+        if self.barriers.writes_pending:
+            self.bar()
+        self.barriers.reads_since_bar = True
+
+    # ---------------------------------------------------------------- coordinates
+    def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]:
+        """Per register, the element coordinates (i32 SSA values) this thread holds."""
+        key = (dl, id(self.em.block))
+        hit = self.caches.coords.get(key)
+        if hit is not None:
+            return hit
+        em = self.em
+        bases = [em.term_sum(terms, self.ids.lane, self.ids.warp) for terms in dl.base]
+        out = []
+        for off in dl.regs:
+            c = []
+            for d, b in enumerate(bases):
+                v = em.add(b, off[d])
+                if dl.wrap[d]:
+                    v = em.remu(v, dl.shape[d])
+                c.append(v)
+            out.append(tuple(c))
+        self.caches.coords[key] = out
+        return out
+
+
+__all__ = ["Barriers", "KernelConfig", "LoweringCaches", "LoweringState", "Preamble", "WgmmaGroups",
+           "ZeroRestart"]

@@ -1,0 +1,120 @@
+"""The small pieces of a lowering's state, each with one job (`LoweringState` in lower_state.py
+holds one of each): the immutable per-kernel facts (`KernelConfig`), the registers read once at
+the top (`Preamble`), when a `bar.sync` is due (`Barriers`), which wgmma groups may still be in
+flight (`WgmmaGroups`), the restarted sums of persistent kernels (`ZeroRestart`) and address
+arithmetic worth reusing (`LoweringCaches`). Op helpers that must not import the handlers'
+module (lower_dot.py, lower_quant.py) type their context against these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.ir import Operation, SSAValue
+
+from sparsecc.analysis.divisibility import Divisibility
+from sparsecc.dialects import tt
+
+
+@dataclass(frozen=True, eq=False)
+class KernelConfig:
+    """What is decided about the kernel before its first op is lowered; never changes after.
+
+    Example: `KernelConfig(func, "sm_90a", num_warps=4, ...).threads` is 128 (160 with one
+    producer warp)."""
+
+    func: tt.FuncOp
+    target: str
+    num_warps: int
+    cluster: int
+    """CTAs per cluster (`ttg.num-ctas`): 2 when a TMA loop multicasts a tile to a CTA pair."""
+    wgmma: bool
+    """The kernel issues sm_90a warpgroup MMAs (a #ttg.mma version 3 dot)."""
+    a_from_shared: bool
+    """wgmma reads A values through a descriptor (TMA kernels, or CompileOptions.wgmma_a_smem)."""
+    producer_warps: int
+    """Warps after the `num_warps` compute warps that only issue TMA copies (the function's
+    `ttg.producer-warps`, set by tritongpu-warp-specialize)."""
+    tma_thread: int
+    """The thread that issues TMA copies and announces their bytes."""
+    divs: Divisibility
+    smem_offsets: dict[Operation, int]
+    """Op -> byte offset of its shared buffer or scratch in the kernel's one `smem` array."""
+    smem_bytes: int
+    tensor_maps: dict
+    """tt.make_tensor_ptr -> (kernel param index, BoxPlan, TensorMapRecipe) of its TMA copies."""
+
+    @property
+    def threads(self) -> int:
+        return 32 * (self.num_warps + self.producer_warps)
+
+
+@dataclass(frozen=True)
+class Preamble:
+    """Registers read once at the top of the kernel."""
+
+    tid: SSAValue
+    lane: SSAValue
+    warp: SSAValue
+    cta_rank: SSAValue | None
+    """This CTA's rank in its cluster (%cluster_ctarank), when clustered."""
+    smem: SSAValue | None
+    """The (aligned) base address of the dynamic shared array, when the kernel uses one."""
+
+
+@dataclass
+class Barriers:
+    """Whether a `bar.sync` is due before the next shared read (RAW) or write (WAR)."""
+
+    writes_pending: bool = False
+    reads_since_bar: bool = False
+
+    def state(self) -> tuple[bool, bool]:
+        return self.writes_pending, self.reads_since_bar
+
+    def restore(self, state: tuple[bool, bool]) -> None:
+        self.writes_pending, self.reads_since_bar = state
+
+    def conservative(self) -> None:
+        """Both pending: the entry and exit of a loop body, whose other iterations are unseen."""
+        self.writes_pending = self.reads_since_bar = True
+
+    def synced(self) -> None:
+        self.writes_pending = self.reads_since_bar = False
+
+
+@dataclass
+class WgmmaGroups:
+    """Which committed wgmma groups may still be running (so that a `wgmma.wait_group` comes
+    before their registers or shared memory are reused), drained at most once per block."""
+
+    pending: bool = False
+    """A committed wgmma group may still be running (a K-loop dot left it in flight)."""
+    frag_keep: int = 0
+    """Groups that may stay in flight while a dot of this loop reloads its fragment registers."""
+    drained: list = field(default_factory=list)
+    """(block, keep) of blocks that already waited for every group issued so far."""
+
+
+@dataclass
+class ZeroRestart:
+    """`analysis.kloops.zero_restart`: the persistent loops whose sum restarts at a dot."""
+
+    flags: dict = field(default_factory=dict)
+    """dot -> its loop's `fresh` register (1: the sum restarts at this dot)."""
+    ifs: dict = field(default_factory=dict)
+    """epilogue scf.if -> (result index, [its `fresh` value for the next iteration, set when the
+    if is lowered])."""
+
+
+@dataclass
+class LoweringCaches:
+    """Address arithmetic worth reusing within a block."""
+
+    coords: dict = field(default_factory=dict)
+    """(layout, block id) -> per-register element coordinates."""
+    ldsm_refs: dict = field(default_factory=dict)
+    """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
+
+
+__all__ = ["Barriers", "KernelConfig", "LoweringCaches", "Preamble", "WgmmaGroups", "ZeroRestart"]
