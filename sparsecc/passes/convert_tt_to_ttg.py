@@ -47,6 +47,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from sparsecc.defaults import NUM_WARPS
 from sparsecc.dialects import ptx_targets, tt
 from sparsecc.dialects.ttg import (
     SUPPORTED_WARPS,
@@ -228,7 +229,7 @@ class ConvertTTToTTGPass(ModulePass):
 
     name = "convert-tt-to-ttg"
 
-    num_warps: int = 4
+    num_warps: int = NUM_WARPS
     target: str = "sm_90"
     dequant_warps_m: bool = True
     """All warps of a dot whose A is a `tt.dequantize` along M (no warp dequantizes another's
@@ -252,7 +253,6 @@ class ConvertTTToTTGPass(ModulePass):
         for func in op.walk():
             if isinstance(func, tt.FuncOp):
                 self._convert_func(func)
-        op.verify()
 
     # -- grouping -------------------------------------------------------------------
 

@@ -10,3 +10,5 @@
 // CHECK-DAG: {{^}}tritongpu-warp-specialize{{$}}
 // CHECK-DAG: {{^}}convert-ttg-to-ptx{{$}}
 // CHECK-DAG: {{^}}ptx-hoist-loop-invariants{{$}}
+// Passes no compiler stage runs say so beside their name.
+// CHECK-DAG: {{^}}expand-dequantize  (tool pass, in no compiler pipeline: tt.dequantize as plain tensor ops, for a backend without its own dequantize lowering){{$}}
