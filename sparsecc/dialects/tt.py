@@ -732,11 +732,18 @@ PADDING_OPTIONS = {"zero": 1, "nan": 2}
 
 
 def loaded_type(ptr_type: Attribute) -> Attribute:
-    """What `tt.load` of a pointer (tensor) yields: the tile, the scalar, or a tensor of them."""
+    """What `tt.load` of a pointer (tensor) yields: the tile, the scalar, or a tensor of them.
+
+    A tensor of `#tt.sparse` pointers loads a sparse tensor even when the encoding sits only on
+    its pointers (`tensor<16x16x!tt.ptr<f16, #tt.sparse<"NV24">>>`): the data is sparse either
+    way, and decompose-sparse-tensors splits the load by the encoding of its result."""
     if isinstance(ptr_type, PointerType):
         return ptr_type.pointee
     if isinstance(ptr_type, TensorType) and isinstance(ptr_type.element_type, PointerType):
-        return TensorType(ptr_type.element_type.pointee, ptr_type.get_shape(), ptr_type.encoding)
+        encoding = ptr_type.encoding
+        if isinstance(encoding, NoneAttr) and isinstance(ptr_type.element_type.encoding, SparseEncodingAttr):
+            encoding = ptr_type.element_type.encoding
+        return TensorType(ptr_type.element_type.pointee, ptr_type.get_shape(), encoding)
     raise VerifyException(f"expected a pointer or a tensor of pointers, got {_type_str(ptr_type)}")
 
 
