@@ -83,6 +83,12 @@ class ConvertTTGToPTXPass(ModulePass):
                 raise LoweringError("convert-ttg-to-ptx needs a target: a target option or a module with a "
                                     "\"ttg.target\" attribute (run convert-tt-to-ttg first)")
             target = attr.data
+        from sparsecc.compiler import check_target  # (the compiler imports the passes)
+
+        try:
+            check_target(target)
+        except ValueError as e:
+            raise LoweringError(f"convert-ttg-to-ptx: {e}", None if self.target else op) from None
         convert_module(op, target, self.a_from_shared)
 
 

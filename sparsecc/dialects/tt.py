@@ -127,7 +127,13 @@ class SparseEncodingAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
         with parser.in_angle_brackets():
-            fmt = parser.parse_str_literal(" (the sparse format, e.g. \"NV24\")")
+            fmt = parser.parse_optional_str_literal()
+            # xDSL lexes a literal with escaped non-ASCII bytes (how it prints "NV24.w4gé") as
+            # bytes: decode it, so that the verifier names the format rather than the syntax.
+            if fmt is None and (raw := parser.parse_optional_bytes_literal()) is not None:
+                fmt = raw.decode("utf-8", "replace")
+            if fmt is None:
+                parser.raise_error("string literal expected (the sparse format, e.g. \"NV24\")")
         return (StringAttr(fmt),)
 
     def print_parameters(self, printer: Printer) -> None:

@@ -27,6 +27,7 @@ tt.func signatures are unchanged (pointers and scalars have no layout).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -214,8 +215,9 @@ class ConvertError(DiagnosticException):
 
 
 def _arch(target: str) -> int:
-    """The number of an `sm_XY[a]` target (90 for sm_90a)."""
-    return int("".join(ch for ch in target[3:] if ch.isdigit()) or 0)
+    """The number of an `sm_XY[a]` target (90 for sm_90a); ASCII digits only."""
+    m = re.match(r"sm_([0-9]+)", target)
+    return int(m[1]) if m else 0
 
 
 # --------------------------------------------------------------------------------------
@@ -236,6 +238,13 @@ class ConvertTTToTTGPass(ModulePass):
     rows); off: the usual warp grid."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from sparsecc.compiler import check_target  # (the compiler imports the passes)
+
+        try:
+            if check_target(self.target) != self.target:  # "90": the passes compare full names
+                raise ValueError(f"write the target in full: target={check_target(self.target)}")
+        except ValueError as e:
+            raise ConvertError(f"convert-tt-to-ttg: {e}") from None
         if self.num_warps not in SUPPORTED_WARPS:
             raise ConvertError(f"convert-tt-to-ttg: num-warps must be one of {SUPPORTED_WARPS}, got {self.num_warps}")
         for o in op.walk():

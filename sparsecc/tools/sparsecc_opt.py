@@ -372,7 +372,7 @@ def emit_ptx_text(module: ModuleOp) -> str:
 
 # --verify-diagnostics --------------------------------------------------------------
 
-_EXPECTED = re.compile(r"//\s*expected-error\s*(@(?:[+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
+_EXPECTED = re.compile(r"//\s*expected-error\s*(@(?:[+-][0-9]+|above|below))?\s*\{\{(.*?)\}\}")
 
 
 def expected_errors(src: SourceFile) -> list[tuple[int, str]]:
