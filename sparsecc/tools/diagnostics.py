@@ -9,16 +9,20 @@ created) back to a line and column, and `format_error` renders the usual
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import ShapedType
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
+
+from sparsecc.frontend.semantic import MAX_NUMEL
 
 
 @dataclass(frozen=True)
@@ -132,9 +136,23 @@ class LocatingParser(Parser):
     def parse_optional_type(self) -> Attribute | None:
         start = self._current_token.span.start
         try:
-            return super().parse_optional_type()
+            ty = super().parse_optional_type()
         except VerifyException as exc:
             raise self._verify_to_parse_error(exc, start) from None
+        if isinstance(ty, ShapedType):
+            self._check_numel(ty, start)
+        return ty
+
+    def _check_numel(self, ty: ShapedType, start: int) -> None:
+        """Refuse a shape past the frontend's limit where it is written: xDSL materializes a
+        `dense<splat>` of it element by element (tensor<1048576x1048576xf32> ran out of
+        memory), and no kernel tile is that large."""
+        numel = math.prod(d for d in ty.get_shape() if d >= 0)  # (-1: a dynamic size)
+        if numel > MAX_NUMEL:
+            end = max(start + 1, self._current_token.span.start)
+            raise ParseError(Span(start, end, self.lexer.input),
+                             f"a shape of {numel} elements: sparsecc handles at most {MAX_NUMEL} per "
+                             "tensor (Triton's limit: one program's registers and shared memory)")
 
     def parse_type(self) -> Attribute:
         start = self._current_token.span.start
