@@ -28,3 +28,26 @@ builtin.module {
     tt.return
   }
 }
+
+// -----
+
+// xDSL's lexer starts a number at any numeric character and reads it with int(): a lone
+// `٧` was taken for 7, `١٢` gave " in block definition". Both are errors at the digit.
+// CHECK: invalid-non-ascii-digits.mlir:[[# @LINE + 2]]:23: error: non-ASCII digit '٧' (U+0667): numbers are written with the digits 0-9
+builtin.module {
+  %c = arith.constant ٧ : i32
+}
+
+// -----
+
+// CHECK: invalid-non-ascii-digits.mlir:[[# @LINE + 2]]:43: error: non-ASCII digit '١' (U+0661)
+builtin.module {
+  %c = arith.constant dense<1.0> : tensor<١٢xf32>
+}
+
+// -----
+
+// CHECK: invalid-non-ascii-digits.mlir:[[# @LINE + 2]]:46: error: non-ASCII digit '٨' (U+0668)
+builtin.module {
+  %r = tt.make_range {start = 0 : i32, end = ٨ : i32} : tensor<8xi32>
+}
