@@ -32,7 +32,12 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
     func = funcs[0]
     num_warps = module_int(module, "ttg.num-warps", 4)
     lw = Lowerer(func, target, num_warps, cluster=module_int(module, "ttg.num-ctas", 1), a_smem_option=a_from_shared)
-    kernel = lw.build()
+    try:
+        kernel = lw.build()
+    except LoweringError as e:
+        if e.op is None:  # (e.g. a parameter type the kernel cannot take): the function's place
+            e.op = func
+        raise
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
     for i, arg in enumerate(func.body.block.args):
         if arg.name_hint:
@@ -81,7 +86,7 @@ class ConvertTTGToPTXPass(ModulePass):
             attr = op.attributes.get("ttg.target")
             if not isinstance(attr, StringAttr):
                 raise LoweringError("convert-ttg-to-ptx needs a target: a target option or a module with a "
-                                    "\"ttg.target\" attribute (run convert-tt-to-ttg first)")
+                                    "\"ttg.target\" attribute (run convert-tt-to-ttg first)", op)
             target = attr.data
         from sparsecc.compiler import check_target  # (the compiler imports the passes)
 

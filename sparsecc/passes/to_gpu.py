@@ -251,8 +251,8 @@ class ConvertTTToTTGPass(ModulePass):
             for ty in [r.type for r in o.results] + [a.type for a in o.operands]:
                 if tt.is_sparse(ty):
                     raise ConvertError(
-                        f"convert-tt-to-ttg: {o.name} still has a #tt.sparse type; run decompose-sparse-tensors first"
-                    )
+                        f"convert-tt-to-ttg: {o.name} still has a #tt.sparse type; run decompose-sparse-tensors first",
+                        o)
         op.attributes["ttg.num-warps"] = IntegerAttr(self.num_warps, i32)
         op.attributes["ttg.threads-per-warp"] = IntegerAttr(THREADS_PER_WARP, i32)
         op.attributes["ttg.target"] = StringAttr(self.target)
