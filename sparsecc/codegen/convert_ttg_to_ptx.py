@@ -80,6 +80,13 @@ class ConvertTTGToPTXPass(ModulePass):
     target: str = ""
     a_from_shared: bool = False
 
+    def __post_init__(self) -> None:
+        """A bad `target` option is refused with the options (see `apply` for the module's)."""
+        if self.target:
+            from sparsecc.compiler import check_target  # (the compiler imports the passes)
+
+            check_target(self.target)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = self.target
         if not target:
@@ -92,8 +99,8 @@ class ConvertTTGToPTXPass(ModulePass):
 
         try:
             check_target(target)
-        except ValueError as e:
-            raise LoweringError(f"convert-ttg-to-ptx: {e}", None if self.target else op) from None
+        except ValueError as e:  # the module's ttg.target (an option was checked when given)
+            raise LoweringError(f"convert-ttg-to-ptx: {e}", op) from None
         convert_module(op, target, self.a_from_shared)
 
 

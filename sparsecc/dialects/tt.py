@@ -21,7 +21,7 @@ Deviations from upstream Triton, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -231,9 +231,12 @@ def _type_str(ty: Attribute) -> str:
     return out.getvalue()
 
 
-def _require(cond: bool, message: str) -> None:
+def _require(cond: bool, message: str | Callable[[], str]) -> None:
+    """VerifyException(message) unless `cond`; a message that prints types is a callable, built
+    only on failure (printing two types for every load of a large kernel cost a tenth of its
+    verification)."""
     if not cond:
-        raise VerifyException(message)
+        raise VerifyException(message() if callable(message) else message)
 
 
 # --------------------------------------------------------------------------------------
@@ -426,7 +429,7 @@ class SplatOp(IRDLOperation):
         assert isinstance(res, TensorType)
         _require(
             element_type(res) == self.src.type or _strip_enc(element_type(res)) == _strip_enc(self.src.type),
-            f"splat result element type {_type_str(element_type(res))} must match the "
+            lambda: f"splat result element type {_type_str(element_type(res))} must match the "
             f"scalar type {_type_str(self.src.type)}",
         )
 
@@ -815,7 +818,7 @@ class LoadOp(IRDLOperation):
     def verify_(self) -> None:
         _require(
             self.result.type == loaded_type(self.ptr.type),
-            f"load result type {_type_str(self.result.type)} does not match pointer type "
+            lambda: f"load result type {_type_str(self.result.type)} does not match pointer type "
             f"{_type_str(self.ptr.type)}",
         )
         if self.mask is not None:
@@ -904,7 +907,7 @@ class StoreOp(IRDLOperation):
     def verify_(self) -> None:
         _require(
             self.value.type == loaded_type(self.ptr.type),
-            f"stored value type {_type_str(self.value.type)} does not match pointer type "
+            lambda: f"stored value type {_type_str(self.value.type)} does not match pointer type "
             f"{_type_str(self.ptr.type)}",
         )
         if self.mask is not None:
@@ -976,7 +979,7 @@ class AtomicRMWOp(IRDLOperation):
         _require(self.memory_order in self.SEMS, f"tt.atomic_rmw sem must be one of {self.SEMS}, "
                  f"got {self.memory_order!r}")
         _require(self.value.type == loaded_type(self.ptr.type),
-                 f"atomic value type {_type_str(self.value.type)} does not match pointer type "
+                 lambda: f"atomic value type {_type_str(self.value.type)} does not match pointer type "
                  f"{_type_str(self.ptr.type)}")
         if self.mask is not None:
             _require(self.mask.type == _mask_type(self.ptr.type), "atomic mask must be i1 with the pointer's shape")
@@ -1051,7 +1054,7 @@ class DotOp(IRDLOperation):
         meta_ty = fmt.array_element(fmt.metadata, element_type(self.a.type))
         _require(
             shape_of(mt) == (rows, cols) and element_type(mt) == meta_ty,
-            f"sparse dot metadata must be tensor<{rows}x{cols}x{meta_ty}>, got {_type_str(mt)}",
+            lambda: f"sparse dot metadata must be tensor<{rows}x{cols}x{meta_ty}>, got {_type_str(mt)}",
         )
 
     @classmethod
@@ -1145,7 +1148,7 @@ class DequantizeOp(IRDLOperation):
                  "tt.dequantize operands must be 2-D tensors")
         per_byte = 8 // bits
         _require(element_type(self.codes.type) == IntegerType(8),
-                 f"tt.dequantize codes must be i8, got {_type_str(self.codes.type)}")
+                 lambda: f"tt.dequantize codes must be i8, got {_type_str(self.codes.type)}")
         _require(out == (codes[0], codes[1] * per_byte),
                  f"tt.dequantize: {bits}-bit codes {list(codes)} hold {[codes[0], codes[1] * per_byte]} "
                  f"values, not {list(out)}")

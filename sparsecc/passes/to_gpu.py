@@ -237,14 +237,15 @@ class ConvertTTToTTGPass(ModulePass):
     """All warps of a dot whose A is a `tt.dequantize` along M (no warp dequantizes another's
     rows); off: the usual warp grid."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def __post_init__(self) -> None:
+        """A bad `target` option is refused with the options (`sparsecc-opt`: "invalid options
+        for pass"), before it could reach ttg.target: a supported GPU, in ASCII digits."""
         from sparsecc.compiler import check_target  # (the compiler imports the passes)
 
-        try:
-            if check_target(self.target) != self.target:  # "90": the passes compare full names
-                raise ValueError(f"write the target in full: target={check_target(self.target)}")
-        except ValueError as e:
-            raise ConvertError(f"convert-tt-to-ttg: {e}") from None
+        if check_target(self.target) != self.target:  # "90": the passes compare full names
+            raise ValueError(f"write the target in full: target={check_target(self.target)}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_warps not in SUPPORTED_WARPS:
             raise ConvertError(f"convert-tt-to-ttg: num-warps must be one of {SUPPORTED_WARPS}, got {self.num_warps}")
         for o in op.walk():

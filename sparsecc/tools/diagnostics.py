@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ShapedType
-from xdsl.ir import Attribute, Operation, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position, Span
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 from sparsecc.frontend.semantic import MAX_NUMEL
 
@@ -141,6 +141,16 @@ class LocatingParser(Parser):
         finally:
             self._region_depth -= 1
 
+    def _parse_block(self) -> Block:
+        """xDSL reports a token that can start neither an operation nor a block only as " in block
+        definition"; say what was expected and what came."""
+        token = self._current_token
+        if token.kind != MLIRTokenKind.CARET_IDENT:
+            got = f"'{token.text}'" if token.kind != MLIRTokenKind.EOF else "the end of the input"
+            raise ParseError(token.span, f"expected an operation, a block label (^bb0:) or '}}' here, "
+                                         f"got {got}")
+        return super()._parse_block()
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         try:
@@ -205,6 +215,8 @@ class LocatingParser(Parser):
             return exc
         name = exc.msg[len(prefix) : -len(suffix)]
         text = self.lexer.input.content
+        if isinstance(text, str) and text.startswith(name, exc.span.start):
+            return exc  # already at the name (by the op's own parse_operation, not an enclosing one's)
         at = text.find(name, start, exc.span.start + 1) if isinstance(text, str) else -1
         if at < 0:
             return exc

@@ -241,7 +241,8 @@ def _classify(area: str, text: str, pipeline: str) -> tuple[str, str | None]:
         if "internal error" in diag.message:
             return record(area, "crash", f"{diag.message}{where}"), None
         # an error in the -p argument names the argument: it has no place in the input file
-        located = diag.line is not None or diag.message.startswith(("invalid pass pipeline", "unknown pass"))
+        located = diag.line is not None or diag.message.startswith(("invalid pass pipeline", "unknown pass",
+                                                                     "invalid options for pass"))
         clean = located and names_its_problem(diag.message)
         if not clean and os.environ.get("SPARSECC_FUZZ_SHOW_UNLOCATED"):
             sys.stderr.write(f"unlocated or vague: {diag.line}:{diag.column}: {diag.message!r}\n")
@@ -547,17 +548,20 @@ def table() -> str:
 
 
 def main() -> int:
-    """The long run: `python test/python/fuzz_targets.py --examples 2000 [--out FILE]`."""
+    """The long run: `python test/python/fuzz_targets.py --examples 2000 [--out FILE] [-k 'cli or parser']`."""
     import pytest
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--examples", type=int, default=2000, help="cases per area")
     ap.add_argument("--out", type=Path, help="write the outcome table (markdown) here")
+    ap.add_argument("-k", dest="select", help="only the tests pytest -k selects, e.g. 'cli or parser'")
     ns = ap.parse_args()
     os.environ["SPARSECC_FUZZ_EXAMPLES"] = str(ns.examples)
     if ns.out:
         os.environ["SPARSECC_FUZZ_REPORT"] = str(ns.out.resolve())
-    return pytest.main([str(Path(__file__).parent / "fuzz" / "test_fuzz.py"), "-q", "-s", "-p", "no:cacheprovider"])
+    select = ["-k", ns.select] if ns.select else []
+    return pytest.main([str(Path(__file__).parent / "fuzz" / "test_fuzz.py"), "-q", "-s", "-p", "no:cacheprovider",
+                        *select])
 
 
 if __name__ == "__main__":

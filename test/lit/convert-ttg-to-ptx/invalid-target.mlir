@@ -3,7 +3,7 @@
 // The target a ttgir module names (or the option) must be a supported GPU in ASCII digits.
 
 // CHECK: invalid-target.mlir:[[# @LINE + 2]]:1: error: pass 'convert-ttg-to-ptx' failed: convert-ttg-to-ptx: unknown target 'sm_٩٠'
-// OPTION: error: pass 'convert-ttg-to-ptx' failed: convert-ttg-to-ptx: target sm_12 has no sparse tensor cores
+// OPTION: error: invalid options for pass 'convert-ttg-to-ptx': target sm_12 has no sparse tensor cores
 builtin.module attributes {"ttg.num-warps" = 4 : i32, "ttg.threads-per-warp" = 32 : i32, ttg.target = "sm_٩٠"} {
   tt.func public @k(%p: !tt.ptr<f32>) {
     tt.return
