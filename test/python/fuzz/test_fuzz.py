@@ -124,6 +124,32 @@ def test_fuzz_regressions_that_are_accepted_round_trip():
     assert run_cli(roundtrip, "decompose-sparse-tensors") == "accepted"  # was an AssertionError
 
 
+def test_a_run_past_the_deadline_is_a_crash(monkeypatch):
+    """The harness's hang oracle: a pass that does not finish within CLI_TIMEOUT_S fails the run
+    (and the CLI's own `except Exception` around passes does not swallow the timeout)."""
+    import time
+    from dataclasses import dataclass
+
+    import fuzz_targets
+    from xdsl.passes import ModulePass
+
+    from sparsecc import passes
+
+    @dataclass(frozen=True)
+    class Sleep(ModulePass):
+        name = "sleep"
+
+        def apply(self, ctx, op) -> None:
+            time.sleep(30)
+
+    monkeypatch.setitem(passes.PASSES, "sleep", lambda: Sleep)
+    monkeypatch.setattr(fuzz_targets, "CLI_TIMEOUT_S", 0.5)
+    start = time.monotonic()
+    with pytest.raises(fuzz_targets.Crash, match="hang: no result after 0.5 s"):
+        run_cli("builtin.module {\n}\n", "sleep", area="regression")
+    assert time.monotonic() - start < 10
+
+
 def test_compress_regressions():
     assert run_compress(torch.zeros(0, 16, dtype=torch.float16)) == "clean error"
     assert run_compress(torch.ones(4, 4, dtype=torch.int8)) == "clean error"
