@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
@@ -271,16 +272,20 @@ def debug_enabled() -> bool:
     return os.environ.get("SPARSECC_DEBUG", "0").strip().lower() not in ("", "0", "false", "off", "no")
 
 
+_TARGET = re.compile(r"sm_(?P<arch>[0-9]+)a?")
+"""A target name; ASCII digits only (`\\d` and `str.isdigit` take any script's digits)."""
+
+
 def check_target(target: str) -> str:
     """Normalise and validate a target name; mma.sp needs sm_80 or newer."""
     if not isinstance(target, str):
         raise TypeError(f"target must be a string such as 'sm_90a' (or None for the interpreter), "
                         f"got {type(target).__name__} {target!r}")
     t = target if target.startswith("sm_") else f"sm_{target}"
-    digits = "".join(ch for ch in t[3:] if ch.isdigit())
-    if not digits:
+    m = _TARGET.fullmatch(t)
+    if m is None:
         raise ValueError(f"unknown target '{target}': expected e.g. sm_80 or sm_90")
-    if int(digits) < MIN_SPARSE_ARCH:
+    if int(m["arch"]) < MIN_SPARSE_ARCH:
         raise ValueError(
             f"target {t} has no sparse tensor cores: mma.sp needs sm_80 or newer "
             f"(supported: {', '.join(SUPPORTED_TARGETS)})"

@@ -519,6 +519,10 @@ class _Decomposer:
         if isinstance(op.ptr.type, TensorType):
             self.rewrite_pointer_tensor_load(op)
             return
+        if not tt.is_sparse(op.result.type):  # a scalar: one element has no values/metadata split
+            raise _fail(op, f"cannot load one element through a sparse ({_encoding_text(op.ptr.type)}) "
+                            "pointer; load a tile (tl.make_block_ptr, or a tensor of pointers) and "
+                            "use it as operand A of tt.dot")
         ptr = self.split[op.ptr]
         bc = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
         pad = op.padding.value.data if op.padding is not None else None

@@ -407,13 +407,13 @@ def emit_ptx_text(module: ModuleOp, positions: dict | None = None, src: SourceFi
 
 # --verify-diagnostics --------------------------------------------------------------
 
-_EXPECTED = re.compile(r"//\s*expected-error\s*(@(?:[+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
+_EXPECTED = re.compile(r"//\s*expected-error\s*(@(?:[+-][0-9]+|above|below))?\s*\{\{(.*?)\}\}")
 
 
 def expected_errors(src: SourceFile) -> list[tuple[int, str]]:
     """(line, text) of each `// expected-error[@+N|@-N] {{text}}` comment."""
     result = []
-    for lineno, line in enumerate(src.text.split("\n"), start=1):
+    for lineno, line in enumerate(src.text.split("\n"), start=src.first_line):
         for m in _EXPECTED.finditer(line):
             offset = m.group(1)
             target = lineno
@@ -449,14 +449,20 @@ SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
 
 
 def split_chunks(src: SourceFile) -> list[SourceFile]:
-    """The `// -----`-separated chunks of the input. Each chunk is padded with the newlines
-    of the text before it, so its diagnostics keep the line numbers of the whole file."""
-    chunks, start = [], 0
+    """The `// -----`-separated chunks of the input, each knowing the line it starts on, so
+    that its diagnostics keep the line numbers of the whole file (linear in the input: the
+    chunks were once padded with the newlines before them, quadratic in time and memory)."""
+    bounds, start = [], 0
     for m in SPLIT_MARKER.finditer(src.text):
-        chunks.append((start, m.start()))
+        bounds.append((start, m.start()))
         start = m.end()
-    chunks.append((start, len(src.text)))
-    return [SourceFile(src.name, "\n" * src.text.count("\n", 0, a) + src.text[a:b]) for a, b in chunks]
+    bounds.append((start, len(src.text)))
+    chunks, line, counted = [], src.first_line, 0
+    for a, b in bounds:
+        line += src.text.count("\n", counted, a)
+        counted = a
+        chunks.append(SourceFile(src.name, src.text[a:b], first_line=line))
+    return chunks
 
 
 def process(src: SourceFile, args: argparse.Namespace) -> tuple[str | None, int]:
