@@ -5,12 +5,12 @@ if they were `NV24.w4g128` and `sm_90`, into IR that did not parse back or PTX p
 from __future__ import annotations
 
 import pytest
-from sparsecc.passes.to_gpu import _arch
 
 from sparsecc import formats
 from sparsecc.codegen.ptxas import _ptxas_arch
 from sparsecc.compiler import check_target
 from sparsecc.formats import QuantScheme, QuantSchemeError
+from sparsecc.passes.convert_tt_to_ttg import _arch
 from sparsecc.tools.diagnostics import SourceFile
 from sparsecc.tools.sparsecc_opt import expected_errors
 
