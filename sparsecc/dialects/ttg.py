@@ -1094,6 +1094,13 @@ class AsyncWaitOp(IRDLOperation):
 # ----------------------------------------------------------------------------------------------
 # Discardable attributes: what one pass tells a later one (and the lowering) through the IR
 
+SHARED_OFFSET = "ttg.shared_offset"
+"""On an op with a shared buffer or scratch (local_alloc, convert_layout, reduce, reshape,
+dequantize, a broadcast atomic): its byte offset in the kernel's one dynamic shared array, as
+allocate-shared-memory decided it (`ttg.shared_offset = 1024 : i32`)."""
+SHARED_TOTAL = "ttg.shared"
+"""On the module: the shared bytes a block of the kernel needs (allocate-shared-memory; the
+launch attribute's `shared`)."""
 SLOT_SAFE = "ttg.slot_safe"
 """On an async copy: its slot is none that was read since the last CTA barrier, so the
 lowering needs no barrier before it (the reads since then target the next slot)."""
@@ -1387,6 +1394,8 @@ __all__ = [
     "AsyncCommitGroupOp",
     "AsyncWaitOp",
     "LayoutAttr",
+    "SHARED_OFFSET",
+    "SHARED_TOTAL",
     "SLOT_SAFE",
     "SLOT_GUARDED",
     "PRODUCER_WARPS",

@@ -79,6 +79,12 @@ def _warp_specialize() -> type[ModulePass]:
     return WarpSpecializePass
 
 
+def _allocate_shared_memory() -> type[ModulePass]:
+    from sparsecc.passes.allocate_shared_memory import AllocateSharedMemoryPass
+
+    return AllocateSharedMemoryPass
+
+
 def _convert_ttg_to_ptx() -> type[ModulePass]:
     from sparsecc.passes.convert_ttg_to_ptx import ConvertTTGToPTXPass
 
@@ -117,6 +123,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tritongpu-wgmma-unroll": _wgmma_unroll,
     "tritongpu-sink-local-loads": _sink_local_loads,
     "tritongpu-warp-specialize": _warp_specialize,
+    "allocate-shared-memory": _allocate_shared_memory,
     "convert-ttg-to-ptx": _convert_ttg_to_ptx,
     "ptx-hoist-loop-invariants": _ptx_hoist,
     "canonicalize": _canonicalize,

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import TensorType
 
 from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.shared_memory import dequantize_reads_in_place
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, Smem
 from sparsecc.codegen.lower_dot import load_frag
 from sparsecc.codegen.lower_mem import load_shared, store_shared
-from sparsecc.codegen.lower_quant import reads_in_place as dequantize_reads_in_place
 from sparsecc.dialects import ttg as ttgd
 
 if TYPE_CHECKING:
