@@ -131,6 +131,7 @@ def make_ptx(opts: CompileOptions) -> list[str]:
         *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
         "tritongpu-sink-local-loads",
         *(["tritongpu-warp-specialize"] if opts.warp_specialize else []),
+        "tritongpu-insert-barriers",
         "allocate-shared-memory",
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
         "ptx-hoist-loop-invariants",

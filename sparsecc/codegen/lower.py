@@ -25,7 +25,7 @@ from sparsecc.analysis.shared_memory import WGMMA_ALIGN
 from sparsecc.codegen import handlers  # noqa: F401 - importing the package fills the handler table
 from sparsecc.codegen.lower_async import lower_specialized, plan_tensor_maps, producer_split
 from sparsecc.codegen.lower_base import Emitter, LoweringError
-from sparsecc.codegen.lower_state import KernelConfig, LoweringState, Preamble
+from sparsecc.codegen.lower_state import Barriers, KernelConfig, LoweringState, Preamble
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
@@ -47,7 +47,8 @@ def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 
         if arg.type == i32 and karg.type != i32:
             karg = em.to32(karg)
         args[arg] = karg
-    L = LoweringState(cfg, kernel, em, _preamble(em, cfg), values=args)
+    L = LoweringState(cfg, kernel, em, _preamble(em, cfg), values=args,
+                      barriers=Barriers(explicit=ttgd.EXPLICIT_BARRIERS in func.attributes))
     split = producer_split(func)
     if split is None:
         L.lower_block(func.body.block)

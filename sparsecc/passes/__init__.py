@@ -79,6 +79,12 @@ def _warp_specialize() -> type[ModulePass]:
     return WarpSpecializePass
 
 
+def _insert_barriers() -> type[ModulePass]:
+    from sparsecc.passes.tritongpu_insert_barriers import InsertBarriersPass
+
+    return InsertBarriersPass
+
+
 def _allocate_shared_memory() -> type[ModulePass]:
     from sparsecc.passes.allocate_shared_memory import AllocateSharedMemoryPass
 
@@ -123,6 +129,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tritongpu-wgmma-unroll": _wgmma_unroll,
     "tritongpu-sink-local-loads": _sink_local_loads,
     "tritongpu-warp-specialize": _warp_specialize,
+    "tritongpu-insert-barriers": _insert_barriers,
     "allocate-shared-memory": _allocate_shared_memory,
     "convert-ttg-to-ptx": _convert_ttg_to_ptx,
     "ptx-hoist-loop-invariants": _ptx_hoist,
