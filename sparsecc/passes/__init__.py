@@ -8,6 +8,7 @@ PTX emission they drive in `sparsecc.codegen`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
@@ -142,3 +143,17 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """A copy of `PASSES` (the form xDSL's PassPipeline.parse_spec takes)."""
     return dict(PASSES)
+
+
+_UNDOCUMENTED = {"cse": "Eliminate common subexpressions (xDSL's pass)."}
+"""Descriptions of the registered passes whose class has no docstring."""
+
+
+def describe(name: str) -> str:
+    """The one-line description of pass `name` for `sparsecc-opt --list-passes`: the first
+    sentence of its class docstring (loading the pass), without the pointer to its module.
+
+    Example: `describe("allocate-shared-memory")` starts "Give every shared buffer"."""
+    doc = " ".join((PASSES[name]().__doc__ or _UNDOCUMENTED.get(name, "")).strip().split("\n\n")[0].split())
+    doc = re.sub(r"\s*\((see the )?module docstring\)", "", doc)
+    return doc.split(". ")[0].rstrip(".")

@@ -518,10 +518,11 @@ def _guarded_main(argv: list[str] | None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_arg_parser().parse_args(argv)
     if args.list_passes:
-        from sparsecc.passes import get_all_passes
+        from sparsecc.passes import describe, get_all_passes
 
         try:
-            _write_stdout("".join(f"{name}\n" for name in sorted(get_all_passes())))
+            # one line per pass: its name, then what it does
+            _write_stdout("".join(f"{name:<28} {describe(name)}\n" for name in sorted(get_all_passes())))
         except ToolError as exc:
             sys.stderr.write(format_error(SourceFile(PROG, ""), exc.diag))
             return 1
