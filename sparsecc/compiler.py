@@ -2,8 +2,9 @@
 
     ttir             the frontend's IR; sparse operands carry #tt.sparse<"NV24">
     ttir-decomposed  decompose-sparse-tensors: values + metadata, no sparse type left
-    ttgir            layouts (#ttg.blocked/#ttg.mma/#ttg.dot_op{meta}), shared swizzles, pipelining
-    ptx              ttg -> ptx dialect (+ the sparsecc.launch attribute) -> PTX text
+    ttgir            layouts (#ttg.blocked/#ttg.mma/#ttg.dot_op{meta}), shared swizzles, pipelining,
+                     then the ttgir -> ttgir rewrites (wgmma unroll, sink local loads, warp specialize)
+    ptx              convert-ttg-to-ptx: ttg -> ptx dialect (+ the sparsecc.launch attribute) -> PTX text
     cubin            ptxas
 
 Each `make_<stage>` below is a flat list of named passes (sparsecc-opt syntax), so the whole
@@ -16,13 +17,17 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.ir import Attribute, TypeAttribute
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
+from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import make_context
 from sparsecc.dialects.locations import inherit_locations
 from sparsecc.dialects.ptx_targets import SUPPORTED_TARGETS
@@ -47,9 +52,9 @@ class CompileOptions:
     """
 
     target: str | None = None
-    num_warps: int = 4
-    num_stages: int = 3
-    num_ctas: int = 1
+    num_warps: int = NUM_WARPS
+    num_stages: int = NUM_STAGES
+    num_ctas: int = NUM_CTAS
     """2: programs 2j and 2j+1 may run as a cluster sharing their B tiles (see the pipeline's
     num-ctas); the kernel's own work split must make their K loops read the same B tiles."""
     tma: bool = SWITCHES["tma"].default
@@ -66,8 +71,8 @@ class CompileOptions:
     """A dequantized dot's warps all along M."""
 
     @classmethod
-    def create(cls, target: str | None = None, num_warps: int = 4, num_stages: int = 3,
-               num_ctas: int = 1, **switches: bool | None) -> CompileOptions:
+    def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
+               num_ctas: int = NUM_CTAS, **switches: bool | None) -> CompileOptions:
         """Checked options: switches left unset (or None) take their environment override or
         default; a bad value or an unknown option name is a ValueError/TypeError naming it."""
         if target is not None and not isinstance(target, str):
@@ -122,15 +127,28 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         f"tritongpu-pipeline{{{pipeline}}}",
         "canonicalize",
         "cse",
+        *ttgir_rewrites(opts),
     ]
 
 
-def make_ptx(opts: CompileOptions) -> list[str]:
-    """ttgir -> ptx dialect -> PTX text."""
+def ttgir_rewrites(opts: CompileOptions) -> list[str]:
+    """The ttgir -> ttgir rewrites that end the ttgir stage (so its text shows them): what a
+    hand-built or partially lowered ttgir module runs before `make_ptx`.
+
+        >>> ttgir_rewrites(CompileOptions(target="sm_90a", warp_specialize=False))
+        ['tritongpu-sink-local-loads']
+    """
     return [
         *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
         "tritongpu-sink-local-loads",
         *(["tritongpu-warp-specialize"] if opts.warp_specialize else []),
+    ]
+
+
+def make_ptx(opts: CompileOptions) -> list[str]:
+    """ttgir (as make_ttgir left it) -> ptx dialect -> PTX text: the barriers and the shared
+    memory are decided (and recorded in the IR) right before the conversion reads them."""
+    return [
         "tritongpu-insert-barriers",
         "allocate-shared-memory",
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
@@ -193,25 +211,72 @@ ttgir_passes = make_ttgir
 
 
 def run_passes(module: ModuleOp, passes: list[str]) -> ModuleOp:
-    """Run a textual pass list (sparsecc-opt syntax) over `module` in place."""
+    """Run a textual pass list (sparsecc-opt syntax) over `module` in place.
+
+    The passes do not verify their output: a compile verifies each IR stage once
+    (`run_stage`), since verifying the module after every pass cost more than most passes;
+    `SPARSECC_DEBUG=1` verifies after each pass, to name the one that broke the IR."""
     if not passes:
         return module
     available = get_all_passes()
-    pipeline = PassPipeline.parse_spec(available, ",".join(passes))
+    check = _verify_after_each_pass if debug_enabled() else None
+    pipeline = PassPipeline.parse_spec(available, ",".join(passes), check)
     pipeline.apply(make_context(), module)
     return module
+
+
+def _verify_after_each_pass(done: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
+    if done is None:
+        return
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise VerifyException(f"internal error: the IR does not verify after {done.name}: {e}") from e
 
 
 def print_ir(module: ModuleOp) -> str:
     """The module as sparsecc-opt prints it (the text of an IR stage)."""
     out = io.StringIO()
-    Printer(stream=out).print_op(module)
+    _StagePrinter(stream=out).print_op(module)
     return out.getvalue() + "\n"
+
+
+@dataclass(eq=False)
+class _StagePrinter(Printer):
+    """xDSL's printer, printing each distinct type once and reusing its text: a ttgir module
+    repeats a few long tensor types (layout encodings included) on most of its ops, and
+    printing them again was most of the time of printing a stage."""
+
+    _type_text: dict[Attribute, str] = field(default_factory=dict, init=False)
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        try:
+            text = self._type_text.get(attribute) if isinstance(attribute, TypeAttribute) else ""
+        except TypeError:  # an unhashable parameter: print it each time
+            text = ""
+        if text == "":
+            return super().print_attribute(attribute)
+        if text is None:
+            stream, column = self.stream, self._current_column
+            self.stream = io.StringIO()
+            try:
+                super().print_attribute(attribute)
+                text = self.stream.getvalue()
+            finally:
+                self.stream, self._current_column = stream, column
+            if "\n" in text:  # indentation-aware: print it in place, never reuse it
+                return super().print_attribute(attribute)
+            self._type_text[attribute] = text
+        self.print_string(text)
 
 
 def debug_enabled() -> bool:
     """`SPARSECC_DEBUG=1`: verify every IR stage, also the large ptx module."""
     return os.environ.get("SPARSECC_DEBUG", "0").strip().lower() not in ("", "0", "false", "off", "no")
+
+
+_TARGET = re.compile(r"sm_(?P<arch>[0-9]+)a?")
+"""A target name; ASCII digits only (`\\d` and `str.isdigit` take any script's digits)."""
 
 
 def check_target(target: str) -> str:
@@ -220,10 +285,10 @@ def check_target(target: str) -> str:
         raise TypeError(f"target must be a string such as 'sm_90a' (or None for the interpreter), "
                         f"got {type(target).__name__} {target!r}")
     t = target if target.startswith("sm_") else f"sm_{target}"
-    digits = "".join(ch for ch in t[3:] if ch.isdigit())
-    if not digits:
+    m = _TARGET.fullmatch(t)
+    if m is None:
         raise ValueError(f"unknown target '{target}': expected e.g. sm_80 or sm_90")
-    if int(digits) < MIN_SPARSE_ARCH:
+    if int(m["arch"]) < MIN_SPARSE_ARCH:
         raise ValueError(
             f"target {t} has no sparse tensor cores: mma.sp needs sm_80 or newer "
             f"(supported: {', '.join(SUPPORTED_TARGETS)})"
@@ -265,8 +330,10 @@ def compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
 
 def lower_to_ptx(ttgir: ModuleOp, opts: CompileOptions) -> tuple[ModuleOp, str, dict[str, object]]:
     """The ptx stage alone, on a copy of a ttgir module: (ptx module, PTX text, launch metadata).
+    The module is the ttgir stage's output (`make_ttgir(opts)` already ran its unroll, sink and
+    warp-specialize rewrites); this runs `make_ptx(opts)` from convert-ttg-to-ptx on.
 
-        pmod, text, meta = lower_to_ptx(module, CompileOptions(target="sm_90a", wgmma_unroll=True))
+        pmod, text, meta = lower_to_ptx(module, CompileOptions(target="sm_90a", wgmma_a_smem=True))
     """
     if opts.target is None:
         raise ValueError("lower_to_ptx needs a target")

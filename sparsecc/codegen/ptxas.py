@@ -154,9 +154,9 @@ def parse_resource_report(log: str) -> dict[str, KernelResources]:
 
 def _ptxas_arch(arch: str) -> str:
     arch = arch.strip()
-    if arch.isdigit():
+    if re.fullmatch(r"[0-9]+", arch):  # [0-9], not isdigit(): ASCII digits only
         arch = f"sm_{arch}"
-    if not re.fullmatch(r"sm_\d+a?", arch):
+    if not re.fullmatch(r"sm_[0-9]+a?", arch):
         raise ValueError(f"bad ptxas arch {arch!r}: expected e.g. sm_80 or sm_90a")
     return arch
 

@@ -21,7 +21,7 @@ Deviations from upstream Triton, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -127,7 +127,13 @@ class SparseEncodingAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr]:
         with parser.in_angle_brackets():
-            fmt = parser.parse_str_literal(" (the sparse format, e.g. \"NV24\")")
+            fmt = parser.parse_optional_str_literal()
+            # xDSL lexes a literal with escaped non-ASCII bytes (how it prints "NV24.w4gé") as
+            # bytes: decode it, so that the verifier names the format rather than the syntax.
+            if fmt is None and (raw := parser.parse_optional_bytes_literal()) is not None:
+                fmt = raw.decode("utf-8", "replace")
+            if fmt is None:
+                parser.raise_error("string literal expected (the sparse format, e.g. \"NV24\")")
         return (StringAttr(fmt),)
 
     def print_parameters(self, printer: Printer) -> None:
@@ -225,9 +231,12 @@ def _type_str(ty: Attribute) -> str:
     return out.getvalue()
 
 
-def _require(cond: bool, message: str) -> None:
+def _require(cond: bool, message: str | Callable[[], str]) -> None:
+    """VerifyException(message) unless `cond`; a message that prints types is a callable, built
+    only on failure (printing two types for every load of a large kernel cost a tenth of its
+    verification)."""
     if not cond:
-        raise VerifyException(message)
+        raise VerifyException(message() if callable(message) else message)
 
 
 # --------------------------------------------------------------------------------------
@@ -420,7 +429,7 @@ class SplatOp(IRDLOperation):
         assert isinstance(res, TensorType)
         _require(
             element_type(res) == self.src.type or _strip_enc(element_type(res)) == _strip_enc(self.src.type),
-            f"splat result element type {_type_str(element_type(res))} must match the "
+            lambda: f"splat result element type {_type_str(element_type(res))} must match the "
             f"scalar type {_type_str(self.src.type)}",
         )
 
@@ -732,11 +741,18 @@ PADDING_OPTIONS = {"zero": 1, "nan": 2}
 
 
 def loaded_type(ptr_type: Attribute) -> Attribute:
-    """What `tt.load` of a pointer (tensor) yields: the tile, the scalar, or a tensor of them."""
+    """What `tt.load` of a pointer (tensor) yields: the tile, the scalar, or a tensor of them.
+
+    A tensor of `#tt.sparse` pointers loads a sparse tensor even when the encoding sits only on
+    its pointers (`tensor<16x16x!tt.ptr<f16, #tt.sparse<"NV24">>>`): the data is sparse either
+    way, and decompose-sparse-tensors splits the load by the encoding of its result."""
     if isinstance(ptr_type, PointerType):
         return ptr_type.pointee
     if isinstance(ptr_type, TensorType) and isinstance(ptr_type.element_type, PointerType):
-        return TensorType(ptr_type.element_type.pointee, ptr_type.get_shape(), ptr_type.encoding)
+        encoding = ptr_type.encoding
+        if isinstance(encoding, NoneAttr) and isinstance(ptr_type.element_type.encoding, SparseEncodingAttr):
+            encoding = ptr_type.element_type.encoding
+        return TensorType(ptr_type.element_type.pointee, ptr_type.get_shape(), encoding)
     raise VerifyException(f"expected a pointer or a tensor of pointers, got {_type_str(ptr_type)}")
 
 
@@ -802,7 +818,7 @@ class LoadOp(IRDLOperation):
     def verify_(self) -> None:
         _require(
             self.result.type == loaded_type(self.ptr.type),
-            f"load result type {_type_str(self.result.type)} does not match pointer type "
+            lambda: f"load result type {_type_str(self.result.type)} does not match pointer type "
             f"{_type_str(self.ptr.type)}",
         )
         if self.mask is not None:
@@ -891,7 +907,7 @@ class StoreOp(IRDLOperation):
     def verify_(self) -> None:
         _require(
             self.value.type == loaded_type(self.ptr.type),
-            f"stored value type {_type_str(self.value.type)} does not match pointer type "
+            lambda: f"stored value type {_type_str(self.value.type)} does not match pointer type "
             f"{_type_str(self.ptr.type)}",
         )
         if self.mask is not None:
@@ -963,7 +979,7 @@ class AtomicRMWOp(IRDLOperation):
         _require(self.memory_order in self.SEMS, f"tt.atomic_rmw sem must be one of {self.SEMS}, "
                  f"got {self.memory_order!r}")
         _require(self.value.type == loaded_type(self.ptr.type),
-                 f"atomic value type {_type_str(self.value.type)} does not match pointer type "
+                 lambda: f"atomic value type {_type_str(self.value.type)} does not match pointer type "
                  f"{_type_str(self.ptr.type)}")
         if self.mask is not None:
             _require(self.mask.type == _mask_type(self.ptr.type), "atomic mask must be i1 with the pointer's shape")
@@ -1038,7 +1054,7 @@ class DotOp(IRDLOperation):
         meta_ty = fmt.array_element(fmt.metadata, element_type(self.a.type))
         _require(
             shape_of(mt) == (rows, cols) and element_type(mt) == meta_ty,
-            f"sparse dot metadata must be tensor<{rows}x{cols}x{meta_ty}>, got {_type_str(mt)}",
+            lambda: f"sparse dot metadata must be tensor<{rows}x{cols}x{meta_ty}>, got {_type_str(mt)}",
         )
 
     @classmethod
@@ -1132,7 +1148,7 @@ class DequantizeOp(IRDLOperation):
                  "tt.dequantize operands must be 2-D tensors")
         per_byte = 8 // bits
         _require(element_type(self.codes.type) == IntegerType(8),
-                 f"tt.dequantize codes must be i8, got {_type_str(self.codes.type)}")
+                 lambda: f"tt.dequantize codes must be i8, got {_type_str(self.codes.type)}")
         _require(out == (codes[0], codes[1] * per_byte),
                  f"tt.dequantize: {bits}-bit codes {list(codes)} hold {[codes[0], codes[1] * per_byte]} "
                  f"values, not {list(out)}")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_SCHEME = re.compile(r"w(?P<bits>\d+)(?:g(?P<group>\d+)|(?P<channel>c))(?P<zero>z?)")
+# [0-9], not \d: `\d` and int() also take other scripts' digits (w4g١٢٨), which would name a
+# format whose printed IR does not parse back.
+_SCHEME = re.compile(r"w(?P<bits>[0-9]+)(?:g(?P<group>[0-9]+)|(?P<channel>c))(?P<zero>z?)")
 
 
 class QuantSchemeError(ValueError):

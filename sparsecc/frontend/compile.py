@@ -21,6 +21,7 @@ from xdsl.ir import Attribute
 from sparsecc import formats
 from sparsecc.analysis.kernel_params import block_pointer_params, contiguous_params
 from sparsecc.compiler import CompileOptions, compile_module
+from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import tt
 from sparsecc.frontend.ast_to_ttir import generate_ttir
 from sparsecc.frontend.diagnose import check_gpu_limits, located_error, pass_errors
@@ -154,7 +155,7 @@ def _short(value: Any) -> str:
 
 def compile_kernel(kernel: KernelFunction, signature: dict[str, str],
                    constexprs: dict[str, Any] | None = None, target: str | None = None,
-                   num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
+                   num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES, num_ctas: int = NUM_CTAS,
                    **switches: bool | None) -> CompiledKernel:
     """Compile one specialization of `kernel` through every stage `target` asks for;
     `switches` are the code-changing CompileOptions fields (`tma=False`, ...)."""
@@ -289,8 +290,8 @@ def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:
 
 
 def compile(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
-            target: str | None = None, num_warps: int = 4, num_stages: int = 3,  # noqa: A001
-            num_ctas: int = 1, **switches: bool | None) -> CompiledKernel:
+            target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,  # noqa: A001
+            num_ctas: int = NUM_CTAS, **switches: bool | None) -> CompiledKernel:
     """Compile one specialization of `kernel`: every stage up to `target`'s cubin (none: up to
     ttir-decomposed, what the CPU interpreter runs). `switches` are the code-changing options
     of `sparsecc.switches` (`tma`, `warp_specialize`, `mbarriers`, `wgmma_unroll`,

@@ -30,12 +30,13 @@ from typing import Any
 import sparsecc.language as tl
 from sparsecc import formats
 from sparsecc.compiler import CompileOptions
+from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.frontend.compile import compile_with_options
 from sparsecc.frontend.kernel import KernelFunction
 from sparsecc.runtime.grid import GRID_MAX, check_grid
 from sparsecc.switches import SWITCHES
 
-_OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
+_OPTION_DEFAULTS = {"num_warps": NUM_WARPS, "num_stages": NUM_STAGES, "num_ctas": NUM_CTAS}
 _OPTIONS = frozenset(_OPTION_DEFAULTS) | frozenset(SWITCHES)
 """Launch keywords that are compile options, not kernel parameters (`num_warps=8`, `tma=False`)."""
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1

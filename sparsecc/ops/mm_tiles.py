@@ -14,6 +14,7 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
+from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 
 __all__ = ["MMConfig", "check_out", "is_column_major", "kernel_stride_bn"]
 
@@ -76,11 +77,11 @@ class MMConfig:
     block_n: int
     block_k: int
     group_m: int = 8
-    num_warps: int = 4
-    num_stages: int = 3
+    num_warps: int = NUM_WARPS
+    num_stages: int = NUM_STAGES
     persistent: bool = False
     """One program per SM (at most) walking the tiles, instead of one program per tile."""
-    num_ctas: int = 1
+    num_ctas: int = NUM_CTAS
     """2: CTA pairs (a cluster) on vertically adjacent tiles load each B tile once between them
     (TMA multicast on sm_90a); the programs come in pairs."""
 

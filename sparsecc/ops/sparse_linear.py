@@ -27,6 +27,7 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
+from sparsecc.defaults import NUM_STAGES, NUM_WARPS
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
@@ -131,8 +132,8 @@ class LinearConfig:
     block_m: int
     block_n: int
     block_k: int
-    num_warps: int = 4
-    num_stages: int = 3
+    num_warps: int = NUM_WARPS
+    num_stages: int = NUM_STAGES
     split_k: int = 1
 
 

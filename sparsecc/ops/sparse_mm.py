@@ -19,6 +19,7 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
+from sparsecc.defaults import NUM_CTAS
 from sparsecc.ops.mm_tiles import (
     MMConfig,
     _operand_ptrs,
@@ -219,7 +220,7 @@ def _grid(m: int, n: int, device: torch.device) -> Any:
 
 
 def _programs(m: int, n: int, block_m: int, block_n: int, persistent: bool, device: torch.device,
-              num_ctas: int = 1) -> int:
+              num_ctas: int = NUM_CTAS) -> int:
     """Programs to launch: one per tile (whole pairs of row tiles for CTA pairs), or
     (persistent) one per SM of `device` while there are tiles (8 programs on the CPU
     interpreter)."""

@@ -139,6 +139,17 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 """Pass name (as given to `sparsecc-opt -p`) -> loader of the xDSL ModulePass class."""
 
+TOOL_PASSES: dict[str, str] = {
+    "expand-dequantize": "tool pass, in no compiler pipeline: tt.dequantize as plain tensor ops, "
+                         "for a backend without its own dequantize lowering",
+}
+"""Passes the compiler's stages (`sparsecc.compiler.STAGE_TABLE`) never run, with what they are
+for; `sparsecc-opt --list-passes` prints the text beside the name:
+
+    >>> sorted(TOOL_PASSES)
+    ['expand-dequantize']
+"""
+
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """A copy of `PASSES` (the form xDSL's PassPipeline.parse_spec takes)."""

@@ -27,6 +27,7 @@ tt.func signatures are unchanged (pointers and scalars have no layout).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from sparsecc.defaults import NUM_WARPS
 from sparsecc.dialects import ptx_targets, tt
 from sparsecc.dialects.ttg import (
     SUPPORTED_WARPS,
@@ -213,8 +215,9 @@ class ConvertError(DiagnosticException):
 
 
 def _arch(target: str) -> int:
-    """The number of an `sm_XY[a]` target (90 for sm_90a)."""
-    return int("".join(ch for ch in target[3:] if ch.isdigit()) or 0)
+    """The number of an `sm_XY[a]` target (90 for sm_90a); ASCII digits only."""
+    m = re.match(r"sm_([0-9]+)", target)
+    return int(m[1]) if m else 0
 
 
 # --------------------------------------------------------------------------------------
@@ -228,11 +231,19 @@ class ConvertTTToTTGPass(ModulePass):
 
     name = "convert-tt-to-ttg"
 
-    num_warps: int = 4
+    num_warps: int = NUM_WARPS
     target: str = "sm_90"
     dequant_warps_m: bool = True
     """All warps of a dot whose A is a `tt.dequantize` along M (no warp dequantizes another's
     rows); off: the usual warp grid."""
+
+    def __post_init__(self) -> None:
+        """A bad `target` option is refused with the options (`sparsecc-opt`: "invalid options
+        for pass"), before it could reach ttg.target: a supported GPU, in ASCII digits."""
+        from sparsecc.compiler import check_target  # (the compiler imports the passes)
+
+        if check_target(self.target) != self.target:  # "90": the passes compare full names
+            raise ValueError(f"write the target in full: target={check_target(self.target)}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_warps not in SUPPORTED_WARPS:
@@ -244,15 +255,14 @@ class ConvertTTToTTGPass(ModulePass):
             for ty in [r.type for r in o.results] + [a.type for a in o.operands]:
                 if tt.is_sparse(ty):
                     raise ConvertError(
-                        f"convert-tt-to-ttg: {o.name} still has a #tt.sparse type; run decompose-sparse-tensors first"
-                    )
+                        f"convert-tt-to-ttg: {o.name} still has a #tt.sparse type; run decompose-sparse-tensors first",
+                        o)
         op.attributes["ttg.num-warps"] = IntegerAttr(self.num_warps, i32)
         op.attributes["ttg.threads-per-warp"] = IntegerAttr(THREADS_PER_WARP, i32)
         op.attributes["ttg.target"] = StringAttr(self.target)
         for func in op.walk():
             if isinstance(func, tt.FuncOp):
                 self._convert_func(func)
-        op.verify()
 
     # -- grouping -------------------------------------------------------------------
 

@@ -108,7 +108,12 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
     cluster = ttgd.module_num_ctas(module)
     check_target_features(module, func, target, cluster)
     ensure_shared_plan(module, func)
-    lowered = lower_function(func, target, num_warps, cluster=cluster, a_smem_option=a_from_shared)
+    try:
+        lowered = lower_function(func, target, num_warps, cluster=cluster, a_smem_option=a_from_shared)
+    except LoweringError as e:
+        if e.op is None:  # (e.g. a parameter type the kernel cannot take): the function's place
+            e.op = func
+        raise
     kernel, cfg = lowered.kernel, lowered.cfg
     check_shared_budget(func, target, cfg.smem_bytes)
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
@@ -156,11 +161,18 @@ class ConvertTTGToPTXPass(ModulePass):
     target: str = ""
     a_from_shared: bool = False
 
+    def __post_init__(self) -> None:
+        """A bad `target` option is refused with the options (`apply` checks the module's)."""
+        if self.target:
+            from sparsecc.compiler import check_target  # (the compiler imports the passes)
+
+            check_target(self.target)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = self.target or ttgd.module_target(op)
         if not target:
             raise LoweringError("convert-ttg-to-ptx needs a target: a target option or a module with a "
-                                "\"ttg.target\" attribute (run convert-tt-to-ttg first)")
+                                "\"ttg.target\" attribute (run convert-tt-to-ttg first)", op)
         convert_module(op, target, self.a_from_shared)
 
 

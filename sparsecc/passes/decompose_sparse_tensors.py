@@ -50,6 +50,7 @@ dot) cannot be decomposed: the pass stops with an error naming the op.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -157,6 +158,15 @@ def _split_ptr_type(ty: Attribute, op: Operation) -> tuple[Attribute, ...]:
 # ----------------------------------------------------------------------------------------
 
 
+def _fold(insert: Callable[[Operation], SSAValue], op: type[arith.SignlessIntegerBinaryOperation],
+          values: list[SSAValue]) -> SSAValue:
+    """`values[0] op values[1] op ...`, left to right, each op made by `insert`."""
+    out = values[0]
+    for v in values[1:]:
+        out = insert(op(out, v))
+    return out
+
+
 class _Builder:
     """Inserts index arithmetic before an anchor op, folding constants."""
 
@@ -202,13 +212,8 @@ class _Builder:
         return v if d == 1 else self.div(v, d)
 
     def sum(self, terms: list[SSAValue]) -> SSAValue | None:
-        """The sum of scalars (None for none)."""
-        if not terms:
-            return None
-        out = terms[0]
-        for t in terms[1:]:
-            out = self._insert(arith.AddiOp(out, t))
-        return out
+        """The sum of same-typed scalars or tensors, left to right (None for none)."""
+        return _fold(self._insert, arith.AddiOp, terms) if terms else None
 
 
 # ----------------------------------------------------------------------------------------
@@ -375,19 +380,9 @@ class _TensorBuilder:
         return self._insert(tt.ExpandDimsOp(reduced, 1 - axis))
 
     def all_of(self, masks: list[SSAValue]) -> SSAValue:
-        out = masks[0]
-        for m in masks[1:]:
-            out = self._insert(arith.AndIOp(out, m))
-        return out
+        return _fold(self._insert, arith.AndIOp, masks)
 
-    def sum(self, terms: list[SSAValue]) -> SSAValue | None:
-        """The sum of same-shaped tensors (None for none)."""
-        if not terms:
-            return None
-        out = terms[0]
-        for t in terms[1:]:
-            out = self._insert(arith.AddiOp(out, t))
-        return out
+    sum = _Builder.sum  # arith.addi takes same-shaped tensors as it takes scalars
 
     def group_starts(self, v: SSAValue, axis: int, group: int, fallback: str) -> SSAValue:
         """`v` at the first entry of each group along `axis` when `v` is a function of one
@@ -524,6 +519,10 @@ class _Decomposer:
         if isinstance(op.ptr.type, TensorType):
             self.rewrite_pointer_tensor_load(op)
             return
+        if not tt.is_sparse(op.result.type):  # a scalar: one element has no values/metadata split
+            raise _fail(op, f"cannot load one element through a sparse ({_encoding_text(op.ptr.type)}) "
+                            "pointer; load a tile (tl.make_block_ptr, or a tensor of pointers) and "
+                            "use it as operand A of tt.dot")
         ptr = self.split[op.ptr]
         bc = list(op.boundaryCheck.get_values()) if op.boundaryCheck is not None else []
         pad = op.padding.value.data if op.padding is not None else None

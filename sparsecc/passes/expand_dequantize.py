@@ -1,5 +1,12 @@
 """expand-dequantize: rewrite each `tt.dequantize` as plain tensor ops the GPU stages lower.
 
+A tool pass: no stage of the compiler runs it (`passes.TOOL_PASSES`; the PTX backend lowers
+`tt.dequantize` itself, straight into the dot's fragments, and the interpreter computes it). It
+is there for a backend without its own dequantize lowering, and as the executable definition
+of the op that the tests compare with it bit for bit:
+
+    sparsecc-opt quantized.mlir -p "decompose-sparse-tensors,expand-dequantize"
+
 Accepts: tt IR (before convert-tt-to-ttg) with `tt.dequantize` ops, as decompose-sparse-tensors
 leaves them for quantized formats (`formats.quant`).
 Guarantees afterwards: no `tt.dequantize` is left; each became, for an R x C result of b-bit

@@ -155,7 +155,6 @@ class SparseGPUEncodingPass(ModulePass):
         for dq in [o for o in op.walk() if isinstance(o, tt.DequantizeOp)]:
             _stage_dequantize_operands(dq)
             _dequantize_into_fragments(dq)
-        op.verify()
 
 
 def _stage_dequantize_operands(dq: tt.DequantizeOp) -> None:

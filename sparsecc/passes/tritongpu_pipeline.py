@@ -73,6 +73,8 @@ from xdsl.utils.exceptions import DiagnosticException
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.tma import box_plan, tma_copy_plan
+from sparsecc.defaults import NUM_CTAS, NUM_STAGES
+from sparsecc.dialects import arith as arith_ext
 from sparsecc.dialects import ptx_targets, tt
 from sparsecc.dialects.ttg import (
     MAX_STAGES,
@@ -290,7 +292,7 @@ class PipelinePass(ModulePass):
 
     name = "tritongpu-pipeline"
 
-    num_stages: int = 3
+    num_stages: int = NUM_STAGES
     prefetch: bool = False
     """Read iteration i+1's operands at the end of iteration i (see the module docstring)."""
     mbarriers: bool = False
@@ -300,7 +302,7 @@ class PipelinePass(ModulePass):
     """Pipeline a wgmma loop with TMA copies and mbarriers when every stream of the loop can
     be a TMA copy (`_tma_streams`; one thread issues the boxes, the full barrier counts their
     bytes); other loops keep the form the other options say."""
-    num_ctas: int = 1
+    num_ctas: int = NUM_CTAS
     """2: the kernel runs in clusters of two CTAs (programs 2j and 2j+1) whose K loops read the
     same B tiles (the kernel's promise, as Triton's num_ctas). A TMA loop then multicasts B:
     each CTA issues half of B's boxes into both CTAs, and a slot is free once both CTAs' warps
@@ -332,7 +334,6 @@ class PipelinePass(ModulePass):
                     self._pipeline_mbarriers(loop, streams, warps, tma, multicast)
                 elif streams:
                     self._pipeline(loop, streams)
-        op.verify()
 
     def _check_shared_budget(self, module: ModuleOp) -> None:
         """Refuse, before rewriting anything, num-stages whose rings alone exceed the shared
@@ -453,7 +454,7 @@ class PipelinePass(ModulePass):
             k = _const(stage, loop.lb.type, before)
             iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
             iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
-            pred = _insert(arith.CmpiOp(iv, loop.ub, "slt"), before).results[0]
+            pred = _insert(arith_ext.CmpiOp(iv, loop.ub, "slt"), before).results[0]
             issue(ptrs, _const(stage, i32, before), pred)
             ptrs = [_insert(tt.AdvanceOp(p, self._offsets_at(streams[j], loop.body.block.args[0], iv, before)),
                             before).results[0]
@@ -485,7 +486,7 @@ class PipelinePass(ModulePass):
         k = _const(self.num_stages - 1, loop.lb.type, at)
         ahead = _insert(arith.MuliOp(k, loop.step), at).results[0]
         ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
-        return _insert(arith.CmpiOp(ahead, loop.ub, "slt"), at).results[0], ahead
+        return _insert(arith_ext.CmpiOp(ahead, loop.ub, "slt"), at).results[0], ahead
 
     def _advance_and_rotate(self, streams: list[_Stream], body: _Body, iv_ahead: SSAValue,
                             at: InsertPoint) -> list[SSAValue]:
@@ -581,7 +582,7 @@ class PipelinePass(ModulePass):
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
         _insert(DotWaitOp(1), at)
-        started = _insert(arith.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
+        started = _insert(arith_ext.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
         _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, release), scf.YieldOp()]))), at)
         pred, iv_ahead = self._ahead(loop, iv, at)
         wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]

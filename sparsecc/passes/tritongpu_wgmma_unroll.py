@@ -22,6 +22,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from sparsecc.analysis.kloops import wgmma_loops
+from sparsecc.dialects import arith as arith_ext
 
 
 def unroll_by_two(loop: scf.ForOp) -> None:
@@ -67,7 +68,7 @@ def unroll_by_two(loop: scf.ForOp) -> None:
     main = scf.ForOp(loop.lb, ub2, step2, [*loop.iter_args, loop.lb], Region(nb))
     Rewriter.insert_op(main, before)
     rest = list(main.results[:-1])
-    cond = ins(arith.CmpiOp(main.results[-1], loop.ub, "slt"), before)
+    cond = ins(arith_ext.CmpiOp(main.results[-1], loop.ub, "slt"), before)
     then = Block()
     y3 = clone_body(then, main.results[-1], rest)
     then.add_op(scf.YieldOp(*y3))

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparsecc.defaults import NUM_STAGES, NUM_WARPS
 from sparsecc.runtime import cache
 
 
@@ -38,8 +39,8 @@ class Config:
     """Meta-parameters (constexprs) plus launch options of one candidate."""
 
     kwargs: dict[str, Any] = field(default_factory=dict)
-    num_warps: int = 4
-    num_stages: int = 3
+    num_warps: int = NUM_WARPS
+    num_stages: int = NUM_STAGES
 
     def all_kwargs(self) -> dict[str, Any]:
         return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}

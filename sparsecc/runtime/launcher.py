@@ -30,6 +30,7 @@ import torch
 
 from sparsecc import formats
 from sparsecc.analysis.kernel_params import contiguous_params
+from sparsecc.defaults import NUM_WARPS
 from sparsecc.runtime.grid import GRID_MAX, check_grid
 
 __all__ = ["LaunchPlan", "contiguous_params", "fast_launcher", "launch", "plan_for"]
@@ -334,7 +335,7 @@ def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
         bases = getattr(compiled, "aligned", None)  # block-pointer bases (None: unknown, all)
         aligned = [bases is None or i in bases for i in range(len(names))]
         converters = tuple(_converter(name, n, k, c, al) for n, k, c, al in zip(names, kinds, contig, aligned))
-        warps = int(meta.get("num_warps") or num_warps or getattr(compiled, "num_warps", 4))
+        warps = int(meta.get("num_warps") or num_warps or getattr(compiled, "num_warps", NUM_WARPS))
         pack = make_packer(kinds, contig, converters, aligned)
         recipes = list(meta.get("tensor_maps") or [])
         if recipes:

@@ -9,16 +9,21 @@ created) back to a line and column, and `format_error` renders the usual
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import ShapedType
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.lexer import Input, Position, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
+
+from sparsecc.frontend.semantic import MAX_NUMEL
 
 
 @dataclass(frozen=True)
@@ -31,27 +36,34 @@ class Diagnostic:
 
 
 class SourceFile:
-    """The text of one input, with its display name, for line/column lookups."""
+    """The text of one input, with its display name, for line/column lookups.
 
-    def __init__(self, name: str, text: str):
+    `first_line` is the line number of the text's first line in the file it came from (a
+    `--split-input-file` chunk), so that diagnostics name the line of the whole file.
+    """
+
+    def __init__(self, name: str, text: str, first_line: int = 1):
         self.name = name
         self.text = text
-        self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self.first_line = first_line
+        # per newline, not per character: a 50 MB input took seconds character by character
+        self._line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def line_col(self, pos: int) -> tuple[int, int]:
-        """1-based (line, column) of a character offset."""
-        lo, hi = 0, len(self._line_starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self._line_starts[mid] <= pos:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, pos - self._line_starts[lo] + 1
+        """1-based (line, column) of a character offset (the line counted in the whole file)."""
+        index = bisect.bisect_right(self._line_starts, pos) - 1
+        return index + self.first_line, pos - self._line_starts[index] + 1
 
     def line_text(self, line: int) -> str:
-        lines = self.text.split("\n")
-        return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
+        """The text of line `line` (counted in the whole file), without its line break."""
+        index = line - self.first_line
+        if not 0 <= index < len(self._line_starts):
+            return ""
+        end = self._line_starts[index + 1] - 1 if index + 1 < len(self._line_starts) else len(self.text)
+        return self.text[self._line_starts[index]:end].rstrip("\r")
+
+
+_NEWLINE = re.compile("\n")
 
 
 class LinearLexer(MLIRLexer):
@@ -64,6 +76,22 @@ class LinearLexer(MLIRLexer):
     """
 
     _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+    def _lex_number(self, start_pos: Position) -> MLIRToken:
+        """A number in ASCII digits: xDSL starts one at any `str.isnumeric` character and reads
+        it with int(), so `arith.constant ٧ : i32` was taken for 7."""
+        first = self.input.at(start_pos)
+        if first is not None and not ("0" <= first <= "9"):
+            raise ParseError(Span(start_pos, start_pos + 1, self.input),
+                             f"non-ASCII digit '{first}' (U+{ord(first):04X}): numbers are written "
+                             "with the digits 0-9")
+        return super()._lex_number(start_pos)
+
+
+MAX_REGION_DEPTH = 256
+"""Regions nested deeper than this are refused while parsing: no kernel comes near it, and the
+printer's indentation (and canonicalize) grow with depth times size, so 5000 nested `scf.for`
+took over a minute."""
 
 
 class LocatingParser(Parser):
@@ -79,6 +107,7 @@ class LocatingParser(Parser):
         self._parser_state = ParserState(LinearLexer(Input(text, name)))
         self.op_positions: dict[Operation, int] = {}
         self._first_forward_use: dict[str, Span] = {}
+        self._region_depth = 0
 
     def resolve_operand(self, operand, type):  # noqa: A002 - xDSL's parameter name
         name = operand.operand_name
@@ -99,6 +128,28 @@ class LocatingParser(Parser):
                 raise
             raise ParseError(span, f"use of undefined value '%{name}' (a value defined inside a "
                                    "region is visible only in that region)") from None
+
+    def parse_optional_region(self, arguments=None) -> Region | None:
+        """A region, refused at its `{` when it nests deeper than MAX_REGION_DEPTH."""
+        start = self._current_token.span
+        if self._region_depth >= MAX_REGION_DEPTH and start.text == "{":
+            raise ParseError(start, f"regions nested more than {MAX_REGION_DEPTH} deep: sparsecc-opt "
+                                    f"handles at most {MAX_REGION_DEPTH} levels")
+        self._region_depth += 1
+        try:
+            return super().parse_optional_region(arguments)
+        finally:
+            self._region_depth -= 1
+
+    def _parse_block(self) -> Block:
+        """xDSL reports a token that can start neither an operation nor a block only as " in block
+        definition"; say what was expected and what came."""
+        token = self._current_token
+        if token.kind != MLIRTokenKind.CARET_IDENT:
+            got = f"'{token.text}'" if token.kind != MLIRTokenKind.EOF else "the end of the input"
+            raise ParseError(token.span, f"expected an operation, a block label (^bb0:) or '}}' here, "
+                                         f"got {got}")
+        return super()._parse_block()
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
@@ -132,9 +183,23 @@ class LocatingParser(Parser):
     def parse_optional_type(self) -> Attribute | None:
         start = self._current_token.span.start
         try:
-            return super().parse_optional_type()
+            ty = super().parse_optional_type()
         except VerifyException as exc:
             raise self._verify_to_parse_error(exc, start) from None
+        if isinstance(ty, ShapedType):
+            self._check_numel(ty, start)
+        return ty
+
+    def _check_numel(self, ty: ShapedType, start: int) -> None:
+        """Refuse a shape past the frontend's limit where it is written: xDSL materializes a
+        `dense<splat>` of it element by element (tensor<1048576x1048576xf32> ran out of
+        memory), and no kernel tile is that large."""
+        numel = math.prod(d for d in ty.get_shape() if d >= 0)  # (-1: a dynamic size)
+        if numel > MAX_NUMEL:
+            end = max(start + 1, self._current_token.span.start)
+            raise ParseError(Span(start, end, self.lexer.input),
+                             f"a shape of {numel} elements: sparsecc handles at most {MAX_NUMEL} per "
+                             "tensor (Triton's limit: one program's registers and shared memory)")
 
     def parse_type(self) -> Attribute:
         start = self._current_token.span.start
@@ -150,6 +215,8 @@ class LocatingParser(Parser):
             return exc
         name = exc.msg[len(prefix) : -len(suffix)]
         text = self.lexer.input.content
+        if isinstance(text, str) and text.startswith(name, exc.span.start):
+            return exc  # already at the name (by the op's own parse_operation, not an enclosing one's)
         at = text.find(name, start, exc.span.start + 1) if isinstance(text, str) else -1
         if at < 0:
             return exc

@@ -367,9 +367,11 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
 def emit_ptx_text(module: ModuleOp, positions: dict | None = None, src: SourceFile | None = None) -> str:
     """PTX text of a module: a ptx-dialect module (convert-ttg-to-ptx's output) is printed as
     it is; ttgir (its `ttg.target` names the GPU) first runs the compiler's ptx stage
-    (`compiler.make_ptx`, switches at their defaults or SPARSECC_* environment overrides).
-    An error that names an op of the input (`exc.op`) is reported at it, given `positions` and
-    `src`; one that is not a user error says it is an internal one."""
+    (`compiler.make_ptx`: tritongpu-insert-barriers, allocate-shared-memory, convert-ttg-to-ptx on, switches at their defaults or SPARSECC_*
+    environment overrides). The ttgir rewrites that end the ttgir stage (sink local loads, warp
+    specialize) are the input's to have run: `-p` names them. An error that names an op of the
+    input (`exc.op`) is reported at it, given `positions` and `src`; one that is not a user error
+    says it is an internal one."""
     from sparsecc.codegen.ptx_printer import emit_ptx, kernels_of
     from sparsecc.compiler import CompileOptions, StageResult, check_target, make_ptx, run_stage
     from sparsecc.dialects.ttg import module_target
@@ -405,13 +407,13 @@ def emit_ptx_text(module: ModuleOp, positions: dict | None = None, src: SourceFi
 
 # --verify-diagnostics --------------------------------------------------------------
 
-_EXPECTED = re.compile(r"//\s*expected-error\s*(@(?:[+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
+_EXPECTED = re.compile(r"//\s*expected-error\s*(@(?:[+-][0-9]+|above|below))?\s*\{\{(.*?)\}\}")
 
 
 def expected_errors(src: SourceFile) -> list[tuple[int, str]]:
     """(line, text) of each `// expected-error[@+N|@-N] {{text}}` comment."""
     result = []
-    for lineno, line in enumerate(src.text.split("\n"), start=1):
+    for lineno, line in enumerate(src.text.split("\n"), start=src.first_line):
         for m in _EXPECTED.finditer(line):
             offset = m.group(1)
             target = lineno
@@ -447,14 +449,20 @@ SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
 
 
 def split_chunks(src: SourceFile) -> list[SourceFile]:
-    """The `// -----`-separated chunks of the input. Each chunk is padded with the newlines
-    of the text before it, so its diagnostics keep the line numbers of the whole file."""
-    chunks, start = [], 0
+    """The `// -----`-separated chunks of the input, each knowing the line it starts on, so
+    that its diagnostics keep the line numbers of the whole file (linear in the input: the
+    chunks were once padded with the newlines before them, quadratic in time and memory)."""
+    bounds, start = [], 0
     for m in SPLIT_MARKER.finditer(src.text):
-        chunks.append((start, m.start()))
+        bounds.append((start, m.start()))
         start = m.end()
-    chunks.append((start, len(src.text)))
-    return [SourceFile(src.name, "\n" * src.text.count("\n", 0, a) + src.text[a:b]) for a, b in chunks]
+    bounds.append((start, len(src.text)))
+    chunks, line, counted = [], src.first_line, 0
+    for a, b in bounds:
+        line += src.text.count("\n", counted, a)
+        counted = a
+        chunks.append(SourceFile(src.name, src.text[a:b], first_line=line))
+    return chunks
 
 
 def process(src: SourceFile, args: argparse.Namespace) -> tuple[str | None, int]:
@@ -518,11 +526,13 @@ def _guarded_main(argv: list[str] | None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_arg_parser().parse_args(argv)
     if args.list_passes:
-        from sparsecc.passes import describe, get_all_passes
+        from sparsecc.passes import TOOL_PASSES, describe, get_all_passes
 
+        notes = {name: f"  ({what})" for name, what in TOOL_PASSES.items()}
         try:
-            # one line per pass: its name, then what it does
-            _write_stdout("".join(f"{name:<28} {describe(name)}\n" for name in sorted(get_all_passes())))
+            # one line per pass: its name, what it does, and whether the compiler runs it
+            _write_stdout("".join(f"{name:<28} {describe(name)}{notes.get(name, '')}\n"
+                                  for name in sorted(get_all_passes())))
         except ToolError as exc:
             sys.stderr.write(format_error(SourceFile(PROG, ""), exc.diag))
             return 1

@@ -2,7 +2,9 @@
 
 Seven areas, each a function that runs one generated case and sorts its outcome:
 
-    cli        mutated lit inputs through sparsecc-opt (parse, verify, the file's own passes)
+    cli        mutated lit inputs through sparsecc-opt (parse, verify, the file's own passes, then
+               each pass on its own), accepted output printed, parsed back and, where it is
+               ttgir or ptx, emitted as PTX and assembled with ptxas (`run_cli`)
     parser     random token soup through the IR parser alone
     frontend   generated Triton-style kernels through `sparsecc.compile` (no target: the
                frontend and decompose-sparse-tensors) and, where they compile, the interpreter
@@ -16,25 +18,31 @@ Seven areas, each a function that runs one generated case and sorts its outcome:
     caches     a compile and an autotuned launch over corrupt, forged or foreign cache files
                and odd cache folders: the right kernel and result, at most a warning
 
-Outcomes: `accepted`, `clean error` (a user error that names its place: file:line:col for IR
-and kernels, the offending group or dtype for tensors), `unlocated error` (a user error
-without a place: counted, not a failure), `crash` (any other exception, or an error calling
-itself internal: a bug). `fuzz/test_fuzz.py` runs them with hypothesis; `OUTCOMES` counts what a run
-saw, for the table in bench/results/fuzz-current.md.
+Outcomes: `accepted`, `clean error` (a user error that names its place and its problem:
+file:line:col and a message that says what is wrong for IR and kernels, the offending group or
+dtype for tensors), `unlocated error` (a user error without a place, or with only a generic word:
+counted, not a failure), `crash` (any other exception, an error calling itself internal, a run
+past CLI_TIMEOUT_S, accepted IR that does not round-trip, PTX ptxas rejects: a bug).
+`fuzz/test_fuzz.py` runs them with hypothesis; `OUTCOMES` counts what a run saw, for the table
+in bench/results/fuzz-current.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import random
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import textwrap
+import threading
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -116,29 +124,185 @@ def mutated_ir(draw: st.DrawFn) -> tuple[str, str]:
     return text, pipeline
 
 
-def run_cli(text: str, pipeline: str, area: str = "cli") -> str:
-    """One sparsecc-opt run in-process (parse, verify, the pipeline, --emit ptx where the file's
-    pipeline ends in ttgir), classified."""
+CLI_TIMEOUT_S = 10.0
+"""One sparsecc-opt run (a parse, a pass, a round trip, PTX emission) that takes longer hangs."""
+
+
+class Hang(BaseException):
+    """A run past CLI_TIMEOUT_S. A BaseException, so that the CLI's own `except Exception` (which
+    turns anything a pass raises into a diagnostic) cannot swallow it."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise Hang in the block after `seconds` (SIGALRM: the main thread only, else no limit)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise Hang(f"no result after {seconds:g} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+_PLACE_ONLY = re.compile(r"^\W*(in |at |while |error\b|failed\b|invalid\b|unexpected\b)?\W*$", re.IGNORECASE)
+
+
+def names_its_problem(message: str) -> bool:
+    """Whether an error message says what is wrong, not only a generic word or where the parser
+    was (xDSL's " in block definition" once stood alone for a non-ASCII digit).
+
+        >>> names_its_problem(" in block definition"), names_its_problem("'}' expected")
+        (False, True)
+    """
+    text = message.strip()
+    if _PLACE_ONLY.match(text) or text.lower().startswith(("in ", "at ")):
+        return False
+    return len(re.findall(r"[A-Za-z']+|[^\sA-Za-z]", text)) >= 2
+
+
+def _cli_args(pipeline: str, *flags: str) -> argparse.Namespace:
+    from sparsecc.tools import sparsecc_opt
+
+    return sparsecc_opt.build_arg_parser().parse_args(["-", "-p", pipeline, *flags])
+
+
+def _compile(text: str, pipeline: str, *flags: str, name: str = "fuzz.mlir") -> str:
+    """sparsecc-opt in-process under the deadline: the output, or ToolError / anything else."""
     from sparsecc.tools import sparsecc_opt
     from sparsecc.tools.diagnostics import SourceFile
 
-    args = sparsecc_opt.build_arg_parser().parse_args(["-", "-p", pipeline])
+    with _deadline(CLI_TIMEOUT_S):
+        return sparsecc_opt.compile_source(SourceFile(name, text), _cli_args(pipeline, *flags))
+
+
+def _check_round_trip(out: str, what: str) -> str | None:
+    """Why accepted output `out` fails the round trip (it must parse back and print the same,
+    also through the generic form), or None."""
+    from sparsecc.tools.sparsecc_opt import ToolError
+
     try:
-        sparsecc_opt.compile_source(SourceFile("fuzz.mlir", text), args)
+        again = _compile(out, "", name="output.mlir")
+        generic = _compile(out, "", "--print-op-generic", name="output.mlir")
+        from_generic = _compile(generic, "", name="generic.mlir")
+    except ToolError as exc:
+        return f"{what}: the output does not parse back: {exc.diag}"
+    if again != out:
+        return f"{what}: print -> parse -> print changed the output:\n{_first_difference(out, again)}"
+    if from_generic != out:
+        return f"{what}: the generic form parses to other IR:\n{_first_difference(out, from_generic)}"
+    return None
+
+
+def _first_difference(a: str, b: str) -> str:
+    for i, (x, y) in enumerate(zip(a.split("\n"), b.split("\n"), strict=False)):
+        if x != y:
+            return f"line {i + 1}:\n  {x}\n  {y}"
+    return "(one is a prefix of the other)"
+
+
+_PTX_TARGET = re.compile(r"^\.target\s+(sm_[0-9]+a?)", re.MULTILINE)
+
+
+def _check_ptx(out: str, what: str) -> str | None:
+    """Why the PTX of accepted output (ttgir, or the ptx dialect) fails: `--emit ptx` crashing,
+    or ptxas rejecting what it printed. A located refusal to lower is fine; None when all is."""
+    if "ptx.kernel" not in out and "ttg.target" not in out:
+        return None
+    from sparsecc.codegen.ptxas import PtxasError, ToolNotFoundError, assemble
+    from sparsecc.tools.sparsecc_opt import ToolError
+
+    try:
+        ptx = _compile(out, "", "--emit", "ptx", name="output.mlir")
+    except ToolError as exc:
+        if "internal error" in exc.diag.message:
+            return f"{what}: --emit ptx: {exc.diag.message}"
+        return None
+    target = _PTX_TARGET.search(ptx)
+    if target is None:
+        return f"{what}: --emit ptx printed no .target line"
+    try:
+        assemble(ptx, target[1], timeout=60)
+    except ToolNotFoundError:
+        return None
+    except PtxasError as exc:
+        return f"{what}: ptxas rejects the PTX: {exc} {exc.log[:2000]}"
+    return None
+
+
+def _classify(area: str, text: str, pipeline: str) -> tuple[str, str | None]:
+    """(outcome, output) of one run of `pipeline` on `text`; a crash raises Crash."""
+    from sparsecc.tools import sparsecc_opt
+
+    where = f"\n--- pipeline ---\n{pipeline!r}\n--- input ---\n{text}"
+    try:
+        out = _compile(text, pipeline)
     except sparsecc_opt.ToolError as exc:
         diag = exc.diag
         if "internal error" in diag.message:
-            return record(area, "crash", f"{diag.message}\n--- input ---\n{text}")
+            return record(area, "crash", f"{diag.message}{where}"), None
         # an error in the -p argument names the argument: it has no place in the input file
-        located = diag.line is not None or diag.message.startswith(("invalid pass pipeline", "unknown pass"))
-        if not located and os.environ.get("SPARSECC_FUZZ_SHOW_UNLOCATED"):
-            sys.stderr.write(f"unlocated: {diag.message}\n")
-        return record(area, "clean error" if located else "unlocated error")
+        located = diag.line is not None or diag.message.startswith(("invalid pass pipeline", "unknown pass",
+                                                                     "invalid options for pass"))
+        clean = located and names_its_problem(diag.message)
+        if not clean and os.environ.get("SPARSECC_FUZZ_SHOW_UNLOCATED"):
+            sys.stderr.write(f"unlocated or vague: {diag.line}:{diag.column}: {diag.message!r}\n")
+        return record(area, "clean error" if clean else "unlocated error"), None
+    except Hang as exc:
+        return record(area, "crash", f"hang: {exc}{where}"), None
     except RecursionError:
-        return record(area, "crash", f"RecursionError\n--- input ---\n{text}")
+        return record(area, "crash", f"RecursionError{where}"), None
     except Exception as exc:  # noqa: BLE001 - anything escaping compile_source is a bug
-        return record(area, "crash", f"{type(exc).__name__}: {exc}\n--- input ---\n{text}")
-    return record(area, "accepted")
+        return record(area, "crash", f"{type(exc).__name__}: {exc}{where}"), None
+    try:
+        problem = _check_round_trip(out, f"-p {pipeline!r}") or _check_ptx(out, f"-p {pipeline!r}")
+    except Hang as exc:
+        problem = f"hang in the round trip or --emit ptx: {exc}"
+    except Exception as exc:  # noqa: BLE001 - the same: a bug
+        problem = f"{type(exc).__name__} in the round trip or --emit ptx: {exc}"
+    if problem is not None:
+        return record(area, "crash", f"{problem}{where}"), None
+    return record(area, "accepted"), out
+
+
+def run_cli(text: str, pipeline: str, area: str = "cli") -> str:
+    """sparsecc-opt on one input, in-process: the input's own pipeline (`pipeline`, from its RUN
+    line), then, where the input parses, every pass on its own (area `cli`; their outcomes are
+    counted as `cli (each pass)`). The outcome returned is the own pipeline's.
+
+    Oracles: no internal error and no run past CLI_TIMEOUT_S; an error is located (file:line:col)
+    and names its problem (`names_its_problem`), else it counts as an unlocated error; accepted
+    output parses back and prints the same, also through the generic form; and the PTX of
+    accepted ttgir or ptx-dialect output (`--emit ptx`) assembles with ptxas."""
+    from sparsecc.passes import get_all_passes
+
+    outcome, _ = _classify(area, text, pipeline)
+    if area == "cli" and _parses(text):
+        for name in sorted(get_all_passes()):
+            if name != pipeline:
+                _classify("cli (each pass)", text, name)
+    return outcome
+
+
+def _parses(text: str) -> bool:
+    """Whether the input parses and verifies (its own run has already classified a failure)."""
+    from sparsecc.dialects import make_context
+    from sparsecc.tools import sparsecc_opt
+    from sparsecc.tools.diagnostics import SourceFile
+
+    try:
+        with _deadline(CLI_TIMEOUT_S):
+            sparsecc_opt.parse_source(make_context(), SourceFile("fuzz.mlir", text))
+    except (Exception, Hang):  # noqa: BLE001 - classified by the run before this one
+        return False
+    return True
 
 
 @st.composite
@@ -971,7 +1135,7 @@ def table() -> str:
     """The outcome counts as a markdown table, one row per area."""
     kinds = ["accepted", "clean error", "unlocated error", "crash"]
     rows = ["| area | cases | " + " | ".join(kinds) + " |", "|---|---" + "|---" * len(kinds) + "|"]
-    for area in ("cli", "parser", "frontend", "compress", "torch", "caches", "differential"):
+    for area in ("cli", "cli (each pass)", "parser", "frontend", "compress", "torch", "caches", "differential"):
         counts = [OUTCOMES[(area, k)] for k in kinds]
         if sum(counts):
             rows.append(f"| {area} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
@@ -979,17 +1143,20 @@ def table() -> str:
 
 
 def main() -> int:
-    """The long run: `python test/python/fuzz_targets.py --examples 2000 [--out FILE]`."""
+    """The long run: `python test/python/fuzz_targets.py --examples 2000 [--out FILE] [-k 'cli or parser']`."""
     import pytest
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--examples", type=int, default=2000, help="cases per area")
     ap.add_argument("--out", type=Path, help="write the outcome table (markdown) here")
+    ap.add_argument("-k", dest="select", help="only the tests pytest -k selects, e.g. 'cli or parser'")
     ns = ap.parse_args()
     os.environ["SPARSECC_FUZZ_EXAMPLES"] = str(ns.examples)
     if ns.out:
         os.environ["SPARSECC_FUZZ_REPORT"] = str(ns.out.resolve())
-    return pytest.main([str(Path(__file__).parent / "fuzz" / "test_fuzz.py"), "-q", "-s", "-p", "no:cacheprovider"])
+    select = ["-k", ns.select] if ns.select else []
+    return pytest.main([str(Path(__file__).parent / "fuzz" / "test_fuzz.py"), "-q", "-s", "-p", "no:cacheprovider",
+                        *select])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The back half as passes (no GPU needed): make_ptx's pass list follows the options, the
-warp-specialization decision is recorded in the IR, the launch contract travels as the
+"""The back half as passes (no GPU needed): make_ttgir's rewrites and make_ptx's pass list
+follow the options, the warp-specialization decision is recorded in the ttgir stage's IR, the launch contract travels as the
 module's `sparsecc.launch` attribute, and the ptx dialect the compiler builds prints and parses
 back to the same PTX on real kernels (wgmma + TMA + producer warp, persistent, CTA pairs,
 mma.sp)."""
@@ -15,11 +15,11 @@ from xdsl.parser import Parser
 import sparsecc
 from sparsecc.codegen.launch import LAUNCH, launch_metadata
 from sparsecc.codegen.ptx_printer import emit_ptx
-from sparsecc.compiler import EMIT_PTX, CompileOptions, make_ptx, print_ir, run_passes
+from sparsecc.compiler import EMIT_PTX, CompileOptions, make_ptx, make_ttgir, print_ir, run_passes
 from sparsecc.dialects import make_context
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.ops.sparse_mm import sparse_mm_kernel
-from sparsecc.passes import get_all_passes
+from sparsecc.passes import TOOL_PASSES, get_all_passes
 
 ALIGNED = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16", "M": "i32:16", "N": "i32:16", "K": "i32:16",
            "stride_am": "i32:16", "stride_bk": "i32:16", "stride_bn": "i32:1", "stride_dm": "i32:16",
@@ -39,16 +39,38 @@ def _compile(name: str, **switches: bool):
     return sparsecc.compile(sparse_mm_kernel, signature=ALIGNED, constexprs=consts, **opts, **switches)
 
 
-def test_make_ptx_follows_the_options():
-    default = make_ptx(CompileOptions(target="sm_90a"))
-    assert default == ["tritongpu-sink-local-loads", "tritongpu-warp-specialize",
-                       "convert-ttg-to-ptx{target=sm_90a a-from-shared=false}", "ptx-hoist-loop-invariants", EMIT_PTX]
-    other = make_ptx(CompileOptions(target="sm_90a", wgmma_unroll=True, warp_specialize=False, wgmma_a_smem=True))
-    assert other[0] == "tritongpu-wgmma-unroll" and "tritongpu-warp-specialize" not in other
-    assert "convert-ttg-to-ptx{target=sm_90a a-from-shared=true}" in other
+def test_stage_pass_lists_follow_the_options():
+    """The ttgir -> ttgir rewrites end make_ttgir (after canonicalize + cse, in the order they
+    always ran); make_ptx places the barriers and the shared memory, then converts."""
+    default, other_opts = CompileOptions(target="sm_90a"), CompileOptions(
+        target="sm_90a", wgmma_unroll=True, warp_specialize=False, wgmma_a_smem=True)
+    assert make_ttgir(default)[-3:] == ["cse", "tritongpu-sink-local-loads", "tritongpu-warp-specialize"]
+    assert make_ttgir(other_opts)[-3:] == ["cse", "tritongpu-wgmma-unroll", "tritongpu-sink-local-loads"]
+    assert make_ptx(default) == ["tritongpu-insert-barriers", "allocate-shared-memory",
+                                 "convert-ttg-to-ptx{target=sm_90a a-from-shared=false}",
+                                 "ptx-hoist-loop-invariants", EMIT_PTX]
+    assert make_ptx(other_opts)[2] == "convert-ttg-to-ptx{target=sm_90a a-from-shared=true}"
     passes = get_all_passes()
-    for spec in default[:-1] + other[:-1]:
+    for spec in make_ttgir(default) + make_ttgir(other_opts) + make_ptx(default)[:-1]:
         assert spec.split("{")[0] in passes
+
+
+def test_every_pass_is_in_a_stage_or_a_tool_pass():
+    """A registered pass that no stage runs (for any switch setting) is listed in TOOL_PASSES
+    with what it is for, and a tool pass is in no stage."""
+    from dataclasses import fields
+
+    from sparsecc.compiler import STAGE_TABLE
+    from sparsecc.switches import SWITCHES
+
+    staged = set()
+    for on in (False, True):
+        opts = CompileOptions(target="sm_90a", num_ctas=2, **{f.name: on for f in fields(CompileOptions)
+                                                              if f.name in SWITCHES})
+        staged |= {spec.split("{")[0] for _, make in STAGE_TABLE for spec in make(opts)}
+    registered = set(get_all_passes())
+    assert registered - staged == set(TOOL_PASSES) == {"expand-dequantize"}
+    assert not staged & set(TOOL_PASSES)
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -67,12 +89,11 @@ def test_ptx_dialect_round_trips_to_the_same_ptx(name):
 
 
 def test_warp_specialization_is_recorded_in_the_ir():
-    """The persistent TMA kernel: one producer warp, the loop nest marked ttg.producer, the
-    per-tile epilogue inside it ttg.consumer_only; without the pass nothing is marked and the
-    kernel has no producer warp."""
+    """The persistent TMA kernel's ttgir stage (the pass runs in make_ttgir): one producer warp,
+    the loop nest marked ttg.producer, the per-tile epilogue inside it ttg.consumer_only; without
+    the pass nothing is marked and the kernel has no producer warp."""
     ck = _compile("persistent-sm_90a")
     module = Parser(make_context(), ck.asm["ttgir"]).parse_module()
-    run_passes(module, ["tritongpu-warp-specialize"])
     func = next(op for op in module.walk() if op.name == "tt.func")
     assert func.attributes[ttgd.PRODUCER_WARPS].value.data == 1
     marked = [op for op in func.body.block.ops if ttgd.PRODUCER in op.attributes]

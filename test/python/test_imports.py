@@ -12,7 +12,8 @@ the front end).
 The stages, earliest first (`RANKS`); a module may import its own stage and earlier ones:
 
     language    the user-facing DSL (`sparsecc.language as tl`): plain Python, no IR
-    switches    the table of code-changing switches and their environment overrides
+    switches    the table of code-changing switches and their environment overrides; `defaults`,
+                the default launch options (num_warps, num_stages, num_ctas), stated once
     formats     sparse formats as data (what values/metadata a sparse operand is made of); the
                 `#tt.sparse` attribute asks its format which element types it holds
     dialects    the IR: tt, ttg, ptx (+ wgmma, mbarrier ops), arith extensions
@@ -45,6 +46,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sparsecc"
 RANKS: dict[str, int] = {
     "language": 0,
     "switches": 1,
+    "defaults": 1,
     "formats": 2,
     "dialects": 3,
     "analysis": 4,

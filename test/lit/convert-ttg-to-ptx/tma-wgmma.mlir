@@ -1,7 +1,7 @@
 // RUN: sparsecc-opt %s -p "tritongpu-sink-local-loads,tritongpu-warp-specialize,convert-ttg-to-ptx" | filecheck %s
 // RUN: sparsecc-opt %s -p "tritongpu-sink-local-loads,tritongpu-warp-specialize,convert-ttg-to-ptx,ptx-hoist-loop-invariants" -o %t.mlir
 // RUN: sparsecc-opt %t.mlir --emit ptx -o %t.roundtrip.ptx
-// RUN: sparsecc-opt %s --emit ptx -o %t.direct.ptx
+// RUN: sparsecc-opt %s -p "tritongpu-sink-local-loads,tritongpu-warp-specialize" --emit ptx -o %t.direct.ptx
 // RUN: diff %t.direct.ptx %t.roundtrip.ptx
 // A warp-specialized TMA + wgmma kernel (4 compute warps + 1 producer warp) in the ptx dialect:
 // one ptx.kernel with the three tensor maps as parameters after the function's own, and the

@@ -13,3 +13,5 @@
 // CHECK-DAG: {{^}}ptx-hoist-loop-invariants{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}allocate-shared-memory {{ *}}Give every shared buffer and scratch its offset, the module its total{{$}}
 // CHECK-DAG: {{^}}tritongpu-insert-barriers {{ *}}Place the CTA barriers of each `tt.func` as `ttg.barrier` ops{{$}}
+// Passes no compiler stage runs say so after their description.
+// CHECK-DAG: {{^}}expand-dequantize {{ *}}Rewrite `tt.dequantize` as extui/shifts/reshapes/float ops  (tool pass, in no compiler pipeline: tt.dequantize as plain tensor ops, for a backend without its own dequantize lowering){{$}}

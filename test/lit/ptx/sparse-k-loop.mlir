@@ -1,4 +1,4 @@
-// RUN: sparsecc-opt %s -p "decompose-sparse-tensors,convert-tt-to-ttg{num-warps=4 target=sm_80},sparse-gpu-encoding,tritongpu-pipeline{num-stages=2}" --emit ptx | filecheck %s
+// RUN: sparsecc-opt %s -p "decompose-sparse-tensors,convert-tt-to-ttg{num-warps=4 target=sm_80},sparse-gpu-encoding,tritongpu-pipeline{num-stages=2},tritongpu-sink-local-loads" --emit ptx | filecheck %s
 // RUN: not sparsecc-opt %s --emit ptx 2>&1 | filecheck %s --check-prefix=NOTTG
 // The PTX printer at the end of the pipeline: a pipelined sparse K loop becomes cp.async copies
 // into shared memory, ldmatrix loads (transposed for B and the metadata) and mma.sp with the

@@ -1,4 +1,4 @@
-// RUN: sparsecc-opt %s -p "decompose-sparse-tensors,convert-tt-to-ttg{num-warps=4 target=sm_90a},sparse-gpu-encoding,tritongpu-pipeline{num-stages=2}" --emit ptx | filecheck %s
+// RUN: sparsecc-opt %s -p "decompose-sparse-tensors,convert-tt-to-ttg{num-warps=4 target=sm_90a},sparse-gpu-encoding,tritongpu-pipeline{num-stages=2},tritongpu-sink-local-loads" --emit ptx | filecheck %s
 // The epilogue of a wgmma GEMM (64x64 tile, all four warps along M): under the run-time test
 // that 8-element vectors are aligned (the strides here are not known to be), each row's four
 // 8-column chunks are transposed across the lane quad (shfl.sync.bfly by 1, then by 2) and

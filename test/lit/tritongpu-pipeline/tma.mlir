@@ -1,5 +1,5 @@
 // RUN: sparsecc-opt %s -p "convert-tt-to-ttg{num-warps=4 target=sm_90a},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 tma=true}" | filecheck %s
-// RUN: sparsecc-opt %s -p "convert-tt-to-ttg{num-warps=4 target=sm_90a},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 tma=true}" --emit ptx | filecheck %s --check-prefix=PTX
+// RUN: sparsecc-opt %s -p "convert-tt-to-ttg{num-warps=4 target=sm_90a},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 tma=true},tritongpu-sink-local-loads,tritongpu-warp-specialize" --emit ptx | filecheck %s --check-prefix=PTX
 
 // tma=true on a wgmma K loop whose row strides are known multiples of 16 bytes (N and K carry
 // tt.divisibility = 16): the values (64x32, 64-byte swizzle), metadata (4x64) and B (64x64,

@@ -1,6 +1,7 @@
 // RUN: sparsecc-opt %s | filecheck %s
 // RUN: sparsecc-opt %s --print-op-generic | sparsecc-opt | filecheck %s
 // RUN: sparsecc-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
+// RUN: sparsecc-opt %s -p decompose-sparse-tensors | filecheck %s --check-prefix=DECOMPOSED
 
 // Every tt op and type in its custom form: the printer reproduces the input exactly, and the
 // generic form parses back to the same custom text. Types: scalar pointers, a #tt.sparse
@@ -58,6 +59,14 @@
 // GENERIC-SAME: -> !tt.ptr<tensor<32x64xf16, #tt.sparse<"NV24">>>
 // GENERIC: %d2 = "tt.dot"(%v, %b, %d, %e) <{sparseIndex = 0 : i32}> : (tensor<32x32xf16>, tensor<64x16xf16>, tensor<32x16xf32>, tensor<2x64xi16>) -> tensor<32x16xf32>
 // GENERIC: "tt.return"() : () -> ()
+
+// The same ops decompose (the load of %sptrs, sparse on its pointers only, once stopped the pass
+// with an internal AssertionError).
+// DECOMPOSED-NOT: tt.sparse
+// DECOMPOSED: %sx_values = tt.load %sptrs_values : tensor<16x8x!tt.ptr<f16>>
+// DECOMPOSED: %sx_meta = tt.load %sptrs_meta : tensor<1x16x!tt.ptr<i16>>
+// DECOMPOSED: tt.dot %a_values, %b, %a_meta, %acc, sparseIndex = 0
+// DECOMPOSED-NOT: tt.sparse
 
 builtin.module {
   tt.func public @all_ops(%p: !tt.ptr<f16>, %sp: !tt.ptr<f16, #tt.sparse<"NV24">>, %vals: !tt.ptr<f16>, %mp: !tt.ptr<i16>, %n: i32, %m64: i64) {

@@ -29,15 +29,16 @@ def build_kernel(bm: int, bn: int, bk: int, dtype: str, num_warps: int, num_stag
     from xdsl.parser import Parser
 
     from sparsecc.codegen.ptxas import assemble
-    from sparsecc.compiler import CompileOptions, lower_to_ptx, run_passes
+    from sparsecc.compiler import CompileOptions, lower_to_ptx, run_passes, ttgir_rewrites
     from sparsecc.dialects import make_context
 
     module = Parser(make_context(), sparse_gemm_ttir(bm, bn, bk, dtype)).parse_module()
     passes = [f"convert-tt-to-ttg{{num-warps={num_warps} target={target}}}", "sparse-gpu-encoding"]
     if num_stages > 1:
         passes.append(f"tritongpu-pipeline{{num-stages={num_stages}}}")
-    run_passes(module, passes + ["canonicalize", "cse"])
-    _, ptx, meta = lower_to_ptx(module, CompileOptions(target=target))
+    opts = CompileOptions(target=target)
+    run_passes(module, passes + ["canonicalize", "cse", *ttgir_rewrites(opts)])
+    _, ptx, meta = lower_to_ptx(module, opts)
     cubin = assemble(ptx, target)
     meta["resources"] = cubin.kernel_resources().as_dict()
     return cubin.data, meta

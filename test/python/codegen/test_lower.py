@@ -60,14 +60,14 @@ def test_swizzle_is_a_permutation_per_row():
 def _ttgir(bm, bn, bk, dtype="f16", stages=1, warps=4, target="sm_90"):
     from xdsl.parser import Parser
 
-    from sparsecc.compiler import run_passes
+    from sparsecc.compiler import CompileOptions, run_passes, ttgir_rewrites
     from sparsecc.dialects import make_context
 
     module = Parser(make_context(), sparse_gemm_ttir(bm, bn, bk, dtype)).parse_module()
     passes = [f"convert-tt-to-ttg{{num-warps={warps} target={target}}}", "sparse-gpu-encoding"]
     if stages > 1:
         passes.append(f"tritongpu-pipeline{{num-stages={stages}}}")
-    return run_passes(module, passes + ["canonicalize", "cse"])
+    return run_passes(module, passes + ["canonicalize", "cse", *ttgir_rewrites(CompileOptions(target=target))])
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])

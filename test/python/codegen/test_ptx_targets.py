@@ -227,8 +227,14 @@ def test_bf16_and_i8_arithmetic_on_the_gpu(target):
     kernel.launch((1, 1, 1), (n, 1, 1), [t.data_ptr() for t in dev] + [out.data_ptr()])
     torch.cuda.synchronize()
     expected = _expected(x, y, c, d)
-    for j, name in enumerate(OUTS):
-        assert torch.equal(out[:, j].cpu(), expected[:, j]), name
+    got = out.cpu()
+    # `mul` then `sub` without a rounding modifier may be contracted by ptxas into one fma (as
+    # Triton's default fp fusion allows; the sm_90 bf16 ALU forms are such a pair): either the
+    # twice-rounded or the once-rounded x*y - x is right, element by element
+    fused = (x.double() * y.double() - x.double()).to(torch.bfloat16).view(torch.int16).to(torch.int32) & 0xFFFF
+    assert ((got[:, 0] == expected[:, 0]) | (got[:, 0] == fused)).all(), OUTS[0]
+    for j, name in enumerate(OUTS[1:], start=1):
+        assert torch.equal(got[:, j], expected[:, j]), name
 
 
 # ------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from xdsl.parser import Parser
 
 from sparsecc.analysis.layouts import distributed
 from sparsecc.codegen.ptxas import ToolNotFoundError, assemble, dump_sass
-from sparsecc.compiler import CompileOptions, lower_to_ptx, run_passes
+from sparsecc.compiler import CompileOptions, lower_to_ptx, run_passes, ttgir_rewrites
 from sparsecc.dialects import make_context
 from sparsecc.dialects import ptx_wgmma as wg
 from sparsecc.dialects.ttg import MmaEncodingAttr
@@ -24,12 +24,14 @@ from sparsecc.passes.sparse_gpu_encoding import wgmma_swizzle
 
 
 def ttgir(bm: int, bn: int, bk: int, warps: int, stages: int, target: str = "sm_90a", dtype: str = "f16",
-          mbarriers: bool = False):
+          mbarriers: bool = False, unroll: bool = False):
+    """The ttgir stage of the sgemm kernel (ending in the compiler's ttgir rewrites)."""
     module = Parser(make_context(), sparse_gemm_ttir(bm, bn, bk, dtype)).parse_module()
     passes = [f"convert-tt-to-ttg{{num-warps={warps} target={target}}}", "sparse-gpu-encoding"]
     if stages > 1:
         passes.append(f"tritongpu-pipeline{{num-stages={stages}{' mbarriers=true' if mbarriers else ''}}}")
-    run_passes(module, passes + ["canonicalize", "cse"])
+    rewrites = ttgir_rewrites(CompileOptions(target=target, wgmma_unroll=unroll))
+    run_passes(module, passes + ["canonicalize", "cse", *rewrites])
     return module
 
 
@@ -177,7 +179,7 @@ def test_unrolled_wgmma_loop_double_buffers_the_fragment_registers():
     copy with its own fragment registers; every barrier drains the groups in flight (the slots
     they read are shared by all warpgroups), and the kernel still assembles to HGMMA.SP
     without spills."""
-    _, ptx, _ = lower_to_ptx(ttgir(64, 64, 64, 4, 3), CompileOptions(target="sm_90a", wgmma_unroll=True))
+    _, ptx, _ = lower_to_ptx(ttgir(64, 64, 64, 4, 3, unroll=True), CompileOptions(target="sm_90a"))
     _, inside, rest = first_loop(ptx)
     assert sum(ln == "wgmma.commit_group.sync.aligned;" for ln in inside) == 2
     first_frag = next(i for i, ln in enumerate(inside) if ln.startswith("ldmatrix"))
@@ -260,8 +262,8 @@ def test_mbarrier_pipeline_lowers_without_cta_barriers(unroll):
     """tritongpu-pipeline{mbarriers=true}: full/empty mbarriers initialised once (one thread,
     then fence + barrier), S-1 prologue arrivals, and a loop that synchronises only through
     them (GPU runs: test_gpu_sparse_mm.py::test_mbarrier_pipeline_matches_torch)."""
-    _, ptx, meta = lower_to_ptx(ttgir(256, 128, 128, 8, 3, mbarriers=True),
-                               CompileOptions(target="sm_90a", wgmma_unroll=unroll))
+    _, ptx, meta = lower_to_ptx(ttgir(256, 128, 128, 8, 3, mbarriers=True, unroll=unroll),
+                               CompileOptions(target="sm_90a"))
     before, inside, after = first_loop(ptx)
     # full and empty rings: 256 arrivals each (every thread's copies; every thread's release)
     assert sum(ln.startswith("@") and "mbarrier.init.shared::cta.b64" in ln and ln.endswith(", 256;")

@@ -12,6 +12,7 @@ Every crash a run finds becomes a case in REGRESSIONS below (or a test of its ow
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -35,6 +36,7 @@ from fuzz_targets import (
 )
 from hypothesis import HealthCheck, given, settings
 
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = int(os.environ.get("SPARSECC_FUZZ_EXAMPLES", "0") or 0)
 LONG = EXAMPLES > 0
 
@@ -147,12 +149,56 @@ REGRESSIONS = [
      "    %r = scf.if %c -> (i32) {\n      %a = arith.constant 1 : i32\n    } else {\n"
      "      %b = arith.constant 2 : i32\n      scf.yield %b : i32\n    }\n    tt.return\n  }\n}\n",
      "decompose-sparse-tensors"),  # StopIteration in the pass: a branch without its yield
+    # issue 28 (a held-out trial), each now a located error:
+    ('builtin.module {\n  tt.func public @k(%A: !tt.ptr<f16, #tt.sparse<"NV24.w4g\u0661\u0662\u0668">>) {\n'
+     "    tt.return\n  }\n}\n", ""),  # Arabic-Indic digits taken for 128: output did not parse back
+    ("builtin.module {\n  %c = arith.constant \u0667 : i32\n}\n", ""),  # xDSL's lexer read it as 7
+    ("builtin.module {\n  %c = arith.constant dense<1.0> : tensor<1048576x1048576xf32>\n}\n", ""),  # MemoryError
+    ('builtin.module {\n  tt.func public @k(%A: !tt.ptr<f16, #tt.sparse<"NV24">>) {\n'
+     '    %x = tt.load %A : !tt.ptr<f16, #tt.sparse<"NV24">>\n    tt.return\n  }\n}\n',
+     "decompose-sparse-tensors"),  # AssertionError in the pass: one element of a sparse matrix
+    ("builtin.module {\n  tt.func public @k(%p: !tt.ptr<f32>) {\n    tt.return\n  }\n}\n",
+     "convert-tt-to-ttg{target=\"sm_\u0669\u0660\"}"),  # copied into ttg.target unchecked
+    ("builtin.module {\n  %c = arith.constant 1 : i32\n  : i32\n}\n", ""),  # only " in block definition"
 ]
 
 
 @pytest.mark.parametrize("text, pipeline", REGRESSIONS)
 def test_fuzz_regressions_are_clean_errors(text, pipeline):
     assert run_cli(text, pipeline, area="regression") == "clean error"
+
+
+def test_fuzz_regressions_that_are_accepted_round_trip():
+    """Inputs a trial found crashing that sparsecc now accepts: through run_cli's oracles (the
+    output round-trips, every pass runs on it without an internal error or a hang)."""
+    roundtrip = (REPO / "test" / "lit" / "tt" / "roundtrip.mlir").read_text()
+    assert run_cli(roundtrip, "decompose-sparse-tensors") == "accepted"  # was an AssertionError
+
+
+def test_a_run_past_the_deadline_is_a_crash(monkeypatch):
+    """The harness's hang oracle: a pass that does not finish within CLI_TIMEOUT_S fails the run
+    (and the CLI's own `except Exception` around passes does not swallow the timeout)."""
+    import time
+    from dataclasses import dataclass
+
+    import fuzz_targets
+    from xdsl.passes import ModulePass
+
+    from sparsecc import passes
+
+    @dataclass(frozen=True)
+    class Sleep(ModulePass):
+        name = "sleep"
+
+        def apply(self, ctx, op) -> None:
+            time.sleep(30)
+
+    monkeypatch.setitem(passes.PASSES, "sleep", lambda: Sleep)
+    monkeypatch.setattr(fuzz_targets, "CLI_TIMEOUT_S", 0.5)
+    start = time.monotonic()
+    with pytest.raises(fuzz_targets.Crash, match="hang: no result after 0.5 s"):
+        run_cli("builtin.module {\n}\n", "sleep", area="regression")
+    assert time.monotonic() - start < 10
 
 
 def test_compress_regressions():

@@ -366,3 +366,22 @@ def test_duck_typed_sparse_tensor_without_dtype_still_specializes():
             self.encoding = "NV24"
 
     assert specialize(Duck(), "A", "k") == "*bf16:NV24"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scheme", ["w8g128", "w4g128z", "w8c", "w4g64"])
+@pytest.mark.parametrize("kind", ["max", "top binade", "tiny", "mixed"])
+def test_gpu_dequantizes_range_edges_as_the_interpreter_does(kind, scheme, dtype):
+    """The GPU's in-register dequantization of range-edge groups equals `to_dense` bit for bit:
+    with x the identity, y = x @ W.T is W.T itself (one exact product per output, fp32 sums)."""
+    from sparsecc.ops.sparse_linear import sparse_linear
+
+    k = 256
+    q = compress(_edge_matrix(kind, dtype, m=64, k=k), quant=scheme)
+    eye = torch.eye(k, dtype=dtype, device="cuda")
+    y = torch.full((k, 64), float("nan"), dtype=dtype, device="cuda")
+    y.copy_(sparse_linear(eye, q.cuda()))
+    want = q.to_dense().t().cuda()
+    assert torch.isfinite(y).all()
+    assert torch.equal(y, want)
