@@ -146,8 +146,11 @@ def ttgir_rewrites(opts: CompileOptions) -> list[str]:
 
 
 def make_ptx(opts: CompileOptions) -> list[str]:
-    """ttgir (as make_ttgir left it) -> ptx dialect -> PTX text."""
+    """ttgir (as make_ttgir left it) -> ptx dialect -> PTX text: the barriers and the shared
+    memory are decided (and recorded in the IR) right before the conversion reads them."""
     return [
+        "tritongpu-insert-barriers",
+        "allocate-shared-memory",
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
         "ptx-hoist-loop-invariants",
         EMIT_PTX,

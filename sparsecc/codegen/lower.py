@@ -1,7 +1,7 @@
 """The ttgir -> `ptx` dialect lowering behind convert-ttg-to-ptx (sparsecc/passes/convert_ttg_to_ptx.py).
 
 One `tt.func` becomes one `ptx.kernel` (`lower_function`): the per-kernel decisions are made
-first (`plan_kernel`: shared-memory offsets, tensor maps, warp specialization, into a frozen
+first (`plan_kernel`: the shared-memory offsets allocate-shared-memory recorded, tensor maps, warp specialization, into a frozen
 `KernelConfig`), then the body is walked op by op, each op lowered by its handler
 (sparsecc/codegen/handlers/, one module per op family) against a small explicit
 `LoweringState` (sparsecc/codegen/lower_state.py).
@@ -9,33 +9,26 @@ first (`plan_kernel`: shared-memory offsets, tensor maps, warp specialization, i
 Values are lowered per thread (lower_base.py): a distributed tensor is the list of registers
 its layout gives this thread (analysis/layouts.py), dot operands are mma fragments, block
 pointers are their scalar fields, shared buffers are 32-bit shared addresses into one dynamic
-`smem` array planned statically here. Memory helpers live in lower_mem.py and lower_ptrs.py,
+`smem` array (its offsets planned by allocate-shared-memory). Memory helpers live in lower_mem.py and lower_ptrs.py,
 ldmatrix/mma in lower_dot.py, dequantization in lower_quant.py, mbarriers and TMA in
 lower_async.py.
 """
 
 from __future__ import annotations
 
-import math
-
-from xdsl.dialects.builtin import Float32Type, IntegerType, i32, i64
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, i32, i64
 from xdsl.ir import Attribute, Operation
 
 from sparsecc.analysis.divisibility import Divisibility
-from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
+from sparsecc.analysis.shared_memory import WGMMA_ALIGN
 from sparsecc.codegen import handlers  # noqa: F401 - importing the package fills the handler table
 from sparsecc.codegen.lower_async import lower_specialized, plan_tensor_maps, producer_split
 from sparsecc.codegen.lower_base import Emitter, LoweringError
-from sparsecc.codegen.lower_ptrs import atomic_needs_broadcast
-from sparsecc.codegen.lower_quant import scratch_bytes as dequantize_scratch_bytes
-from sparsecc.codegen.lower_state import KernelConfig, LoweringState, Preamble
+from sparsecc.codegen.lower_state import Barriers, KernelConfig, LoweringState, Preamble
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
-
-SMEM_ALIGN = 128
-WGMMA_ALIGN = 1024
 
 
 def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 1,
@@ -54,7 +47,8 @@ def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 
         if arg.type == i32 and karg.type != i32:
             karg = em.to32(karg)
         args[arg] = karg
-    L = LoweringState(cfg, kernel, em, _preamble(em, cfg), values=args)
+    L = LoweringState(cfg, kernel, em, _preamble(em, cfg), values=args,
+                      barriers=Barriers(explicit=ttgd.EXPLICIT_BARRIERS in func.attributes))
     split = producer_split(func)
     if split is None:
         L.lower_block(func.body.block)
@@ -73,7 +67,7 @@ def plan_kernel(func: tt.FuncOp, target: str, num_warps: int, cluster: int,
     parameters (the function's, then one tensor map per TMA'd block pointer)."""
     wgmma = uses_wgmma(func)
     divs = Divisibility(func)
-    offsets, smem_bytes = plan_shared(func, wgmma)
+    offsets, smem_bytes = shared_plan(func)
     params = [(f"arg{i}", param_kind(ty, func, i)) for i, ty in enumerate(func.function_type.inputs.data)]
     tensor_maps = plan_tensor_maps(func, divs, len(params))
     params += [(f"tmap{i}", "tmap") for i in range(len(tensor_maps))]
@@ -102,37 +96,21 @@ def _preamble(em: Emitter, cfg: KernelConfig) -> Preamble:
     return Preamble(tid, lane, warp, cta_rank, smem)
 
 
-def _shared_size(op: Operation) -> int:
-    """Bytes of shared memory `op` needs (its buffer, or scratch for a round trip), or 0."""
-    if isinstance(op, ttgd.LocalAllocOp):
-        ty = op.result.type
-        return math.prod(ty.get_shape()) * esize(ty.element_type)
-    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
-        ty = op.operands[0].type
-        return math.prod(ty.get_shape()) * esize(ty.element_type)
-    if isinstance(op, tt.DequantizeOp):
-        return dequantize_scratch_bytes(op)
-    if isinstance(op, tt.AtomicRMWOp) and atomic_needs_broadcast(op):
-        return 4
-    return 0
-
-
-def plan_shared(func: tt.FuncOp, wgmma: bool) -> tuple[dict[Operation, int], int]:
-    """Static offsets of every shared buffer and scratch (in program order, aligned), and the
-    total bytes (with room to align the base at run time for wgmma)."""
-    align = WGMMA_ALIGN if wgmma else SMEM_ALIGN
-    offsets: dict[Operation, int] = {}
-    off = 0
+def shared_plan(func: tt.FuncOp) -> tuple[dict[Operation, int], int]:
+    """The offsets of `func`'s shared buffers and scratch and the total bytes, as
+    allocate-shared-memory recorded them (`ttg.shared_offset` on the ops, `ttg.shared` on the
+    module)."""
+    module = func.parent_op()
+    total = module.attributes.get(ttgd.SHARED_TOTAL) if module is not None else None
+    if not isinstance(total, IntegerAttr):
+        raise LoweringError(f"tt.func @{func.sym_name.data}: no shared-memory plan (the module has no "
+                            f"\"{ttgd.SHARED_TOTAL}\" attribute): run allocate-shared-memory first")
+    offsets = {}
     for op in func.walk():
-        size = _shared_size(op)
-        if size:
-            off = -(-off // align) * align
-            offsets[op] = off
-            off += size
-    total = -(-off // align) * align if off else 0
-    if total and wgmma:
-        total += WGMMA_ALIGN  # room to align the base at run time
-    return offsets, total
+        off = op.attributes.get(ttgd.SHARED_OFFSET)
+        if isinstance(off, IntegerAttr):
+            offsets[op] = off.value.data
+    return offsets, total.value.data
 
 
 def param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
@@ -149,4 +127,4 @@ def param_kind(ty: Attribute, func: tt.FuncOp, i: int) -> str:
     raise LoweringError(f"tt.func @{func.sym_name.data}: parameter {i} has unsupported type {ty}")
 
 
-__all__ = ["LoweringError", "lower_function", "param_kind", "plan_kernel", "plan_shared"]
+__all__ = ["LoweringError", "lower_function", "param_kind", "plan_kernel", "shared_plan"]

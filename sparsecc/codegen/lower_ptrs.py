@@ -132,11 +132,6 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
     L.set(op.result, olds[0])
 
 
-def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
-    """A scalar atomic whose old value is used: thread 0's result must reach every thread."""
-    return not isinstance(op.ptr.type, TensorType) and bool(op.result.uses)
-
-
 def _thread_zero(L: LoweringContext) -> SSAValue:
     """The predicate of the thread that issues a program's scalar stores and atomics."""
     return L.em.cmp("eq", L.ids.tid, L.em.c(0))
@@ -147,4 +142,4 @@ def _check_addr(addr: SSAValue) -> None:
         raise LoweringError(f"pointer registers must be 64-bit addresses, got {addr.type}")
 
 
-__all__ = ["atomic_needs_broadcast", "atomic_ptrs", "store_scalar", "lower_addptr", "load_ptrs", "store_ptrs"]
+__all__ = ["atomic_ptrs", "store_scalar", "lower_addptr", "load_ptrs", "store_ptrs"]

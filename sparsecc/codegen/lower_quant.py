@@ -31,6 +31,7 @@ from xdsl.ir import SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import contiguous_run, distributed
+from sparsecc.analysis.shared_memory import dequantize_padded_bytes
 from sparsecc.codegen.lower_base import Frag, LoweringContext, LoweringError, Regs, Smem
 from sparsecc.codegen.lower_dot import warp_m_tiles
 from sparsecc.codegen.lower_mem import smem_addr, store_shared
@@ -40,27 +41,6 @@ from sparsecc.dialects import ttg as ttgd
 
 def _row_major(ty: TensorType) -> ttgd.MemDescType:
     return ttgd.MemDescType(ty.get_shape(), ty.element_type, ttgd.SharedEncodingAttr(1, 1, 1, (1, 0)), True)
-
-
-def reads_in_place(v: SSAValue) -> bool:
-    """Whether `v` is a `ttg.local_load` that only feeds `tt.dequantize`s: its lowering keeps the
-    buffer, which the dequantization reads directly (no registers, no scratch)."""
-    owner = v.owner
-    return (isinstance(owner, ttgd.LocalLoadOp) and bool(v.uses)
-            and all(isinstance(u.operation, tt.DequantizeOp) for u in v.uses))
-
-
-def _padded_bytes(v: SSAValue) -> int:
-    """An operand tile's bytes in the scratch buffer, rounded up to 16."""
-    ty = v.type
-    assert isinstance(ty, TensorType)
-    n = ty.get_shape()[0] * ty.get_shape()[1] * esize(ty.element_type)
-    return -(-n // 16) * 16
-
-
-def scratch_bytes(op: tt.DequantizeOp) -> int:
-    """Shared bytes the op needs for its operands that arrive in registers (0: none does)."""
-    return sum(_padded_bytes(v) for v in op.operands if not reads_in_place(v))
 
 
 def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> list[Smem]:
@@ -80,7 +60,7 @@ def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) 
             store_shared(L, sm, got)
             stored = True
             out.append(sm)
-            offset += _padded_bytes(v)
+            offset += dequantize_padded_bytes(v)
         else:
             raise LoweringError("tt.dequantize: operands must be tensors in registers or shared memory")
     if stored:

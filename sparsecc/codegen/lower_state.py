@@ -8,7 +8,11 @@ flight; `ZeroRestart`: the restarted sums of persistent kernels; `LoweringCaches
 arithmetic shared between ops). A handler reads its operands with `get` and records its
 results with `set`.
 
-Barriers: a `bar.sync` is emitted lazily, before the first shared read after a shared write
+Barriers: in a function after tritongpu-insert-barriers (`ttg.explicit_barriers`) the pass
+decided them: a `ttg.barrier` is issued right before the next op's first shared access (its
+address arithmetic goes first), and an op that reads back its own writes (a convert_layout's
+scratch) synchronises in between. Otherwise (warp-specialized functions, ttgir that did not go
+through the pass) a `bar.sync` is emitted lazily, before the first shared read after a shared write
 (RAW) and before the first shared write after a shared read (WAR); loop bodies start
 conservatively (both pending); `scf.if` conditions are assumed uniform (they are: the passes
 only branch on scalars). `ttg.async_wait` is `cp.async.wait_group n` + `bar.sync`; async copies
@@ -38,6 +42,7 @@ from sparsecc.codegen.lowering_parts import (
 )
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp, WgmmaWaitGroupOp
+from sparsecc.dialects.ttg import BarrierOp
 
 
 @dataclass
@@ -88,8 +93,11 @@ class LoweringState:
             return
         if self.groups.pending and reads_wgmma_result(op):
             self.wgmma_drain()  # e.g. a persistent GEMM's epilogue inside the loop
+        self.barriers.op_wrote = False
         try:
             handler_for(op)(self, op)
+            if self.barriers.due and not isinstance(op, BarrierOp):
+                self.bar()  # a ttg.barrier before an op that accessed no shared memory after all
         except (LayoutError, LoweringError) as e:
             msg = str(e)
             if not msg.startswith(op.name):
@@ -127,16 +135,18 @@ class LoweringState:
                 g.pending = False
 
     def before_shared_write(self) -> None:
-        if self.barriers.reads_since_bar:
+        b = self.barriers
+        if b.due or (b.reads_since_bar and not b.explicit):
             self.bar()
 
     def after_shared_write(self) -> None:
-        self.barriers.writes_pending = True
+        self.barriers.writes_pending = self.barriers.op_wrote = True
 
     def before_shared_read(self) -> None:
-        if self.barriers.writes_pending:
+        b = self.barriers
+        if b.due or b.op_wrote or (b.writes_pending and not b.explicit):
             self.bar()
-        self.barriers.reads_since_bar = True
+        b.reads_since_bar = True
 
     # ---------------------------------------------------------------- coordinates
     def coords(self, dl: DistLayout) -> list[tuple[SSAValue, ...]]:

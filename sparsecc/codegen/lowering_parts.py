@@ -64,10 +64,21 @@ class Preamble:
 
 @dataclass
 class Barriers:
-    """Whether a `bar.sync` is due before the next shared read (RAW) or write (WAR)."""
+    """Whether a `bar.sync` is due before the next shared read (RAW) or write (WAR).
+
+    Two modes. Lazy (the default): the state below decides, op by op. Explicit (a function
+    after tritongpu-insert-barriers, `explicit`): a `ttg.barrier` makes one `due`, issued at the
+    next op's first shared access; besides, only an op that reads back what it wrote itself
+    (`op_wrote`: a convert_layout's scratch) synchronises on its own."""
 
     writes_pending: bool = False
     reads_since_bar: bool = False
+    explicit: bool = False
+    """The function's barriers are `ttg.barrier` ops (tritongpu-insert-barriers placed them)."""
+    due: bool = False
+    """A `ttg.barrier` was lowered: the next shared access (or the end of the next op) issues it."""
+    op_wrote: bool = False
+    """The op being lowered wrote shared memory (its own read-back needs a barrier)."""
 
     def state(self) -> tuple[bool, bool]:
         return self.writes_pending, self.reads_since_bar
@@ -80,7 +91,7 @@ class Barriers:
         self.writes_pending = self.reads_since_bar = True
 
     def synced(self) -> None:
-        self.writes_pending = self.reads_since_bar = False
+        self.writes_pending = self.reads_since_bar = self.due = self.op_wrote = False
 
 
 @dataclass

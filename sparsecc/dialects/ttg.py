@@ -1091,9 +1091,36 @@ class AsyncWaitOp(IRDLOperation):
         printer.print_op_attributes({"num": self.num} | dict(self.attributes))
 
 
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """`ttg.barrier`: every shared-memory access of the CTA before it happens before every one
+    after it (a `bar.sync`; in a wgmma kernel also the wgmma drain and the proxy fence that
+    make earlier generic writes visible to wgmma). Placed by tritongpu-insert-barriers; the
+    lowering issues it right before the next op's first shared access, so that op's address
+    arithmetic is not held up by the wait."""
+
+    name = "ttg.barrier"
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
 # ----------------------------------------------------------------------------------------------
 # Discardable attributes: what one pass tells a later one (and the lowering) through the IR
 
+SHARED_OFFSET = "ttg.shared_offset"
+"""On an op with a shared buffer or scratch (local_alloc, convert_layout, reduce, reshape,
+dequantize, a broadcast atomic): its byte offset in the kernel's one dynamic shared array, as
+allocate-shared-memory decided it (`ttg.shared_offset = 1024 : i32`)."""
+SHARED_TOTAL = "ttg.shared"
+"""On the module: the shared bytes a block of the kernel needs (allocate-shared-memory; the
+launch attribute's `shared`)."""
+EXPLICIT_BARRIERS = "ttg.explicit_barriers"
+"""On a tt.func: tritongpu-insert-barriers placed its CTA barriers (`ttg.barrier`); the lowering
+adds none of its own between ops (only an op's internal write-then-read round trip, and the
+barriers that are part of an op: ttg.async_wait, ttg.init_barrier, a releasing atomic)."""
 SLOT_SAFE = "ttg.slot_safe"
 """On an async copy: its slot is none that was read since the last CTA barrier, so the
 lowering needs no barrier before it (the reads since then target the next slot)."""
@@ -1347,6 +1374,7 @@ TTG = Dialect(
         ArriveBarrierOp,
         DotWaitOp,
         AsyncTmaCopyOp,
+        BarrierOp,
     ],
     [
         BlockedEncodingAttr,
@@ -1384,9 +1412,13 @@ __all__ = [
     "ArriveBarrierOp",
     "DotWaitOp",
     "AsyncTmaCopyOp",
+    "BarrierOp",
+    "EXPLICIT_BARRIERS",
     "AsyncCommitGroupOp",
     "AsyncWaitOp",
     "LayoutAttr",
+    "SHARED_OFFSET",
+    "SHARED_TOTAL",
     "SLOT_SAFE",
     "SLOT_GUARDED",
     "PRODUCER_WARPS",

@@ -8,6 +8,7 @@ PTX emission they drive in `sparsecc.codegen`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
@@ -79,6 +80,18 @@ def _warp_specialize() -> type[ModulePass]:
     return WarpSpecializePass
 
 
+def _insert_barriers() -> type[ModulePass]:
+    from sparsecc.passes.tritongpu_insert_barriers import InsertBarriersPass
+
+    return InsertBarriersPass
+
+
+def _allocate_shared_memory() -> type[ModulePass]:
+    from sparsecc.passes.allocate_shared_memory import AllocateSharedMemoryPass
+
+    return AllocateSharedMemoryPass
+
+
 def _convert_ttg_to_ptx() -> type[ModulePass]:
     from sparsecc.passes.convert_ttg_to_ptx import ConvertTTGToPTXPass
 
@@ -117,6 +130,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tritongpu-wgmma-unroll": _wgmma_unroll,
     "tritongpu-sink-local-loads": _sink_local_loads,
     "tritongpu-warp-specialize": _warp_specialize,
+    "tritongpu-insert-barriers": _insert_barriers,
+    "allocate-shared-memory": _allocate_shared_memory,
     "convert-ttg-to-ptx": _convert_ttg_to_ptx,
     "ptx-hoist-loop-invariants": _ptx_hoist,
     "canonicalize": _canonicalize,
@@ -139,3 +154,17 @@ for; `sparsecc-opt --list-passes` prints the text beside the name:
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """A copy of `PASSES` (the form xDSL's PassPipeline.parse_spec takes)."""
     return dict(PASSES)
+
+
+_UNDOCUMENTED = {"cse": "Eliminate common subexpressions (xDSL's pass)."}
+"""Descriptions of the registered passes whose class has no docstring."""
+
+
+def describe(name: str) -> str:
+    """The one-line description of pass `name` for `sparsecc-opt --list-passes`: the first
+    sentence of its class docstring (loading the pass), without the pointer to its module.
+
+    Example: `describe("allocate-shared-memory")` starts "Give every shared buffer"."""
+    doc = " ".join((PASSES[name]().__doc__ or _UNDOCUMENTED.get(name, "")).strip().split("\n\n")[0].split())
+    doc = re.sub(r"\s*\((see the )?module docstring\)", "", doc)
+    return doc.split(". ")[0].rstrip(".")

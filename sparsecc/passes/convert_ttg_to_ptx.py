@@ -4,7 +4,9 @@ contract (the `sparsecc.launch` attribute, `sparsecc.codegen.launch`).
 The conversion itself is `sparsecc.codegen.lower.lower_function`: each op is lowered by its
 handler in the op table (sparsecc/codegen/handlers/). It reads the decisions earlier passes
 recorded in the IR (tritongpu-warp-specialize's `ttg.producer*` marks, the pipeline's
-`ttg.slot_*` marks) and decides none of them itself.
+`ttg.slot_*` marks, allocate-shared-memory's `ttg.shared_offset` / `ttg.shared`) and decides
+none of them itself. A module without `ttg.shared` (allocate-shared-memory did not run) is
+allocated first, as that pass would, so older ttgir still converts.
 
     sparsecc-opt pipelined.mlir -p "convert-ttg-to-ptx{target=sm_90a}"
 """
@@ -25,6 +27,11 @@ from sparsecc.codegen.launch import LAUNCH, launch_attr
 from sparsecc.codegen.lower import LoweringError, lower_function
 from sparsecc.dialects import ptx, ptx_targets, tt
 from sparsecc.dialects import ttg as ttgd
+from sparsecc.passes.allocate_shared_memory import (
+    allocate_shared_memory,
+    has_shared_plan,
+    shared_size,
+)
 
 
 def _needs(op: Operation) -> tuple[str, str] | None:
@@ -76,6 +83,19 @@ def check_shared_budget(func: tt.FuncOp, target: str, nbytes: int) -> None:
                         largest[1] if largest else func)
 
 
+def ensure_shared_plan(module: ModuleOp, func: tt.FuncOp) -> None:
+    """Run allocate-shared-memory on a module that has no plan yet (a ttgir file from before the
+    pass, or a pipeline without it); in a module that has one, every op that needs shared memory
+    must carry its offset (else a pass added it after the allocation)."""
+    if not has_shared_plan(module):
+        allocate_shared_memory(module)
+        return
+    for op in func.walk():
+        if shared_size(op) and ttgd.SHARED_OFFSET not in op.attributes:
+            raise LoweringError(f"{op.name} needs shared memory but has no \"{ttgd.SHARED_OFFSET}\": run "
+                                "allocate-shared-memory after the passes that add ops", op)
+
+
 def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -> ptx.KernelOp:
     """Replace the module's one `tt.func` by its `ptx.kernel`, its `ttg.*` attributes by
     `sparsecc.launch`; returns the kernel."""
@@ -87,6 +107,7 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
     num_warps = ttgd.module_num_warps(module)
     cluster = ttgd.module_num_ctas(module)
     check_target_features(module, func, target, cluster)
+    ensure_shared_plan(module, func)
     try:
         lowered = lower_function(func, target, num_warps, cluster=cluster, a_smem_option=a_from_shared)
     except LoweringError as e:
@@ -129,7 +150,8 @@ class ConvertTTGToPTXPass(ModulePass):
     tritongpu-warp-specialize are optional). Anything the lowering cannot express is a
     LoweringError naming the op, and so is a target that lacks an instruction the function needs
     (wgmma, TMA, mbarrier waits, clusters, fp8 mma) or buffers that exceed its shared memory
-    per block. Guarantees: the module holds one `ptx.kernel` for `target`
+    per block. Shared offsets and the total come from allocate-shared-memory (run implicitly
+    when the module has no `ttg.shared`). Guarantees: the module holds one `ptx.kernel` for `target`
     (default: the module's `ttg.target`) and a `sparsecc.launch` attribute, no `ttg.*` ones.
     `a-from-shared`: wgmma reads A through a descriptor also outside TMA kernels.
     """

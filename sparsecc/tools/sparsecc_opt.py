@@ -367,7 +367,7 @@ def compile_source(src: SourceFile, args: argparse.Namespace) -> str:
 def emit_ptx_text(module: ModuleOp, positions: dict | None = None, src: SourceFile | None = None) -> str:
     """PTX text of a module: a ptx-dialect module (convert-ttg-to-ptx's output) is printed as
     it is; ttgir (its `ttg.target` names the GPU) first runs the compiler's ptx stage
-    (`compiler.make_ptx`: convert-ttg-to-ptx on, switches at their defaults or SPARSECC_*
+    (`compiler.make_ptx`: tritongpu-insert-barriers, allocate-shared-memory, convert-ttg-to-ptx on, switches at their defaults or SPARSECC_*
     environment overrides). The ttgir rewrites that end the ttgir stage (sink local loads, warp
     specialize) are the input's to have run: `-p` names them. An error that names an op of the
     input (`exc.op`) is reported at it, given `positions` and `src`; one that is not a user error
@@ -526,11 +526,13 @@ def _guarded_main(argv: list[str] | None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_arg_parser().parse_args(argv)
     if args.list_passes:
-        from sparsecc.passes import TOOL_PASSES, get_all_passes
+        from sparsecc.passes import TOOL_PASSES, describe, get_all_passes
 
         notes = {name: f"  ({what})" for name, what in TOOL_PASSES.items()}
         try:
-            _write_stdout("".join(f"{name}{notes.get(name, '')}\n" for name in sorted(get_all_passes())))
+            # one line per pass: its name, what it does, and whether the compiler runs it
+            _write_stdout("".join(f"{name:<28} {describe(name)}{notes.get(name, '')}\n"
+                                  for name in sorted(get_all_passes())))
         except ToolError as exc:
             sys.stderr.write(format_error(SourceFile(PROG, ""), exc.diag))
             return 1

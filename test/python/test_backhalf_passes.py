@@ -41,14 +41,15 @@ def _compile(name: str, **switches: bool):
 
 def test_stage_pass_lists_follow_the_options():
     """The ttgir -> ttgir rewrites end make_ttgir (after canonicalize + cse, in the order they
-    always ran); make_ptx starts at convert-ttg-to-ptx."""
+    always ran); make_ptx places the barriers and the shared memory, then converts."""
     default, other_opts = CompileOptions(target="sm_90a"), CompileOptions(
         target="sm_90a", wgmma_unroll=True, warp_specialize=False, wgmma_a_smem=True)
     assert make_ttgir(default)[-3:] == ["cse", "tritongpu-sink-local-loads", "tritongpu-warp-specialize"]
     assert make_ttgir(other_opts)[-3:] == ["cse", "tritongpu-wgmma-unroll", "tritongpu-sink-local-loads"]
-    assert make_ptx(default) == ["convert-ttg-to-ptx{target=sm_90a a-from-shared=false}",
+    assert make_ptx(default) == ["tritongpu-insert-barriers", "allocate-shared-memory",
+                                 "convert-ttg-to-ptx{target=sm_90a a-from-shared=false}",
                                  "ptx-hoist-loop-invariants", EMIT_PTX]
-    assert make_ptx(other_opts)[0] == "convert-ttg-to-ptx{target=sm_90a a-from-shared=true}"
+    assert make_ptx(other_opts)[2] == "convert-ttg-to-ptx{target=sm_90a a-from-shared=true}"
     passes = get_all_passes()
     for spec in make_ttgir(default) + make_ttgir(other_opts) + make_ptx(default)[:-1]:
         assert spec.split("{")[0] in passes

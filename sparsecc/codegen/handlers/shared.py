@@ -1,5 +1,5 @@
 """Handlers of shared-memory buffers: `ttg.local_alloc`, `ttg.local_load`, `ttg.local_store`,
-`ttg.memdesc_subview`.
+`ttg.memdesc_subview`, and of the CTA barrier that orders their accesses (`ttg.barrier`).
 
 A buffer lowers to `Smem`: its 32-bit shared address (the kernel's base plus the offset
 planned for its `ttg.local_alloc`) and its memdesc type; reads and writes follow the buffer's
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import TensorType
 
 from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.shared_memory import dequantize_reads_in_place
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, Smem
 from sparsecc.codegen.lower_dot import load_frag
 from sparsecc.codegen.lower_mem import load_shared, store_shared
-from sparsecc.codegen.lower_quant import reads_in_place as dequantize_reads_in_place
 from sparsecc.dialects import ttg as ttgd
 
 if TYPE_CHECKING:
@@ -77,3 +77,9 @@ def _subview(L: LoweringState, op: ttgd.MemDescSubviewOp) -> None:
         off = em.add(off, em.mul(idx, math.prod(src_shape[d + 1:])))
     addr = em.add(sm.addr, em.mul(off, esize(sm.ty.element_type)))
     L.set(op.result, Smem(addr, res_ty))
+
+
+@handles(ttgd.BarrierOp)
+def _barrier(L: LoweringState, op: ttgd.BarrierOp) -> None:
+    """Due now, issued (`LoweringState.bar`) right before the next op's first shared access."""
+    L.barriers.due = True

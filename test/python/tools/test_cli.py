@@ -171,8 +171,13 @@ def test_list_passes() -> None:
         "convert-tt-to-ttg",
         "sparse-gpu-encoding",
         "tritongpu-pipeline",
+        "tritongpu-insert-barriers",
+        "allocate-shared-memory",
     ):
         assert name in names
+    for line in res.stdout.splitlines():  # every pass says what it does
+        name, _, description = line.partition(" ")
+        assert description.strip(), f"{name} has no description"
 
 
 def test_print_ir_after_all_goes_to_stderr() -> None:

@@ -1,0 +1,143 @@
+"""How much shared memory each ttgir op needs, and where it goes: the model behind
+allocate-shared-memory (sparsecc/passes/allocate_shared_memory.py), shared with the lowering,
+which reads the result from the IR and sizes its scratch the same way.
+
+A `ttg.local_alloc` needs its buffer; `ttg.convert_layout`, `tt.reduce` and `tt.reshape` a
+scratch the size of their source (a round trip through shared memory); `tt.dequantize` room
+for its operands that arrive in registers; a scalar `tt.atomic_rmw` whose old value is used a
+word to broadcast thread 0's result. `shared_effects` says which of them read and write it,
+for tritongpu-insert-barriers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.kloops import uses_wgmma
+from sparsecc.dialects import tt
+from sparsecc.dialects import ttg as ttgd
+
+SMEM_ALIGN = 128
+"""Alignment of each shared buffer (bytes): 16-byte vector accesses need at least 16."""
+WGMMA_ALIGN = 1024
+"""Alignment of each shared buffer of a wgmma kernel, and of its `smem` base: wgmma's swizzle
+atoms (8 rows x 128 B) start on 1 KiB boundaries."""
+
+
+def atomic_needs_broadcast(op: tt.AtomicRMWOp) -> bool:
+    """A scalar atomic whose old value is used: thread 0's result must reach every thread."""
+    return not isinstance(op.ptr.type, TensorType) and bool(op.result.uses)
+
+
+def dequantize_reads_in_place(v: SSAValue) -> bool:
+    """Whether `v` is a `ttg.local_load` that only feeds `tt.dequantize`s: its lowering keeps the
+    buffer, which the dequantization reads directly (no registers, no scratch)."""
+    owner = v.owner
+    return (isinstance(owner, ttgd.LocalLoadOp) and bool(v.uses)
+            and all(isinstance(u.operation, tt.DequantizeOp) for u in v.uses))
+
+
+def dequantize_padded_bytes(v: SSAValue) -> int:
+    """A `tt.dequantize` operand tile's bytes in its scratch buffer, rounded up to 16."""
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    n = ty.get_shape()[0] * ty.get_shape()[1] * esize(ty.element_type)
+    return -(-n // 16) * 16
+
+
+def shared_size(op: Operation) -> int:
+    """Bytes of shared memory `op` needs (its buffer, or scratch for a round trip), or 0.
+
+    Example: a `ttg.local_alloc` of a 64x32 f16 memdesc needs 4096."""
+    if isinstance(op, ttgd.LocalAllocOp):
+        ty = op.result.type
+        return math.prod(ty.get_shape()) * esize(ty.element_type)
+    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
+        ty = op.operands[0].type
+        return math.prod(ty.get_shape()) * esize(ty.element_type)
+    if isinstance(op, tt.DequantizeOp):
+        return sum(dequantize_padded_bytes(v) for v in op.operands if not dequantize_reads_in_place(v))
+    if isinstance(op, tt.AtomicRMWOp) and atomic_needs_broadcast(op):
+        return 4
+    return 0
+
+
+READ, WRITE, WAR_WRITE, ROUND_TRIP, SYNC, LANDED = "read", "write", "war-write", "round-trip", "sync", "landed"
+"""The shared-memory effects of an op's lowering, in order (`shared_effects`): a READ needs the
+CTA's earlier writes done (RAW); a WRITE needs its earlier reads done (WAR); a WAR_WRITE is an
+async copy whose data is only read after a `ttg.async_wait` (which barriers), so it only needs
+the WAR order; a ROUND_TRIP writes a scratch and reads it back with its own barrier in between;
+SYNC is a CTA barrier that is part of the op; LANDED: an mbarrier wait proved the writes done."""
+
+
+def _wgmma(ty: object) -> bool:
+    enc = getattr(ty, "encoding", None)
+    if isinstance(enc, ttgd.DotOperandEncodingAttr):
+        enc = enc.parent
+    return isinstance(enc, ttgd.MmaEncodingAttr) and enc.version_major == 3
+
+
+def shared_effects(op: Operation) -> tuple[str, ...]:
+    """What `op`'s lowering does to shared memory, in order (see READ ... LANDED); () for
+    nothing. Regions are not included (a loop or an if is analysed block by block).
+
+    Example: `ttg.convert_layout` is (ROUND_TRIP,); `ttg.local_store` is (WRITE,)."""
+    if isinstance(op, ttgd.LocalAllocOp):
+        return (WRITE,) if op.src is not None else ()
+    if isinstance(op, ttgd.LocalStoreOp):
+        return (WRITE,)
+    if isinstance(op, ttgd.LocalLoadOp):
+        if dequantize_reads_in_place(op.result):
+            return ()  # tt.dequantize reads the buffer itself
+        enc = op.result.type.encoding
+        if isinstance(enc, ttgd.DotOperandEncodingAttr) and enc.op_idx == 1 and _wgmma(op.result.type):
+            return ()  # wgmma reads B through a descriptor: the dot is the read
+        return (READ,)
+    if isinstance(op, tt.DotOp):
+        return (READ,) if _wgmma(op.result.type) else ()
+    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
+        return (ROUND_TRIP,)
+    if isinstance(op, tt.DequantizeOp):
+        return (ROUND_TRIP,) if shared_size(op) else (READ,)
+    if isinstance(op, tt.AtomicRMWOp):
+        scalar = not isinstance(op.ptr.type, TensorType)
+        sync = (SYNC,) if scalar and op.memory_order in ("release", "acq_rel") else ()
+        return sync + ((ROUND_TRIP,) if atomic_needs_broadcast(op) else ())
+    if isinstance(op, ttgd.AsyncCopyGlobalToLocalOp):
+        unsafe = ttgd.SLOT_SAFE not in op.attributes and ttgd.SLOT_GUARDED not in op.attributes
+        return (WAR_WRITE,) if unsafe else ()
+    if isinstance(op, ttgd.AsyncWaitOp | ttgd.InitBarrierOp | ttgd.BarrierOp):
+        return (SYNC,)
+    if isinstance(op, ttgd.WaitBarrierOp):
+        return (LANDED,)
+    return ()
+
+
+def plan_shared(func: tt.FuncOp) -> tuple[dict[Operation, int], int]:
+    """Offsets of every shared buffer and scratch under `func` (in program order, aligned) and
+    the total bytes (with room to align the base at run time in a wgmma kernel).
+
+    Example: two 4 KiB local_allocs of a non-wgmma kernel get offsets 0 and 4096, total 8192."""
+    wgmma = uses_wgmma(func)
+    align = WGMMA_ALIGN if wgmma else SMEM_ALIGN
+    offsets: dict[Operation, int] = {}
+    off = 0
+    for op in func.walk():
+        size = shared_size(op)
+        if size:
+            off = -(-off // align) * align
+            offsets[op] = off
+            off += size
+    total = -(-off // align) * align if off else 0
+    if total and wgmma:
+        total += WGMMA_ALIGN  # room to align the base at run time
+    return offsets, total
+
+
+__all__ = ["LANDED", "READ", "ROUND_TRIP", "SMEM_ALIGN", "SYNC", "WAR_WRITE", "WGMMA_ALIGN", "WRITE",
+           "atomic_needs_broadcast", "shared_effects", "dequantize_padded_bytes",
+           "dequantize_reads_in_place", "plan_shared", "shared_size"]

@@ -1,0 +1,134 @@
+"""`tritongpu-insert-barriers`: place the CTA barriers (`ttg.barrier`) that order shared-memory
+accesses between threads, from a read/write analysis of each block (as Triton's membar
+analysis does).
+
+The analysis walks each block in order with two facts: a shared write is pending (written since
+the last barrier) and a shared read happened since the last barrier. Before an op whose first
+shared access is a read while a write is pending (RAW), or a write while reads happened (WAR),
+it inserts a `ttg.barrier`, after which both are clear. What each op's lowering does to shared
+memory is `sparsecc.analysis.shared_memory.shared_effects`: a convert_layout, reduce or reshape
+writes a scratch and reads it back with its own barrier in between (the op's internal sync, as
+in Triton's lowering); `ttg.async_wait`, `ttg.init_barrier` and a releasing scalar atomic
+barrier themselves; an mbarrier wait (`ttg.wait_barrier`) proves the writes it waited for
+done; an async copy into a slot only needs the WAR order (its data is read after an
+async_wait), and none when the pipeline marked the slot safe or guarded. A loop body starts and
+ends conservatively (both facts set: the other iterations are unseen); the branches of an
+`scf.if` (whose conditions are uniform) start from the state before it and merge with "or".
+
+The function gets `ttg.explicit_barriers`: the lowering then adds no barrier between ops of its
+own. A warp-specialized function (`ttg.producer-warps`) is left to the lowering: its producer
+and consumer warps lower different subsets of the same ops, which one placement cannot serve.
+The pass runs after every pass that moves shared accesses (tritongpu-sink-local-loads changes
+where they go).
+
+    sparsecc-opt kernel.mlir -p tritongpu-insert-barriers
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir import Block, Operation
+from xdsl.passes import ModulePass
+
+from sparsecc.analysis import shared_memory as sm
+from sparsecc.dialects import tt
+from sparsecc.dialects import ttg as ttgd
+
+
+@dataclass
+class _State:
+    """Since the last barrier: a shared write is pending / a shared read happened."""
+
+    writes: bool = False
+    reads: bool = False
+
+    def copy(self) -> _State:
+        return _State(self.writes, self.reads)
+
+
+def _needs_barrier(effect: str, state: _State) -> bool:
+    if effect == sm.READ:
+        return state.writes
+    if effect in (sm.WRITE, sm.WAR_WRITE, sm.ROUND_TRIP):
+        return state.reads
+    return False
+
+
+def _apply(effect: str, state: _State) -> None:
+    """`state` after `effect` (a barrier before it, if needed, already cleared it)."""
+    if effect == sm.READ:
+        state.reads = True
+    elif effect == sm.WRITE:
+        state.writes = True
+    elif effect == sm.ROUND_TRIP:  # written, synced internally, read back
+        state.writes, state.reads = False, True
+    elif effect == sm.SYNC:
+        state.writes = state.reads = False
+    elif effect == sm.LANDED:
+        state.writes = False
+
+
+def _visit_op(op: Operation, state: _State) -> None:
+    """Insert a barrier before `op` if its first access needs one; update `state`."""
+    if isinstance(op, scf.ForOp):
+        _visit_block(op.body.block, _State(True, True))
+        state.writes = state.reads = True  # after the loop: whatever its last iteration left
+        return
+    if isinstance(op, scf.IfOp):
+        ends = []
+        for region in (op.true_region, op.false_region):
+            branch = state.copy()
+            if region.blocks:
+                _visit_block(region.block, branch)
+            ends.append(branch)
+        state.writes = ends[0].writes or ends[1].writes
+        state.reads = ends[0].reads or ends[1].reads
+        return
+    for i, effect in enumerate(sm.shared_effects(op)):
+        if _needs_barrier(effect, state):
+            # only an op's first access can need one: the others follow an internal sync
+            assert i == 0, f"{op.name}: a barrier would be needed inside the op"
+            block = op.parent_block()
+            assert block is not None
+            block.insert_op_before(ttgd.BarrierOp(), op)
+            state.writes = state.reads = False
+        _apply(effect, state)
+
+
+def _visit_block(block: Block, state: _State) -> None:
+    for op in list(block.ops):
+        _visit_op(op, state)
+
+
+def insert_barriers(func: tt.FuncOp) -> bool:
+    """Place the `ttg.barrier`s of `func` and mark it `ttg.explicit_barriers`; False (nothing
+    changed) for a warp-specialized function or one already marked."""
+    if ttgd.PRODUCER_WARPS in func.attributes or ttgd.EXPLICIT_BARRIERS in func.attributes:
+        return False
+    _visit_block(func.body.block, _State())
+    func.attributes[ttgd.EXPLICIT_BARRIERS] = UnitAttr()
+    return True
+
+
+@dataclass(frozen=True)
+class InsertBarriersPass(ModulePass):
+    """Place the CTA barriers of each `tt.func` as `ttg.barrier` ops (see the module docstring).
+
+    Accepts: ttgir after the passes that move shared accesses (the compiler runs it right
+    before convert-ttg-to-ptx). Guarantees: a `ttg.barrier` before each op whose shared access
+    would race with an earlier one of another thread, none elsewhere; the function marked
+    `ttg.explicit_barriers`. Running it twice changes nothing.
+    """
+
+    name = "tritongpu-insert-barriers"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in [o for o in op.ops if isinstance(o, tt.FuncOp)]:
+            insert_barriers(func)
+
+
+__all__ = ["InsertBarriersPass", "insert_barriers"]
