@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
@@ -30,12 +29,11 @@ from xdsl.utils.exceptions import VerifyException
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import make_context
 from sparsecc.dialects.locations import inherit_locations
-from sparsecc.dialects.ptx_targets import SUPPORTED_TARGETS
+from sparsecc.dialects.ptx_targets import normalize_target
 from sparsecc.passes import get_all_passes
 from sparsecc.switches import SWITCHES, resolve
 
 STAGES = ("ttir", "ttir-decomposed", "ttgir", "ptx", "cubin")
-MIN_SPARSE_ARCH = 80
 
 
 @dataclass(frozen=True)
@@ -275,27 +273,8 @@ def debug_enabled() -> bool:
     return os.environ.get("SPARSECC_DEBUG", "0").strip().lower() not in ("", "0", "false", "off", "no")
 
 
-_TARGET = re.compile(r"sm_(?P<arch>[0-9]+)a?")
-"""A target name; ASCII digits only (`\\d` and `str.isdigit` take any script's digits)."""
-
-
-def check_target(target: str) -> str:
-    """Normalise and validate a target name; mma.sp needs sm_80 or newer."""
-    if not isinstance(target, str):
-        raise TypeError(f"target must be a string such as 'sm_90a' (or None for the interpreter), "
-                        f"got {type(target).__name__} {target!r}")
-    t = target if target.startswith("sm_") else f"sm_{target}"
-    m = _TARGET.fullmatch(t)
-    if m is None:
-        raise ValueError(f"unknown target '{target}': expected e.g. sm_80 or sm_90")
-    if int(m["arch"]) < MIN_SPARSE_ARCH:
-        raise ValueError(
-            f"target {t} has no sparse tensor cores: mma.sp needs sm_80 or newer "
-            f"(supported: {', '.join(SUPPORTED_TARGETS)})"
-        )
-    if t not in SUPPORTED_TARGETS:
-        raise ValueError(f"unsupported target {t} (supported: {', '.join(SUPPORTED_TARGETS)})")
-    return t
+check_target = normalize_target
+"""Normalise and validate a target name (`sparsecc.dialects.ptx_targets.normalize_target`)."""
 
 
 def run_stage(module: ModuleOp, stage: str, steps: list[str], opts: CompileOptions, result: StageResult) -> None:

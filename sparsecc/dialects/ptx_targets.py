@@ -34,10 +34,38 @@ MAX_SHARED_BYTES: dict[str, int] = {
 guide's table "Technical Specifications per Compute Capability"); more fails at launch."""
 
 
+_TARGET = re.compile(r"sm_(?P<arch>[0-9]+)a?")
+"""A target name; ASCII digits only (`\\d` and `str.isdigit` take any script's digits)."""
+MIN_SPARSE_ARCH = 80
+"""mma.sp, which every sparse dot runs on, needs sm_80."""
+
+
 def arch_number(target: str) -> int:
     """The number of an `sm_XY[a]` target (90 for sm_90a; 0 when there is none)."""
-    digits = "".join(ch for ch in target[3:] if ch.isdigit()) if target.startswith("sm_") else ""
-    return int(digits) if digits else 0
+    m = _TARGET.fullmatch(target)
+    return int(m["arch"]) if m else 0
+
+
+def normalize_target(target: str) -> str:
+    """A target name as sparsecc writes it ("90" -> "sm_90"), or a ValueError/TypeError that
+    says why it is not one sparsecc compiles for.
+
+        >>> normalize_target("90a")
+        'sm_90a'
+    """
+    if not isinstance(target, str):
+        raise TypeError(f"target must be a string such as 'sm_90a' (or None for the interpreter), "
+                        f"got {type(target).__name__} {target!r}")
+    t = target if target.startswith("sm_") else f"sm_{target}"
+    m = _TARGET.fullmatch(t)
+    if m is None:
+        raise ValueError(f"unknown target '{target}': expected e.g. sm_80 or sm_90")
+    if int(m["arch"]) < MIN_SPARSE_ARCH:
+        raise ValueError(f"target {t} has no sparse tensor cores: mma.sp needs sm_80 or newer "
+                         f"(supported: {', '.join(SUPPORTED_TARGETS)})")
+    if t not in SUPPORTED_TARGETS:
+        raise ValueError(f"unsupported target {t} (supported: {', '.join(SUPPORTED_TARGETS)})")
+    return t
 
 
 def satisfies(target: str, needed: str) -> bool:
@@ -132,5 +160,5 @@ def first_unavailable(text: str, target: str) -> tuple[int, str, str | None] | N
     return first
 
 
-__all__ = ["SUPPORTED_TARGETS", "MAX_SHARED_BYTES", "arch_number", "satisfies", "check_target", "shared_limit",
+__all__ = ["SUPPORTED_TARGETS", "MAX_SHARED_BYTES", "MIN_SPARSE_ARCH", "arch_number", "normalize_target", "satisfies", "check_target", "shared_limit",
            "check_shared", "first_unavailable"]

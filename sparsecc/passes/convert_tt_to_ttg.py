@@ -240,10 +240,8 @@ class ConvertTTToTTGPass(ModulePass):
     def __post_init__(self) -> None:
         """A bad `target` option is refused with the options (`sparsecc-opt`: "invalid options
         for pass"), before it could reach ttg.target: a supported GPU, in ASCII digits."""
-        from sparsecc.compiler import check_target  # (the compiler imports the passes)
-
-        if check_target(self.target) != self.target:  # "90": the passes compare full names
-            raise ValueError(f"write the target in full: target={check_target(self.target)}")
+        if ptx_targets.normalize_target(self.target) != self.target:  # "90": the passes compare full names
+            raise ValueError(f"write the target in full: target={ptx_targets.normalize_target(self.target)}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.num_warps not in SUPPORTED_WARPS:

@@ -164,9 +164,7 @@ class ConvertTTGToPTXPass(ModulePass):
     def __post_init__(self) -> None:
         """A bad `target` option is refused with the options (`apply` checks the module's)."""
         if self.target:
-            from sparsecc.compiler import check_target  # (the compiler imports the passes)
-
-            check_target(self.target)
+                ptx_targets.normalize_target(self.target)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = self.target or ttgd.module_target(op)
