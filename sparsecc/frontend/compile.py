@@ -20,7 +20,7 @@ from xdsl.ir import Attribute
 
 from sparsecc import formats
 from sparsecc.analysis.kernel_params import block_pointer_params, contiguous_params
-from sparsecc.compiler import CompileOptions, compile_module
+from sparsecc.compiler import CompileOptions, compile_module, gc_paused
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import tt
 from sparsecc.frontend.ast_to_ttir import generate_ttir
@@ -195,7 +195,8 @@ _PRIVATE = cache.KERNEL_INFO
 
 def _compile(kernel: KernelFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
              constexprs: dict[str, Any], options: CompileOptions) -> CompiledKernel:
-    ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
+    with gc_paused():  # the frontend too (see compiler.gc_paused)
+        ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
     if options.target is not None:
         check_gpu_limits(kernel, ttir, options.num_warps, options.target)
     try:
