@@ -7,8 +7,10 @@ from __future__ import annotations
 import gc
 import io
 import math
+import sys
 
 import pytest
+from kernels import SEED_BLOCKS, SEED_SIG, dot_kernel
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -25,6 +27,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block
 from xdsl.printer import Printer
 
+import sparsecc
 from sparsecc.codegen.lower_base import cast
 from sparsecc.compiler import CompileOptions, compile_module, gc_paused, print_ir
 
@@ -103,3 +106,28 @@ def test_gc_is_back_on_after_a_failing_compile() -> None:
         compile_module(ModuleOp([]), CompileOptions(target="sm_1000"))
     assert gc.isenabled()
 
+
+
+def test_a_whole_compile_runs_without_collections(tmp_path, monkeypatch) -> None:
+    """sparsecc.compile (cache key, frontend, the ttir-decomposed stage) runs with the collector
+    paused, and leaves it on."""
+    monkeypatch.setenv("SPARSECC_CACHE_DIR", str(tmp_path))
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        frame = sys._getframe(1)
+        while frame is not None and phase == "start":  # a collection from inside the compile?
+            if frame.f_code.co_name == "_compile_with_options":
+                collections.append(info["generation"])
+                return
+            frame = frame.f_back
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(count)
+    gc.set_threshold(1)  # without the pause, about every allocation would collect
+    try:
+        ck = sparsecc.compile(dot_kernel, signature=SEED_SIG, constexprs=SEED_BLOCKS)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(count)
+    assert ck.asm["ttir-decomposed"] and collections == [] and gc.isenabled()
