@@ -114,6 +114,21 @@ def _fast(cls: type[Operation], operands: tuple[SSAValue, ...], ty: Attribute, *
     return cls.create(operands=operands, result_types=(ty,), properties=_props(cls, *extra))
 
 
+_CAST_PROPS: dict[type[Operation], dict[str, Attribute]] = {}
+
+
+def cast(cls: type[Operation], value: SSAValue, ty: Attribute) -> Operation:
+    """`cls(value, ty)` for a one-operand cast (arith.extsi, arith.truncf, ...) as `_fast` builds
+    ops: the first of each class through its builder, the rest via `create` with the properties
+    that one got (a cast's do not depend on its value or type)."""
+    props = _CAST_PROPS.get(cls)
+    if props is None:
+        op = cls(value, ty)  # type: ignore[call-arg]
+        _CAST_PROPS[cls] = dict(op.properties)
+        return op
+    return cls.create(operands=(value,), result_types=(ty,), properties=props)
+
+
 @dataclass
 class Emitter:
     """Appends ops to `block`; int helpers fold constants."""
@@ -141,7 +156,8 @@ class Emitter:
         cached = self._const_cache.get(key)
         if cached is not None and cached.owner.parent is self.block:  # type: ignore[union-attr]
             return cached
-        r = self.val(arith.ConstantOp(IntegerAttr(v, ty)))
+        # (arith.ConstantOp(attr) via `create`, as `_fast` builds ops)
+        r = self.val(arith.ConstantOp.create(result_types=(ty,), properties={"value": IntegerAttr(v, ty)}))
         self.consts[r] = v
         self._const_cache[key] = r
         return r
@@ -241,7 +257,7 @@ class Emitter:
         k = self.known(a)
         if k is not None:
             return self.c(k, i64)
-        return self.val(arith.ExtSIOp(a, i64) if signed else arith.ExtUIOp(a, i64))
+        return self.val(cast(arith.ExtSIOp if signed else arith.ExtUIOp, a, i64))
 
     def to32(self, a: SSAValue) -> SSAValue:
         if a.type == i32:

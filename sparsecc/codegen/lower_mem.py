@@ -91,7 +91,8 @@ def pack_words(L: LoweringContext, vals: list[SSAValue]) -> list[SSAValue]:
         return vals
     if len(vals) == 1:
         return vals
-    return [L.em.val(ptx.PackOp(vals[i], vals[i + 1])) for i in range(0, len(vals), 2)]
+    # (ptx.PackOp(lo, hi) via `create`: it has no properties)
+    return [L.em.val(ptx.PackOp.create(operands=vals[i:i + 2], result_types=(i32,))) for i in range(0, len(vals), 2)]
 
 
 def unpack_words(L: LoweringContext, words: list[SSAValue], elt: Attribute, n: int) -> list[SSAValue]:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from xdsl.dialects.builtin import i32
+from xdsl.dialects.builtin import StringAttr, i32
 from xdsl.ir import SSAValue
 
 from sparsecc.analysis.layouts import DistLayout, Term
@@ -115,7 +115,9 @@ def store_transposed(L: LoweringContext, plan: TransposePlan, regs: Sequence[SSA
     bits = [em.cmp("ne", em.band(L.ids.lane, em.c(1 << b)), 0) for b in (0, 1)]
 
     def shfl(x: SSAValue, mask: int) -> SSAValue:
-        return em.val(ptx.AsmOp(f"shfl.sync.bfly.b32 $0, $1, {mask}, 0x1f, -1;", [x], [i32]))
+        # ptx.AsmOp(template, [x], [i32]) via `create` (the epilogue builds 64 of them)
+        template = StringAttr(f"shfl.sync.bfly.b32 $0, $1, {mask}, 0x1f, -1;")
+        return em.val(ptx.AsmOp.create(operands=(x,), result_types=(i32,), properties={"template": template}))
 
     # lane t stores the group's chunk t: spacing * t - 2t columns right of its own first piece
     shift = em.mul(quad_lane, plan.spacing - 2)

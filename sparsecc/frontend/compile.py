@@ -20,7 +20,7 @@ from xdsl.ir import Attribute
 
 from sparsecc import formats
 from sparsecc.analysis.kernel_params import block_pointer_params, contiguous_params
-from sparsecc.compiler import CompileOptions, compile_module
+from sparsecc.compiler import CompileOptions, compile_module, gc_paused
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import tt
 from sparsecc.frontend.ast_to_ttir import generate_ttir
@@ -159,14 +159,24 @@ def compile_kernel(kernel: KernelFunction, signature: dict[str, str],
                    **switches: bool | None) -> CompiledKernel:
     """Compile one specialization of `kernel` through every stage `target` asks for;
     `switches` are the code-changing CompileOptions fields (`tma=False`, ...)."""
-    options = CompileOptions.create(target=target, num_warps=num_warps, num_stages=num_stages,
-                                    num_ctas=num_ctas, **switches)
-    return compile_with_options(kernel, signature, constexprs, options)
+    with gc_paused():  # (see compile_with_options)
+        options = CompileOptions.create(target=target, num_warps=num_warps, num_stages=num_stages,
+                                        num_ctas=num_ctas, **switches)
+        return compile_with_options(kernel, signature, constexprs, options)
 
 
 def compile_with_options(kernel: KernelFunction, signature: dict[str, str],
                          constexprs: dict[str, Any] | None, options: CompileOptions) -> CompiledKernel:
-    """`compile_kernel` with the options already resolved (what `kernel[grid]` launches use)."""
+    """`compile_kernel` with the options already resolved (what `kernel[grid]` launches use).
+    The garbage collector is paused throughout (`compiler.gc_paused`): the cache key parses the
+    kernel's source, the first compile imports the back half, and a compile builds the IR, and
+    without .pyc files the collector's passes over torch's heap cost ~100 ms of a cold compile."""
+    with gc_paused():
+        return _compile_with_options(kernel, signature, constexprs, options)
+
+
+def _compile_with_options(kernel: KernelFunction, signature: dict[str, str],
+                          constexprs: dict[str, Any] | None, options: CompileOptions) -> CompiledKernel:
     arg_types, constexprs = check_args(kernel, signature, constexprs)
     target = options.target
     runtime_sig = {n: signature[n] for n in kernel.runtime_names}

@@ -26,7 +26,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from sparsecc.analysis.layouts import distributed
 from sparsecc.codegen.handlers.table import handles, handles_name
-from sparsecc.codegen.lower_base import LoweringError, Regs
+from sparsecc.codegen.lower_base import LoweringError, Regs, cast
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -121,7 +121,7 @@ def _scalar_arith(L: LoweringState, op: Operation, cls: type[Operation], args: l
         a = args[0]
         return em.ext64(a) if res_ty == i64 else em.to32(a)
     if name in _CASTS:
-        return em.val(cls(args[0], res_ty))
+        return em.val(cast(cls, args[0], res_ty))
     if name == "arith.cmpi":
         return em.val(arith.CmpiOp(args[0], args[1], op.predicate.value.data))
     if name == "arith.cmpf":
