@@ -23,6 +23,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.tma import tensor_ptr_root, tma_copy_plan
+from sparsecc.analysis.warp_sides import SIDES, lowered_on
 from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
@@ -41,17 +42,6 @@ from sparsecc.dialects.ptx_wgmma import FenceProxyAsyncOp
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower_base import LoweringContext
-
-
-def _issues_tma(op: Operation) -> bool:
-    """An scf.if that holds a stage's TMA copies directly (the pipeline's copy groups)."""
-    return isinstance(op, scf.IfOp) and bool(op.true_region.blocks) and any(
-        isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.true_region.block.ops)
-
-
-def _is_empty_ring(ring: SSAValue) -> bool:
-    """Whether mbarrier ring `ring` is a pipeline's empty-slot ring (no TMA copy counts on it)."""
-    return not any(isinstance(u.operation, ttgd.AsyncTmaCopyOp) for u in ring.uses)
 
 
 def producer_split(func: tt.FuncOp) -> tuple[int, int, int] | None:
@@ -110,25 +100,22 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
 
 
 def skipped(L: LoweringContext, op: Operation) -> bool:
-    """Whether this side of a warp-specialized kernel leaves `op` to the other side."""
-    if L.mode == "consumer":
-        return isinstance(op, scf.IfOp) and _issues_tma(op)
-    if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp):
-        return True
-    if isinstance(op, tt.DotOp):
-        L.values[op.result] = L.get(op.c)  # the producer carries no accumulator
-        return True
-    if isinstance(op, ttgd.WaitBarrierOp):
-        return not _is_empty_ring(op.ring)
-    if ttgd.CONSUMER_ONLY in op.attributes and isinstance(op, scf.IfOp):
-        if op.results:  # the producer carries what the else branch passes on (it reads none of it)
+    """Whether this side of a warp-specialized kernel leaves `op` to the other side
+    (`sparsecc.analysis.warp_sides.lowered_on`); the producer binds the results of what it
+    skips to what it carries instead (no accumulator, an if's passed-on values)."""
+    assert L.mode in SIDES
+    if lowered_on(op, L.mode):
+        return False
+    if L.mode == "producer":
+        if isinstance(op, tt.DotOp):
+            L.values[op.result] = L.get(op.c)  # the producer carries no accumulator
+        elif isinstance(op, scf.IfOp) and ttgd.CONSUMER_ONLY in op.attributes and op.results:
+            # the producer carries what the else branch passes on (it reads none of it)
             passed = op.false_region.block.last_op
             assert isinstance(passed, scf.YieldOp)
             for res, v in zip(op.results, passed.operands):
                 L.values[res] = L.get(v)
-        return True
-    return isinstance(op, scf.IfOp) and any(
-        isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
+    return True
 
 
 def plan_tensor_maps(func: tt.FuncOp, divs: Divisibility, first_param: int) -> dict:

@@ -1097,14 +1097,25 @@ class BarrierOp(IRDLOperation):
     after it (a `bar.sync`; in a wgmma kernel also the wgmma drain and the proxy fence that
     make earlier generic writes visible to wgmma). Placed by tritongpu-insert-barriers; the
     lowering issues it right before the next op's first shared access, so that op's address
-    arithmetic is not held up by the wait."""
+    arithmetic is not held up by the wait. In a warp-specialized function a barrier after the
+    split belongs to one side (`{side = "producer"}` or `{side = "consumer"}`, `BARRIER_SIDE`):
+    only that side's warps meet at it."""
 
     name = "ttg.barrier"
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
     assembly_format = "attr-dict"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, side: str | None = None) -> None:
+        super().__init__(attributes={BARRIER_SIDE: StringAttr(side)} if side else {})
+
+    def verify_(self) -> None:
+        side = self.attributes.get(BARRIER_SIDE)
+        if side is not None and not (isinstance(side, StringAttr) and side.data in ("producer", "consumer")):
+            raise VerifyException(f'ttg.barrier: {BARRIER_SIDE} must be "producer" or "consumer", got {side}')
+
+
+BARRIER_SIDE = "side"
+"""On a `ttg.barrier` of a warp-specialized function: the side whose warps meet at it."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1414,6 +1425,7 @@ __all__ = [
     "AsyncTmaCopyOp",
     "BarrierOp",
     "EXPLICIT_BARRIERS",
+    "BARRIER_SIDE",
     "AsyncCommitGroupOp",
     "AsyncWaitOp",
     "LayoutAttr",

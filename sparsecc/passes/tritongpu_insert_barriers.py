@@ -16,8 +16,10 @@ ends conservatively (both facts set: the other iterations are unseen); the branc
 `scf.if` (whose conditions are uniform) start from the state before it and merge with "or".
 
 The function gets `ttg.explicit_barriers`: the lowering then adds no barrier between ops of its
-own. A warp-specialized function (`ttg.producer-warps`) is left to the lowering: its producer
-and consumer warps lower different subsets of the same ops, which one placement cannot serve.
+own. In a warp-specialized function (`ttg.producer-warps`) the producer and consumer warps
+lower different subsets of the same ops after the split (`sparsecc.analysis.warp_sides`):
+the ops before it are analysed once, then each side's ops from that state, and a barrier after
+the split belongs to its side (`ttg.barrier {side = "consumer"}`; the other side skips it).
 The pass runs after every pass that moves shared accesses (tritongpu-sink-local-loads changes
 where they go).
 
@@ -35,6 +37,8 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from sparsecc.analysis import shared_memory as sm
+from sparsecc.analysis import warp_sides as ws
+from sparsecc.analysis.warp_sides import Side
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -72,10 +76,14 @@ def _apply(effect: str, state: _State) -> None:
         state.writes = False
 
 
-def _visit_op(op: Operation, state: _State) -> None:
-    """Insert a barrier before `op` if its first access needs one; update `state`."""
+def _visit_op(op: Operation, state: _State, side: Side | None) -> None:
+    """Insert a barrier before `op` if its first access needs one; update `state`. With a
+    `side` (after a warp-specialized function's split), only the ops that side lowers count,
+    and the barriers are that side's."""
+    if side is not None and not ws.lowered_on(op, side):
+        return
     if isinstance(op, scf.ForOp):
-        _visit_block(op.body.block, _State(True, True))
+        _visit_block(op.body.block, _State(True, True), side)
         state.writes = state.reads = True  # after the loop: whatever its last iteration left
         return
     if isinstance(op, scf.IfOp):
@@ -83,7 +91,7 @@ def _visit_op(op: Operation, state: _State) -> None:
         for region in (op.true_region, op.false_region):
             branch = state.copy()
             if region.blocks:
-                _visit_block(region.block, branch)
+                _visit_block(region.block, branch, side)
             ends.append(branch)
         state.writes = ends[0].writes or ends[1].writes
         state.reads = ends[0].reads or ends[1].reads
@@ -94,22 +102,38 @@ def _visit_op(op: Operation, state: _State) -> None:
             assert i == 0, f"{op.name}: a barrier would be needed inside the op"
             block = op.parent_block()
             assert block is not None
-            block.insert_op_before(ttgd.BarrierOp(), op)
+            block.insert_op_before(ttgd.BarrierOp(side), op)
             state.writes = state.reads = False
         _apply(effect, state)
 
 
-def _visit_block(block: Block, state: _State) -> None:
+def _visit_block(block: Block, state: _State, side: Side | None = None) -> None:
     for op in list(block.ops):
-        _visit_op(op, state)
+        _visit_op(op, state, side)
 
 
 def insert_barriers(func: tt.FuncOp) -> bool:
     """Place the `ttg.barrier`s of `func` and mark it `ttg.explicit_barriers`; False (nothing
-    changed) for a warp-specialized function or one already marked."""
-    if ttgd.PRODUCER_WARPS in func.attributes or ttgd.EXPLICIT_BARRIERS in func.attributes:
+    changed) for a function already marked or with malformed warp-specialization marks (the
+    lowering reports those)."""
+    if ttgd.EXPLICIT_BARRIERS in func.attributes:
         return False
-    _visit_block(func.body.block, _State())
+    if ttgd.PRODUCER_WARPS not in func.attributes:
+        _visit_block(func.body.block, _State())
+    else:
+        run = ws.producer_run(func)
+        if run is None:
+            return False
+        first, last = run
+        ops = list(func.body.block.ops)
+        state = _State()
+        for op in ops[:first]:  # every thread runs these
+            _visit_op(op, state, None)
+        # each side goes on from there over what it lowers (as lower_async.lower_specialized)
+        for side, part in zip(ws.SIDES, (ops[first:last + 1], ops[first:])):
+            side_state = state.copy()
+            for op in part:
+                _visit_op(op, side_state, side)
     func.attributes[ttgd.EXPLICIT_BARRIERS] = UnitAttr()
     return True
 
