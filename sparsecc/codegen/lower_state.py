@@ -11,8 +11,9 @@ results with `set`.
 Barriers: in a function after tritongpu-insert-barriers (`ttg.explicit_barriers`) the pass
 decided them: a `ttg.barrier` is issued right before the next op's first shared access (its
 address arithmetic goes first), and an op that reads back its own writes (a convert_layout's
-scratch) synchronises in between. Otherwise (warp-specialized functions, ttgir that did not go
-through the pass) a `bar.sync` is emitted lazily, before the first shared read after a shared write
+scratch) synchronises in between; after a warp-specialized split each side issues only its own
+(`ttg.barrier {side = ...}`: the other side skips it, `lower_async.skipped`). Otherwise (ttgir
+that did not go through the pass) a `bar.sync` is emitted lazily, before the first shared read after a shared write
 (RAW) and before the first shared write after a shared read (WAR); loop bodies start
 conservatively (both pending); `scf.if` conditions are assumed uniform (they are: the passes
 only branch on scalars). `ttg.async_wait` is `cp.async.wait_group n` + `bar.sync`; async copies

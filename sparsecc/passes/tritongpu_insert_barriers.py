@@ -102,7 +102,10 @@ def _visit_op(op: Operation, state: _State, side: Side | None) -> None:
             assert i == 0, f"{op.name}: a barrier would be needed inside the op"
             block = op.parent_block()
             assert block is not None
-            block.insert_op_before(ttgd.BarrierOp(side), op)
+            barrier = ttgd.BarrierOp(side)
+            if ttgd.PRODUCER in op.attributes:  # the producer's run of top-level ops stays contiguous
+                barrier.attributes[ttgd.PRODUCER] = op.attributes[ttgd.PRODUCER]
+            block.insert_op_before(barrier, op)
             state.writes = state.reads = False
         _apply(effect, state)
 
