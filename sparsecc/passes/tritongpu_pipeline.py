@@ -559,7 +559,6 @@ class PipelinePass(ModulePass):
         before = InsertPoint.before(loop)
         rings = self._rings(loop, streams)
         full = self._barrier_ring(before, 1 if tma else 32 * warps)
-        release = "warps" if tma else "threads"
         empty = self._barrier_ring(before, (warps if tma else 32 * warps) * (2 if multicast is not None else 1))
         self._hoist_invariant_offsets(loop, streams)
 
@@ -573,7 +572,7 @@ class PipelinePass(ModulePass):
 
         ptrs = self._prologue(loop, streams, issue)
         body = self._new_body(loop, ptrs)
-        rd, wr, iv, top = body.rd, body.wr, body.block.args[0], body.top
+        rd, iv, top = body.rd, body.block.args[0], body.top
         step = _step_index(iv, loop, top)
         _insert(WaitBarrierOp(full, rd, _parity(step, S, top)), top)
         self._read_slots(streams, rings, rd, top, replace=True)
@@ -581,10 +580,24 @@ class PipelinePass(ModulePass):
         yield_op = body.block.last_op
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
+        iv_ahead = self._release_and_refill(loop, streams, body, rings, (full, empty), step, at, tma, multicast)
+        carried = self._advance_and_rotate(streams, body, iv_ahead, at)
+        Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried))
+        self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
+
+    def _release_and_refill(self, loop: scf.ForOp, streams: list[_Stream], body: _Body, rings: list[SSAValue],
+                            barriers: tuple[SSAValue, SSAValue], step: SSAValue, at: InsertPoint, tma: bool,
+                            multicast: int | None) -> SSAValue:
+        """The end of iteration j of an mbarrier ring (see `_pipeline_mbarriers`): once the
+        group of step j-1 retired, release slot wr = (j-1) % S (from j = 1 on), then wait for
+        it to be empty and refill it with step j+S-1 when that step exists. Returns the
+        induction value of that step."""
+        S, (full, empty), wr = self.num_stages, barriers, body.wr
+        release = "warps" if tma else "threads"
         _insert(DotWaitOp(1), at)
         started = _insert(arith_ext.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
         _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, release), scf.YieldOp()]))), at)
-        pred, iv_ahead = self._ahead(loop, iv, at)
+        pred, iv_ahead = self._ahead(loop, body.block.args[0], at)
         wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]
         empty_wait = WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True))
         if tma:
@@ -594,9 +607,7 @@ class PipelinePass(ModulePass):
             for j, st in enumerate(streams):
                 self._copy(st, body.q_args[j], rings[j], wr, pred, at, guarded=True)
             _insert(ArriveBarrierOp(full, wr, "copies"), at)
-        carried = self._advance_and_rotate(streams, body, iv_ahead, at)
-        Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried))
-        self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
+        return iv_ahead
 
     # ------------------------------------------------------------ the CTA-barrier form
     def _pipeline(self, loop: scf.ForOp, streams: list[_Stream]) -> None:
