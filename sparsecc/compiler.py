@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -40,6 +41,9 @@ from sparsecc.dialects.locations import inherit_locations
 from sparsecc.dialects.ptx_targets import normalize_target
 from sparsecc.passes import get_all_passes
 from sparsecc.switches import SWITCHES, resolve
+
+if TYPE_CHECKING:
+    from sparsecc.codegen.ptxas import PendingCubin
 
 STAGES = ("ttir", "ttir-decomposed", "ttgir", "ptx", "cubin")
 
@@ -108,6 +112,17 @@ class StageResult:
     asm: dict[str, str | bytes] = field(default_factory=dict)
     module: ModuleOp | None = None
     metadata: dict[str, object] = field(default_factory=dict)
+    pending_cubin: PendingCubin | None = None
+    """A ptxas still running (the cubin stage's step); `finish` collects it."""
+
+    def finish(self) -> StageResult:
+        """Wait for a running ptxas and record its cubin and resource report."""
+        if self.pending_cubin is not None:
+            pending, self.pending_cubin = self.pending_cubin, None
+            cubin = pending.result()
+            self.asm["cubin"] = cubin.data
+            self.metadata["ptxas"] = cubin.resources
+        return self
 
 
 def make_ttir(opts: CompileOptions) -> list[str]:
@@ -193,13 +208,13 @@ def _emit_ptx(module: ModuleOp, opts: CompileOptions, result: StageResult) -> No
 
 
 def _ptxas(module: ModuleOp, opts: CompileOptions, result: StageResult) -> None:
-    from sparsecc.codegen.ptxas import assemble
+    """Start ptxas; `StageResult.finish` waits for the cubin (the compile prints its deferred
+    IR texts while ptxas runs)."""
+    from sparsecc.codegen.ptxas import start_assemble
 
     ptx_text = result.asm["ptx"]
     assert isinstance(ptx_text, str) and opts.target is not None
-    cubin = assemble(ptx_text, opts.target)
-    result.asm["cubin"] = cubin.data
-    result.metadata["ptxas"] = cubin.resources
+    result.pending_cubin = start_assemble(ptx_text, opts.target)
 
 
 _FINAL_STEPS: dict[str, Callable[[ModuleOp, CompileOptions, StageResult], None]] = {
@@ -309,9 +324,12 @@ check_target = normalize_target
 """Normalise and validate a target name (`sparsecc.dialects.ptx_targets.normalize_target`)."""
 
 
-def run_stage(module: ModuleOp, stage: str, steps: list[str], opts: CompileOptions, result: StageResult) -> None:
+def run_stage(module: ModuleOp, stage: str, steps: list[str], opts: CompileOptions, result: StageResult,
+              *, print_text: bool = True) -> None:
     """Run one stage's steps over `module` in place and record what it produced in `result`:
-    the printed IR (verified), or what its final step (`emit-ptx`, `ptxas`) made."""
+    the printed IR (verified; `print_text=False` verifies only, for a caller that prints a
+    copy later), or what its final step (`emit-ptx`, `ptxas`) made. A `ptxas` step leaves
+    the assembler running: `result.finish()` collects the cubin."""
     final = _FINAL_STEPS.get(steps[-1]) if steps else None
     run_passes(module, steps[:-1] if final is not None else steps)
     inherit_locations(module)
@@ -319,7 +337,8 @@ def run_stage(module: ModuleOp, stage: str, steps: list[str], opts: CompileOptio
         final(module, opts, result)
         return
     module.verify()
-    result.asm[stage] = print_ir(module)
+    if print_text:
+        result.asm[stage] = print_ir(module)
 
 
 @contextmanager
@@ -353,18 +372,28 @@ def compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
 
 
 def _compile_module(ttir: ModuleOp, opts: CompileOptions) -> StageResult:
+    """The stages in order. The texts of ttir and ttir-decomposed are printed last, from
+    modules no later pass touches (`ttir` itself and the decomposed clone), so that a
+    compile to the cubin prints them while ptxas runs."""
     result = StageResult()
-    result.asm["ttir"] = print_ir(ttir)
     module = ttir.clone()
-    for stage, make in STAGE_TABLE:
-        if stage == "ttgir":
-            if opts.target is None:
-                break
-            opts = replace(opts, target=check_target(opts.target))
-        run_stage(module, stage, make(opts), opts, result)
-        if stage == "ttir-decomposed":
-            result.module = module.clone()
-    return result
+    try:
+        for stage, make in STAGE_TABLE:
+            if stage == "ttgir":
+                if opts.target is None:
+                    break
+                opts = replace(opts, target=check_target(opts.target))
+            decomposed = stage == "ttir-decomposed"
+            run_stage(module, stage, make(opts), opts, result, print_text=not decomposed)
+            if decomposed:
+                result.module = module.clone()
+        assert result.module is not None
+        texts = {"ttir": print_ir(ttir), "ttir-decomposed": print_ir(result.module)}
+        result.asm = {**texts, **result.asm}
+        return result.finish()
+    finally:
+        if result.pending_cubin is not None:  # an error before finish: stop ptxas
+            result.pending_cubin.cancel()
 
 
 def lower_to_ptx(ttgir: ModuleOp, opts: CompileOptions) -> tuple[ModuleOp, str, dict[str, object]]:

@@ -170,23 +170,91 @@ def assemble(
     timeout: float = 300.0,
 ) -> CompiledCubin:
     """Run `ptxas -v -arch=<arch>` on `ptx`; raise `PtxasError` with ptxas's message on failure."""
+    return start_assemble(ptx, arch, opt_level=opt_level, extra_args=extra_args, timeout=timeout).result()
+
+
+def start_assemble(
+    ptx: str,
+    arch: str,
+    *,
+    opt_level: int = 3,
+    extra_args: list[str] | tuple[str, ...] = (),
+    timeout: float = 300.0,
+) -> PendingCubin:
+    """Start `ptxas` on `ptx` and return at once: the caller does other work while ptxas runs
+    (a cold compile prints its IR stages meanwhile) and then asks for the `result()`.
+
+        pending = start_assemble(ptx_text, "sm_90a")
+        ...                                  # work that does not need the cubin
+        cubin = pending.result()             # waits; raises PtxasError as `assemble` does
+    """
     arch = _ptxas_arch(arch)
     ptxas = find_ptxas()
-    with tempfile.TemporaryDirectory(prefix="sparsecc-ptxas-") as tmp:
-        src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+    tmp = tempfile.TemporaryDirectory(prefix="sparsecc-ptxas-")
+    src, out = Path(tmp.name) / "kernel.ptx", Path(tmp.name) / "kernel.cubin"
+    try:
         src.write_text(ptx)
         cmd = [ptxas, "-v", f"-arch={arch}", f"-O{opt_level}", *extra_args, str(src), "-o", str(out)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except BaseException:
+        tmp.cleanup()
+        raise
+    return PendingCubin(proc, tmp, src, out, arch, ptx, timeout)
+
+
+@dataclass
+class PendingCubin:
+    """A running ptxas (`start_assemble`); `result()` waits for it once and cleans up.
+    `PendingCubin.ready(cubin)` wraps a cubin that is already there (a stand-in assembler)."""
+
+    proc: subprocess.Popen[str] | None
+    tmp: tempfile.TemporaryDirectory[str] | None
+    src: Path
+    out: Path
+    arch: str
+    ptx: str
+    timeout: float
+    _done: CompiledCubin | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def ready(cls, cubin: CompiledCubin) -> PendingCubin:
+        """A finished assembly: `result()` returns `cubin` at once."""
+        pending = cls(None, None, Path(), Path(), cubin.arch, "", 0.0)
+        pending._done = cubin
+        return pending
+
+    def result(self) -> CompiledCubin:
+        """The cubin, waiting for ptxas to finish; `PtxasError` if it failed or timed out."""
+        if self._done is not None:
+            return self._done
+        assert self.proc is not None and self.tmp is not None
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            raise PtxasError(f"ptxas timed out after {timeout:.0f} s ({arch})", ptx=ptx) from e
-        log = (proc.stdout + proc.stderr).replace(str(src), "<ptx>")
-        if proc.returncode != 0 or not out.is_file():
-            errors = [ln for ln in log.splitlines() if "error" in ln.lower() or "fatal" in ln.lower()]
-            summary = "\n".join(errors or log.splitlines()[-10:])
-            raise PtxasError(f"ptxas failed for {arch} (exit {proc.returncode}):\n{summary}", log=log, ptx=ptx)
-        data = out.read_bytes()
-    return CompiledCubin(data=data, arch=arch, resources=parse_resource_report(log), log=log)
+            try:
+                output, _ = self.proc.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired as e:
+                raise PtxasError(f"ptxas timed out after {self.timeout:.0f} s ({self.arch})", ptx=self.ptx) from e
+            log = output.replace(str(self.src), "<ptx>")
+            if self.proc.returncode != 0 or not self.out.is_file():
+                errors = [ln for ln in log.splitlines() if "error" in ln.lower() or "fatal" in ln.lower()]
+                summary = "\n".join(errors or log.splitlines()[-10:])
+                raise PtxasError(f"ptxas failed for {self.arch} (exit {self.proc.returncode}):\n{summary}",
+                                 log=log, ptx=self.ptx)
+            data = self.out.read_bytes()
+        finally:
+            self.cancel()
+        self._done = CompiledCubin(data=data, arch=self.arch, resources=parse_resource_report(log), log=log)
+        return self._done
+
+    def cancel(self) -> None:
+        """Stop ptxas if it still runs and remove its files (also what `result` ends with)."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.communicate()
+            self.proc = None
+        if self.tmp is not None:
+            self.tmp.cleanup()
+            self.tmp = None
 
 
 # ----------------------------------------------------------------------------------------------

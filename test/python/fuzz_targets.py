@@ -709,8 +709,8 @@ class _CacheEnv:
         from sparsecc.codegen import ptxas
 
         self.saved = {v: os.environ.get(v) for v in self._VARS}
-        self.assemble = ptxas.assemble
-        ptxas.assemble = _fake_assemble
+        self.start_assemble = ptxas.start_assemble
+        ptxas.start_assemble = lambda *a, **k: ptxas.PendingCubin.ready(_fake_assemble(*a, **k))
         os.environ["HOME"] = str(self.tmp / "home")
         os.environ.pop("SPARSECC_CACHE", None)
         os.environ["SPARSECC_CACHE_DIR"] = {
@@ -727,7 +727,7 @@ class _CacheEnv:
     def __exit__(self, *exc: object) -> None:
         from sparsecc.codegen import ptxas
 
-        ptxas.assemble = self.assemble
+        ptxas.start_assemble = self.start_assemble
         for v, value in self.saved.items():
             if value is None:
                 os.environ.pop(v, None)

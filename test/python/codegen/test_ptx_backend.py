@@ -646,6 +646,52 @@ def test_assemble_leaves_no_files(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@needs_ptxas
+def test_start_assemble_runs_in_the_background(tmp_path, monkeypatch):
+    """A started ptxas gives the cubin `assemble` gives; a cancelled one leaves no files, and a
+    compile whose later step fails stops the ptxas it started."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    text = emit_ptx(_loop_kernel())
+    pending = ptxas.start_assemble(text, "sm_80")
+    assert pending.result().data == ptxas.assemble(text, "sm_80").data
+    assert pending.result() is pending.result()  # collected once
+    cancelled = ptxas.start_assemble(text, "sm_80")
+    cancelled.cancel()
+    assert list(tmp_path.iterdir()) == []
+
+    import sparsecc
+    import sparsecc.language as tl
+    from sparsecc import compiler
+
+    @sparsecc.jit
+    def add_one(X, Y, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(Y + offs, tl.load(X + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+    started: list[ptxas.PendingCubin] = []
+    real_start, real_print = ptxas.start_assemble, compiler.print_ir
+
+    def start(*a, **k):
+        started.append(real_start(*a, **k))
+        return started[-1]
+
+    def print_ir(module):  # the texts printed while ptxas runs
+        if started:
+            raise RuntimeError("a failing step after ptxas started")
+        return real_print(module)
+
+    monkeypatch.setenv("SPARSECC_CACHE", "0")
+    monkeypatch.setattr(ptxas, "start_assemble", start)
+    monkeypatch.setattr(compiler, "print_ir", print_ir)
+    with pytest.raises(RuntimeError, match="failing step"):
+        sparsecc.compile(add_one, signature={"X": "*fp32", "Y": "*fp32", "n": "i32"},
+                         constexprs={"BLOCK": 128}, target="sm_80")
+    assert len(started) == 1 and started[0].proc is None and list(tmp_path.iterdir()) == []
+
+
 def test_driver_imports_without_cuda_python():
     from sparsecc.runtime import driver
 

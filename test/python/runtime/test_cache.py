@@ -355,7 +355,7 @@ def fake_ptxas(monkeypatch):
         return ptxas.CompiledCubin(data=b"\x7fELF" + ptx[-64:].encode(), arch=arch,
                                    resources={"add": ptxas.KernelResources(registers=30)})
 
-    monkeypatch.setattr(ptxas, "assemble", assemble)
+    monkeypatch.setattr(ptxas, "start_assemble", lambda *a, **k: ptxas.PendingCubin.ready(assemble(*a, **k)))
 
 
 def _set(path: str, value):

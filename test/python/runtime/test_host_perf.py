@@ -43,7 +43,7 @@ def fake_ptxas(monkeypatch):
         return ptxas.CompiledCubin(data=b"\x7fELF" + ptx[-64:].encode(), arch=arch,
                                    resources={"sparse_mm_kernel": ptxas.KernelResources(registers=168)})
 
-    monkeypatch.setattr(ptxas, "assemble", assemble)
+    monkeypatch.setattr(ptxas, "start_assemble", lambda *a, **k: ptxas.PendingCubin.ready(assemble(*a, **k)))
     return calls
 
 
