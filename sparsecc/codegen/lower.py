@@ -25,6 +25,7 @@ from sparsecc.analysis.shared_memory import WGMMA_ALIGN
 from sparsecc.codegen import handlers  # noqa: F401 - importing the package fills the handler table
 from sparsecc.codegen.lower_async import lower_specialized, plan_tensor_maps, producer_split
 from sparsecc.codegen.lower_base import Emitter, LoweringError
+from sparsecc.codegen.lower_ptrs import drop_dead_arith
 from sparsecc.codegen.lower_state import Barriers, KernelConfig, LoweringState, Preamble
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
@@ -54,6 +55,8 @@ def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 
         L.lower_block(func.body.block)
     else:
         lower_specialized(L, func.body.block, split[0], split[1])
+    if L.caches.vector_ptrs:
+        drop_dead_arith(kernel)  # the per-register addresses and masks that vectors made dead
     if cluster > 1:
         # the other CTA multicasts into our shared memory and arrives on our barriers up to
         # its last K step: neither CTA leaves before both are done with the other

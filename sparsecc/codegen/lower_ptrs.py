@@ -3,20 +3,24 @@
 A pointer tensor lowers like any distributed tensor (lower_base.Regs): one 64-bit address per
 register of its layout, so `tl.load(X + offs, mask=offs < n, other=0.0)` becomes, per register,
 `addr = base + sext(off) * elem_bytes` and one predicated `ld.global`/`st.global` (a false mask
-skips the access; a load then yields `other`). No vectorization: correctness first.
+skips the access; a load then yields `other`). Where the axis analysis (analysis/axis_info.py)
+proves a thread's consecutive registers contiguous and aligned in memory and the mask constant
+over them, as Triton's coalescing does, they move as one vector of up to 16 bytes
+(`ld.global.v4.b32`): one address and one predicate per vector.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import TensorType, i64
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import TensorType, i1, i64
+from xdsl.ir import Operation, SSAValue
 
+from sparsecc.analysis.axis_info import AxisAnalysis
 from sparsecc.analysis.dtypes import esize
-from sparsecc.analysis.layouts import distributed
+from sparsecc.analysis.layouts import contiguous_run, distributed
 from sparsecc.codegen.lower_base import LoweringError, Regs
-from sparsecc.codegen.lower_mem import first_replica
+from sparsecc.codegen.lower_mem import fast_dim, first_replica, pack_words, unpack_words, word_type
 from sparsecc.dialects import ptx, tt
 
 if TYPE_CHECKING:
@@ -57,12 +61,37 @@ def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     L.set(op.result, Regs(op.result.type, out))
 
 
+def vector_width(L: LoweringContext, op: tt.LoadOp | tt.StoreOp) -> int:
+    """Elements each `ld`/`st.global` of a pointer-tensor access may move (1: one per register):
+    the thread's run of consecutive registers along the layout's fast dim, capped at 16 bytes
+    and at what the axis analysis proves of the pointers (contiguous, aligned) and of the mask
+    and `other` (constant over the vector)."""
+    ty = op.ptr.type
+    if not isinstance(ty, TensorType) or _pointee(ty) == i1:  # (i1 has no packed word form)
+        return 1
+    nbytes = esize(_pointee(ty))
+    fast = fast_dim(ty)
+    run = contiguous_run(distributed(ty.encoding, ty.get_shape()), fast, max(1, 16 // nbytes))
+    if run == 1:
+        return 1
+    caches = L.caches  # type: ignore[attr-defined]
+    if caches.axes is None:
+        caches.axes = AxisAnalysis(L.cfg.func, L.cfg.divs)  # type: ignore[attr-defined]
+    other = op.other if isinstance(op, tt.LoadOp) else None
+    return caches.axes.vector_width(op.ptr, op.mask, other, fast, run, nbytes)
+
+
 def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
-    """One (predicated) scalar `ld.global` per register; masked-off registers get `other`."""
+    """One (predicated) `ld.global` per register, or per vector of `vector_width` registers
+    (one address, one predicate, 16 bytes at most); masked-off registers get `other`."""
     n = len(ptrs.regs)
     elt = _pointee(op.ptr.type)
     masks = _per_reg(L.get(op.mask), n, "load mask") if op.mask is not None else [None] * n
     others = _per_reg(L.get(op.other), n, "load other") if op.other is not None else [None] * n
+    vec = vector_width(L, op)
+    if vec > 1:
+        L.set(op.result, Regs(op.result.type, _load_vectors(L, ptrs.regs, masks, others, elt, vec)))
+        return
     out = []
     for addr, m, o in zip(ptrs.regs, masks, others):
         _check_addr(addr)
@@ -71,14 +100,48 @@ def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
     L.set(op.result, Regs(op.result.type, out))
 
 
+def _load_vectors(L: LoweringContext, addrs: list[SSAValue], masks: list, others: list, elt: object,
+                  vec: int) -> list[SSAValue]:
+    """`ld.global.vN` of each run of `vec` registers: the run's first address and mask stand
+    for the run (vector_width proved the rest follow); the other per-register addresses and
+    predicates are left dead for the DCE at the end of the lowering."""
+    wt, wn = word_type(elt, vec)
+    out: list[SSAValue] = []
+    for r0 in range(0, len(addrs), vec):
+        _check_addr(addrs[r0])
+        m = masks[r0]
+        other = pack_words(L, others[r0:r0 + vec]) if (m is not None and others[r0] is not None) else []
+        ld = L.em.op(ptx.LdGlobalOp(addrs[r0], wt, wn, mask=m, other=other))
+        out += unpack_words(L, list(ld.results), elt, vec)
+    L.caches.vector_ptrs += 1  # type: ignore[attr-defined]
+    return out
+
+
 def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
-    """One (predicated) scalar `st.global` per register; masked-off elements are not written."""
+    """One (predicated) `st.global` per register, or per vector of `vector_width` registers;
+    masked-off elements are not written."""
     n = len(ptrs.regs)
     vals = _per_reg(L.get(op.value), n, "stored value")
     masks = _per_reg(L.get(op.mask), n, "store mask") if op.mask is not None else [None] * n
+    vec = vector_width(L, op)
+    if vec > 1:
+        for r0 in range(0, n, vec):
+            _check_addr(ptrs.regs[r0])
+            L.em.op(ptx.StGlobalOp(ptrs.regs[r0], pack_words(L, vals[r0:r0 + vec]), mask=masks[r0]))
+        L.caches.vector_ptrs += 1  # type: ignore[attr-defined]
+        return
     for addr, v, m in zip(ptrs.regs, vals, masks):
         _check_addr(addr)
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
+
+
+def load_scalar(L: LoweringContext, op: tt.LoadOp, addr: SSAValue) -> SSAValue:
+    """`tl.load(ptr)` of one value: every thread loads it (as in Triton: the same address, one
+    transaction per warp), under the op's mask, `other` where the mask is false."""
+    _check_addr(addr)
+    mask = L.get(op.mask) if op.mask is not None else None
+    other = [L.get(op.other)] if (mask is not None and op.other is not None) else []
+    return L.em.val(ptx.LdGlobalOp(addr, op.result.type, 1, mask=mask, other=other))
 
 
 def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:
@@ -132,6 +195,23 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
     L.set(op.result, olds[0])
 
 
+def drop_dead_arith(kernel: Operation) -> int:
+    """Erase the `arith` ops (side-effect free; xDSL's DCE does not know that of its casts)
+    whose results nothing uses, last to first so that a dead chain goes in one pass; returns
+    how many. What a vectorized pointer access leaves behind: the addresses and predicates of
+    the registers after each vector's first."""
+    dropped = 0
+    for region in kernel.regions:
+        for block in region.blocks:
+            for op in reversed(list(block.ops)):
+                if op.regions:
+                    dropped += drop_dead_arith(op)
+                elif op.dialect_name() == "arith" and all(r.first_use is None for r in op.results):
+                    block.erase_op(op)
+                    dropped += 1
+    return dropped
+
+
 def _thread_zero(L: LoweringContext) -> SSAValue:
     """The predicate of the thread that issues a program's scalar stores and atomics."""
     return L.em.cmp("eq", L.ids.tid, L.em.c(0))
@@ -142,4 +222,4 @@ def _check_addr(addr: SSAValue) -> None:
         raise LoweringError(f"pointer registers must be 64-bit addresses, got {addr.type}")
 
 
-__all__ = ["atomic_ptrs", "store_scalar", "lower_addptr", "load_ptrs", "store_ptrs"]
+__all__ = ["atomic_ptrs", "drop_dead_arith", "vector_width", "store_scalar", "lower_addptr", "load_ptrs", "load_scalar", "store_ptrs"]

@@ -126,6 +126,11 @@ class LoweringCaches:
     """(layout, block id) -> per-register element coordinates."""
     ldsm_refs: dict = field(default_factory=dict)
     """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
+    axes: object = None
+    """The function's AxisAnalysis (analysis/axis_info.py), made at the first pointer-tensor access."""
+    vector_ptrs: int = 0
+    """Vectorized pointer-tensor accesses emitted: their per-register addresses and masks past
+    each vector's first are dead, removed at the end of the lowering (`lower_function`)."""
 
 
 __all__ = ["Barriers", "KernelConfig", "LoweringCaches", "Preamble", "WgmmaGroups", "ZeroRestart"]

@@ -127,12 +127,13 @@ def lookup(name: str) -> SparseFormat:
 def of_signature(kind: str) -> SparseFormat | None:
     """The format a signature string names (`"*fp16:NV24"` -> NV24), None for a dense one.
 
-    Only pointers carry a format; an integer's `:16` hint is not one.
+    Only pointers carry a format; an integer's `:16` hint is not one, nor a dense pointer's
+    alignment hint (`"*fp32:16"`).
     """
     if not kind.startswith("*"):
         return None
     _, _, suffix = kind.partition(":")
-    return lookup(suffix) if suffix else None
+    return lookup(suffix) if suffix and not suffix.isdigit() else None
 
 
 def flat_params(name: str, kind: str) -> list[tuple[str, str]]:

@@ -296,6 +296,9 @@ def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:
                 kinds = [signature_string(t) for t in op.function_type.inputs.data]
     if len(kinds) != len(names):  # the pass and the contract disagree: trust the contract
         kinds = [k for _, k in flat]
+    # a pointer's ':16' (compiled for 16-byte-aligned data) stays on: the launcher checks it
+    kinds = [c if c.startswith("*") and c.endswith(":16") and parse_signature_type(c) == parse_signature_type(k)
+             else k for k, (_, c) in zip(kinds, flat)]
     return kinds, names
 
 

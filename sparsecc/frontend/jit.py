@@ -1,6 +1,7 @@
 """`@sparsecc.jit`: a kernel's source, its parameters, and `kernel[grid](*args)` launches.
 
-A launch specializes on its arguments (torch tensor -> `*fp16`, SparseTensor -> `*fp16:NV24`,
+A launch specializes on its arguments (torch tensor -> `*fp16`, `*fp16:16` when it is on the
+GPU and its data is 16-byte aligned, SparseTensor -> `*fp16:NV24`,
 int -> i32/i64, with ':16' when it is a multiple of 16 and ':1' when it equals 1, as Triton
 specializes them; float -> fp32, bool -> i1), compiles once per (signature, constexprs, options,
 target) and dispatches: to the CPU interpreter when `SPARSECC_INTERPRET=1` or the tensors live
@@ -143,7 +144,7 @@ class JITFunction(KernelFunction):
         with the loop over parameters unrolled (a launch pays ~half of the generic loop):
 
             one token per argument: a constexpr's `constexpr_key` (an int or str: itself); a
-            tensor's (dtype, is on the CPU); an int's value when it is 1, else (fits i32,
+            tensor's (dtype, is on the CPU, on the CPU or 16-byte aligned); an int's value when it is 1, else (fits i32,
             multiple of 16) as `specialize` hints it;
             float/bool: the class; a SparseTensor: (class, logical dtype, on the CPU, encoding)
         then the keyword arguments (constexprs and options only, values by `constexpr_key`) and
@@ -165,7 +166,7 @@ class JITFunction(KernelFunction):
                 toks.append(f"k_{a}")
                 continue
             lines += [f"    c = {a}.__class__",
-                      f"    if c is TENSOR: t_{a} = ({a}.dtype, {a}.is_cpu)",
+                      f"    if c is TENSOR: t_{a} = ({a}.dtype, {a}.is_cpu, {a}.is_cpu or {a}.data_ptr() & 15 == 0)",
                       f"    elif c is int: t_{a} = {a} if {a} == 1 else (I32_MIN <= {a} <= I32_MAX, {a} & 15 == 0)",
                       f"    elif c is float or c is bool: t_{a} = c",
                       f"    elif c in SPARSE: t_{a} = (c, getattr({a}, 'dtype', None) or {a}.values.dtype, {a}.values.is_cpu, {a}.encoding)",
@@ -375,7 +376,10 @@ def specialize(v: Any, param: str, kernel: str) -> str:
     if _is_sparse_tensor(v):
         return f"*{_dtype_name(_logical_dtype(v), param, kernel)}:{v.encoding}"
     if _is_torch_tensor(v):
-        return f"*{_dtype_name(v.dtype, param, kernel)}"
+        # GPU data on a 16-byte boundary (every torch allocation, not every view) may move in
+        # 128-bit vectors; the interpreter reads no alignment, so CPU tensors carry no hint
+        aligned = not v.is_cpu and v.data_ptr() & 15 == 0
+        return f"*{_dtype_name(v.dtype, param, kernel)}" + (":16" if aligned else "")
     if isinstance(v, bool):
         return "i1"
     if isinstance(v, int):

@@ -72,6 +72,8 @@ def parse_signature_type(text: str) -> Attribute:
         if name not in POINTEE_NAMES:
             raise ValueError(f"unknown pointer type '{text}' (pointers: "
                              + ", ".join("*" + n for n in POINTEE_NAMES) + ")")
+        if enc in PTR_HINTS:
+            return PointerType(_IR[name])
         if enc:
             try:
                 fmt = formats.lookup(enc)
@@ -97,11 +99,19 @@ INT_HINTS = ("1", "16")
 1 (the kernel body sees the constant 1; Triton specializes the same two properties)."""
 
 
+PTR_HINTS = ("16",)
+"""Specialization hint of a dense pointer parameter: ':16' = its address is a multiple of 16
+bytes (`"*fp32:16"`; the IR argument gets `tt.divisibility = 16`, which lets loads and stores
+through it be 128-bit vectors). A launch adds it for 16-byte-aligned tensors, as Triton does."""
+
+
 def signature_hint(text: str) -> str | None:
-    """The ':16' / ':1' hint of an integer signature string ("i32:16" -> "16"), else None."""
+    """The ':16' / ':1' hint of an integer signature string ("i32:16" -> "16") or the ':16' of
+    a dense pointer ("*fp32:16" -> "16"), else None (a sparse format is not a hint)."""
     s = text.strip()
     if s.startswith("*"):
-        return None
+        hint = s.partition(":")[2]
+        return hint if hint in PTR_HINTS else None
     return s.partition(":")[2] or None
 
 

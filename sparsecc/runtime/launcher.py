@@ -81,7 +81,7 @@ def _pointer(kernel: str, name: str, kind: str, need_contiguous: bool, need_alig
         ptr = arg.data_ptr()
         if need_aligned and ptr % ALIGNMENT:
             raise ValueError(f"{what} must start at a {ALIGNMENT}-byte aligned address (block-pointer "
-                             f"accesses are compiled as 16-byte vectors), but data_ptr() % {ALIGNMENT} "
+                             f"and '*T:16' accesses are compiled as 16-byte vectors), but data_ptr() % {ALIGNMENT} "
                              f"= {ptr % ALIGNMENT} (a view at an offset?); pass .clone()")
         return ptr
 
@@ -333,7 +333,8 @@ def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
             contiguous = contiguous_params(module, name) if (module := _module_of(compiled)) else set()
         contig = [i in contiguous or formats.is_array_name(n) for i, n in enumerate(names)]
         bases = getattr(compiled, "aligned", None)  # block-pointer bases (None: unknown, all)
-        aligned = [bases is None or i in bases for i in range(len(names))]
+        # and pointers compiled as "*fp32:16" (aligned by specialization: checked, never assumed)
+        aligned = [bases is None or i in bases or kinds[i].endswith(":16") for i in range(len(names))]
         converters = tuple(_converter(name, n, k, c, al) for n, k, c, al in zip(names, kinds, contig, aligned))
         warps = int(meta.get("num_warps") or num_warps or getattr(compiled, "num_warps", NUM_WARPS))
         pack = make_packer(kinds, contig, converters, aligned)

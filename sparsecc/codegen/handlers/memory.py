@@ -18,6 +18,7 @@ from sparsecc.codegen.lower_mem import load_block, store_block
 from sparsecc.codegen.lower_ptrs import (
     atomic_ptrs,
     load_ptrs,
+    load_scalar,
     lower_addptr,
     store_ptrs,
     store_scalar,
@@ -62,6 +63,9 @@ def _load(L: LoweringState, op: tt.LoadOp) -> None:
     ptr = L.get(op.ptr)
     if isinstance(ptr, Regs):
         load_ptrs(L, op, ptr)
+        return
+    if isinstance(ptr, SSAValue):
+        L.set(op.result, load_scalar(L, op, ptr))
         return
     if not isinstance(ptr, BlockPtr):
         raise LoweringError("only block-pointer loads are supported (tensor-of-pointers loads are not)")
