@@ -29,7 +29,7 @@ from xdsl.utils.exceptions import VerifyException
 import sparsecc.language as tl
 from sparsecc.dialects import tt
 from sparsecc.dialects.locations import inherit_locations
-from sparsecc.frontend import math_builtins  # noqa: F401 - registers the tl.math builtins
+from sparsecc.frontend import atomic_builtins, math_builtins  # noqa: F401 - register their builtins
 from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
