@@ -1229,6 +1229,57 @@ class ReduceOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
+# --------------------------------------------------------------------------------------
+# Debugging
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AssertOp(IRDLOperation):
+    """`tt.assert %cond, "message"`: `tl.device_assert` with debugging on; every element of
+    `cond` must be true (the interpreter names the message, the GPU traps)."""
+
+    name = "tt.assert"
+    condition = operand_def()
+    message = prop_def(StringAttr)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$condition `,` $message attr-dict `:` type($condition)"
+
+    def __init__(self, condition: SSAValue, message: str):
+        super().__init__(operands=[condition], properties={"message": StringAttr(message)})
+
+
+@irdl_op_definition
+class PrintOp(IRDLOperation):
+    """`tt.print " x: " {hex = false} %a, %b`: `tl.device_print` (the interpreter prints each
+    program's values; the GPU lowering drops it, see docs/language.md)."""
+
+    name = "tt.print"
+    prefix = prop_def(StringAttr)
+    hex = prop_def(IntegerAttr)
+    args = var_operand_def()
+    traits = traits_def(MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$prefix attr-dict ($args^ `:` type($args))?"
+
+    def __init__(self, prefix: str, args: Sequence[SSAValue], hex: bool = False):
+        super().__init__(operands=[list(args)], properties={"prefix": StringAttr(prefix),
+                                                            "hex": IntegerAttr(int(hex), i32)})
+
+
+@irdl_op_definition
+class DebugBarrierOp(IRDLOperation):
+    """`tt.debug_barrier`: `tl.debug_barrier()`, every thread of the program waits for the others
+    (`bar.sync 0`); a no-op on the interpreter, which runs a program as one thread."""
+
+    name = "tt.debug_barrier"
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
 TT = Dialect(
     "tt",
     [
@@ -1251,6 +1302,9 @@ TT = Dialect(
         DotOp,
         DequantizeOp,
         ReduceOp,
+        AssertOp,
+        PrintOp,
+        DebugBarrierOp,
     ],
     [SparseEncodingAttr, PointerType],
 )

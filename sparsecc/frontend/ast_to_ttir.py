@@ -29,7 +29,7 @@ from xdsl.utils.exceptions import VerifyException
 import sparsecc.language as tl
 from sparsecc.dialects import tt
 from sparsecc.dialects.locations import inherit_locations
-from sparsecc.frontend import atomic_builtins, math_builtins  # noqa: F401 - register their builtins
+from sparsecc.frontend import atomic_builtins, debug_builtins, math_builtins  # noqa: F401 - register builtins
 from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
@@ -459,15 +459,15 @@ class CodeGenerator(ast.NodeVisitor):
         base = self.visit(node.value)
         attr = node.attr
         if isinstance(base, SSAValue):
-            if attr == "dtype":
+            if attr in ("dtype", "type"):  # .type: Triton's block type; its element_ty/scalar as .dtype's
                 from sparsecc.frontend.types import tl_dtype
 
                 return tl_dtype(base.type.pointee if sem.is_block_pointer(base) else base.type)
             if attr == "shape":
                 return sem.shape(base) if not sem.is_block_pointer(base) else base.type.pointee.get_shape()
-            if attr == "to":
+            if attr in ("to", "cast"):
                 return _Method(base, attr)
-            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .shape, .to())")
+            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .type, .shape, .to(), .cast())")
         try:
             return _unwrap(getattr(base, attr))
         except AttributeError:
@@ -664,6 +664,7 @@ def generate_ttir(fn: KernelFunction, arg_types: dict[str, Attribute],
     func = tt.FuncOp(fn.__name__, [arg_types[p] for p in runtime])
     block = func.body.block
     em = sem.Emitter(block)
+    em.debug = bool(getattr(fn, "debug", False))  # type: ignore[attr-defined]  # tl.device_assert checks
     scope: dict[str, Any] = {}
     arg_attrs = []
     for p, arg in zip(runtime, block.args):

@@ -132,6 +132,12 @@ def zeros(em: Emitter, shape: Any, dtype: Any) -> Any:
 @impl
 def full(em: Emitter, shape: Any, value: Any, dtype: Any) -> Any:
     ty = ir_type(_dtype(dtype))
+    if shape in ((), []):  # a 0-D tensor is a scalar of the dtype, as in Triton
+        v = sem.to_value(em, value, ty, "tl.full's value")
+        sem.require_dense(v, "tl.full")
+        if sem.is_tensor(v):
+            raise SemanticError("tl.full's value must be a scalar")
+        return sem.cast(em, v, ty)
     dims = _shape(shape)
     if sem.is_py_scalar(value):
         return sem.constant(em, value, TensorType(ty, list(dims)))

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import IntegerType, f32
+from xdsl.dialects.builtin import IntegerType, f32, i32
 from xdsl.ir import Operation, SSAValue
 
 from sparsecc.frontend import semantic as sem
@@ -142,3 +142,25 @@ def umulhi(em: Emitter, x: Any, y: Any) -> Any:
     op = arith.MulUIExtendedOp(a, b, a.type)
     em.insert(op)
     return op.results[1]
+
+
+@impl
+def pow_(em: Emitter, x: Any, y: Any) -> Any:
+    """exp2(y * log2|x|), with C's powf cases: x ** 0 = 1, 0 ** y = 0 (y > 0) or inf (y < 0),
+    a negative x to an odd integer power negative, to a non-integer power NaN."""
+    a, b = _float_pair(em, x, y, "pow")
+
+    t = sem.elem(a)
+    if bitwidth(t) < 32:
+        a, b = sem.cast(em, a, f32), sem.cast(em, b, f32)
+    mag = em.value(math.Exp2Op(sem.binary(em, "*", b, em.value(math.Log2Op(em.value(math.AbsFOp(a)))))))
+    integral = sem.compare(em, "==", em.value(math.FloorOp(b)), b)
+    half = sem.binary(em, "*", b, 0.5)
+    odd = sem.binary(em, "&", integral, sem.compare(em, "!=", em.value(math.FloorOp(half)), half))
+    negative = sem.compare(em, "<", a, 0.0)
+    r = sem.select(em, sem.binary(em, "&", negative, odd), em.value(arith.NegfOp(mag)), mag)
+    # the quiet NaN from its bits: a NaN splat constant is no splat to the GPU lowering (NaN != NaN)
+    nan = em.value(arith.BitcastOp(sem.constant(em, 0x7FC00000, i32), f32))
+    r = sem.select(em, sem.binary(em, "&", negative, sem.invert(em, integral)), nan, r)
+    r = sem.select(em, sem.compare(em, "==", b, 0.0), 1.0, r)
+    return sem.cast(em, r, t)
