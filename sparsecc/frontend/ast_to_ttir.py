@@ -96,6 +96,14 @@ def _assigned_names(stmts: Sequence[ast.stmt]) -> list[str]:
     return list(seen)
 
 
+def _unsupported_name(module: types.ModuleType, attr: str) -> str:
+    """The error for `tl.<attr>` (or `libdevice.<attr>`, ...) that sparsecc does not have."""
+    path = module.__name__.replace("sparsecc.language", "tl", 1)
+    triton = module.__name__.replace("sparsecc.language", "triton.language", 1)
+    return (f"{path}.{attr} ({triton}.{attr}) is not supported by sparsecc yet; docs/language.md lists the "
+            "names it supports")
+
+
 class CodeGenerator(ast.NodeVisitor):
     """Emits the body of one (kernel or inlined) jit function."""
 
@@ -471,6 +479,8 @@ class CodeGenerator(ast.NodeVisitor):
         try:
             return _unwrap(getattr(base, attr))
         except AttributeError:
+            if isinstance(base, types.ModuleType) and base.__name__.startswith("sparsecc.language"):
+                raise SemanticError(_unsupported_name(base, attr)) from None
             raise SemanticError(f"{sem.py_desc(base)} has no attribute '{attr}'") from None
 
     def visit_Slice(self, node: ast.Slice) -> Any:
