@@ -14,7 +14,7 @@ from sparsecc.language.extra.cuda import libdevice
 
 
 @sparsecc.jit
-def binary_math(X, Y, O, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+def binary_math(X, Y, Out, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     x = tl.load(X + offs, mask=m, other=1.0)
@@ -39,7 +39,7 @@ def binary_math(X, Y, O, n, OP: tl.constexpr, BLOCK: tl.constexpr):
         r = libdevice.pow(x, 3.0) + libdevice.pow(x, 0.0) + libdevice.pow(tl.abs(x), -0.5)
     else:
         r = libdevice.tanh(x) + libdevice.fast_expf(y) + tl.extra.cuda.libdevice.rsqrt(tl.abs(y) + 0.5)
-    tl.store(O + offs, r, mask=m)
+    tl.store(Out + offs, r, mask=m)
 
 
 def _pow_ref(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -105,12 +105,12 @@ def test_float_mod_takes_the_dividends_sign(monkeypatch):
 
 
 @sparsecc.jit
-def int_math(X, Y, O, Q, R, n, BLOCK: tl.constexpr):
+def int_math(X, Y, Hi, Q, R, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     x = tl.load(X + offs, mask=m, other=1)
     y = tl.load(Y + offs, mask=m, other=1)
-    tl.store(O + offs, tl.umulhi(x, y), mask=m)
+    tl.store(Hi + offs, tl.umulhi(x, y), mask=m)
     tl.store(Q + offs, x // y, mask=m)
     tl.store(R + offs, x % y, mask=m)
 
@@ -149,17 +149,17 @@ def test_umulhi_and_c_integer_division_on_the_interpreter(dtype, monkeypatch):
 def test_math_assembles(target):
     for dt in ("fp32", "fp16", "bf16"):
         for op in REFS:
-            ck = sparsecc.compile(binary_math, {"X": f"*{dt}", "Y": f"*{dt}", "O": f"*{dt}", "n": "i32"},
+            ck = sparsecc.compile(binary_math, {"X": f"*{dt}", "Y": f"*{dt}", "Out": f"*{dt}", "n": "i32"},
                                   {"OP": op, "BLOCK": 128}, target=target)
             assert isinstance(ck.asm["cubin"], bytes), (op, dt)
-    ptx = sparsecc.compile(binary_math, {"X": "*fp16", "Y": "*fp16", "O": "*fp16", "n": "i32"},
+    ptx = sparsecc.compile(binary_math, {"X": "*fp16", "Y": "*fp16", "Out": "*fp16", "n": "i32"},
                            {"OP": "div", "BLOCK": 128}, target=target).asm["ptx"]
     assert "div.rn.f32" in ptx and "cvt.rn.f16.f32" in ptx  # fp16 '/' in f32, rounded once
-    ptx = sparsecc.compile(binary_math, {"X": "*fp32", "Y": "*fp32", "O": "*fp32", "n": "i32"},
+    ptx = sparsecc.compile(binary_math, {"X": "*fp32", "Y": "*fp32", "Out": "*fp32", "n": "i32"},
                            {"OP": "mod", "BLOCK": 128}, target=target).asm["ptx"]
     assert "cvt.rzi.f32.f32" in ptx and "fma.rn.f32" in ptx
     for it in ("i32", "i64"):
-        ck = sparsecc.compile(int_math, {"X": f"*{it}", "Y": f"*{it}", "O": f"*{it}", "Q": f"*{it}",
+        ck = sparsecc.compile(int_math, {"X": f"*{it}", "Y": f"*{it}", "Hi": f"*{it}", "Q": f"*{it}",
                                          "R": f"*{it}", "n": "i32"}, {"BLOCK": 128}, target=target)
         assert f"mul.hi.u{it[1:]}" in ck.asm["ptx"] and isinstance(ck.asm["cubin"], bytes)
 
