@@ -66,7 +66,7 @@ def _atomic(em: Emitter, kind: str, pointer: Any, val: Any, mask: Any, order: An
             raise SemanticError(f"{what} must be a number, got {describe(v.type)}")
         return _to_pointer_shape(em, sem.cast(em, v, ty), p, what)
 
-    v = operand(val, f"{name}'s value")
+    v = operand(val, "the added value" if kind == "add" else f"{name}'s value")
     c = operand(cmp, f"{name}'s compare value") if kind == "cas" else None
     m = _mask(em, mask, p) if kind != "cas" else None
     return em.value(tt.AtomicRMWOp(kind, p, v, m, sem=order or "relaxed", cmp=c))

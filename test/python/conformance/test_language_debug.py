@@ -27,7 +27,7 @@ def checked_copy(X, Y, n, BLOCK: tl.constexpr):
     tl.assume(n > 0)
     tl.debug_barrier()
     tl.device_print("max ", tl.max(x, axis=0))
-    z = tl.full((), 0.5, tl.float32)
+    z = tl.full((), 0.5, tl.float32) + tl.zeros((), tl.float32)
     y = (x * 2 + z).cast(Y.dtype.element_ty)
     tl.store(Y + offs, y.to(Y.type.element_ty), mask=m)
 
