@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import TensorType, i1, i64
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import TensorType, f32, i1, i32, i64
 from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.axis_info import AxisAnalysis
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import contiguous_run, distributed
-from sparsecc.codegen.lower_base import LoweringError, Regs
+from sparsecc.codegen.lower_base import LoweringError, Regs, cast
 from sparsecc.codegen.lower_mem import fast_dim, first_replica, pack_words, unpack_words, word_type
 from sparsecc.dialects import ptx, tt
+from sparsecc.dialects.ptx_atomics import AtomGlobalOp
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower_base import LoweringContext
@@ -154,7 +156,7 @@ def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:
 
 
 def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None = None) -> None:
-    """One (predicated) `atom.global.add` per element, issued by the first thread that holds it
+    """One (predicated) `atom.global.<kind>` per element, issued by the first thread that holds it
     (a layout wider than its tile gives some elements to several threads); the old values are
     the result.
 
@@ -167,6 +169,7 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
     n = len(addrs)
     vals = _per_reg(L.get(op.value), n, "atomic value")
     masks = _per_reg(L.get(op.mask), n, "atomic mask") if op.mask is not None else [None] * n
+    cmps = _per_reg(L.get(op.cmp), n, "atomic compare value") if op.cmp is not None else [None] * n
     em = L.em
     ty = op.ptr.type
     order = op.memory_order
@@ -178,10 +181,10 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
         if order in ("release", "acq_rel"):
             L.bar()
     olds = []
-    for addr, v, m, owner in zip(addrs, vals, masks, owners):
+    for addr, v, m, owner, c in zip(addrs, vals, masks, owners, cmps):
         _check_addr(addr)
         guard = owner if m is None else (m if owner is None else em.band(m, owner))
-        olds.append(em.op(ptx.AtomGlobalAddOp(addr, v, guard, sem=order)).results[0])
+        olds.append(_atom(L, op.kind.data, addr, v, guard, order, c))
     ty = op.result.type
     if isinstance(ty, TensorType):
         L.set(op.result, Regs(ty, olds))
@@ -210,6 +213,43 @@ def drop_dead_arith(kernel: Operation) -> int:
                     block.erase_op(op)
                     dropped += 1
     return dropped
+
+
+_PTX_OP = {"add": "add", "max": "max", "min": "min", "umax": "max", "umin": "min", "and": "and", "or": "or",
+           "xor": "xor", "xchg": "exch", "cas": "cas"}
+"""`tt.atomic_rmw` kind -> PTX `atom` operation."""
+
+
+def _atom(L: LoweringContext, kind: str, addr: SSAValue, v: SSAValue, guard: SSAValue | None, order: str,
+          cmp: SSAValue | None) -> SSAValue:
+    """One element's `atom.global` under `guard`; its old value."""
+    em = L.em
+    if kind == "add" and v.type in (f32, i32):  # the split-K add (its own op; PTX unchanged)
+        return em.op(ptx.AtomGlobalAddOp(addr, v, guard, sem=order)).results[0]
+    if kind in ("max", "min") and v.type == f32:
+        return _float_minmax(L, kind, addr, v, guard, order)
+    atom = AtomGlobalOp(_PTX_OP[kind], addr, v, guard, cmp=cmp, signed=kind not in ("umax", "umin"), sem=order)
+    if atom.suffix() is None:
+        raise LoweringError(f"tt.atomic_rmw {kind} on {v.type}: PTX has no atom form for it")
+    return em.op(atom).results[0]
+
+
+def _float_minmax(L: LoweringContext, kind: str, addr: SSAValue, v: SSAValue, guard: SSAValue | None,
+                  order: str) -> SSAValue:
+    """Triton's integer trick (PTX has no float atom.max/min): ordered by their bits, non-negative
+    floats compare like signed ints and negative ones like unsigned ints reversed, so a value
+    with the sign bit clear takes `atom.max.s32` (min: `min.s32`) and one with it set
+    `atom.min.u32` (min: `max.u32`); the old value comes from whichever ran."""
+    em = L.em
+    bits = em.val(cast(arith.BitcastOp, v, i32))
+    neg = em.cmp("slt", bits, 0)
+    pos = em.cmp("sge", bits, 0)
+    on_pos = pos if guard is None else em.band(guard, pos)
+    on_neg = neg if guard is None else em.band(guard, neg)
+    other = "min" if kind == "max" else "max"
+    old_pos = em.op(AtomGlobalOp(kind, addr, bits, on_pos, signed=True, sem=order)).results[0]
+    old_neg = em.op(AtomGlobalOp(other, addr, bits, on_neg, signed=False, sem=order)).results[0]
+    return em.val(cast(arith.BitcastOp, em.select(neg, old_neg, old_pos), f32))
 
 
 def _thread_zero(L: LoweringContext) -> SSAValue:

@@ -422,7 +422,15 @@ def _float_binary(e: _KernelEmitter, op: Operation) -> None:
     ty = op.results[0].type
     opcode = _lookup(_FLOAT_BINARY, op)
     if opcode.startswith("div") and not isinstance(ty, Float32Type):
-        raise PtxEmitError(f"{op.name}: division is only printed for f32 (extend to f32 first)", op)
+        # 16-bit floats: div.rn.f32, then one rounding (exact: 24 >= 2*11 + 2 bits), as Triton
+        # divides fp16 (LLVM promotes f16 fdiv to f32 on NVPTX)
+        name = _ftype(ty)
+        wide = [e.fresh(Float32Type()) for _ in range(3)]
+        e.emit(f"cvt.f32.{name} {wide[0]}, {e.use(lhs)};")
+        e.emit(f"cvt.f32.{name} {wide[1]}, {e.use(rhs)};")
+        e.emit(f"div.rn.f32 {wide[2]}, {wide[0]}, {wide[1]};")
+        e.emit(f"cvt.rn.{name}.f32 {e.define(op.results[0])}, {wide[2]};")
+        return
     if opcode in ("add", "sub", "mul") and isinstance(ty, BFloat16Type) and not e.bf16_alu:
         # f32 then one rounding to bf16: the same result (f32 holds the exact product, and double
         # rounding is harmless for + - * when 24 >= 2*8 + 2 bits), as Triton computes it on sm_80
@@ -448,7 +456,7 @@ _MATH_UNARY: dict[type[Operation], str] = {
     math.SqrtOp: "sqrt.rn.f32", math.RsqrtOp: "rsqrt.approx.ftz.f32",
     math.SinOp: "sin.approx.ftz.f32", math.CosOp: "cos.approx.ftz.f32",
     math.TanhOp: "tanh.approx.f32", math.FloorOp: "cvt.rmi.f32.f32", math.CeilOp: "cvt.rpi.f32.f32",
-    math.AbsFOp: "abs.f32",
+    math.AbsFOp: "abs.f32", math.TruncOp: "cvt.rzi.f32.f32",
 }
 """f32 math ops with one PTX instruction (the approximations Triton also uses)."""
 

@@ -40,10 +40,11 @@ def _gpu_dialects() -> dict[str, Callable[[], Dialect]]:
 
     def ptx() -> Dialect:
         from sparsecc.dialects.ptx import PTX
+        from sparsecc.dialects.ptx_atomics import ATOMIC_OPS
         from sparsecc.dialects.ptx_mbarrier import MBARRIER_OPS
         from sparsecc.dialects.ptx_wgmma import WGMMA_OPS
 
         # the Hopper ops are named ptx.* too: one dialect for the parser
-        return Dialect("ptx", [*PTX.operations, *WGMMA_OPS, *MBARRIER_OPS], list(PTX.attributes))
+        return Dialect("ptx", [*PTX.operations, *WGMMA_OPS, *MBARRIER_OPS, *ATOMIC_OPS], list(PTX.attributes))
 
     return {"ttg": ttg, "ptx": ptx}

@@ -23,9 +23,11 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
+    traits_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 _INTS = container_of(IntegerType)
@@ -282,11 +284,20 @@ def _print_compare(printer: Printer, op: CmpiOp | CmpfOp, pred: str,
     printer.print_attribute(op.lhs.type)
 
 
+@irdl_op_definition
+class RemFOp(arith.FloatingPointLikeBinaryOperation):
+    """`arith.remf`: the float remainder with the sign of the dividend, C's fmod (Triton's
+    `x % y` on floats); MLIR has it, xDSL 0.74 does not."""
+
+    name = "arith.remf"
+    traits = traits_def(Pure())
+
+
 TENSOR_OPS = (ExtSIOp, ExtUIOp, TruncIOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp, SelectOp, CmpiOp,
               CmpfOp)
 ARITH_WITH_TENSORS = Dialect(
     "arith",
-    [next((t for t in TENSOR_OPS if t.name == op.name), op) for op in arith.Arith.operations],
+    [*(next((t for t in TENSOR_OPS if t.name == op.name), op) for op in arith.Arith.operations), RemFOp],
     list(arith.Arith.attributes),
 )
 """xDSL's arith dialect with the tensor-capable ops above in place of the scalar-only ones."""

@@ -877,7 +877,7 @@ class AtomGlobalAddOp(TemplateOp):
     result = result_def()
 
     def __init__(self, addr: SSAValue, value: SSAValue, mask: SSAValue | None = None, sem: str = "relaxed"):
-        super().__init__(operands=[addr, value, *([mask] if mask is not None else [])], result_types=[value.type],
+        super().__init__(operands=[addr, value, [mask] if mask is not None else []], result_types=[value.type],
                          properties={"sem": StringAttr(sem)} if sem != "relaxed" else {})
 
     def verify_(self) -> None:

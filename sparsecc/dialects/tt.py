@@ -944,7 +944,11 @@ class AtomicRMWOp(IRDLOperation):
     reductions). Masked-off elements touch no memory and return an unspecified value. `sem`
     (default relaxed) orders the program's other memory accesses around it at GPU scope: a
     `release` publishes every write the program made before it, an `acquire` makes the writes
-    published by the releases it reads visible to everything the program does after it."""
+    published by the releases it reads visible to everything the program does after it.
+
+    Kinds: add, max, min (signed integers, or floats: the larger/smaller value), umax, umin
+    (unsigned integers), and, or, xor (integers), xchg (store `value`), and cas (`tl.atomic_cas`:
+    with the compare operand, `cmp %c`, store `value` where `*ptr == c`, bit for bit)."""
 
     name = "tt.atomic_rmw"
     kind = prop_def(StringAttr)
@@ -952,21 +956,22 @@ class AtomicRMWOp(IRDLOperation):
     ptr = operand_def()
     value = operand_def()
     mask = opt_operand_def()
+    cmp = opt_operand_def()
     result = result_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     traits = traits_def(MemoryWriteEffect())
-    assembly_format = ("$kind `,` $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr) `,` type($value) "
-                       "(`,` type($mask)^)? `->` type($result)")
+    assembly_format = ("$kind `,` $ptr `,` $value (`,` $mask^)? (`cmp` $cmp^)? attr-dict `:` type($ptr) `,` "
+                       "type($value) (`,` type($mask)^)? (`cmp` type($cmp)^)? `->` type($result)")
 
-    KINDS: ClassVar[tuple[str, ...]] = ("add",)
+    KINDS: ClassVar[tuple[str, ...]] = ("add", "max", "min", "umax", "umin", "and", "or", "xor", "xchg", "cas")
     SEMS: ClassVar[tuple[str, ...]] = ("relaxed", "acquire", "release", "acq_rel")
 
     def __init__(self, kind: str, ptr: SSAValue, value: SSAValue, mask: SSAValue | None = None,
-                 sem: str = "relaxed"):
+                 sem: str = "relaxed", cmp: SSAValue | None = None):
         props: dict[str, Attribute] = {"kind": StringAttr(kind)}
         if sem != "relaxed":
             props["sem"] = StringAttr(sem)
-        super().__init__(operands=[ptr, value, [mask] if mask else []], properties=props,
+        super().__init__(operands=[ptr, value, [mask] if mask else [], [cmp] if cmp else []], properties=props,
                          result_types=[value.type])
 
     @property
@@ -981,6 +986,10 @@ class AtomicRMWOp(IRDLOperation):
         _require(self.value.type == loaded_type(self.ptr.type),
                  lambda: f"atomic value type {_type_str(self.value.type)} does not match pointer type "
                  f"{_type_str(self.ptr.type)}")
+        _require((self.cmp is not None) == (self.kind.data == "cas"),
+                 "tt.atomic_rmw takes a compare operand (cmp) with kind cas, and only then")
+        if self.cmp is not None:
+            _require(self.cmp.type == self.value.type, "tt.atomic_rmw's compare operand must have the value's type")
         if self.mask is not None:
             _require(self.mask.type == _mask_type(self.ptr.type), "atomic mask must be i1 with the pointer's shape")
 
@@ -1220,6 +1229,57 @@ class ReduceOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
+# --------------------------------------------------------------------------------------
+# Debugging
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AssertOp(IRDLOperation):
+    """`tt.assert %cond, "message"`: `tl.device_assert` with debugging on; every element of
+    `cond` must be true (the interpreter names the message, the GPU traps)."""
+
+    name = "tt.assert"
+    condition = operand_def()
+    message = prop_def(StringAttr)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$condition `,` $message attr-dict `:` type($condition)"
+
+    def __init__(self, condition: SSAValue, message: str):
+        super().__init__(operands=[condition], properties={"message": StringAttr(message)})
+
+
+@irdl_op_definition
+class PrintOp(IRDLOperation):
+    """`tt.print " x: " {hex = false} %a, %b`: `tl.device_print` (the interpreter prints each
+    program's values; the GPU lowering drops it, see docs/language.md)."""
+
+    name = "tt.print"
+    prefix = prop_def(StringAttr)
+    hex = prop_def(IntegerAttr)
+    args = var_operand_def()
+    traits = traits_def(MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$prefix attr-dict ($args^ `:` type($args))?"
+
+    def __init__(self, prefix: str, args: Sequence[SSAValue], hex: bool = False):
+        super().__init__(operands=[list(args)], properties={"prefix": StringAttr(prefix),
+                                                            "hex": IntegerAttr(int(hex), i32)})
+
+
+@irdl_op_definition
+class DebugBarrierOp(IRDLOperation):
+    """`tt.debug_barrier`: `tl.debug_barrier()`, every thread of the program waits for the others
+    (`bar.sync 0`); a no-op on the interpreter, which runs a program as one thread."""
+
+    name = "tt.debug_barrier"
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
 TT = Dialect(
     "tt",
     [
@@ -1242,6 +1302,9 @@ TT = Dialect(
         DotOp,
         DequantizeOp,
         ReduceOp,
+        AssertOp,
+        PrintOp,
+        DebugBarrierOp,
     ],
     [SparseEncodingAttr, PointerType],
 )

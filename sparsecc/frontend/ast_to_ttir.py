@@ -29,7 +29,7 @@ from xdsl.utils.exceptions import VerifyException
 import sparsecc.language as tl
 from sparsecc.dialects import tt
 from sparsecc.dialects.locations import inherit_locations
-from sparsecc.frontend import math_builtins  # noqa: F401 - registers the tl.math builtins
+from sparsecc.frontend import atomic_builtins, debug_builtins, math_builtins  # noqa: F401 - register builtins
 from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
@@ -94,6 +94,14 @@ def _assigned_names(stmts: Sequence[ast.stmt]) -> list[str]:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 seen.setdefault(node.id, None)
     return list(seen)
+
+
+def _unsupported_name(module: types.ModuleType, attr: str) -> str:
+    """The error for `tl.<attr>` (or `libdevice.<attr>`, ...) that sparsecc does not have."""
+    path = module.__name__.replace("sparsecc.language", "tl", 1)
+    triton = module.__name__.replace("sparsecc.language", "triton.language", 1)
+    return (f"{path}.{attr} ({triton}.{attr}) is not supported by sparsecc yet; docs/language.md lists the "
+            "names it supports")
 
 
 class CodeGenerator(ast.NodeVisitor):
@@ -459,18 +467,20 @@ class CodeGenerator(ast.NodeVisitor):
         base = self.visit(node.value)
         attr = node.attr
         if isinstance(base, SSAValue):
-            if attr == "dtype":
+            if attr in ("dtype", "type"):  # .type: Triton's block type; its element_ty/scalar as .dtype's
                 from sparsecc.frontend.types import tl_dtype
 
                 return tl_dtype(base.type.pointee if sem.is_block_pointer(base) else base.type)
             if attr == "shape":
                 return sem.shape(base) if not sem.is_block_pointer(base) else base.type.pointee.get_shape()
-            if attr == "to":
+            if attr in ("to", "cast"):
                 return _Method(base, attr)
-            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .shape, .to())")
+            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .type, .shape, .to(), .cast())")
         try:
             return _unwrap(getattr(base, attr))
         except AttributeError:
+            if isinstance(base, types.ModuleType) and base.__name__.startswith("sparsecc.language"):
+                raise SemanticError(_unsupported_name(base, attr)) from None
             raise SemanticError(f"{sem.py_desc(base)} has no attribute '{attr}'") from None
 
     def visit_Slice(self, node: ast.Slice) -> Any:
@@ -664,6 +674,7 @@ def generate_ttir(fn: KernelFunction, arg_types: dict[str, Attribute],
     func = tt.FuncOp(fn.__name__, [arg_types[p] for p in runtime])
     block = func.body.block
     em = sem.Emitter(block)
+    em.debug = bool(getattr(fn, "debug", False))  # type: ignore[attr-defined]  # tl.device_assert checks
     scope: dict[str, Any] = {}
     arg_attrs = []
     for p, arg in zip(runtime, block.args):

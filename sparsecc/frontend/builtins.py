@@ -132,6 +132,12 @@ def zeros(em: Emitter, shape: Any, dtype: Any) -> Any:
 @impl
 def full(em: Emitter, shape: Any, value: Any, dtype: Any) -> Any:
     ty = ir_type(_dtype(dtype))
+    if shape in ((), []):  # a 0-D tensor is a scalar of the dtype, as in Triton
+        v = sem.to_value(em, value, ty, "tl.full's value")
+        sem.require_dense(v, "tl.full")
+        if sem.is_tensor(v):
+            raise SemanticError("tl.full's value must be a scalar")
+        return sem.cast(em, v, ty)
     dims = _shape(shape)
     if sem.is_py_scalar(value):
         return sem.constant(em, value, TensorType(ty, list(dims)))
@@ -405,26 +411,6 @@ def _dot_precision(name: str, tf32_sparse: bool, allow_tf32: Any, input_precisio
 @impl
 def where(em: Emitter, condition: Any, x: Any, y: Any) -> Any:
     return sem.select(em, condition, x, y)
-
-
-@impl
-def atomic_add(em: Emitter, pointer: Any, val: Any, mask: Any, **memory_order: Any) -> Any:
-    p = sem.require_value(pointer, "tl.atomic_add's pointer")
-    sem.require_dense(p, "tl.atomic_add")
-    if sem.is_block_pointer(p) or not sem.is_pointer(p):
-        raise SemanticError(f"tl.atomic_add needs a pointer or a tensor of pointers, got {describe(p.type)}")
-    for what, allowed in (("sem", tt.AtomicRMWOp.SEMS), ("scope", ("gpu",))):
-        given = memory_order.get(what)
-        if given is not None and given not in allowed:
-            raise SemanticError(f"tl.atomic_add: {what}={given!r} is not supported (only {', '.join(allowed)})")
-    ptr_elem = sem.elem(p)
-    assert isinstance(ptr_elem, PointerType)
-    if ptr_elem.pointee not in (f32, i32):
-        raise SemanticError(f"tl.atomic_add supports fp32 and int32 memory, got {describe(ptr_elem.pointee)}")
-    v = sem.cast(em, sem.to_value(em, val, ptr_elem.pointee, "the added value"), ptr_elem.pointee)
-    v = _to_pointer_shape(em, v, p, "the added value")
-    order = memory_order.get("sem") or "relaxed"
-    return em.value(tt.AtomicRMWOp("add", p, v, _mask(em, mask, p), sem=order))
 
 
 def _hint(name: str, input: Any, values: Any) -> Any:

@@ -281,7 +281,8 @@ def _source_of(kernel: KernelFunction) -> str:
     src = kernel.__dict__.get("_cache_source")
     if src is None:
         src = kernel.__dict__["_cache_source"] = cache.kernel_source(kernel)
-    return src
+    # debugging on compiles tl.device_assert in: another kernel for the cache
+    return src + "\n# sparsecc: debug" if getattr(kernel, "debug", False) else src
 
 
 def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:

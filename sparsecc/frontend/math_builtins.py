@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import IntegerType, f32, i32
 from xdsl.ir import Operation, SSAValue
 
 from sparsecc.frontend import semantic as sem
@@ -19,7 +19,8 @@ from sparsecc.frontend.types import bitwidth, describe, is_float
 _UNARY: dict[str, type[Operation]] = {
     "exp": math.ExpOp, "exp2": math.Exp2Op, "log": math.LogOp, "log2": math.Log2Op,
     "sqrt": math.SqrtOp, "rsqrt": math.RsqrtOp, "sin": math.SinOp, "cos": math.CosOp,
-    "tanh": math.TanhOp, "floor": math.FloorOp, "ceil": math.CeilOp,
+    "tanh": math.TanhOp, "floor": math.FloorOp, "ceil": math.CeilOp, "erf": math.ErfOp,
+    "sqrt_rn": math.SqrtOp,  # tl.sqrt is already correctly rounded here (sqrt.rn.f32)
 }
 
 
@@ -99,3 +100,67 @@ def fma(em: Emitter, x: Any, y: Any, z: Any) -> Any:
 @impl
 def clamp(em: Emitter, x: Any, min: Any, max: Any) -> Any:  # noqa: A002
     return sem.minmax(em, "min", sem.minmax(em, "max", x, min), max)
+
+
+def _float_pair(em: Emitter, x: Any, y: Any, name: str) -> tuple[SSAValue, SSAValue]:
+    """`x` and `y` promoted to one float type and broadcast (Triton: both floats after promotion)."""
+    a, b = sem._operands(em, x, y, f"tl.{name}")
+    t = sem.promote(sem.elem(a), sem.elem(b))
+    if not is_float(t):
+        raise SemanticError(f"tl.{name} needs floating-point operands, got {describe(a.type)} and "
+                            f"{describe(b.type)}; convert them first, e.g. x.to(tl.float32)")
+    return sem.cast(em, a, t), sem.cast(em, b, t)
+
+
+@impl
+def div_rn(em: Emitter, x: Any, y: Any) -> Any:
+    a, b = _float_pair(em, x, y, "div_rn")
+    # arith.divf prints div.rn.f32 (16-bit floats divide in f32, rounded once more: exact)
+    return em.value(arith.DivfOp(a, b))
+
+
+@impl
+def fdiv(em: Emitter, x: Any, y: Any, ieee_rounding: Any = False, approx: Any = False) -> Any:
+    if ieee_rounding and approx:
+        raise SemanticError("tl.fdiv: approx and ieee_rounding cannot both be True (as in Triton)")
+    a, b = _float_pair(em, x, y, "fdiv")
+    if approx and sem.elem(a) != f32:
+        raise SemanticError(f"tl.fdiv: approx=True needs float32 operands, got {describe(sem.elem(a))}")
+    # every float division here is IEEE round-to-nearest; approx may be more exact than asked
+    return em.value(arith.DivfOp(a, b))
+
+
+@impl
+def umulhi(em: Emitter, x: Any, y: Any) -> Any:
+    a, b = sem._operands(em, x, y, "tl.umulhi")
+    t = sem.promote(sem.elem(a), sem.elem(b))
+    if not isinstance(t, IntegerType) or t.width.data not in (32, 64):
+        raise SemanticError(f"tl.umulhi needs int32 or int64 operands, got {describe(a.type)} and "
+                            f"{describe(b.type)}")
+    a, b = sem.cast(em, a, t), sem.cast(em, b, t)
+    # the high half of the unsigned 2N-bit product (mul.hi.u32/u64, libdevice's umulhi)
+    op = arith.MulUIExtendedOp(a, b, a.type)
+    em.insert(op)
+    return op.results[1]
+
+
+@impl
+def pow_(em: Emitter, x: Any, y: Any) -> Any:
+    """exp2(y * log2|x|), with C's powf cases: x ** 0 = 1, 0 ** y = 0 (y > 0) or inf (y < 0),
+    a negative x to an odd integer power negative, to a non-integer power NaN."""
+    a, b = _float_pair(em, x, y, "pow")
+
+    t = sem.elem(a)
+    if bitwidth(t) < 32:
+        a, b = sem.cast(em, a, f32), sem.cast(em, b, f32)
+    mag = em.value(math.Exp2Op(sem.binary(em, "*", b, em.value(math.Log2Op(em.value(math.AbsFOp(a)))))))
+    integral = sem.compare(em, "==", em.value(math.FloorOp(b)), b)
+    half = sem.binary(em, "*", b, 0.5)
+    odd = sem.binary(em, "&", integral, sem.compare(em, "!=", em.value(math.FloorOp(half)), half))
+    negative = sem.compare(em, "<", a, 0.0)
+    r = sem.select(em, sem.binary(em, "&", negative, odd), em.value(arith.NegfOp(mag)), mag)
+    # the quiet NaN from its bits: a NaN splat constant is no splat to the GPU lowering (NaN != NaN)
+    nan = em.value(arith.BitcastOp(sem.constant(em, 0x7FC00000, i32), f32))
+    r = sem.select(em, sem.binary(em, "&", negative, sem.invert(em, integral)), nan, r)
+    r = sem.select(em, sem.compare(em, "==", b, 0.0), 1.0, r)
+    return sem.cast(em, r, t)

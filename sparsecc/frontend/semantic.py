@@ -408,10 +408,11 @@ def binary(em: Emitter, op: str, a: Any, b: Any) -> SSAValue:
         raise SemanticError(f"operator {what} needs integer operands, got {describe(t)}")
     a, b = cast(em, a, t), cast(em, b, t)
     if is_float(t):
-        if op == "%":
-            raise SemanticError("operator '%' on floating-point values is not supported")
+        if op == "%":  # C's fmod (the dividend's sign), as Triton's frem
+            return em.value(arith_ext.RemFOp(a, b))
         if op == "//":
-            raise SemanticError("operator '//' on floating-point values is not supported; use '/'")
+            raise SemanticError("operator '//' is not defined on floating-point values (as in Triton); "
+                                "use tl.floor(x / y), or convert to an integer type first")
         return em.value(_FLOAT_OPS[op](a, b))
     if op == "/":
         raise SemanticError("internal: integer '/' reached integer lowering")

@@ -101,3 +101,28 @@ __all__ = [
     "where",
     "zeros",
 ]
+
+# math, atomics and debugging of Triton 3's language (issue 29)
+from sparsecc.language import extra  # noqa: E402
+from sparsecc.language.atomics import (  # noqa: E402
+    atomic_and,
+    atomic_cas,
+    atomic_max,
+    atomic_min,
+    atomic_or,
+    atomic_xchg,
+    atomic_xor,
+)
+from sparsecc.language.debug import (  # noqa: E402
+    assume,
+    debug_barrier,
+    device_assert,
+    device_print,
+    static_assert,
+    static_print,
+)
+from sparsecc.language.math import div_rn, erf, fdiv, sqrt_rn, umulhi  # noqa: E402
+
+__all__ += ["div_rn", "erf", "fdiv", "sqrt_rn", "umulhi", "atomic_and", "atomic_cas", "atomic_max", "atomic_min",
+            "atomic_or", "atomic_xchg", "atomic_xor", "assume", "debug_barrier", "device_assert", "device_print",
+            "static_assert", "static_print", "extra"]

@@ -91,3 +91,30 @@ def fma(x: Any, y: Any, z: Any) -> Any:
 @builtin
 def clamp(x: Any, min: Any, max: Any) -> Any:  # noqa: A002 - the Triton names
     """Elementwise `minimum(maximum(x, min), max)`: `tl.clamp(x, -1.0, 1.0)`."""
+
+
+@builtin
+def erf(x: Any) -> Any:
+    """Elementwise error function: the exact GELU, `0.5 * x * (1 + tl.erf(x * 0.7071067811865476))`."""
+
+
+@builtin
+def sqrt_rn(x: Any) -> Any:
+    """Elementwise square root rounded to nearest (IEEE): `tl.sqrt_rn(var)`; tl.sqrt is too here."""
+
+
+@builtin
+def div_rn(x: Any, y: Any) -> Any:
+    """Elementwise x / y rounded to nearest (IEEE): `tl.div_rn(num, den)`; '/' is too here."""
+
+
+@builtin
+def fdiv(x: Any, y: Any, ieee_rounding: Any = False, approx: Any = False) -> Any:
+    """Elementwise division of floats: `tl.fdiv(x, y)`. sparsecc always rounds it to nearest
+    (PTX `div.rn.f32`), the most exact of Triton's choices (`ieee_rounding`, `approx`)."""
+
+
+@builtin
+def umulhi(x: Any, y: Any) -> Any:
+    """Elementwise high half of the unsigned product of two int32 (int64) values, the random
+    number generators' step: `hi = tl.umulhi(a, 0xD2511F53)`."""

@@ -15,7 +15,7 @@ import torch
 
 from sparsecc.runtime.interp_values import BlockPtr, Buffer, InterpreterError, ScalarPtr, TensorPtr
 
-__all__ = ["load", "store"]
+__all__ = ["atomic_add", "atomic_rmw", "load", "store"]
 
 
 def _block_addresses(p: BlockPtr, checked: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,12 +95,69 @@ def load(ptr: Any, mask: Any, other: Any, checked: tuple[int, ...], padding: int
 def atomic_add(ptr: Any, value: Any, mask: Any) -> torch.Tensor:
     """`*ptr += value` for the active elements, in element order (programs run one after the
     other, so this is exactly what any interleaving of atomic adds gives); the old values."""
+    return atomic_rmw("add", ptr, value, mask)
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """`x`'s bits as a signed integer tensor of its width (floats compare bit for bit in cas)."""
+    if not x.dtype.is_floating_point:
+        return x
+    return x.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()])
+
+
+def _combine(kind: str, old: torch.Tensor, val: torch.Tensor, cmp: torch.Tensor | None) -> torch.Tensor:
+    """The new memory value of one atomic kind (elementwise, in memory's dtype)."""
+    if kind == "add":
+        return old + val
+    if kind in ("max", "min"):
+        if old.dtype.is_floating_point:
+            # the GPU's integer trick orders floats by their bits: +0.0 > -0.0, and a NaN stored
+            # or given wins a max if positive; the plain comparison agrees except on NaN and zeros
+            take = val > old if kind == "max" else val < old
+            return torch.where(take, val, old)
+        return torch.maximum(old, val) if kind == "max" else torch.minimum(old, val)
+    if kind == "and":
+        return old & val
+    if kind == "or":
+        return old | val
+    if kind == "xor":
+        return old ^ val
+    if kind == "xchg":
+        return val
+    if kind == "cas":
+        assert cmp is not None
+        return torch.where(_bits(old) == _bits(cmp), val, old)
+    raise InterpreterError(f"unknown atomic kind '{kind}'")
+
+
+def atomic_rmw(kind: str, ptr: Any, value: Any, mask: Any, cmp: Any = None) -> torch.Tensor:
+    """One atomic read-modify-write per active element, in element order (programs run one
+    after the other, so this is what some interleaving on the GPU gives); the old values
+    (inactive elements: memory's value at their address, or 0 outside it)."""
     buf, offs, active = _addresses(ptr, mask, ())
-    _check_bounds(buf, offs, active, "atomic_add")
-    old = buf.data[torch.where(active, offs, 0)].clone()
-    value = value.to(buf.data.dtype).expand(offs.shape)
-    buf.data.index_put_((offs[active],), value[active], accumulate=True)
-    return old
+    _check_bounds(buf, offs, active, f"atomic_{kind}")
+    dtype = buf.data.dtype
+    val = value.to(dtype).expand(offs.shape)
+    cmps = cmp.to(dtype).expand(offs.shape) if cmp is not None else None
+    safe = torch.where(active, offs, 0)
+    old = buf.data[safe].clone() if buf.size else torch.zeros(offs.shape, dtype=dtype)
+    where = offs[active]
+    if where.numel() == where.unique().numel():  # each address once: all at the same time
+        new = _combine(kind, old[active], val[active], cmps[active] if cmps is not None else None)
+        buf.data[where] = new.to(dtype)
+        return old
+    flat_offs, flat_active = offs.reshape(-1), active.reshape(-1)
+    flat_val = val.reshape(-1)
+    flat_cmp = cmps.reshape(-1) if cmps is not None else None
+    flat_old = old.reshape(-1).clone()
+    for i in range(flat_offs.numel()):  # an address seen twice: one element after the other
+        if not bool(flat_active[i]):
+            continue
+        o = int(flat_offs[i])
+        flat_old[i] = buf.data[o]
+        c = flat_cmp[i:i + 1] if flat_cmp is not None else None
+        buf.data[o] = _combine(kind, buf.data[o:o + 1], flat_val[i:i + 1], c)[0].to(dtype)
+    return flat_old.reshape(offs.shape)
 
 
 def store(ptr: Any, value: Any, mask: Any, checked: tuple[int, ...]) -> None:

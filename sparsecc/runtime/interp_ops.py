@@ -22,7 +22,7 @@ from xdsl.ir import Operation
 
 from sparsecc import formats
 from sparsecc.runtime.codec import decode_meta_tile
-from sparsecc.runtime.interp_memory import atomic_add, load, store
+from sparsecc.runtime.interp_memory import atomic_rmw, load, store
 from sparsecc.runtime.interp_values import (
     BlockPtr,
     InterpreterError,
@@ -249,6 +249,22 @@ for _name, _fn in {
     HANDLERS[f"math.{_name}"] = _unary(_fn)
 
 
+HANDLERS["arith.remf"] = _binary(torch.fmod)  # C's fmod: the dividend's sign, as Triton's frem
+
+
+@_on("arith.mului_extended")
+def _mului_extended(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
+    """The low and high halves of the unsigned product of two 32- or 64-bit integers."""
+    a, b = v
+    w = int_width(op.operands[0].type)
+    a, b = torch.broadcast_tensors(a, b)
+    bits = (1 << w) - 1
+    prods = [(x & bits) * (y & bits) for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())]
+    lo = torch.tensor([_wrap(p, w) for p in prods], dtype=a.dtype).reshape(a.shape)
+    hi = torch.tensor([_wrap(p >> w, w) for p in prods], dtype=a.dtype).reshape(a.shape)
+    return (lo, hi)
+
+
 @_on("math.fma")
 def _fma(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
     a, b, c = v
@@ -469,7 +485,8 @@ def _store(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
 @_on("tt.atomic_rmw")
 def _atomic(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
     mask = v[2] if op.mask is not None else None  # type: ignore[attr-defined]
-    return (atomic_add(v[0], v[1], mask),)
+    cmp = v[-1] if op.cmp is not None else None  # type: ignore[attr-defined]
+    return (atomic_rmw(op.kind.data, v[0], v[1], mask, cmp),)  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------------------

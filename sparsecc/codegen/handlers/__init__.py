@@ -4,10 +4,12 @@ a handler and how ops find theirs). Importing this package fills the table."""
 from sparsecc.codegen.handlers import (  # noqa: F401  (each module registers its handlers)
     async_ops,
     control,
+    debug,
     dequantize,
     dot,
     elementwise,
     layouts,
+    math_ext,
     memory,
     reduce,
     shared,
@@ -21,7 +23,7 @@ from sparsecc.codegen.handlers.table import (
     handles_name,
 )
 
-FAMILIES = (async_ops, control, dequantize, dot, elementwise, layouts, memory, reduce, shared, views)
+FAMILIES = (async_ops, control, debug, dequantize, dot, elementwise, layouts, math_ext, memory, reduce, shared, views)
 """The handler modules, one per op family."""
 
 __all__ = ["FAMILIES", "HANDLERS", "NAMED_HANDLERS", "handler_for", "handles", "handles_name"]

@@ -270,12 +270,6 @@ def loop_carried_shape_change(X, N):
     tl.store(X + tl.arange(0, 16), tl.sum(acc, axis=0))
 
 
-@sparsecc.jit
-def rank0_zeros(X):
-    z = tl.zeros((), tl.float32)
-    tl.store(X, z)
-
-
 # ---- program ids, returns, constexprs ---------------------------------------------------
 
 
@@ -469,8 +463,6 @@ CASES: list[Case] = [
          "tl.where of [16] and [32]", "cannot be broadcast", "tl.where(r > 4, r, s)"),
     Case("loop_carried_shape_change", loop_carried_shape_change, lambda: [torch.zeros(16), 2],
          "a loop-carried accumulator that changes shape", "loop-carried 'acc'", "for _i in range(N)"),
-    Case("rank0_zeros", rank0_zeros, lambda: [torch.zeros(16)], "tl.zeros(()) (a 0-d tensor)",
-         "at least one dimension", "z = tl.zeros((), tl.float32)"),
     Case("program_id_3", program_id_3, lambda: [torch.zeros(16)], "tl.program_id(3)",
          "axis must be 0, 1 or 2", "pid = tl.program_id(3)"),
     Case("kernel_returns", kernel_returns, lambda: [torch.zeros(16)], "a kernel that returns a value",

@@ -5,9 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+import sparsecc
 import sparsecc.language as tl
+from sparsecc.frontend.errors import CompilationError
 
 TABLE = Path(__file__).resolve().parents[3] / "docs" / "language.md"
+SPARSECC_ONLY = ("advance", "tanh")
+TRITON_VERSION = "3.9.0"
+"""The Triton whose `triton.language.__all__` the table lists."""
 
 
 def _rows() -> dict[str, str]:
@@ -21,15 +28,15 @@ def _rows() -> dict[str, str]:
 
 def test_every_supported_name_exists():
     rows = _rows()
-    assert len(rows) > 100
+    assert len(rows) > 140
     for name, status in rows.items():
-        if status == "yes" and name != "math.*":
+        if status == "yes":
             assert hasattr(tl, name), f"docs/language.md says tl.{name} is supported"
 
 
 def test_every_public_name_is_listed():
     rows = _rows()
-    missing = [n for n in tl.__all__ if n not in rows and n not in ("DTYPES", "OutsideKernelError", "math")]
+    missing = [n for n in tl.__all__ if n not in rows and n not in ("DTYPES", "OutsideKernelError")]
     assert not missing, f"add these to docs/language.md: {missing}"
 
 
@@ -37,3 +44,39 @@ def test_not_yet_names_are_really_missing():
     rows = _rows()
     present = [n for n, s in rows.items() if s == "not yet" and hasattr(tl, n)]
     assert not present, f"docs/language.md says 'not yet' but sparsecc.language has: {present}"
+
+
+def test_every_triton_name_is_listed():
+    triton_language = pytest.importorskip("triton.language")
+    import triton
+
+    if triton.__version__ != TRITON_VERSION:
+        pytest.skip(f"the table lists Triton {TRITON_VERSION}'s names, Triton {triton.__version__} is installed")
+    rows = _rows()
+    missing = [n for n in triton_language.__all__ if n not in rows]
+    assert not missing, f"add these triton.language names to docs/language.md: {missing}"
+    assert set(rows) - set(triton_language.__all__) == set(SPARSECC_ONLY)
+
+
+def test_the_count_is_the_tables():
+    rows = _rows()
+    triton_rows = {n: s for n, s in rows.items() if n not in SPARSECC_ONLY}
+    supported = sum(s == "yes" for s in triton_rows.values())
+    m = re.search(r"\*\*Supported: (\d+) of the (\d+) names\*\*", TABLE.read_text())
+    assert m, "docs/language.md states how many names are supported"
+    assert (int(m[1]), int(m[2])) == (supported, len(triton_rows))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in _rows().items() if s == "not yet"))
+def test_an_unsupported_name_is_a_located_error_naming_it(name, tmp_path, monkeypatch):
+    path = tmp_path / f"k_{name}.py"
+    path.write_text("import sparsecc\nimport sparsecc.language as tl\n\n\n@sparsecc.jit\n"
+                    f"def k(X):\n    x = tl.load(X)\n    tl.store(X, tl.{name}(x))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(f"k_{name}")
+    with pytest.raises(CompilationError) as info:
+        sparsecc.compile(module.k, {"X": "*fp32"}, {})
+    text = str(info.value)
+    assert f"{path}:8:" in text, text
+    assert f"tl.{name} (triton.language.{name}) is not supported by sparsecc yet" in text, text
+    assert "AttributeError" not in text
