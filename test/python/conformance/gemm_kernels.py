@@ -122,7 +122,7 @@ def stored_wrapped_rows_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_b
     a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
     b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
         acc = tl.dot(a, b, acc)
