@@ -588,6 +588,8 @@ class _Decomposer:
         ptr = self.split[op.ptr]
         fmt = _format(op.result.type)
         shape = tt.shape_of(op.result.type)
+        if not shape:
+            raise _fail(op, _SCALAR_OFFSET)
         b = _TensorBuilder(op)
         parts = _split_offset(op.offset, shape, b, op)
         scalar = b.scalar.sum(parts.scalars)
@@ -811,6 +813,16 @@ class _Decomposer:
                 operands.append(v)
         self._insert_before(op, scf.YieldOp(*operands))
         _erase(op)
+
+
+_SCALAR_OFFSET = (
+    "a scalar offset on a sparse pointer (a per-head base such as `K + off_z * stride_kz + "
+    "off_h * stride_kh`) is not supported yet: its values and metadata move by different amounts "
+    "(metadata only by whole 16-row groups), which this offset cannot be proven to be. Pass each "
+    "head's 2:4 tensor as a 2-D (rows x K) argument of its own, or fold the head into the rows: "
+    "`K + (off_hz * N_CTX + offs_n)[:, None] * stride_kn + offs_d[None, :]`, with N_CTX a "
+    "multiple of 16")
+"""Why `sparse + scalar` is refused (issue 29, fused attention with a 2:4 K)."""
 
 
 def _wrap_message(wrap: Wrap, group: int) -> str:
