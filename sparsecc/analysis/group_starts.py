@@ -38,9 +38,10 @@ class _NotAnIndexFunction(Exception):
 class _Cloner:
     """Re-emits a term's ops before `anchor` with the range axis shrunk by `group`."""
 
-    def __init__(self, anchor: Operation, group: int):
+    def __init__(self, anchor: Operation, group: int, round_down: frozenset[Operation] = frozenset()):
         self.anchor = anchor
         self.group = group
+        self.round_down = round_down
         self.memo: dict[SSAValue, tuple[SSAValue | None, int | None]] = {}
         self.count = 0
         self.created: list[Operation] = []
@@ -113,7 +114,11 @@ class _Cloner:
             elem = tt.element_type(ty)
             new = type(owner).create(operands=operands, result_types=[TensorType(elem, shape)],
                                      properties=dict(owner.properties), attributes=dict(owner.attributes))
-            return self.insert(new), next(iter(axes))
+            out = self.insert(new)
+            if owner in self.round_down:  # (x // group) * group: a group's first row
+                g = self._splat(IntegerAttr(self.group, elem), shape)
+                out = self.insert(arith.MuliOp(self.insert(arith.DivSIOp(out, g)), g))
+            return out, next(iter(axes))
         raise _NotAnIndexFunction
 
     def _splat(self, value: Attribute, shape: list[int]) -> SSAValue:
@@ -138,14 +143,17 @@ def _strip_broadcast(v: SSAValue) -> SSAValue:
     return v
 
 
-def at_group_starts(anchor: Operation, term: SSAValue, axis: int, group: int) -> SSAValue | None:
+def at_group_starts(anchor: Operation, term: SSAValue, axis: int, group: int,
+                    round_down: frozenset[Operation] = frozenset()) -> SSAValue | None:
     """`term` (R×1 for axis 0, 1×C for axis 1) at every `group`-th entry along `axis`, emitted
     before `anchor`; `term` itself for groups of 1 or a single entry; None when `term` is not an
-    elementwise function of one `tl.arange` along `axis` (the caller then reduces the groups)."""
+    elementwise function of one `tl.arange` along `axis` (the caller then reduces the groups).
+    The results of the ops in `round_down` (a `% M` wrap whose rows past M nobody sees) are
+    rounded down to a multiple of `group`, so that a wrapped group still starts on a group."""
     shape = tt.shape_of(term.type)
     if group == 1 or shape[axis] == 1:
         return term
-    cloner = _Cloner(anchor, group)
+    cloner = _Cloner(anchor, group, round_down)
     try:
         value, found_axis = cloner.visit(_strip_broadcast(term))
     except _NotAnIndexFunction:

@@ -267,8 +267,8 @@ def _b_frags(L: LoweringContext, sm: Smem, mma: MmaEncodingAttr) -> dict:
     kmajor = tuple(sm.ty.encoding.order) == (0, 1)
     if esz != 2 and not kmajor:
         raise LoweringError(
-            f"a {sm.ty.element_type} tl.dot reads B K-major on the GPU (ldmatrix transposes 16-bit "
-            "elements only): store B column-major and load it with a block pointer of order=(0, 1)")
+            f"internal error: a {sm.ty.element_type} B operand staged N-major (ldmatrix transposes "
+            "16-bit elements only; sparse-gpu-encoding stages 8-bit and tf32 B K-major)")
     k16s = k // _elements(16, esz)
     frags: dict[tuple[int, int], list[SSAValue]] = {}
     for j in range(rep):

@@ -318,7 +318,10 @@ class ConvertTTToTTGPass(ModulePass):
             m, n = shape
             kmajor_b = any(groups[uf.find(d.b)].memory_order() is not None
                            for d in group.dot_results if d.b in uf.parent)
-            self._check_kmajor_types(group.dot_results, kmajor_b)
+            # 8-bit and tf32 B is staged K-major whatever its memory order: sparse-gpu-encoding
+            # transposes an N-major tile on its way into shared memory
+            kmajor_b = kmajor_b or any(_bytes(tt.element_type(d.a.type)) != 2 for d in group.dot_results)
+            self._check_kmajor_types(group.dot_results)
             if self._use_wgmma(group.dot_results, m, n, kmajor_b):
                 return MmaEncodingAttr((self.num_warps, 1), version_major=3, instr_shape=(64, n))
             if self.dequant_warps_m and any(isinstance(d.a.owner, tt.DequantizeOp) for d in group.dot_results):
@@ -337,9 +340,10 @@ class ConvertTTToTTGPass(ModulePass):
                 return SliceEncodingAttr(ex.axis.value.data, res_layout)
         return default_blocked(shape, group.elem_bytes(), self.num_warps, group.memory_order())
 
-    def _check_kmajor_types(self, dots: list[tt.DotOp], kmajor_b: bool) -> None:
-        """8-bit and tf32 dots need a sparse operand, a target with their mma.sp (fp8: sm_89+)
-        and B staged K-major (their tensor cores and ldmatrix transpose 16-bit operands only)."""
+    def _check_kmajor_types(self, dots: list[tt.DotOp]) -> None:
+        """8-bit and tf32 dots need a sparse operand and a target with their mma.sp (fp8:
+        sm_89+). Their B is read K-major (the tensor cores and ldmatrix transpose 16-bit
+        operands only), which the staging in shared memory takes care of."""
         for d in dots:
             elt = tt.element_type(d.a.type)
             if _bytes(elt) == 2:
@@ -348,12 +352,6 @@ class ConvertTTToTTGPass(ModulePass):
                 raise ConvertError(f"an fp8 ({elt}) tl.dot needs sm_89 or newer (the target is {self.target})", d)
             if d.meta is None:
                 raise ConvertError(f"a dense {elt} tl.dot has no GPU lowering; 8-bit dots need a 2:4 sparse operand", d)
-            if not kmajor_b:
-                raise ConvertError(
-                    f"a {'tf32' if _bytes(elt) == 4 else '8-bit'} ({elt}) tl.dot reads its dense operand K-major "
-                    "on the GPU (the tensor cores transpose 16-bit operands only): store it column-major (K "
-                    "contiguous) and load it with a block pointer of order=(0, 1), as torch._scaled_mm takes "
-                    "its second operand", d)
 
     def _use_wgmma(self, dots: list[tt.DotOp], m: int, n: int, kmajor_b: bool) -> bool:
         """Whether these dots become sm_90a `wgmma.mma_async.sp` (#ttg.mma version 3).
@@ -365,8 +363,9 @@ class ConvertTTToTTGPass(ModulePass):
         B (`kmajor_b`: block pointer order [0, 1], e.g. the x^T of `y = x @ W.T`) is staged as
         N rows of K in wgmma's canonical K-major layout when a row is one 64/128-byte swizzle
         atom (16-bit K = 32 or 64, 8-bit K = 64 or 128); longer K-major rows stay on mma.sp,
-        which reads them with plain ldmatrix. 8-bit B must be K-major (wgmma cannot transpose
-        8-bit operands).
+        which reads them with plain ldmatrix. 8-bit B is always staged K-major (wgmma cannot
+        transpose 8-bit operands; an N-major tile is transposed into shared memory), so
+        `kmajor_b` holds for 8-bit dots.
         """
         if not has_wgmma(self.target) or self.num_warps % 4:
             return False

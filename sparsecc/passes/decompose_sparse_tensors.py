@@ -64,13 +64,14 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc import formats
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.group_starts import at_group_starts
+from sparsecc.analysis.row_wraps import Wrap, find_wraps, rows_past_bound_unseen
 from sparsecc.dialects import tt
 
 
@@ -326,11 +327,21 @@ def _splat_constant(v: SSAValue) -> float | int | None:
     from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 
     owner = v.owner
+    if isinstance(owner, _CASTS):  # `other=0.0` of an int8 load arrives as fptosi(0.0)
+        inner = _splat_constant(owner.operands[0])
+        if inner is None:
+            return None
+        return int(inner) if isinstance(tt.element_type(v.type), IntegerType) else float(inner)
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
         vals = owner.value.get_values()
         if vals and all(x == vals[0] for x in vals):
             return vals[0]
     return None
+
+
+_CASTS = (arith.FPToSIOp, arith.FPToUIOp, arith.SIToFPOp, arith.UIToFPOp, arith.ExtFOp, arith.TruncFOp,
+          arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+"""Casts of a constant splat that the frontend leaves unfolded."""
 
 
 class _TensorBuilder:
@@ -392,6 +403,12 @@ class _TensorBuilder:
         if starts is not None:
             return starts
         return self.group_reduce(v, axis=axis, group=group, kind=fallback)
+
+    def wrapped_row_starts(self, rows: SSAValue, group: int, rounded: frozenset[Operation]) -> SSAValue | None:
+        """A row term at each group's first row with the `% M` wraps in `rounded` rounded down
+        to a group (`at_group_starts`); None when the term is no function of one `tl.arange`
+        (a reduction over the group could land in the middle of one)."""
+        return at_group_starts(self.anchor, rows, 0, group, rounded)
 
 
 # ----------------------------------------------------------------------------------------
@@ -571,6 +588,8 @@ class _Decomposer:
         ptr = self.split[op.ptr]
         fmt = _format(op.result.type)
         shape = tt.shape_of(op.result.type)
+        if not shape:
+            raise _fail(op, _SCALAR_OFFSET)
         b = _TensorBuilder(op)
         parts = _split_offset(op.offset, shape, b, op)
         scalar = b.scalar.sum(parts.scalars)
@@ -582,10 +601,17 @@ class _Decomposer:
             terms: list[SSAValue] = []
             if scalar is not None:  # a K step: each array moves by its share of the columns
                 terms.append(b.splat(b.scalar.scale(scalar, array.col_div), hshape, scalar.type))
+            rounded: frozenset[Operation] = frozenset()
             if rows is not None and array.row_div > 1:
-                self._check_row_wraps(rows, array.row_div, op)
+                rounded = self._check_row_wraps(rows, array.row_div, op)
             if rows is not None:  # row * sM at each group's first row, in the array's row stride
-                grouped = b.group_starts(rows, axis=0, group=array.row_div, fallback="min")
+                grouped = b.wrapped_row_starts(rows, array.row_div, rounded) if rounded else \
+                    b.group_starts(rows, axis=0, group=array.row_div, fallback="min")
+                if grouped is None:
+                    raise _fail(op, "the rows of these sparse pointers are wrapped with %, and their "
+                                    "row term is not a plain function of tl.arange, so the wrapped "
+                                    "metadata rows cannot be placed: mask the rows of the load "
+                                    "instead of wrapping them")
                 terms.append(b.broadcast(b.scale(grouped, array.row_offset_div), hshape))
             if cols is not None:  # a dense column at each group's first column
                 grouped = b.group_starts(cols, axis=1, group=array.col_div, fallback="min")
@@ -595,30 +621,28 @@ class _Decomposer:
             offsets.append(total)
         self._emit(op, [tt.AddPtrOp(p, o) for p, o in zip(ptr.arrays, offsets, strict=True)])
 
-    def _check_row_wraps(self, rows: SSAValue, group: int, op: Operation) -> None:
-        """Rows wrapped with `% M` keep whole row groups together only when M is a multiple of the
-        group (16 rows share a metadata word row): otherwise the wrapped rows would read other
-        rows' metadata."""
-        stack, seen = [rows], set()
-        while stack:
-            v = stack.pop()
-            if v in seen or not isinstance(v.owner, Operation):
+    def _check_row_wraps(self, rows: SSAValue, group: int, op: tt.AddPtrOp) -> frozenset[Operation]:
+        """The `% M` wraps of the rows whose metadata group starts must be rounded down to a
+        group (see sparsecc.analysis.row_wraps), after checking every wrap is exact or unseen.
+
+        16 rows share a row of metadata words and tile row r reads the word at position r % 16.
+        `rows % M` moves whole groups only when M is a multiple of 16; otherwise (and always for
+        `tl.where(rows < M, rows, 0)`, which sends every row past M to row 0) a row past M
+        reads another row's metadata, so its result is wrong: harmless only when the dot's
+        result is stored under `rows < M`, as in Triton's tutorials. The metadata of such a
+        group is then read from an in-bounds group (rounded down), never from the middle of one."""
+        rounded: set[Operation] = set()
+        for wrap in find_wraps(rows):
+            const = _Builder.constant_of(wrap.bound)
+            known = const if const is not None else self._divisibility(op).of(wrap.bound)
+            if wrap.is_rem and known % group == 0:
+                continue  # whole groups wrap onto whole groups: every row exact
+            if rows_past_bound_unseen(op.result, wrap.bound, wrap.index):
+                if wrap.is_rem:
+                    rounded.add(wrap.op)
                 continue
-            seen.add(v)
-            owner = v.owner
-            if isinstance(owner, arith.RemSIOp):
-                divisor = _strip_broadcast(owner.rhs)
-                if isinstance(divisor.owner, tt.SplatOp):
-                    divisor = divisor.owner.src
-                const = _Builder.constant_of(divisor)
-                known = const if const is not None else self._divisibility(op).of(divisor)
-                if known % group:
-                    name = f"'{divisor.name_hint}'" if divisor.name_hint else "its divisor"
-                    raise _fail(op, f"rows of sparse pointers wrapped with % {name}: {group} rows share "
-                                    f"metadata, so wrapped rows stay exact only when {name} is a "
-                                    f"multiple of {group} (declare it 'i32:16'); or mask the rows "
-                                    f"instead, or store only rows below {name}")
-            stack.extend(owner.operands)
+            raise _fail(op, _wrap_message(wrap, group))
+        return frozenset(rounded)
 
     def _divisibility(self, op: Operation) -> Divisibility:
         func = op
@@ -789,6 +813,32 @@ class _Decomposer:
                 operands.append(v)
         self._insert_before(op, scf.YieldOp(*operands))
         _erase(op)
+
+
+_SCALAR_OFFSET = (
+    "a scalar offset on a sparse pointer (a per-head base such as `K + off_z * stride_kz + "
+    "off_h * stride_kh`) is not supported yet: its values and metadata move by different amounts "
+    "(metadata only by whole 16-row groups), which this offset cannot be proven to be. Pass each "
+    "head's 2:4 tensor as a 2-D (rows x K) argument of its own, or fold the head into the rows: "
+    "`K + (off_hz * N_CTX + offs_n)[:, None] * stride_kn + offs_d[None, :]`, with N_CTX a "
+    "multiple of 16")
+"""Why `sparse + scalar` is refused (issue 29, fused attention with a 2:4 K)."""
+
+
+def _wrap_message(wrap: Wrap, group: int) -> str:
+    """Why a wrap of sparse rows is refused, and the ways out the user has."""
+    bound = wrap.bound
+    name = f"'{bound.name_hint}'" if bound.name_hint else "the bound"
+    form = f"% {name}" if wrap.is_rem else f"tl.where(rows < {name}, rows, 0)"
+    ways = [f"store the result only under a mask of the same rows below {name} (as Triton's "
+            f"tutorials do: `mask=offs_cm[:, None] < {bound.name_hint or 'M'}`)",
+            "or mask the rows of the load instead of wrapping them"]
+    if wrap.is_rem and isinstance(bound, BlockArgument):
+        ways.append(f"or launch with {name} a multiple of {group} (kernel[grid] specializes it; "
+                    "with sparsecc.compile declare it 'i32:16')")
+    return (f"rows of sparse pointers wrapped with {form}: {group} rows share a row of metadata, "
+            f"so a row past {name} reads another row's metadata and its result is wrong, and "
+            f"here it may be stored; " + ", ".join(ways))
 
 
 def _erase(op: Operation) -> None:

@@ -4,7 +4,8 @@ Accepts: tt IR (before decompose-sparse-tensors). Guarantees afterwards: every `
 `scf.for` whose pointer is a loop-carried tensor of pointers of the Triton tutorial's shape —
 
     ptrs = base + rows[:, None] * stride_r + cols[None, :] * stride_c   (one stride the constant 1)
-    rows = start_r + tl.arange(0, R)   (or `(...) % M`)     cols = start_c + tl.arange(0, C)
+    rows = start_r + tl.arange(0, R)   (or `(...) % M`, or `tl.where(rows < M, rows, 0)`)
+    cols = start_c + tl.arange(0, C)
     loaded with masks `index < bound` on rows and/or columns and `other = 0`,
     advanced by a loop-invariant step each iteration (`ptrs += BLOCK_K * stride_k`)
 
@@ -22,8 +23,9 @@ index `j` of `tl.arange`, the loop's induction variable and loop-invariant scala
 A mask `lhs < rhs` on a dim holds exactly where the block pointer's coordinate
 `start + j + D(iv)` (D: the distance advanced so far) is below `start + j + D(iv) - (lhs - rhs)`;
 that is the dim's bound when it depends on neither `j` nor the induction variable (for the
-tutorial's `offs_k[None, :] < K - k * BLOCK_K` it is `K`). A dim wrapped with `% M` instead of
-masked reads rows `>= M` as zeros rather than as rows `0..`: the pass only does that when the
+tutorial's `offs_k[None, :] < K - k * BLOCK_K` it is `K`). A dim wrapped with `% M` (or clamped
+to row 0 with `tl.where`, as tutorial 09 does) instead of masked reads rows `>= M` as zeros
+rather than as rows `0..` (row 0): the pass only does that when the
 dot's result is stored under a mask `< M` on that dim alone (as in the tutorial), so nothing that
 differs is ever written.
 """
@@ -156,17 +158,45 @@ def _axis_of(term: SSAValue) -> _Axis | None:
     index = _strip(index)
     wrap = None
     if isinstance(index.owner, arith.RemSIOp):
-        lw = linear(index.owner.rhs)
-        if lw is None or J in lw or len(lw) != 1 or next(iter(lw.values())) != 1 or ONE in lw:
+        wrap = _scalar_atom(index.owner.rhs)
+        if wrap is None:
             return None
-        wrap = next(iter(lw))  # type: ignore[assignment]
         index = _strip(index.owner.lhs)
+    elif (clamped := clamp_wrap(index)) is not None:
+        wrap, index = clamped
+        index = _strip(index)
     form = linear(index)
     if form is None or form.get(J) != 1:
         return None
     start = dict(form)
     del start[J]
     return _Axis(start, stride, wrap)
+
+
+def _scalar_atom(v: SSAValue) -> SSAValue | None:
+    """`v` when it is one loop-invariant scalar (a splat of `M`), else None."""
+    lw = linear(v)
+    if lw is None or J in lw or len(lw) != 1 or next(iter(lw.values())) != 1 or ONE in lw:
+        return None
+    return next(iter(lw))  # type: ignore[return-value]
+
+
+def clamp_wrap(index: SSAValue) -> tuple[SSAValue, SSAValue] | None:
+    """(M, idx) when `index` is `tl.where(idx < M, idx, 0)` (tutorial 09's
+    `offs_am = tl.where(offs_am < M, offs_am, 0)`): like `idx % M` it keeps every address in
+    bounds, reading row 0 instead of row `idx - M` past the end; else None."""
+    owner = index.owner
+    if not isinstance(owner, arith.SelectOp) or not _is_zero(owner.rhs):
+        return None
+    cond = _strip(owner.cond)
+    cmp = cond.owner
+    if not isinstance(cmp, arith.CmpiOp) or cmp.predicate.value.data != 2:  # slt
+        return None
+    kept = linear(owner.lhs)
+    if kept is None or kept != linear(cmp.lhs):
+        return None
+    bound = _scalar_atom(cmp.rhs)
+    return None if bound is None else (bound, owner.lhs)
 
 
 def _terms(v: SSAValue, combine: type[Operation]) -> list[SSAValue]:
@@ -231,8 +261,11 @@ def _pointer_tile(p: SSAValue, shape: tuple[int, ...]) -> _PointerTile | None:
 
 
 def _is_zero(v: SSAValue) -> bool:
-    """A splat of 0 (int or float): what a block pointer's zero padding reads."""
+    """A splat of 0 (int or float, maybe cast: `other=0.0` of an int8 load is fptosi(0.0)):
+    what a block pointer's zero padding reads."""
     owner = v.owner
+    if isinstance(owner, arith.FPToSIOp | arith.SIToFPOp | arith.ExtFOp | arith.TruncFOp):
+        return _is_zero(owner.operands[0])
     if isinstance(owner, tt.SplatOp):
         owner = owner.src.owner
     if not isinstance(owner, arith.ConstantOp):

@@ -51,6 +51,11 @@ bank groups (modulo 128 B).
 - B loaded through a column-major block pointer (its tile's #ttg.blocked order is [0, 1]):
   staged K-major (`order = [0, 1]`: N rows of K, the same swizzle rule along K), so copies
   stay 16-byte vectors and plain `ldmatrix` (no .trans) gives the mma.sp B fragments.
+- 8-bit (int8, fp8) and tf32 B: staged K-major whatever its memory order, since neither
+  `ldmatrix.trans` (16-bit elements only) nor wgmma (16-bit transposes only) can read an
+  N-major tile of them. A row-major (N-contiguous) tile is transposed on its way in: the
+  registers' fast dim is not the buffer's, so the copy is per element (`st.shared.b8`, the
+  cp.async ring's synchronous path) instead of 16-byte vectors.
 """
 
 from __future__ import annotations
@@ -112,6 +117,8 @@ def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> Share
     parent = dot_op.parent
     src = ty.encoding
     kmajor = isinstance(src, BlockedEncodingAttr) and tuple(src.order) == (0, 1)
+    if dot_op.op_idx == 1 and _elem_bytes(ty.element_type) != 2:
+        kmajor = True  # 8-bit / tf32 B is read K-major: an N-major tile is transposed on its way in
     if dot_op.op_idx == 1 and isinstance(parent, MmaEncodingAttr) and parent.version_major == 3:
         if kmajor:  # N rows of K: the canonical K-major layout (a row is one swizzle atom)
             esz = _elem_bytes(ty.element_type)

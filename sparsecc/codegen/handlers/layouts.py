@@ -1,5 +1,6 @@
 """Handler of `ttg.convert_layout`: a round trip through a shared scratch buffer (stored
-row-major, or with the ldmatrix swizzle when the result is an mma A operand)."""
+row-major, with the ldmatrix swizzle when the result is an mma A operand, K-major when it is
+an 8-bit or tf32 B operand)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ def _convert_layout(L: LoweringState, op: ttgd.ConvertLayoutOp) -> None:
             and dst.meta in (-1, 0)):
         # an A fragment is read back by ldmatrix, 8 rows at a time: swizzle the rows apart
         enc = ttgd.SharedEncodingAttr(*mma_swizzle_params(shape[1], esize(st.element_type)), order)
+    elif isinstance(dst, ttgd.DotOperandEncodingAttr) and dst.op_idx == 1 and esize(st.element_type) != 2:
+        # 8-bit / tf32 B is read K-major (neither ldmatrix nor wgmma transposes it): the store
+        # transposes a tile computed in registers, as sparse-gpu-encoding does a loaded one
+        from sparsecc.passes.sparse_gpu_encoding import shared_encoding_for
+
+        enc = shared_encoding_for(dst, st)
     mem_ty = ttgd.MemDescType(shape, st.element_type, enc, True)
     sm = Smem(L.scratch(op), mem_ty)
     store_shared(L, sm, src)
