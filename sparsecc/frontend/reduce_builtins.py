@@ -240,13 +240,11 @@ def xor_sum(em: Emitter, input: Any, axis: Any = None, keep_dims: Any = False) -
 @impl
 def reduce(em: Emitter, input: Any, axis: Any, combine_fn: Any, keep_dims: Any = False, *,
            _inline: Callable[[Any, list[Any], dict[str, Any]], Any]) -> Any:
-    from sparsecc.frontend.ast_to_ttir import is_jit_function
-
     single = not isinstance(input, tuple | list)
     vals = [_input(x, "tl.reduce") for x in ([input] if single else input)]
     if not vals:
         raise SemanticError("tl.reduce needs at least one tensor")
-    if not is_jit_function(combine_fn):
+    if getattr(combine_fn, "__sparsecc_jit__", False) is not True:
         raise SemanticError(f"tl.reduce's combine_fn must be a @sparsecc.jit function, got {sem.py_desc(combine_fn)}")
     scalars = [v for v in vals if not sem.is_tensor(v)]
     if scalars:
