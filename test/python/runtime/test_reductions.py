@@ -190,3 +190,16 @@ def test_dot_result_reductions() -> None:
     torch.testing.assert_close(mx, c.amax(1), rtol=1e-3, atol=1e-3)
     torch.testing.assert_close(sm, c.sum(0), rtol=1e-3, atol=1e-3)
     assert arg.tolist() == c.argmax(1).tolist()
+
+
+@sparsecc.jit
+def _not_jit_combine_kernel(X, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N))
+    tl.store(X, tl.reduce(x, 0, tl.maximum))
+
+
+def test_combine_fn_must_be_jit() -> None:
+    from sparsecc.frontend.errors import CompilationError
+
+    with pytest.raises(CompilationError, match=r"combine_fn must be a @sparsecc.jit function"):
+        sparsecc.compile(_not_jit_combine_kernel, signature={"X": "*fp32"}, constexprs={"N": 16})
