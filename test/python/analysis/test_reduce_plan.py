@@ -36,7 +36,7 @@ def test_plan_covers_each_element_once(layout, shape, axis: int) -> None:
     for w in range(warps):
         for lane in range(32):
             parts = {}
-            for key, group in zip(plan.keys, plan.groups):
+            for group in plan.groups:
                 elems = [dl.coord(w, lane, r) for r in group]
                 assert len(set(elems)) == len(elems)
                 res = elems[0][:axis] + elems[0][axis + 1:]
