@@ -2,8 +2,9 @@
 allocate-shared-memory (sparsecc/passes/allocate_shared_memory.py), shared with the lowering,
 which reads the result from the IR and sizes its scratch the same way.
 
-A `ttg.local_alloc` needs its buffer; `ttg.convert_layout`, `tt.reduce` and `tt.reshape` a
-scratch the size of their source (a round trip through shared memory); `tt.dequantize` room
+A `ttg.local_alloc` needs its buffer; `ttg.convert_layout` and `tt.reshape` a scratch the
+size of their source (a round trip through shared memory); `tt.reduce` the small cross-warp
+exchange of its register plan (`reduce_scratch_bytes`: none when one warp holds each result); `tt.dequantize` room
 for its operands that arrive in registers; a scalar `tt.atomic_rmw` whose old value is used a
 word to broadcast thread 0's result. `shared_effects` says which of them read and write it,
 for tritongpu-insert-barriers.
@@ -18,6 +19,7 @@ from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
+from sparsecc.analysis.reduce_plan import exchange_bytes, fast_reduce_plan, value_words
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -49,6 +51,18 @@ def dequantize_padded_bytes(v: SSAValue) -> int:
     return -(-n // 16) * 16
 
 
+def reduce_scratch_bytes(op: tt.ReduceOp) -> int:
+    """A `tt.reduce`'s scratch: the cross-warp exchange of the register plan (one word per
+    warp along the axis per result element and 32-bit word of its operands; none when one warp
+    holds each whole result), or the whole source for the shared-memory path."""
+    plan = fast_reduce_plan(op.src.type, op.axis.value.data, [r.type for r in op.res])
+    if plan is None:
+        ty = op.src.type
+        return math.prod(ty.get_shape()) * esize(ty.element_type)
+    words = sum(value_words(tt.element_type(v.type)) or 0 for v in op.srcs)
+    return exchange_bytes(plan, tt.shape_of(op.result.type), words)
+
+
 def shared_size(op: Operation) -> int:
     """Bytes of shared memory `op` needs (its buffer, or scratch for a round trip), or 0.
 
@@ -56,7 +70,9 @@ def shared_size(op: Operation) -> int:
     if isinstance(op, ttgd.LocalAllocOp):
         ty = op.result.type
         return math.prod(ty.get_shape()) * esize(ty.element_type)
-    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
+    if isinstance(op, tt.ReduceOp):
+        return reduce_scratch_bytes(op)
+    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReshapeOp):
         ty = op.operands[0].type
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.DequantizeOp):
@@ -99,7 +115,9 @@ def shared_effects(op: Operation) -> tuple[str, ...]:
         return (READ,)
     if isinstance(op, tt.DotOp):
         return (READ,) if _wgmma(op.result.type) else ()
-    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
+    if isinstance(op, tt.ReduceOp):
+        return (ROUND_TRIP,) if reduce_scratch_bytes(op) else ()
+    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReshapeOp):
         return (ROUND_TRIP,)
     if isinstance(op, tt.DequantizeOp):
         return (ROUND_TRIP,) if shared_size(op) else (READ,)
@@ -139,5 +157,5 @@ def plan_shared(func: tt.FuncOp) -> tuple[dict[Operation, int], int]:
 
 
 __all__ = ["LANDED", "READ", "ROUND_TRIP", "SMEM_ALIGN", "SYNC", "WAR_WRITE", "WGMMA_ALIGN", "WRITE",
-           "atomic_needs_broadcast", "shared_effects", "dequantize_padded_bytes",
+           "atomic_needs_broadcast", "reduce_scratch_bytes", "shared_effects", "dequantize_padded_bytes",
            "dequantize_reads_in_place", "plan_shared", "shared_size"]

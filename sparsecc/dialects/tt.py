@@ -12,8 +12,9 @@ What it models (names and syntax follow upstream Triton's `tt` dialect):
   optional metadata operand and `sparseIndex`), `reduce`.
 
 Deviations from upstream Triton, on purpose:
-- `tt.reduce` carries its combiner as a `kind` ("sum", "max", "min") instead of a region:
-  the frontend only emits these three and the GPU lowering needs no region inlining.
+- `tt.reduce` carries the usual combiners as a `kind` ("sum", "max", "min"), which the
+  interpreter runs as one torch call; any other (`tl.reduce`, `tl.argmax`) is kind `combine`
+  with Triton's combine region.
 - Elementwise math, constants and casts are plain `arith` ops; loops are `scf.for`.
 - `tt.dot` has an optional fourth operand, the 2:4 metadata, and `sparseIndex` naming the
   operand whose values it describes (the design in seed 001).
@@ -67,6 +68,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -1172,61 +1174,142 @@ class DequantizeOp(IRDLOperation):
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """`tt.reduce sum %x {axis = 1 : i32} : tensor<32x64xf32> -> tensor<32xf32>`."""
+    """`tt.reduce sum %x {axis = 1 : i32} : tensor<32x64xf32> -> tensor<32xf32>`, or with a
+    combine region over several operands (Triton's form; `tl.reduce`, `tl.argmax`):
+
+        %v, %i = tt.reduce combine %x, %idx {axis = 0 : i32} : tensor<64xf32>, tensor<64xi32> -> f32, i32 ({
+        ^bb0(%a: f32, %ia: i32, %b: f32, %ib: i32):
+          ...
+          tt.reduce.return %m, %im : f32, i32
+        })
+
+    The region takes the two partial results (first all of one, then all of the other) and
+    returns their combination; it must be associative and commutative (the reduction order is
+    the lowering's). `max`/`min` of floats ignore NaN unless every element is NaN (Triton's
+    `maxnumf`)."""
 
     name = "tt.reduce"
-    src = operand_def(TensorType)
+    srcs = var_operand_def(TensorType)
     kind = prop_def(StringAttr)
     axis = prop_def(IntegerAttr[IntegerType])
-    result = result_def()
+    res = var_result_def()
+    combine = region_def()
     traits = traits_def(Pure())
 
-    def __init__(self, src: SSAValue, kind: str, axis: int):
-        st = src.type
-        assert isinstance(st, TensorType)
-        shape = list(st.get_shape())
-        del shape[axis]
-        result_type: Attribute = TensorType(st.element_type, shape) if shape else st.element_type
+    def __init__(self, src: SSAValue | Sequence[SSAValue], kind: str, axis: int, region: Region | None = None):
+        srcs = [src] if isinstance(src, SSAValue) else list(src)
+        result_types = []
+        for v in srcs:
+            st = v.type
+            assert isinstance(st, TensorType)
+            shape = list(st.get_shape())
+            del shape[axis]
+            result_types.append(TensorType(st.element_type, shape) if shape else st.element_type)
         super().__init__(
-            operands=[src],
+            operands=[srcs],
             properties={"kind": StringAttr(kind), "axis": IntegerAttr(axis, i32)},
-            result_types=[result_type],
+            result_types=[result_types],
+            regions=[region if region is not None else Region()],
         )
 
+    @property
+    def src(self) -> SSAValue:
+        """The first (for the builtin kinds: the only) operand."""
+        return self.srcs[0]
+
+    @property
+    def result(self) -> SSAValue:
+        """The first (for the builtin kinds: the only) result."""
+        return self.res[0]
+
     def verify_(self) -> None:
-        _require(self.kind.data in REDUCE_KINDS, f"reduce kind must be one of {', '.join(REDUCE_KINDS)}")
+        kind = self.kind.data
+        _require(kind in REDUCE_KINDS or kind == "combine",
+                 f"reduce kind must be one of {', '.join(REDUCE_KINDS)} or combine")
+        _require(len(self.srcs) == len(self.res) and len(self.srcs) >= 1, "tt.reduce needs one result per operand")
+        _require(kind == "combine" or len(self.srcs) == 1, f"tt.reduce {kind} takes one operand")
         shape = list(shape_of(self.src.type))
         axis = self.axis.value.data
         _require(0 <= axis < len(shape), f"reduce axis {axis} out of range for rank {len(shape)}")
         del shape[axis]
-        _require(tuple(shape) == shape_of(self.result.type), "reduce result shape mismatch")
-        _require(element_type(self.result.type) == element_type(self.src.type), "reduce keeps the element type")
-        _require(not is_sparse(self.src.type), "cannot reduce a sparse tensor")
+        for src, res in zip(self.srcs, self.res):
+            _require(len(shape_of(src.type)) == len(shape) + 1 and
+                     tuple(shape) == shape_of(res.type), "reduce result shape mismatch")
+            _require(element_type(res.type) == element_type(src.type), "reduce keeps the element type")
+            _require(not is_sparse(src.type), "cannot reduce a sparse tensor")
+        if kind != "combine":
+            _require(not self.combine.blocks, f"tt.reduce {kind} has no combine region")
+            return
+        _require(len(self.combine.blocks) == 1, "tt.reduce combine needs a one-block combine region")
+        block = self.combine.block
+        elts = [element_type(v.type) for v in self.srcs]
+        _require([a.type for a in block.args] == elts + elts,
+                 "the combine region takes two sets of the operands' element types")
+        last = block.last_op
+        _require(isinstance(last, ReduceReturnOp) and [v.type for v in last.operands] == elts,
+                 "the combine region must end with tt.reduce.return of the operands' element types")
 
     @classmethod
     def parse(cls, parser: Parser) -> ReduceOp:
-        kind = parser.parse_identifier(" (sum, max or min)")
-        src = parser.parse_unresolved_operand()
+        kind = parser.parse_identifier(" (sum, max, min or combine)")
+        srcs = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        st = parser.parse_type()
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
         parser.parse_punctuation("->")
-        parser.parse_type()
+        parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        region = None
+        if parser.parse_optional_punctuation("(") is not None:
+            region = parser.parse_region()
+            parser.parse_punctuation(")")
         axis = attrs.pop("axis", None)
         if not isinstance(axis, IntegerAttr):
             parser.raise_error("tt.reduce needs {axis = N : i32}")
-        op = cls(parser.resolve_operand(src, st), kind, axis.value.data)
+        if len(types) != len(srcs):
+            parser.raise_error("tt.reduce needs one type per operand")
+        operands = [parser.resolve_operand(v, t) for v, t in zip(srcs, types)]
+        op = cls(operands, kind, axis.value.data, region)
         op.attributes |= attrs
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.kind.data} ")
-        printer.print_operand(self.src)
+        printer.print_list(self.srcs, printer.print_operand)
         printer.print_op_attributes({"axis": self.axis} | dict(self.attributes))
         printer.print_string(" : ")
-        printer.print_attribute(self.src.type)
+        printer.print_list([v.type for v in self.srcs], printer.print_attribute)
         printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        printer.print_list([v.type for v in self.res], printer.print_attribute)
+        if self.combine.blocks:
+            printer.print_string(" (")
+            printer.print_region(self.combine)
+            printer.print_string(")")
+
+
+@irdl_op_definition
+class ReduceReturnOp(IRDLOperation):
+    """`tt.reduce.return %a, %b : f32, i32`: the end of a `tt.reduce` or `tt.scan` combine
+    region, the combined values."""
+
+    name = "tt.reduce.return"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[list(values)])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceReturnOp:
+        vals = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        return cls([parser.resolve_operand(v, t) for v, t in zip(vals, types, strict=True)])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.values, printer.print_operand)
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in self.values], printer.print_attribute)
 
 
 # --------------------------------------------------------------------------------------
@@ -1305,6 +1388,7 @@ TT = Dialect(
         AssertOp,
         PrintOp,
         DebugBarrierOp,
+        ReduceReturnOp,
     ],
     [SparseEncodingAttr, PointerType],
 )

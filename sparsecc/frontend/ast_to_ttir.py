@@ -33,6 +33,7 @@ from sparsecc.frontend import atomic_builtins, debug_builtins, math_builtins  # 
 from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
+from sparsecc.frontend.reduce_builtins import CALLS_JIT  # (registers the reduction builtins)
 from sparsecc.frontend.types import describe
 from sparsecc.language.core import builtin_name
 
@@ -72,6 +73,18 @@ def is_jit_function(x: Any) -> bool:
 
 class _Method:
     """`x.to` before it is called."""
+
+    def __init__(self, value: SSAValue, name: str):
+        self.value = value
+        self.name = name
+
+
+REDUCTION_METHODS = frozenset({"sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce"})
+"""`x.sum(axis)` and friends: Triton's tensor methods that are the `tl` builtin of that name."""
+
+
+class _BoundBuiltin:
+    """`x.sum` before it is called: `tl.sum(x, ...)`."""
 
     def __init__(self, value: SSAValue, name: str):
         self.value = value
@@ -475,7 +488,10 @@ class CodeGenerator(ast.NodeVisitor):
                 return sem.shape(base) if not sem.is_block_pointer(base) else base.type.pointee.get_shape()
             if attr in ("to", "cast"):
                 return _Method(base, attr)
-            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .type, .shape, .to(), .cast())")
+            if attr in REDUCTION_METHODS:
+                return _BoundBuiltin(base, attr)
+            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .type, .shape, .to(), "
+                                f".cast() and {', '.join(f'.{m}()' for m in sorted(REDUCTION_METHODS))})")
         try:
             return _unwrap(getattr(base, attr))
         except AttributeError:
@@ -616,6 +632,8 @@ class CodeGenerator(ast.NodeVisitor):
     def call(self, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if is_jit_function(func):
             return self.inline(func, args, kwargs)
+        if isinstance(func, _BoundBuiltin):
+            return self.call(getattr(tl, func.name), [func.value, *args], kwargs)
         if isinstance(func, _Method):
             try:
                 bound = inspect.signature(to).bind(self.em, func.value, *args, **kwargs)
@@ -631,6 +649,8 @@ class CodeGenerator(ast.NodeVisitor):
             except TypeError as e:
                 raise SemanticError(f"tl.{name}(): {e}") from None
             bound.apply_defaults()
+            if name in CALLS_JIT:
+                return IMPLS[name](self.em, **bound.arguments, _inline=self.inline)
             return IMPLS[name](self.em, **bound.arguments)
         if func in _PY_BUILTINS.values():
             if func is range:

@@ -500,47 +500,6 @@ def minimum(em: Emitter, x: Any, y: Any) -> Any:
     return sem.minmax(em, "min", x, y)
 
 
-def _reduce(em: Emitter, kind: str, input: Any, axis: Any, keep_dims: Any) -> Any:
-    v = sem.require_value(input, f"tl.{kind}'s input")
-    sem.require_dense(v, f"tl.{kind}")
-    if not sem.is_tensor(v):
-        return v
-    e = sem.elem(v)
-    if isinstance(e, PointerType):
-        raise SemanticError(f"tl.{kind} cannot reduce pointers")
-    if kind == "sum" and isinstance(e, IntegerType) and e.width.data < 32:
-        v = sem.cast(em, v, i32)  # sums of narrow ints accumulate in i32, as in Triton
-    rank = len(sem.shape(v))
-    if axis is None:
-        for _ in range(rank):
-            v = em.value(tt.ReduceOp(v, kind, 0))
-        return sem.splat(em, v, [1] * rank) if keep_dims else v
-    ax = _int(axis, "axis")
-    if ax < 0:
-        ax += rank
-    if not 0 <= ax < rank:
-        raise SemanticError(f"axis {axis} out of range for a rank-{rank} tensor")
-    r = em.value(tt.ReduceOp(v, kind, ax))
-    if keep_dims:
-        r = sem.expand_dims(em, r, ax) if sem.is_tensor(r) else sem.splat(em, r, [1])
-    return r
-
-
-@impl
-def sum_(em: Emitter, input: Any, axis: Any, keep_dims: Any) -> Any:
-    return _reduce(em, "sum", input, axis, keep_dims)
-
-
-@impl
-def max_(em: Emitter, input: Any, axis: Any, keep_dims: Any) -> Any:
-    return _reduce(em, "max", input, axis, keep_dims)
-
-
-@impl
-def min_(em: Emitter, input: Any, axis: Any, keep_dims: Any) -> Any:
-    return _reduce(em, "min", input, axis, keep_dims)
-
-
 def to(em: Emitter, v: sem.SSAValue, dtype: Any, bitcast: Any = False) -> Any:
     """`x.to(dtype)`: an elementwise conversion."""
     sem.require_dense(v, "'.to()'")

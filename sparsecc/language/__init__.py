@@ -62,8 +62,15 @@ from sparsecc.language.math import (
     sqrt,
     tanh,
 )
+from sparsecc.language.reductions import (
+    argmax,
+    argmin,
+    reduce,
+    xor_sum,
+)
 
 __all__ = [
+    "argmax", "argmin", "reduce", "xor_sum",
     "abs", "ceil", "clamp", "cos", "exp", "exp2", "fma", "floor", "log", "log2", "math", "rsqrt",
     "sigmoid", "sin", "sqrt", "tanh", "trans", "atomic_add", "cast", "reshape", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
     "DTYPES",

@@ -277,18 +277,24 @@ def minimum(x: Any, y: Any) -> Any:
 
 
 @builtin
-def sum(input: Any, axis: Any = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Sum along `axis` (all axes if None)."""
+def sum(input: Any, axis: Any = None, keep_dims: bool = False, dtype: Any = None) -> Any:  # noqa: A001
+    """Sum along `axis` (all axes if None), in `dtype` when given (else ints narrower than 32
+    bits sum in int32, as in Triton): `tl.sum(x, axis=1, keep_dims=True)`."""
 
 
 @builtin
-def max(input: Any, axis: Any = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Maximum along `axis` (all axes if None)."""
+def max(input: Any, axis: Any = None, return_indices: bool = False,  # noqa: A001
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+    """Maximum along `axis` (all axes if None); NaN is ignored unless every element is NaN, and
+    types narrower than 32 bits reduce in float32/int32 (Triton's semantics). With
+    `return_indices=True`, `(values, indices)` of the maxima (the smallest index among equal
+    maxima): `m, i = tl.max(x, axis=0, return_indices=True)`."""
 
 
 @builtin
-def min(input: Any, axis: Any = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Minimum along `axis` (all axes if None)."""
+def min(input: Any, axis: Any = None, return_indices: bool = False,  # noqa: A001
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+    """Minimum along `axis`, as `tl.max`: `m, i = tl.min(x, axis=0, return_indices=True)`."""
 
 
 @builtin

@@ -289,6 +289,9 @@ class ConvertTTToTTGPass(ModulePass):
                         if isinstance(y, scf.YieldOp):
                             for res, val in zip(o.results, y.operands):
                                 uf.union([res, val])
+            elif isinstance(o, tt.ReduceOp) and len(o.srcs) > 1:
+                uf.union(list(o.srcs))  # a reduction's operands share one layout (argmax: values, indices)
+                uf.union(list(o.res))
             elif isinstance(o, tt.DotOp):
                 c_def = o.c.owner
                 if isinstance(c_def, arith.ConstantOp | tt.DotOp) or not isinstance(c_def, Operation):
@@ -407,10 +410,11 @@ class ConvertTTToTTGPass(ModulePass):
                 _convert_operand(o, 0, want)
             elif isinstance(o, tt.ReduceOp) and isinstance(o.result.type, TensorType):
                 want = SliceEncodingAttr(o.axis.value.data, _layout(o.src.type))
-                have = o.result.type
-                if _layout(have) != want:
-                    _set_type(o.result, _with_layout(have, want))
-                    _convert_result(o.result, have)
+                for res in o.res:
+                    have = res.type
+                    if _layout(have) != want:
+                        _set_type(res, _with_layout(have, want))
+                        _convert_result(res, have)
             elif isinstance(o, tt.DotOp):
                 self._convert_dot(o)
             elif isinstance(o, tt.ReshapeOp):

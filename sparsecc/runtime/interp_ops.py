@@ -35,7 +35,7 @@ from sparsecc.runtime.quant_codec import dequantize_tile
 
 Handler = Callable[[Any, Operation, list[Any]], Sequence[Any]]
 HANDLERS: dict[str, Handler] = {}
-TERMINATORS = frozenset({"scf.yield", "tt.return"})
+TERMINATORS = frozenset({"scf.yield", "tt.return", "tt.reduce.return"})
 
 
 def _on(*names: str) -> Callable[[Handler], Handler]:
@@ -517,16 +517,43 @@ def _dequantize(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
 
 @_on("tt.reduce")
 def _reduce(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
-    x = v[0]
     axis = op.axis.value.data  # type: ignore[attr-defined]
     kind = op.kind.data  # type: ignore[attr-defined]
+    if kind == "combine":
+        return _reduce_region(prog, op.combine.block, list(v), axis)  # type: ignore[attr-defined]
+    x = v[0]
     if kind == "sum":
         r = x.sum(dim=axis, dtype=torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else None)
-    elif kind == "max":
-        r = x.amax(dim=axis)
+    elif x.is_floating_point():
+        # Triton's maxnumf/minnumf: NaN loses to any number; all NaN gives NaN
+        nan = x.isnan()
+        fill = float("-inf") if kind == "max" else float("inf")
+        filled = x.masked_fill(nan, fill)
+        r = filled.amax(dim=axis) if kind == "max" else filled.amin(dim=axis)
+        r = torch.where(nan.all(dim=axis), torch.full_like(r, float("nan")), r)
     else:
-        r = x.amin(dim=axis)
+        r = x.amax(dim=axis) if kind == "max" else x.amin(dim=axis)
     return (r.to(x.dtype),)
+
+
+def _reduce_region(prog: Any, block: Any, xs: list[Any], axis: int) -> list[Any]:
+    """A `tt.reduce combine`: the region applied to neighbouring pairs along `axis` (the lower
+    index first) until one remains; the region's scalar ops run on whole tensors at once."""
+    while xs[0].shape[axis] > 1:
+        n = xs[0].shape[axis]
+        if n % 2:  # (tensor dims are powers of two; kept general) the last one waits a round
+            tail = [x.narrow(axis, n - 1, 1) for x in xs]
+            xs = [x.narrow(axis, 0, n - 1) for x in xs]
+        else:
+            tail = None
+        left = [x.unfold(axis, 2, 2)[..., 0] for x in xs]
+        right = [x.unfold(axis, 2, 2)[..., 1] for x in xs]
+        out = prog.exec_block(block, [*left, *right])
+        # a result the region computes from constants alone is a scalar: one per element
+        xs = [torch.as_tensor(r).to(x.dtype).expand(x.shape).contiguous() for r, x in zip(out, left)]
+        if tail is not None:
+            xs = [torch.cat([x, t], dim=axis) for x, t in zip(xs, tail)]
+    return [x.squeeze(axis) for x in xs]
 
 
 # --------------------------------------------------------------------------------------

@@ -1,15 +1,36 @@
-"""Handler of `tt.reduce` (sum, max, min): through a shared scratch buffer, which every thread
-reads along the reduced axis for each of its result registers."""
+"""Handler of `tt.reduce`, as Triton lowers it: combine the registers of each thread that hold
+one result, then the lanes along the reduced axis with `shfl.sync.bfly` butterflies, then the
+warps along the axis through a small shared-memory exchange (one value per warp and result,
+one barrier, a last combine). `sparsecc.analysis.reduce_plan` says which registers, lanes and
+warps take part; the PTX grows with a thread's registers, not with the tile.
+
+Layouts the plan does not cover (a lane or warp bit that moves two dimensions at once, a result
+layout that is not the source's slice) take the old path: the source is stored to shared
+memory and each thread re-reads the whole axis for each of its results
+(`_reduce_through_smem`). `sparsecc.analysis.shared_memory` sizes the scratch of either path.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerType, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f32,
+    i1,
+    i32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from sparsecc.analysis.layouts import distributed
+from sparsecc.analysis.reduce_plan import WORD_BYTES, ReducePlan, fast_reduce_plan, value_words
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.handlers.views import row_major
 from sparsecc.codegen.lower_base import LoweringError, Regs, Smem
@@ -21,19 +42,246 @@ if TYPE_CHECKING:
 
 _COMBINE: dict[tuple[str, bool], type[Operation]] = {
     ("sum", True): arith.AddfOp, ("sum", False): arith.AddiOp,
-    ("max", True): arith.MaximumfOp, ("max", False): arith.MaxSIOp,
-    ("min", True): arith.MinimumfOp, ("min", False): arith.MinSIOp,
+    ("max", True): arith.MaxnumfOp, ("max", False): arith.MaxSIOp,
+    ("min", True): arith.MinnumfOp, ("min", False): arith.MinSIOp,
 }
-"""(kind, float element) -> the op that combines two elements."""
+"""(kind, float element) -> the op that combines two elements (max/min ignore NaN, as
+Triton's `maxnumf`/`minnumf`: PTX `max.f32`)."""
+
+Values = list[SSAValue]
+"""One element of each of the reduce's operands (argmax: value and index)."""
+Combine = Callable[[Values, Values], Values]
+
+
+def combiner(L: LoweringState, op: tt.ReduceOp) -> Combine:
+    """How two partial results of `op` combine: its kind's arith op, or its combine region
+    lowered inline once per use (the region's ops are scalar ops with their own handlers)."""
+    kind = op.kind.data
+    if kind != "combine":
+        elt = op.src.type.element_type
+        cls = _COMBINE.get((kind, not isinstance(elt, IntegerType)))
+        if cls is None:
+            raise LoweringError(f"tt.reduce {kind}: not supported by the PTX lowering")
+        return lambda a, b: [L.em.val(cls(a[0], b[0]))]
+    block = op.combine.block
+    body = list(block.ops)
+
+    def run(a: Values, b: Values) -> Values:
+        for arg, v in zip(block.args, [*a, *b], strict=True):
+            L.set(arg, v)
+        for inner in body[:-1]:
+            L.lower_op(inner)
+        out = [L.get(v) for v in body[-1].operands]
+        if not all(isinstance(v, SSAValue) for v in out):
+            raise LoweringError("a combine region must compute scalars")
+        return out  # type: ignore[return-value]
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------
+# 32-bit words: what shfl.sync and the exchange move
+
+
+def to_words(L: LoweringState, v: SSAValue) -> Values:
+    """`v` as the 32-bit registers a shuffle or a shared word moves (see `from_words`)."""
+    em, ty = L.em, v.type
+    if isinstance(ty, Float32Type) or ty == i32:
+        return [v]
+    if isinstance(ty, Float16Type | BFloat16Type) or ty == IntegerType(16):
+        return [em.val(ptx.PackOp.create(operands=(v, v), result_types=(i32,)))]
+    if ty == i1:
+        return [em.select(v, em.c(1), em.c(0))]
+    if ty == IntegerType(8):
+        return [em.val(arith.ExtUIOp(v, i32))]
+    if ty == IntegerType(64):
+        return list(em.op(ptx.AsmOp("mov.b64 {$0, $1}, $2;", [v], [i32, i32], pure=True)).results)
+    raise LoweringError(f"tt.reduce of {ty}: no 32-bit form")
+
+
+def from_words(L: LoweringState, words: Values, ty: Attribute) -> SSAValue:
+    """The value `to_words` split into `words`."""
+    em = L.em
+    if isinstance(ty, Float32Type) or ty == i32:
+        return words[0]
+    if isinstance(ty, Float16Type | BFloat16Type) or ty == IntegerType(16):
+        return em.op(ptx.UnpackOp(words[0], ty)).results[0]
+    if ty == i1:
+        return em.cmp("ne", words[0], 0)
+    if ty == IntegerType(8):
+        return em.val(arith.TruncIOp(words[0], ty))
+    return em.val(ptx.AsmOp("mov.b64 $0, {$1, $2};", words, [ty], pure=True))
+
+
+def shfl_xor(L: LoweringState, v: SSAValue, mask: int) -> SSAValue:
+    """`v` of the lane `lane ^ mask` (every lane of the warp takes part)."""
+    template = StringAttr(f"shfl.sync.bfly.b32 $0, $1, {mask}, 0x1f, -1;")
+    got = [L.em.val(ptx.AsmOp.create(operands=(w,), result_types=(w.type,), properties={"template": template}))
+           for w in to_words(L, v)]
+    return from_words(L, got, v.type)
+
+
+# ---------------------------------------------------------------------------------------
+# The three steps
+
+
+def reduce_in_thread(srcs: Sequence[Regs], plan: ReducePlan, combine: Combine) -> list[Values]:
+    """Per result group of the thread, its registers combined in register order."""
+    out = []
+    for group in plan.groups:
+        acc = [s.regs[group[0]] for s in srcs]
+        for r in group[1:]:
+            acc = combine(acc, [s.regs[r] for s in srcs])
+        out.append(acc)
+    return out
+
+
+def reduce_lanes(L: LoweringState, parts: list[Values], plan: ReducePlan, combine: Combine) -> list[Values]:
+    """Butterflies over the lane bits along the axis: every lane ends with the whole warp's."""
+    for mask in plan.lane_masks:
+        parts = [combine(acc, [shfl_xor(L, v, mask) for v in acc]) for acc in parts]
+    return parts
+
+
+def _warp_index(L: LoweringState, plan: ReducePlan) -> SSAValue:
+    """This warp's place among the warps along the axis (its axis bits, packed)."""
+    em, warp = L.em, L.ids.warp
+    bits = plan.warp_bits
+    if list(bits) == list(range(bits[0], bits[0] + len(bits))):
+        return em.remu(em.divu(warp, 1 << bits[0]), 1 << len(bits))
+    idx = em.c(0)
+    for i, b in enumerate(bits):
+        idx = em.add(idx, em.mul(em.remu(em.divu(warp, 1 << b), 2), 1 << i))
+    return idx
+
+
+def _writer(L: LoweringState, plan: ReducePlan) -> SSAValue | None:
+    """Whether this thread writes its warp's partials: lane 0 of its axis lanes and copies, in
+    a warp that is no copy (None: every thread writes)."""
+    em = L.em
+    lane_bits = plan.lane_copies | sum(plan.lane_masks)
+    warp_bits = plan.warp_copies
+    if L.cfg.num_warps > plan.warps:
+        warp_bits |= (1 << 32) - plan.warps  # the warps from plan.warps on hold copies
+    conds = []
+    if lane_bits:
+        conds.append(em.cmp("eq", em.band(L.ids.lane, em.c(lane_bits)), 0))
+    if warp_bits:
+        conds.append(em.cmp("eq", em.band(L.ids.warp, em.c(warp_bits)), 0))
+    if not conds:
+        return None
+    out = conds[0]
+    for c in conds[1:]:
+        out = em.band(out, c)
+    return out
+
+
+def reduce_warps(L: LoweringState, op: tt.ReduceOp, parts: list[Values], plan: ReducePlan,
+                 result_index: list[SSAValue], combine: Combine) -> list[Values]:
+    """Across the warps along the axis through the op's scratch: word j of operand value k of
+    result i from the warp at place w goes to word ((plane * results + i) * W + w), the writer
+    of each warp stores, a barrier, then every thread reads the W words of each of its results
+    (vectors of up to 4) and combines them in warp order."""
+    em = L.em
+    wcount = plan.warps_along
+    numel = op.src.type.get_shape()
+    res_numel = 1
+    for d, n in enumerate(numel):
+        if d != op.axis.value.data:
+            res_numel *= n
+    plane = res_numel * wcount * WORD_BYTES
+    base = L.scratch(op)
+    widx = _warp_index(L, plan)
+    pred = _writer(L, plan)
+    L.wgmma_drain()
+    L.before_shared_write()
+    for acc, lin in zip(parts, result_index):
+        addr = em.add(base, em.mul(em.add(em.mul(lin, wcount), widx), WORD_BYTES))
+        words = [w for v in acc for w in to_words(L, v)]
+        for j, w in enumerate(words):
+            em.op(ptx.StSharedOp(addr, [w], mask=pred, offset=j * plane))
+    L.after_shared_write()
+    L.before_shared_read()
+    types = [v.type for v in parts[0]]
+    counts = [value_words(t) for t in types]
+    # the exchange's registers: an f32 stays f32 (to_words keeps it), anything else is b32
+    word_types = [f32 if isinstance(t, Float32Type) else i32 for t, n in zip(types, counts) for _ in range(n)]
+    out = []
+    for lin in result_index:
+        addr = em.add(base, em.mul(lin, wcount * WORD_BYTES))
+        planes = []  # per word plane, the W words in warp order
+        for j in range(sum(counts)):
+            got: list[SSAValue] = []
+            vec = min(wcount, 4)
+            wty = word_types[j]
+            for w0 in range(0, wcount, vec):
+                ld = ptx.LdSharedOp(addr, wty, vec, offset=j * plane + w0 * WORD_BYTES)
+                got += list(em.op(ld).results)
+            planes.append(got)
+        acc: Values | None = None
+        for w in range(wcount):
+            vals, j = [], 0
+            for t, n in zip(types, counts):
+                vals.append(from_words(L, [planes[j + k][w] for k in range(n)], t))
+                j += n
+            acc = vals if acc is None else combine(acc, vals)
+        assert acc is not None
+        out.append(acc)
+    return out
+
+
+def _result_index(L: LoweringState, op: tt.ReduceOp, plan: ReducePlan) -> list[SSAValue]:
+    """Per result group, its row-major index in the result tensor."""
+    shape = op.src.type.get_shape()
+    axis = op.axis.value.data
+    dl = distributed(op.src.type.encoding, shape)
+    coords = L.coords(dl)
+    dims = [d for d in range(len(shape)) if d != axis]
+    out = []
+    for group in plan.groups:
+        lin, stride = L.em.c(0), 1
+        for d in reversed(dims):
+            lin = L.em.add(lin, L.em.mul(coords[group[0]][d], stride))
+            stride *= shape[d]
+        out.append(lin)
+    return out
 
 
 @handles(tt.ReduceOp)
 def _reduce(L: LoweringState, op: tt.ReduceOp) -> None:
+    """`tt.reduce` in registers where `fast_reduce_plan` covers the layouts (see the module
+    docstring), else through shared memory."""
+    plan = fast_reduce_plan(op.src.type, op.axis.value.data, [r.type for r in op.res])
+    if plan is None:
+        _reduce_through_smem(L, op)
+        return
+    combine = combiner(L, op)
+    srcs = [L.regs(v) for v in op.srcs]
+    parts = reduce_in_thread(srcs, plan, combine)
+    parts = reduce_lanes(L, parts, plan, combine)
+    if plan.warps_along > 1:
+        parts = reduce_warps(L, op, parts, plan, _result_index(L, op, plan), combine)
+    res_ty = op.result.type
+    if not isinstance(res_ty, TensorType):
+        for k, r in enumerate(op.res):
+            L.set(r, parts[0][k])
+        return
+    index = {key: i for i, key in enumerate(plan.keys)}
+    rshape = res_ty.get_shape()
+    rdl = distributed(res_ty.encoding, rshape)
+    picks = [index[tuple(o % s for o, s in zip(off, rshape))] for off in rdl.regs]
+    for k, r in enumerate(op.res):
+        L.set(r, Regs(r.type, [parts[i][k] for i in picks]))
+
+
+def _reduce_through_smem(L: LoweringState, op: tt.ReduceOp) -> None:
     """`tt.reduce` through shared memory: the source is stored row-major, then each thread
     combines, for each of its result elements, the entries along the reduced axis (every
-    thread of a scalar result computes the same value). Correct for any layout; it reads
-    the reduced extent once per result register, so it suits epilogues and row-wise
-    kernels (softmax), not reductions in a GEMM's main loop."""
+    thread of a scalar result computes the same value). Correct for any layout, but it reads
+    the reduced extent once per result register: only for layouts the fast plan does not
+    cover, and for one operand."""
+    if len(op.srcs) != 1:
+        raise LoweringError("a multi-operand tt.reduce needs a layout the register plan covers")
     em = L.em
     src = L.regs(op.src)
     st = op.src.type
@@ -43,10 +291,7 @@ def _reduce(L: LoweringState, op: tt.ReduceOp) -> None:
     sm = Smem(L.scratch(op), row_major(st))
     store_shared(L, sm, src)
     L.before_shared_read()
-    kind = op.kind.data
-    combine = _COMBINE.get((kind, not isinstance(elt, IntegerType)))
-    if combine is None:
-        raise LoweringError(f"tt.reduce {kind}: not supported by the PTX lowering")
+    combine = combiner(L, op)
 
     def fold(coords: list[tuple[SSAValue, ...]]) -> SSAValue:
         acc = None
@@ -54,7 +299,7 @@ def _reduce(L: LoweringState, op: tt.ReduceOp) -> None:
             wt, wn = word_type(elt, 1)
             word = em.op(ptx.LdSharedOp(smem_addr(L, sm, c), wt, wn))
             value = unpack_words(L, list(word.results), elt, 1)[0]
-            acc = value if acc is None else em.val(combine(acc, value))
+            acc = value if acc is None else combine([acc], [value])[0]
         assert acc is not None
         return acc
 
