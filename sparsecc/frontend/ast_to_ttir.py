@@ -33,8 +33,9 @@ from sparsecc.frontend import math_builtins  # noqa: F401 - registers the tl.mat
 from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
+from sparsecc.frontend.shape_ops import TENSOR_METHODS
 from sparsecc.frontend.types import describe
-from sparsecc.language.core import builtin_name
+from sparsecc.language.core import BUILTINS, builtin_name
 
 if TYPE_CHECKING:
     from sparsecc.frontend.kernel import KernelFunction
@@ -71,7 +72,7 @@ def is_jit_function(x: Any) -> bool:
 
 
 class _Method:
-    """`x.to` before it is called."""
+    """A tensor method (`x.to`, `x.reshape`, ...) before it is called."""
 
     def __init__(self, value: SSAValue, name: str):
         self.value = value
@@ -465,9 +466,12 @@ class CodeGenerator(ast.NodeVisitor):
                 return tl_dtype(base.type.pointee if sem.is_block_pointer(base) else base.type)
             if attr == "shape":
                 return sem.shape(base) if not sem.is_block_pointer(base) else base.type.pointee.get_shape()
-            if attr == "to":
+            if attr == "to" or attr in TENSOR_METHODS:
                 return _Method(base, attr)
-            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .shape, .to())")
+            if attr == "T":
+                return IMPLS["trans"](self.em, base)
+            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .shape, .T, .to() and "
+                                f".{'(), .'.join(sorted(TENSOR_METHODS))}())")
         try:
             return _unwrap(getattr(base, attr))
         except AttributeError:
@@ -606,6 +610,14 @@ class CodeGenerator(ast.NodeVisitor):
     def call(self, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if is_jit_function(func):
             return self.inline(func, args, kwargs)
+        if isinstance(func, _Method) and func.name != "to":  # x.reshape(...) is tl.reshape(x, ...)
+            marker = BUILTINS[func.name]
+            try:
+                bound = inspect.signature(marker).bind(func.value, *args, **kwargs)
+            except TypeError as e:
+                raise SemanticError(f".{func.name}(): {e}") from None
+            bound.apply_defaults()
+            return IMPLS[func.name](self.em, **bound.arguments)
         if isinstance(func, _Method):
             try:
                 bound = inspect.signature(to).bind(self.em, func.value, *args, **kwargs)
