@@ -2,8 +2,9 @@
 allocate-shared-memory (sparsecc/passes/allocate_shared_memory.py), shared with the lowering,
 which reads the result from the IR and sizes its scratch the same way.
 
-A `ttg.local_alloc` needs its buffer; `ttg.convert_layout`, `tt.reduce` and `tt.reshape` a
-scratch the size of their source (a round trip through shared memory); `tt.dequantize` room
+A `ttg.local_alloc` needs its buffer; `ttg.convert_layout` and `tt.reduce` a scratch the size
+of their source (a round trip through shared memory), as do the shape ops (`tt.reshape`,
+`tt.trans`, `tt.join`, `tt.split`, `tt.cat`) unless they only rename registers; `tt.dequantize` room
 for its operands that arrive in registers; a scalar `tt.atomic_rmw` whose old value is used a
 word to broadcast thread 0's result. `shared_effects` says which of them read and write it,
 for tritongpu-insert-barriers.
@@ -13,11 +14,12 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
+from sparsecc.analysis.shuffles import SHUFFLE_OPS, is_free, shuffle_of
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -49,6 +51,17 @@ def dequantize_padded_bytes(v: SSAValue) -> int:
     return -(-n // 16) * 16
 
 
+def shuffle_bytes(op: Operation) -> int:
+    """The scratch of a shape op (tt.trans, tt.reshape, tt.join, tt.split, tt.cat) in ttgir: none
+    when its lowering renames registers (`is_free`), else its shuffle's buffer (i1 as i16)."""
+    if is_free(op):
+        return 0
+    shuffle = shuffle_of(op)
+    assert shuffle is not None
+    elt = op.operands[0].type.element_type
+    return shuffle.size * max(2 if elt == i1 else 0, esize(elt))
+
+
 def shared_size(op: Operation) -> int:
     """Bytes of shared memory `op` needs (its buffer, or scratch for a round trip), or 0.
 
@@ -56,7 +69,9 @@ def shared_size(op: Operation) -> int:
     if isinstance(op, ttgd.LocalAllocOp):
         ty = op.result.type
         return math.prod(ty.get_shape()) * esize(ty.element_type)
-    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
+    if isinstance(op, SHUFFLE_OPS):
+        return shuffle_bytes(op)
+    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp):
         ty = op.operands[0].type
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.DequantizeOp):
@@ -99,7 +114,9 @@ def shared_effects(op: Operation) -> tuple[str, ...]:
         return (READ,)
     if isinstance(op, tt.DotOp):
         return (READ,) if _wgmma(op.result.type) else ()
-    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp | tt.ReshapeOp):
+    if isinstance(op, SHUFFLE_OPS):
+        return (ROUND_TRIP,) if shuffle_bytes(op) else ()
+    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReduceOp):
         return (ROUND_TRIP,)
     if isinstance(op, tt.DequantizeOp):
         return (ROUND_TRIP,) if shared_size(op) else (READ,)

@@ -10,6 +10,7 @@ from sparsecc.codegen.handlers import (  # noqa: F401  (each module registers it
     layouts,
     memory,
     reduce,
+    shapes,
     shared,
     views,
 )
@@ -21,7 +22,7 @@ from sparsecc.codegen.handlers.table import (
     handles_name,
 )
 
-FAMILIES = (async_ops, control, dequantize, dot, elementwise, layouts, memory, reduce, shared, views)
+FAMILIES = (async_ops, control, dequantize, dot, elementwise, layouts, memory, reduce, shared, shapes, views)
 """The handler modules, one per op family."""
 
 __all__ = ["FAMILIES", "HANDLERS", "NAMED_HANDLERS", "handler_for", "handles", "handles_name"]
