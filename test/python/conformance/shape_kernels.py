@@ -157,3 +157,23 @@ def scalar_join_kernel(X, OUT):
     p, q = tl.split(j)
     tl.store(OUT + tl.arange(0, 2), j)
     tl.store(OUT + 2, p + q)
+
+
+@sparsecc.jit
+def methods_kernel(X, OUT, M: tl.constexpr, N: tl.constexpr):
+    """The method and varargs forms: x.trans(), x.trans(1, 0), tl.trans(x, (1, 0)), x.permute((1, 0)),
+    x.reshape(...), x.expand_dims(...), x.broadcast_to(...), x.view(...), x.ravel(), and a rank-4
+    permute; OUT gets six (M * N) results."""
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(X + rm[:, None] * N + rn[None, :])
+    n: tl.constexpr = M * N
+    f = tl.arange(0, n)
+    tl.store(OUT + f, x.trans().ravel())
+    tl.store(OUT + n + f, (x.trans(1, 0) + tl.trans(x, (1, 0)) - x.permute((1, 0))).reshape(n))
+    e = x.expand_dims(0).broadcast_to(2, M, N)                      # (2, M, N)
+    tl.store(OUT + 2 * n + f, tl.sum(e, axis=0).view(n))
+    q = x.reshape(2, M // 2, N // 2, 2).permute(3, 1, 0, 2)        # rank 4
+    tl.store(OUT + 3 * n + f, tl.reshape(q, n))
+    tl.store(OUT + 4 * n + f, tl.ravel(tl.expand_dims(x, -1).trans(2, 0, 1)))
+    tl.store(OUT + 5 * n + f, tl.reshape(tl.cat(x, x * 3, dim=-1), 2 * n).reshape(2, n).trans().ravel().reshape(n, 2).split()[1])

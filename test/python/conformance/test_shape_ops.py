@@ -127,6 +127,16 @@ def run_scalar_join(device: str):
     return out, torch.stack((x[0], x[1] * 3, x[0] + x[1] * 3))
 
 
+def run_methods(device: str, m: int = 8, n: int = 16):
+    x = _randn(m, n, device=device)
+    out = _nan(6 * m * n, device=device)
+    K.methods_kernel[(1,)](x, out, M=m, N=n)
+    q = x.reshape(2, m // 2, n // 2, 2).permute(3, 1, 0, 2)
+    want = torch.cat((x.T.flatten(), x.T.flatten(), (2 * x).flatten(), q.flatten(), x.flatten(),
+                      torch.cat((x, 3 * x), -1).flatten()[m * n:]))
+    return out, want
+
+
 RUNS = {
     "complex": run_complex,
     "rope": run_rope,
@@ -142,10 +152,11 @@ RUNS = {
     "views": run_views,
     "mask-interleave": run_mask_interleave,
     "scalar-join": run_scalar_join,
+    "methods": run_methods,
 }
 """The cases, by name; `TOL` has the few that need more than exact equality."""
 
-TOL = {"complex": 1e-5, "rope": 1e-5, "views": 1e-5}
+TOL = {"complex": 1e-5, "rope": 1e-5, "views": 1e-5, "methods": 1e-6}
 
 
 def triton_cdiv(x: int, y: int) -> int:
@@ -201,6 +212,7 @@ SIGS = {
     "views": (K.views_kernel, {"X": "*fp32", "OUT": "*fp32"}, {"BLOCK": 16}),
     "mask-interleave": (K.mask_interleave_kernel, {"X": "*fp32", "OUT": "*fp32", "n": "i32"}, {"BLOCK": 64}),
     "scalar-join": (K.scalar_join_kernel, {"X": "*fp32", "OUT": "*fp32"}, {}),
+    "methods": (K.methods_kernel, {"X": "*fp32", "OUT": "*fp32"}, {"M": 8, "N": 16}),
 }
 
 FREE = {"complex", "rope", "rope-fp16", "cat-dim0", "cat-dim1", "mask-interleave"}
