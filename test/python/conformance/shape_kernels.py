@@ -177,3 +177,22 @@ def methods_kernel(X, OUT, M: tl.constexpr, N: tl.constexpr):
     tl.store(OUT + 3 * n + f, tl.reshape(q, n))
     tl.store(OUT + 4 * n + f, tl.ravel(tl.expand_dims(x, -1).trans(2, 0, 1)))
     tl.store(OUT + 5 * n + f, tl.reshape(tl.cat(x, x * 3, dim=-1), 2 * n).reshape(2, n).trans().ravel().reshape(n, 2).split()[1])
+
+
+@sparsecc.jit
+def permute_dtypes_kernel(X, Y, OUT, n, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    """Y (B, C, A) = X.permute(1, 2, 0) where the flat index < n (an i1 mask permuted alongside,
+    through shared memory too); OUT (A, B, 2C) = X interleaved with itself along C."""
+    a = tl.arange(0, A)[:, None, None]
+    b = tl.arange(0, B)[None, :, None]
+    c = tl.arange(0, C)[None, None, :]
+    off = a * B * C + b * C + c
+    x = tl.load(X + off)
+    m = tl.permute(off < n, (1, 2, 0))
+    y = tl.permute(x, (1, 2, 0))
+    a2 = tl.arange(0, A)[None, None, :]
+    b2 = tl.arange(0, B)[:, None, None]
+    c2 = tl.arange(0, C)[None, :, None]
+    tl.store(Y + b2 * C * A + c2 * A + a2, y, mask=m)
+    j = tl.reshape(tl.join(x, x), (A, B, 2 * C))
+    tl.store(OUT + a * B * 2 * C + b * 2 * C + tl.arange(0, 2 * C)[None, None, :], j)

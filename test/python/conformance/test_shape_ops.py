@@ -188,6 +188,51 @@ def test_on_the_gpu_against_torch_and_the_interpreter(name, monkeypatch):
     _check(name, got, cpu)
 
 
+DTYPES = [torch.int8, torch.float16, torch.bfloat16, torch.float32, torch.int64]
+
+
+def run_permute_dtypes(device: str, dtype: torch.dtype, shape=(4, 8, 16), n: int = 301):
+    a, b, c = shape
+    x = (torch.randn(*shape) * 50).to(dtype).to(device)
+    y = torch.zeros(b, c, a, dtype=dtype, device=device) + 7
+    out = torch.zeros(a, b, 2 * c, dtype=dtype, device=device) + 7
+    K.permute_dtypes_kernel[(1,)](x, y, out, n, A=a, B=b, C=c)
+    keep = (torch.arange(a * b * c, device=device).reshape(shape) < n).permute(1, 2, 0)
+    want_y = torch.where(keep, x.permute(1, 2, 0), torch.full_like(y, 7))
+    want_out = torch.stack((x, x), -1).reshape(a, b, 2 * c)
+    return torch.cat((y.flatten(), out.flatten())), torch.cat((want_y.flatten(), want_out.flatten()))
+
+
+@pytest.mark.parametrize("shape", [(4, 8, 16), (2, 2, 64), (8, 32, 4)])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_permute_and_interleave_dtypes_on_the_interpreter(dtype, shape, monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    torch.manual_seed(2)
+    got, want = run_permute_dtypes("cpu", dtype, shape)
+    assert torch.equal(got, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(4, 8, 16), (2, 2, 64), (8, 32, 4)])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_permute_and_interleave_dtypes_on_the_gpu(dtype, shape):
+    torch.manual_seed(2)
+    got, want = run_permute_dtypes("cuda", dtype, shape)
+    assert torch.equal(got.cpu(), want.cpu())
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["i8", "fp16", "bf16", "fp32", "i64", "fp8e4nv"])
+def test_shuffles_of_every_width_assemble(dtype, target):
+    """The shared-memory shuffle (incl. an i1 mask, stored as i16) for 1-, 2-, 4- and 8-byte elements."""
+    if dtype == "fp8e4nv" and target == "sm_80":
+        pytest.skip("fp8 needs sm_89+")
+    sig = {"X": f"*{dtype}", "Y": f"*{dtype}", "OUT": f"*{dtype}", "n": "i32"}
+    for shape in ((4, 8, 16), (8, 32, 4)):
+        ck = sparsecc.compile(K.permute_dtypes_kernel, sig, dict(zip("ABC", shape)), target=target, num_warps=4)
+        assert isinstance(ck.asm["cubin"], bytes) and "st.shared" in ck.asm["ptx"]
+
+
 # --------------------------------------------------------------------------------------
 # Compiled for both targets; which ops are free
 # --------------------------------------------------------------------------------------
