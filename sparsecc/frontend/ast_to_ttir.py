@@ -33,7 +33,7 @@ from sparsecc.frontend import math_builtins  # noqa: F401 - registers the tl.mat
 from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
-from sparsecc.frontend.shape_ops import TENSOR_METHODS
+from sparsecc.frontend.shape_ops import TENSOR_METHODS  # registers the shape ops too
 from sparsecc.frontend.types import describe
 from sparsecc.language.core import BUILTINS, builtin_name
 

@@ -562,7 +562,3 @@ def cast(em: Emitter, input: Any, dtype: Any, fp_downcast_rounding: Any = None, 
     v = sem.require_value(input, "tl.cast's input")
     sem.require_dense(v, "tl.cast")
     return to(em, v, dtype, bitcast)
-
-
-# the shape ops (tl.reshape, tl.trans, tl.join, ...) register themselves in IMPLS
-from sparsecc.frontend import shape_ops  # noqa: E402, F401
