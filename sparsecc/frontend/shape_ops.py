@@ -43,8 +43,10 @@ def _tensor(x: Any, what: str) -> sem.SSAValue:
     return v
 
 
-def _ranked(x: Any, what: str) -> sem.SSAValue:
-    v = _tensor(x, what)
+def _ranked(x: Any, what: str, sparse_ok: bool = False) -> sem.SSAValue:
+    v = sem.require_value(x, what)
+    if not sparse_ok:
+        sem.require_dense(v, what)
     if not sem.is_tensor(v):
         raise SemanticError(f"{what} must be a tensor, got the scalar {describe(v.type)}")
     return v
@@ -112,12 +114,14 @@ def permute_value(em: Emitter, v: sem.SSAValue, dims: tuple[Any, ...], name: str
         raise SemanticError(f"{name}: dims must be a permutation of 0..{rank - 1}, got {list(perm)}")
     if perm == tuple(range(rank)):
         return v
+    if perm != (1, 0):  # a 2:4 tile may only be transposed as a whole (sparse-operand-to-lhs folds it)
+        sem.require_dense(v, name)
     return em.value(tt.TransOp(v, None if perm == (1, 0) else perm))
 
 
 @impl
 def trans(em: Emitter, input: Any, dims: Any = ()) -> Any:
-    v = _ranked(input, "tl.trans's input")
+    v = _ranked(input, "tl.trans's input", sparse_ok=True)
     d = _unwrap_dims(dims)
     if not d:
         rank = len(sem.shape(v))
@@ -130,7 +134,7 @@ def trans(em: Emitter, input: Any, dims: Any = ()) -> Any:
 
 @impl
 def permute(em: Emitter, input: Any, dims: Any = ()) -> Any:
-    v = _ranked(input, "tl.permute's input")
+    v = _ranked(input, "tl.permute's input", sparse_ok=True)
     return permute_value(em, v, _unwrap_dims(dims), "tl.permute")
 
 
