@@ -2,8 +2,9 @@
 allocate-shared-memory (sparsecc/passes/allocate_shared_memory.py), shared with the lowering,
 which reads the result from the IR and sizes its scratch the same way.
 
-A `ttg.local_alloc` needs its buffer; `ttg.convert_layout` and `tt.reshape` a scratch the
-size of their source (a round trip through shared memory); `tt.reduce` the small cross-warp
+A `ttg.local_alloc` needs its buffer; `ttg.convert_layout` a scratch the size of its source (a
+round trip through shared memory), as do the shape ops (`tt.reshape`, `tt.trans`, `tt.join`,
+`tt.split`, `tt.cat`) unless they only rename registers; `tt.reduce` the small cross-warp
 exchange of its register plan (`reduce_scratch_bytes`: none when one warp holds each result); `tt.dequantize` room
 for its operands that arrive in registers; a scalar `tt.atomic_rmw` whose old value is used a
 word to broadcast thread 0's result. `shared_effects` says which of them read and write it,
@@ -14,12 +15,13 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
 from sparsecc.analysis.reduce_plan import exchange_bytes, fast_reduce_plan, value_words
+from sparsecc.analysis.shuffles import SHUFFLE_OPS, is_free, shuffle_of
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -63,6 +65,17 @@ def reduce_scratch_bytes(op: tt.ReduceOp) -> int:
     return exchange_bytes(plan, tt.shape_of(op.result.type), words)
 
 
+def shuffle_bytes(op: Operation) -> int:
+    """The scratch of a shape op (tt.trans, tt.reshape, tt.join, tt.split, tt.cat) in ttgir: none
+    when its lowering renames registers (`is_free`), else its shuffle's buffer (i1 as i16)."""
+    if is_free(op):
+        return 0
+    shuffle = shuffle_of(op)
+    assert shuffle is not None
+    elt = op.operands[0].type.element_type
+    return shuffle.size * max(2 if elt == i1 else 0, esize(elt))
+
+
 def shared_size(op: Operation) -> int:
     """Bytes of shared memory `op` needs (its buffer, or scratch for a round trip), or 0.
 
@@ -72,7 +85,9 @@ def shared_size(op: Operation) -> int:
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.ReduceOp):
         return reduce_scratch_bytes(op)
-    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReshapeOp):
+    if isinstance(op, SHUFFLE_OPS):
+        return shuffle_bytes(op)
+    if isinstance(op, ttgd.ConvertLayoutOp):
         ty = op.operands[0].type
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.DequantizeOp):
@@ -117,7 +132,9 @@ def shared_effects(op: Operation) -> tuple[str, ...]:
         return (READ,) if _wgmma(op.result.type) else ()
     if isinstance(op, tt.ReduceOp):
         return (ROUND_TRIP,) if reduce_scratch_bytes(op) else ()
-    if isinstance(op, ttgd.ConvertLayoutOp | tt.ReshapeOp):
+    if isinstance(op, SHUFFLE_OPS):
+        return (ROUND_TRIP,) if shuffle_bytes(op) else ()
+    if isinstance(op, ttgd.ConvertLayoutOp):
         return (ROUND_TRIP,)
     if isinstance(op, tt.DequantizeOp):
         return (ROUND_TRIP,) if shared_size(op) else (READ,)

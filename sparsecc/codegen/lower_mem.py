@@ -330,7 +330,7 @@ class _Emitted:
 
 
 def smem_addr(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAValue:
-    """Shared address of element idx (rank-2 or rank-1 views)."""
+    """Shared address of element idx (rank-1 and rank-2 views; rank 3+ row-major unswizzled)."""
     shape = sm.ty.get_shape()
     enc = sm.ty.encoding
     assert isinstance(enc, SharedEncodingAttr)
@@ -339,6 +339,10 @@ def smem_addr(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, ...]) -> SSAVal
         off = idx[0]
     elif len(shape) == 2:
         off = smem_offset(L, enc, *stored_coords(enc, idx[0], idx[1], shape))
+    elif enc.max_phase == 1 and tuple(enc.order) == tuple(range(len(shape) - 1, -1, -1)):
+        off = em.c(0)  # an unswizzled row-major scratch of rank 3+ (a reduce's, a convert's)
+        for d in range(len(shape)):
+            off = em.add(em.mul(off, shape[d]), idx[d])
     else:
         raise LoweringError(f"shared-memory access of rank {len(shape)} (use ttg.memdesc_subview first)")
     return em.add(sm.addr, em.mul(off, esize(sm.ty.element_type)))

@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolNameConstraint,
     TensorType,
+    UnitAttr,
     i32,
     i64,
 )
@@ -501,47 +502,158 @@ class ExpandDimsOp(IRDLOperation):
 
 @irdl_op_definition
 class TransOp(IRDLOperation):
-    """`tt.trans %x : tensor<64x32xf16> -> tensor<32x64xf16>`: a 2-D transpose (`tl.trans`).
-
-    The passes fold it into the loads or stores around it (sparse-operand-to-lhs,
-    fold-transposes); one that cannot be folded runs on the interpreter only."""
+    """`tt.trans %x {order = array<i32: 0, 2, 1>} : tensor<2x8x4xf16> -> tensor<2x4x8xf16>`: result
+    dim i is source dim order[i] (`tl.permute`, `tl.trans`). Without `order` it is the 2-D
+    transpose, which the passes fold into the loads or stores around it (sparse-operand-to-lhs,
+    fold-transposes); any other runs as a register shuffle on the GPU."""
 
     name = "tt.trans"
     src = operand_def(TensorType)
+    order = opt_prop_def(DenseArrayBase)
     result = result_def(TensorType)
     traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
 
-    def __init__(self, src: SSAValue):
+    def __init__(self, src: SSAValue, order: Sequence[int] | None = None):
         st = src.type
         assert isinstance(st, TensorType)
-        m, n = st.get_shape()
-        super().__init__(operands=[src], result_types=[TensorType(st.element_type, [n, m], st.encoding)])
+        shape = st.get_shape()
+        perm = tuple(order) if order is not None else (1, 0)
+        props = {} if order is None else {"order": DenseArrayBase.from_list(i32, list(order))}
+        result_type = TensorType(st.element_type, [shape[d] for d in perm], st.encoding)
+        super().__init__(operands=[src], properties=props, result_types=[result_type])
+
+    @property
+    def perm(self) -> tuple[int, ...]:
+        """The permutation: result dim i is source dim perm[i] ((1, 0) when `order` is absent)."""
+        return tuple(self.order.get_values()) if self.order is not None else (1, 0)
 
     def verify_(self) -> None:
         s, r = shape_of(self.src.type), shape_of(self.result.type)
-        _require(len(s) == 2 and tuple(reversed(s)) == r, f"tt.trans of {list(s)} must give {list(reversed(s))}")
+        perm = self.perm
+        _require(sorted(perm) == list(range(len(s))),
+                 f"tt.trans order {list(perm)} must be a permutation of 0..{len(s) - 1}")
+        want = tuple(s[d] for d in perm)
+        _require(want == r, f"tt.trans of {list(s)} with order {list(perm)} must give {list(want)}")
         _require(element_type(self.src.type) == element_type(self.result.type), "tt.trans keeps the element type")
 
 
 @irdl_op_definition
 class ReshapeOp(IRDLOperation):
-    """`tt.reshape %x : tensor<32xi32> -> tensor<2x16xi32>`: same elements, row-major."""
+    """`tt.reshape %x : tensor<32xi32> -> tensor<2x16xi32>`: same elements, row-major.
+    `allow_reorder` (tl.reshape(..., can_reorder=True)) lets the compiler permute the elements;
+    sparsecc keeps the row-major order anyway (so the interpreter and the GPU agree)."""
 
     name = "tt.reshape"
     src = operand_def(TensorType)
+    allow_reorder = opt_prop_def(UnitAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
 
-    def __init__(self, src: SSAValue, result_type: Attribute):
-        super().__init__(operands=[src], result_types=[result_type])
+    def __init__(self, src: SSAValue, result_type: Attribute, allow_reorder: bool = False):
+        props = {"allow_reorder": UnitAttr()} if allow_reorder else {}
+        super().__init__(operands=[src], properties=props, result_types=[result_type])
 
     def verify_(self) -> None:
         import math
 
         a, b = shape_of(self.src.type), shape_of(self.result.type)
         _require(math.prod(a) == math.prod(b), f"cannot reshape {list(a)} to {list(b)}")
+
+
+@irdl_op_definition
+class JoinOp(IRDLOperation):
+    """`tt.join %a, %b : tensor<4x8xf32> -> tensor<4x8x2xf32>`: `tl.join`, the two tensors side
+    by side in a new minor dim (result[..., 0] = a, result[..., 1] = b)."""
+
+    name = "tt.join"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        st = lhs.type
+        assert isinstance(st, TensorType)
+        super().__init__(operands=[lhs, rhs],
+                         result_types=[TensorType(st.element_type, [*st.get_shape(), 2], st.encoding)])
+
+    def verify_(self) -> None:
+        _require(self.lhs.type == self.rhs.type, "tt.join operands must have the same type")
+        s = shape_of(self.lhs.type)
+        _require(shape_of(self.result.type) == (*s, 2), f"tt.join of {list(s)} must give {[*s, 2]}")
+        _require(element_type(self.lhs.type) == element_type(self.result.type), "tt.join keeps the element type")
+
+
+@irdl_op_definition
+class SplitOp(IRDLOperation):
+    """`tt.split %x : tensor<4x8x2xf32> -> tensor<4x8xf32>`: `tl.split`, the inverse of tt.join
+    (outLHS = x[..., 0], outRHS = x[..., 1])."""
+
+    name = "tt.split"
+    src = operand_def(TensorType)
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    outLHS = result_def(T)  # noqa: N815 - upstream's names
+    outRHS = result_def(T)  # noqa: N815
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($outLHS)"
+
+    def __init__(self, src: SSAValue):
+        st = src.type
+        assert isinstance(st, TensorType)
+        half = TensorType(st.element_type, list(st.get_shape())[:-1], st.encoding)
+        super().__init__(operands=[src], result_types=[half, half])
+
+    def verify_(self) -> None:
+        s = shape_of(self.src.type)
+        _require(len(s) >= 2 and s[-1] == 2, f"tt.split needs a last dim of 2 (and rank >= 2), got {list(s)}")
+        _require(self.outLHS.type == self.outRHS.type, "tt.split results must have the same type")
+        _require(shape_of(self.outLHS.type) == s[:-1], f"tt.split of {list(s)} must give {list(s[:-1])}")
+        _require(element_type(self.src.type) == element_type(self.outLHS.type), "tt.split keeps the element type")
+
+
+@irdl_op_definition
+class CatOp(IRDLOperation):
+    """`tt.cat %a, %b {dim = 1 : i32} : tensor<4x8xf32> -> tensor<4x16xf32>`: `tl.cat`, `b` after
+    `a` along `dim` (upstream's tt.cat has no `dim`: it concatenates 1-D tensors in an order
+    of the compiler's choosing; sparsecc keeps the order, so both forms are this op)."""
+
+    name = "tt.cat"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    dim = opt_prop_def(IntegerAttr[IntegerType])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, dim: int = 0):
+        st = lhs.type
+        assert isinstance(st, TensorType)
+        shape = list(st.get_shape())
+        shape[dim] *= 2
+        props = {"dim": IntegerAttr(dim, i32)} if dim else {}
+        super().__init__(operands=[lhs, rhs], properties=props,
+                         result_types=[TensorType(st.element_type, shape, st.encoding)])
+
+    @property
+    def axis(self) -> int:
+        """The dim `rhs` follows `lhs` along (0 when `dim` is absent)."""
+        return self.dim.value.data if self.dim is not None else 0
+
+    def verify_(self) -> None:
+        _require(self.lhs.type == self.rhs.type, "tt.cat operands must have the same type")
+        s = list(shape_of(self.lhs.type))
+        _require(0 <= self.axis < len(s), f"tt.cat dim {self.axis} out of range for rank {len(s)}")
+        s[self.axis] *= 2
+        _require(shape_of(self.result.type) == tuple(s), f"tt.cat result must have shape {s}")
+        _require(element_type(self.lhs.type) == element_type(self.result.type), "tt.cat keeps the element type")
 
 
 # --------------------------------------------------------------------------------------
@@ -1377,6 +1489,9 @@ TT = Dialect(
         TransOp,
         AtomicRMWOp,
         ReshapeOp,
+        JoinOp,
+        SplitOp,
+        CatOp,
         AddPtrOp,
         MakeTensorPtrOp,
         AdvanceOp,

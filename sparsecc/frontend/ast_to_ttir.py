@@ -34,8 +34,9 @@ from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
 from sparsecc.frontend.reduce_builtins import CALLS_JIT  # (registers the reduction builtins)
+from sparsecc.frontend.shape_ops import TENSOR_METHODS  # registers the shape ops too
 from sparsecc.frontend.types import describe
-from sparsecc.language.core import builtin_name
+from sparsecc.language.core import BUILTINS, builtin_name
 
 if TYPE_CHECKING:
     from sparsecc.frontend.kernel import KernelFunction
@@ -72,7 +73,7 @@ def is_jit_function(x: Any) -> bool:
 
 
 class _Method:
-    """`x.to` before it is called."""
+    """A tensor method (`x.to`, `x.reshape`, ...) before it is called."""
 
     def __init__(self, value: SSAValue, name: str):
         self.value = value
@@ -486,12 +487,15 @@ class CodeGenerator(ast.NodeVisitor):
                 return tl_dtype(base.type.pointee if sem.is_block_pointer(base) else base.type)
             if attr == "shape":
                 return sem.shape(base) if not sem.is_block_pointer(base) else base.type.pointee.get_shape()
-            if attr in ("to", "cast"):
+            if attr in ("to", "cast") or attr in TENSOR_METHODS:
                 return _Method(base, attr)
             if attr in REDUCTION_METHODS:
                 return _BoundBuiltin(base, attr)
-            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .type, .shape, .to(), "
-                                f".cast() and {', '.join(f'.{m}()' for m in sorted(REDUCTION_METHODS))})")
+            if attr == "T":
+                return IMPLS["trans"](self.em, base)
+            methods = sorted({"to", "cast", *TENSOR_METHODS, *REDUCTION_METHODS})
+            raise SemanticError(f"a tensor has no attribute '{attr}' (it has .dtype, .type, .shape, .T and "
+                                f"{', '.join(f'.{m}()' for m in methods)})")
         try:
             return _unwrap(getattr(base, attr))
         except AttributeError:
@@ -634,6 +638,14 @@ class CodeGenerator(ast.NodeVisitor):
             return self.inline(func, args, kwargs)
         if isinstance(func, _BoundBuiltin):
             return self.call(getattr(tl, func.name), [func.value, *args], kwargs)
+        if isinstance(func, _Method) and func.name in TENSOR_METHODS:  # x.reshape(...) is tl.reshape(x, ...)
+            marker = BUILTINS[func.name]
+            try:
+                bound = inspect.signature(marker).bind(func.value, *args, **kwargs)
+            except TypeError as e:
+                raise SemanticError(f".{func.name}(): {e}") from None
+            bound.apply_defaults()
+            return IMPLS[func.name](self.em, **bound.arguments)
         if isinstance(func, _Method):
             try:
                 bound = inspect.signature(to).bind(self.em, func.value, *args, **kwargs)

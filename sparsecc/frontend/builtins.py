@@ -467,30 +467,6 @@ def zeros_like(em: Emitter, input: Any) -> Any:
 
 
 @impl
-def reshape(em: Emitter, input: Any, shape: Any = (), can_reorder: Any = False) -> Any:
-    v = sem.require_value(input, "tl.reshape's input")
-    sem.require_dense(v, "tl.reshape")
-    dims = shape[0] if len(shape) == 1 and isinstance(shape[0], list | tuple) else shape
-    new = _shape(tuple(dims), "tl.reshape's shape")
-    old = sem.shape(v)
-    if math.prod(new) != math.prod(old):
-        raise SemanticError(f"tl.reshape: {list(old)} has {math.prod(old)} elements, {list(new)} has {math.prod(new)}")
-    if tuple(new) == tuple(old):
-        return v
-    return em.value(tt.ReshapeOp(v, TensorType(sem.elem(v), list(new))))
-
-
-@impl
-def trans(em: Emitter, input: Any, dims: Any = ()) -> Any:
-    v = sem.require_value(input, "tl.trans's input")
-    if len(sem.shape(v)) != 2:
-        raise SemanticError(f"tl.trans transposes 2-D tiles, got {describe(v.type)}")
-    if tuple(dims) not in ((), (1, 0)) and tuple(dims) != ((1, 0),):
-        raise SemanticError(f"tl.trans of a 2-D tile takes no dims or (1, 0), got {tuple(dims)}")
-    return em.value(tt.TransOp(v))
-
-
-@impl
 def maximum(em: Emitter, x: Any, y: Any) -> Any:
     return sem.minmax(em, "max", x, y)
 
@@ -531,4 +507,3 @@ def cast(em: Emitter, input: Any, dtype: Any, fp_downcast_rounding: Any = None, 
     v = sem.require_value(input, "tl.cast's input")
     sem.require_dense(v, "tl.cast")
     return to(em, v, dtype, bitcast)
-

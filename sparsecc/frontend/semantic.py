@@ -45,12 +45,12 @@ I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 MAX_NUMEL = 1 << 20
 """Most elements one tensor of a kernel may hold (Triton's TRITON_MAX_TENSOR_NUMEL)."""
-MAX_RANK = 2
-"""Tensors are 1-D or 2-D tiles (the GPU layouts and the dot are 2-D)."""
+MAX_RANK = 4
+"""Tensors have at most 4 dims (blocked layouts tile any rank; the dot takes 2-D tiles)."""
 
 
 def check_tile(ty: Attribute) -> None:
-    """Refuse a tensor type past the element limit or of rank > 2, whatever op makes it (a
+    """Refuse a tensor type past the element limit or of rank > 4, whatever op makes it (a
     broadcast of two aranges as much as tl.zeros), before any pass spends minutes on it."""
     if not isinstance(ty, TensorType):
         return
@@ -62,8 +62,8 @@ def check_tile(ty: Attribute) -> None:
         raise SemanticError(f"a tensor of shape {list(dims)} has {numel} elements; a tensor holds at most "
                             f"{MAX_NUMEL} (Triton's limit: one program's registers and shared memory)")
     if len(dims) > MAX_RANK:
-        raise SemanticError(f"a tensor of shape {list(dims)} is {len(dims)}-D; kernels take 1-D and 2-D "
-                            "tiles only (reshape to 2-D)")
+        raise SemanticError(f"a tensor of shape {list(dims)} is {len(dims)}-D; kernels take tensors of "
+                            f"at most {MAX_RANK} dims (reshape to fewer)")
 
 
 class Emitter:

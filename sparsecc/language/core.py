@@ -227,13 +227,71 @@ def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool
 @builtin
 def reshape(input: Any, *shape: Any, can_reorder: bool = False) -> Any:
     """The same elements, in row-major order, with a new shape (a power of two per dim):
-    `tl.reshape(x, (BLOCK_M * 2, BLOCK_N // 2))`. On the GPU it goes through shared memory."""
+    `tl.reshape(x, (BLOCK_M * 2, BLOCK_N // 2))` or `x.reshape(BLOCK_M * 2, BLOCK_N // 2)`.
+    `can_reorder=True` is accepted (sparsecc keeps the row-major order anyway); an empty shape
+    turns a one-element tensor into a scalar."""
+
+
+@builtin
+def view(input: Any, *shape: Any) -> Any:
+    """Triton's deprecated `tl.reshape(input, shape, can_reorder=True)`: `x.view(4, 8)`."""
+
+
+@builtin
+def ravel(x: Any, can_reorder: bool = False) -> Any:
+    """The elements of `x` as a 1-D tensor, row-major: `flat = tl.ravel(tile)` (or `tile.ravel()`)."""
 
 
 @builtin
 def trans(input: Any, *dims: Any) -> Any:
-    """The transpose of a 2-D tile: `tl.dot(x, tl.trans(w))` with `w` a BLOCK_N×BLOCK_K tile of an
-    nn.Linear weight. Folded into the loads/stores around it, so it moves no data."""
+    """The dims of `input` permuted (`tl.permute`); without `dims`, the last two swapped (a
+    batched 2-D transpose): `tl.dot(x, tl.trans(w))` with `w` a BLOCK_N×BLOCK_K tile, or `w.T`.
+    A 2-D transpose next to loads or stores is folded into them (no data moves)."""
+
+
+@builtin
+def permute(input: Any, *dims: Any) -> Any:
+    """Result dim i is `input`'s dim dims[i]: `tl.permute(x, (2, 0, 1))` or `x.permute(2, 0, 1)`."""
+
+
+@builtin
+def join(a: Any, b: Any) -> Any:
+    """`a` and `b` (broadcast to one shape) side by side in a new minor dim of size 2:
+    `tl.join(re, im)` of two (M, N) tiles is (M, N, 2); two scalars give a (2,) tensor."""
+
+
+@builtin
+def split(a: Any) -> Any:
+    """The inverse of `tl.join`: `re, im = tl.split(z)` for z of shape (..., 2) (or `z.split()`);
+    a (2,) tensor gives two scalars."""
+
+
+@builtin
+def interleave(a: Any, b: Any) -> Any:
+    """The elements of `a` and `b` alternating along the last dim: (M, N) and (M, N) give
+    (M, 2N) with out[:, 0::2] = a and out[:, 1::2] = b (`tl.join(a, b).reshape(M, 2 * N)`)."""
+
+
+@builtin
+def cat(input: Any, other: Any, can_reorder: bool = False, dim: int = 0) -> Any:
+    """`other` after `input` along `dim` (both of one shape): `tl.cat(lo, hi, dim=1)`. With
+    `can_reorder=True` (1-D only, as in Triton) the order is free; sparsecc keeps it."""
+
+
+@builtin
+def broadcast(input: Any, other: Any) -> Any:
+    """Both operands broadcast to their common shape: `x2, y2 = tl.broadcast(x[:, None], y[None, :])`."""
+
+
+@builtin
+def broadcast_to(input: Any, *shape: Any) -> Any:
+    """`input` broadcast to `shape`: `tl.broadcast_to(bias[None, :], (BLOCK_M, BLOCK_N))`."""
+
+
+@builtin
+def expand_dims(input: Any, axis: Any) -> Any:
+    """`input` with new size-1 dims at `axis` (an int or a tuple; positions in the result):
+    `tl.expand_dims(x, 1)` is `x[:, None]`."""
 
 
 @builtin

@@ -16,6 +16,9 @@ of sparsecc/dialects/ttg.py):
   whose tile type then carries #mma) needs no conversion; a dot whose A is a tt.dequantize
   puts its warps along M (`dequant-warps-m`, on by default: each warp dequantizes only the
   rows it multiplies);
+- the results of tt.join, tt.split and tt.cat (and of a reshape next to a join or a split) get
+  the layout derived from their operand's that lets them rename registers (no shared memory:
+  sparsecc/analysis/shuffles.py), unless a dot or a block pointer's order chose theirs;
 - 1-D groups feeding tt.expand_dims get #ttg.slice of the expanded value's layout, tt.reduce
   results the slice of their source's layout;
 - dot operands get a ttg.convert_layout to #ttg.dot_op (values opIdx 0 meta 0, metadata
@@ -48,6 +51,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from sparsecc.analysis.shuffles import derived_layout
 from sparsecc.defaults import NUM_WARPS
 from sparsecc.dialects import ptx_targets, tt
 from sparsecc.dialects.ttg import (
@@ -296,6 +300,8 @@ class ConvertTTToTTGPass(ModulePass):
                 c_def = o.c.owner
                 if isinstance(c_def, arith.ConstantOp | tt.DotOp) or not isinstance(c_def, Operation):
                     uf.union([o.c, o.result])
+            elif isinstance(o, tt.JoinOp | tt.CatOp | tt.SplitOp):
+                uf.union(list(o.operands) if isinstance(o, tt.JoinOp | tt.CatOp) else list(o.results))
         return uf
 
     def _groups(self, func: tt.FuncOp, uf: _Layouts) -> dict[SSAValue, _Group]:
@@ -396,6 +402,10 @@ class ConvertTTToTTGPass(ModulePass):
         # Higher ranks first: slices are derived from the layout of the value they expand to.
         for group in sorted(groups.values(), key=lambda g: -g.rank):
             group.layout = self._choose(group, uf, groups)
+        if _derive_shape_layouts(func, uf, groups, self.num_warps):
+            for group in sorted(groups.values(), key=lambda g: -g.rank):
+                if isinstance(group.layout, SliceEncodingAttr):  # its parent may have changed
+                    group.layout = self._choose(group, uf, groups)
         for group in groups.values():
             assert group.layout is not None
             for v in group.values:
@@ -438,6 +448,35 @@ class ConvertTTToTTGPass(ModulePass):
         _convert_operand(dot, 1, DotOperandEncodingAttr(1, mma, k_width))
         if sparse:
             _convert_operand(dot, 3, DotOperandEncodingAttr(0, mma, k_width, 1))
+
+
+def _next_to_join_or_split(op: tt.ReshapeOp) -> bool:
+    """A reshape of a join result (`tl.interleave`) or feeding a split (de-interleaving)."""
+    return isinstance(op.src.owner, tt.JoinOp) or any(isinstance(u.operation, tt.SplitOp) for u in op.result.uses)
+
+
+def _derive_shape_layouts(func: tt.FuncOp, uf: _Layouts, groups: dict[SSAValue, _Group], num_warps: int) -> bool:
+    """Give the results of tt.join, tt.split, tt.cat (and of the reshapes next to a join or a
+    split) the layout derived from their operand's (`shuffles.derived_layout`), which makes
+    them rename registers instead of going through shared memory. A result group keeps its
+    own layout when a dot or a block pointer's order chose it, or another shape op already
+    derived it. Returns whether any layout changed."""
+    changed: set[int] = set()
+    for o in func.walk():
+        if not isinstance(o, tt.JoinOp | tt.SplitOp | tt.CatOp | tt.ReshapeOp):
+            continue
+        if isinstance(o, tt.ReshapeOp) and not _next_to_join_or_split(o):
+            continue
+        src, res = groups[uf.find(o.operands[0])], groups[uf.find(o.results[0])]
+        if res is src or id(res) in changed or res.dot_results or res.memory_order() is not None:
+            continue
+        if not isinstance(res.layout, BlockedEncodingAttr):
+            continue
+        layout = derived_layout(o, src.layout, num_warps)
+        if layout is not None and layout != res.layout:
+            res.layout = layout
+            changed.add(id(res))
+    return bool(changed)
 
 
 def _layout(ty: Attribute) -> Attribute:

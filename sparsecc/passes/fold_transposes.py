@@ -4,8 +4,8 @@ Accepts: tt IR. Guarantees afterwards: each `tt.trans` whose source side (the 2-
 lead to it: a load, its pointers, masks) or, failing that, whose result side can be transposed
 as a whole (see sparse-operand-to-lhs for the rules) is gone, that side now producing the
 transposed values directly: `tl.trans(tl.load(block_ptr))` loads through the transposed block
-pointer. A transpose that cannot be folded stays (the interpreter runs it; the GPU lowering
-reports it). Runs after sparse-operand-to-lhs, which folds the transposes around a sparse dot.
+pointer. A transpose that cannot be folded stays (the interpreter runs it; on the GPU it is a
+shuffle through shared memory), as does any `tt.trans` of a rank-3+ tensor. Runs after sparse-operand-to-lhs, which folds the transposes around a sparse dot.
 
     tl.dot(x, tl.trans(tl.load(w_ptr)))   ->   tl.dot(x, tl.load(w_ptr transposed))
 """
@@ -47,5 +47,6 @@ class FoldTransposesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for trans in [o for o in op.walk() if isinstance(o, tt.TransOp)]:
-            if trans.parent is not None:
+            # a permutation of a rank-3+ tensor is no 2-D transpose: it stays (a register shuffle)
+            if trans.parent is not None and len(tt.shape_of(trans.src.type)) == 2:
                 fold(trans)

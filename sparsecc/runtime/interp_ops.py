@@ -425,7 +425,34 @@ def _shaped(fn: Callable[[torch.Tensor, Operation], torch.Tensor]) -> Handler:
 HANDLERS["tt.broadcast"] = _shaped(lambda x, op: x.expand(_shape(op)))
 HANDLERS["tt.expand_dims"] = _shaped(lambda x, op: x.unsqueeze(op.axis.value.data))  # type: ignore[attr-defined]
 HANDLERS["tt.reshape"] = _shaped(lambda x, op: x.reshape(_shape(op)))
-HANDLERS["tt.trans"] = _shaped(lambda x, op: x.transpose(0, 1))
+HANDLERS["tt.trans"] = _shaped(lambda x, op: x.permute(op.perm))  # type: ignore[attr-defined]
+
+
+def _pairwise(fn: Callable[[torch.Tensor, torch.Tensor, Operation], torch.Tensor]) -> Handler:
+    """A shape op of two operands (tt.join, tt.cat), on data tensors or on two tensors of
+    pointers into one buffer."""
+
+    def handler(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
+        a, b = v
+        if isinstance(a, TensorPtr) or isinstance(b, TensorPtr):
+            if not (isinstance(a, TensorPtr) and isinstance(b, TensorPtr) and a.buf is b.buf):
+                raise InterpreterError(f"{op.name} of pointers into two different tensors")
+            return (TensorPtr(a.buf, fn(a.offsets, b.offsets, op)),)
+        return (fn(a, b, op),)
+
+    return handler
+
+
+HANDLERS["tt.join"] = _pairwise(lambda a, b, op: torch.stack((a, b), dim=-1))
+HANDLERS["tt.cat"] = _pairwise(lambda a, b, op: torch.cat((a, b), dim=op.axis))  # type: ignore[attr-defined]
+
+
+@_on("tt.split")
+def _split(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
+    x = v[0]
+    if isinstance(x, TensorPtr):
+        return TensorPtr(x.buf, x.offsets[..., 0]), TensorPtr(x.buf, x.offsets[..., 1])
+    return x[..., 0], x[..., 1]
 
 
 # --------------------------------------------------------------------------------------

@@ -3,16 +3,19 @@
 
 Most move no data: the result's registers are (some of) the source's, picked by comparing
 the two layouts' per-register offsets. `tt.reshape` keeps the row-major element order, which
-a layout does not, so it goes through a shared scratch buffer.
+a layout need not: unless each thread keeps its elements it goes through a shared scratch
+buffer.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, i1
 
 from sparsecc.analysis.layouts import distributed
+from sparsecc.analysis.shuffles import is_free
+from sparsecc.codegen.handlers.shapes import lower_shuffle
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, Regs, Smem
 from sparsecc.codegen.lower_mem import load_shared, store_shared
@@ -81,10 +84,15 @@ def row_major(ty: TensorType) -> ttgd.MemDescType:
 
 @handles(tt.ReshapeOp)
 def _reshape(L: LoweringState, op: tt.ReshapeOp) -> None:
-    """`tt.reshape` keeps the row-major order of the elements: the source is stored row-major
-    into a scratch buffer and read back as the result's shape in the result's layout."""
-    src = L.regs(op.src)
+    """`tt.reshape` keeps the row-major order of the elements: registers are renamed where each
+    thread keeps its elements (`is_free`); otherwise the source is stored row-major into a
+    scratch buffer and read back as the result's shape in the result's layout (rank 3 and
+    up, and i1, by the shuffle of sparsecc/codegen/handlers/shapes.py)."""
     st, rt = op.src.type, op.result.type
+    if is_free(op) or len(st.get_shape()) > 2 or len(rt.get_shape()) > 2 or st.element_type == i1:
+        lower_shuffle(L, op)
+        return
+    src = L.regs(op.src)
     addr = L.scratch(op)
     store_shared(L, Smem(addr, row_major(st)), src)
     L.set(op.result, load_shared(L, Smem(addr, row_major(rt)), rt))

@@ -2,14 +2,16 @@
 // The scratch of a tt.reduce is its cross-warp exchange: the 8x64 f32 tile's layout puts the
 // 4 warps along the rows, so a column sum (axis 0) exchanges one word per warp per column
 // (64 x 4 x 4 B = 1 KiB, not the 2 KiB of the source), and a row sum (axis 1) none at all (no
-// offset). Then the scratch of tt.reshape (the size of its source, 2 KiB) and the word a
-// scalar-result tt.atomic_rmw broadcasts thread 0's old value through (4 B, padded to 128).
+// offset). The tt.reshape to 512 elements only renames registers (no scratch); the tt.trans
+// goes through a scratch the size of its source (2 KiB); then the word a scalar-result
+// tt.atomic_rmw broadcasts thread 0's old value through (4 B, padded to 128).
 // (The input is tt: ttgir's tt.reduce does not parse back with its result's encoding.)
 
 // CHECK: ttg.shared = 3200 : i32
 // CHECK: tt.reduce sum %{{.*}} {axis = 0 : i32, ttg.shared_offset = 0 : i32}
 // CHECK: tt.reduce sum %{{.*}} {axis = 1 : i32} :
-// CHECK: tt.reshape %{{.*}} {ttg.shared_offset = 1024 : i32}
+// CHECK: tt.reshape %{{.*}} : tensor
+// CHECK: tt.trans %{{.*}} {ttg.shared_offset = 1024 : i32}
 // CHECK: tt.atomic_rmw {{.*}}ttg.shared_offset = 3072 : i32
 builtin.module {
   tt.func public @sums(%X: !tt.ptr<f32>, %Y: !tt.ptr<f32>, %Z: !tt.ptr<f32>, %C: !tt.ptr<i32>) {
@@ -30,6 +32,9 @@ builtin.module {
     %f = tt.reshape %x : tensor<8x64xf32> -> tensor<512xf32>
     %pz = tt.make_tensor_ptr %Z, shape=[%s512], strides=[%one], offsets=[%c0] {order = array<i32: 0>} : !tt.ptr<tensor<512xf32>>
     tt.store %pz, %f : !tt.ptr<tensor<512xf32>>
+    %t = tt.trans %x : tensor<8x64xf32> -> tensor<64x8xf32>
+    %pt = tt.make_tensor_ptr %Z, shape=[%s64, %s8], strides=[%s8, %one], offsets=[%c0, %c0] {order = array<i32: 1, 0>} : !tt.ptr<tensor<64x8xf32>>
+    tt.store %pt, %t : !tt.ptr<tensor<64x8xf32>>
     %old = tt.atomic_rmw "add", %C, %c1 : !tt.ptr<i32>, i32 -> i32
     tt.store %C, %old : !tt.ptr<i32>
     tt.return

@@ -372,10 +372,10 @@ def calls_python_function(X):
 
 
 @sparsecc.jit
-def three_d_tile(X):
+def five_d_tile(X):
     r = tl.arange(0, 16)
-    t = r[:, None, None] + r[None, :, None] + r[None, None, :]
-    tl.store(X + r, tl.sum(tl.sum(t, axis=2), axis=1))
+    t = r[:, None, None, None, None] + r[None, None, None, None, :]
+    tl.store(X + r, tl.sum(tl.sum(tl.sum(tl.sum(t, axis=4), axis=3), axis=2), axis=1))
 
 
 @sparsecc.jit
@@ -493,8 +493,8 @@ CASES: list[Case] = [
          "name 'not_defined_anywhere' is not defined", "tl.store(X, not_defined_anywhere)"),
     Case("calls_python_function", calls_python_function, lambda: [torch.zeros(16)],
          "a call of a plain Python function", "cannot be used in a kernel", "tl.store(X + r, _not_jit(r))"),
-    Case("three_d_tile", three_d_tile, lambda: [torch.zeros(16, dtype=torch.int32)],
-         "a 3-D tile", "3-D", "t = r[:, None, None]"),
+    Case("five_d_tile", five_d_tile, lambda: [torch.zeros(16, dtype=torch.int32)],
+         "a 5-D tile", "5-D", "t = r[:, None, None, None, None]"),
 ]
 
 GPU_ONLY_CASES: list[Case] = [
