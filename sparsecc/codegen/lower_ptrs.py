@@ -81,6 +81,16 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
 
 
+def load_scalar(L: LoweringContext, op: tt.LoadOp, addr: SSAValue) -> None:
+    """A scalar load (`tl.load(X + pid)`): every thread loads the one value (as in Triton,
+    whose scalar loads are uniform), so that each has it in a register; a false mask skips
+    the access and yields `other` (or an undefined value without one, as in Triton)."""
+    _check_addr(addr)
+    mask = L.get(op.mask) if op.mask is not None else None
+    other = [L.get(op.other)] if (mask is not None and op.other is not None) else []
+    L.set(op.result, L.em.val(ptx.LdGlobalOp(addr, _pointee(op.ptr.type), 1, mask=mask, other=other)))
+
+
 def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:
     """A scalar store is one per program (as in Triton), by thread 0, under the op's mask."""
     _check_addr(addr)
@@ -142,4 +152,4 @@ def _check_addr(addr: SSAValue) -> None:
         raise LoweringError(f"pointer registers must be 64-bit addresses, got {addr.type}")
 
 
-__all__ = ["atomic_ptrs", "store_scalar", "lower_addptr", "load_ptrs", "store_ptrs"]
+__all__ = ["atomic_ptrs", "store_scalar", "lower_addptr", "load_ptrs", "load_scalar", "store_ptrs"]

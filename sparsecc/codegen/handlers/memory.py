@@ -18,6 +18,7 @@ from sparsecc.codegen.lower_mem import load_block, store_block
 from sparsecc.codegen.lower_ptrs import (
     atomic_ptrs,
     load_ptrs,
+    load_scalar,
     lower_addptr,
     store_ptrs,
     store_scalar,
@@ -63,8 +64,11 @@ def _load(L: LoweringState, op: tt.LoadOp) -> None:
     if isinstance(ptr, Regs):
         load_ptrs(L, op, ptr)
         return
+    if isinstance(ptr, SSAValue):
+        load_scalar(L, op, ptr)
+        return
     if not isinstance(ptr, BlockPtr):
-        raise LoweringError("only block-pointer loads are supported (tensor-of-pointers loads are not)")
+        raise LoweringError("only block-pointer, pointer-tensor and scalar loads are supported")
     dims = boundary_dims(op)
     pad = op.padding.value.data if op.padding is not None else None
     ty = op.result.type
