@@ -22,7 +22,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, UnitAttr, i1, i32, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    UnitAttr,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
