@@ -385,6 +385,7 @@ def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 _TORCH_DTYPES = {
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "int8": "i8", "int16": "i16",
     "int32": "i32", "int64": "i64", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+    "bool": "i1", "float64": "fp64",
 }
 
 

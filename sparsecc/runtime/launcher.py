@@ -37,7 +37,7 @@ __all__ = ["LaunchPlan", "contiguous_params", "fast_launcher", "launch", "plan_f
 
 _TORCH = {
     "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
-    "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
+    "i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
     "fp8e4nv": getattr(torch, "float8_e4m3fn", None),
     "fp8e5": getattr(torch, "float8_e5m2", None),
 }
