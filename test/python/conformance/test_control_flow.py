@@ -11,10 +11,6 @@ import textwrap
 
 import pytest
 import torch
-
-import sparsecc
-import sparsecc.language as tl
-from sparsecc.frontend.errors import CompilationError
 from control_kernels import (
     add_scalar,
     bool_select,
@@ -28,6 +24,9 @@ from control_kernels import (
     scalar_copy,
     strided_rows,
 )
+
+import sparsecc
+from sparsecc.frontend.errors import CompilationError
 
 TARGETS = ["sm_80", "sm_90a"]
 
