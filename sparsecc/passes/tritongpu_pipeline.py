@@ -333,8 +333,8 @@ class PipelinePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = [o for o in op.walk() if isinstance(o, scf.ForOp)]
-        if all(loop_stages(loop, self.num_stages) == 1 for loop in loops):
-            return
+        if self.num_stages == 1 and all(loop_stages(loop, 1) == 1 for loop in loops):
+            return  # nothing to pipeline (the module's num-warps is then not read either)
         warps = module_num_warps(op)
         self._check_shared_budget(op)
         for loop in loops:
