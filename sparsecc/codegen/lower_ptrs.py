@@ -137,13 +137,14 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
 
 
-def load_scalar(L: LoweringContext, op: tt.LoadOp, addr: SSAValue) -> SSAValue:
-    """`tl.load(ptr)` of one value: every thread loads it (as in Triton: the same address, one
-    transaction per warp), under the op's mask, `other` where the mask is false."""
+def load_scalar(L: LoweringContext, op: tt.LoadOp, addr: SSAValue) -> None:
+    """A scalar load (`tl.load(X + pid)`): every thread loads the one value (as in Triton,
+    whose scalar loads are uniform), so that each has it in a register; a false mask skips
+    the access and yields `other` (or an undefined value without one, as in Triton)."""
     _check_addr(addr)
     mask = L.get(op.mask) if op.mask is not None else None
     other = [L.get(op.other)] if (mask is not None and op.other is not None) else []
-    return L.em.val(ptx.LdGlobalOp(addr, op.result.type, 1, mask=mask, other=other))
+    L.set(op.result, L.em.val(ptx.LdGlobalOp(addr, _pointee(op.ptr.type), 1, mask=mask, other=other)))
 
 
 def store_scalar(L: LoweringContext, op: tt.StoreOp, addr: SSAValue) -> None:

@@ -303,7 +303,7 @@ class _KernelEmitter:
         handlers = _HANDLERS
         marks, lines = self.marks, self.lines
         for op in block.ops:
-            if op is last and isinstance(op, scf.YieldOp):
+            if op is last and isinstance(op, scf.YieldOp | scf.ConditionOp):
                 break
             marks.append((len(lines), op))
             handler = handlers.get(op.__class__)
@@ -636,6 +636,34 @@ def _for(e: _KernelEmitter, op: scf.ForOp) -> None:
         e.alias(res, reg)
 
 
+def _while(e: _KernelEmitter, op: scf.WhileOp) -> None:
+    """A top-tested loop: the before block computes the condition and the values it passes
+    (copied to the after block's registers, which are also the results), a false condition
+    leaves; the after block's yields go back to the before block's registers."""
+    before, after = op.before_region.block, op.after_region.block
+    carried = [e.define(a) for a in before.args]
+    passed = [e.define(a) for a in after.args]
+    loop, done = e.label("while"), e.label("while_end")
+    e.emit(f"// scf.while carried: {', '.join(carried) or 'none'}")
+    for reg, init in zip(carried, op.arguments):
+        e.mov(reg, e.use(init), init.type)
+    e.lines.append(f"{loop}:")
+    e.block(before, skip_terminator=True)
+    cond = before.last_op
+    if not isinstance(cond, scf.ConditionOp):
+        raise PtxEmitError("scf.while: the before region must end with scf.condition")
+    _parallel_copy(e, passed, [e.use(v) for v in cond.args], [a.type for a in after.args])
+    e.emit(f"@!{e.use(cond.condition)} bra {done};")
+    e.block(after, skip_terminator=True)
+    y = after.last_op
+    if isinstance(y, scf.YieldOp):
+        _parallel_copy(e, carried, [e.use(v) for v in y.arguments], [a.type for a in before.args])
+    e.emit(f"bra {loop};")
+    e.lines.append(f"{done}:")
+    for res, reg in zip(op.results, passed):
+        e.alias(res, reg)
+
+
 def _if(e: _KernelEmitter, op: scf.IfOp) -> None:
     result_regs = [e.define(r) for r in op.results]
     has_else = bool(op.false_region.blocks) and (
@@ -808,6 +836,7 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Any], None]] = {
     arith.BitcastOp: _bitcast,
     scf.ForOp: _for,
     scf.IfOp: _if,
+    scf.WhileOp: _while,
     scf.YieldOp: _yield,
     ptx.ReturnOp: lambda e, op: e.emit("ret;"),
     ptx.SpecialRegOp: _sreg,

@@ -1158,9 +1158,12 @@ values its else branch passes on."""
 NUM_WARPS = "ttg.num-warps"
 NUM_CTAS = "ttg.num-ctas"
 TARGET = "ttg.target"
-SUPPORTED_WARPS = (1, 2, 4, 8, 16)
-"""Warps per CTA the layouts and the lowering handle: powers of two, and 16 of them plus a
-producer warp stay within a block's 1024 threads."""
+SUPPORTED_WARPS = (1, 2, 4, 8, 16, 32)
+"""Warps per CTA the layouts and the lowering handle: powers of two up to a block's 1024
+threads (Triton's limit too); tritongpu-warp-specialize adds a producer warp only where it
+fits (16 warps and fewer)."""
+MAX_THREADS = 1024
+"""Threads one CUDA block may have."""
 SUPPORTED_CTAS = (1, 2)
 """CTAs per cluster: one, or a CTA pair sharing B tiles (tritongpu-pipeline's num-ctas)."""
 MAX_STAGES = 16
@@ -1440,6 +1443,7 @@ __all__ = [
     "NUM_CTAS",
     "TARGET",
     "SUPPORTED_WARPS",
+    "MAX_THREADS",
     "SUPPORTED_CTAS",
     "MAX_STAGES",
     "ModuleAttributeError",

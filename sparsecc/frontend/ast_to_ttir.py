@@ -22,7 +22,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i1, i32, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    UnitAttr,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -100,6 +109,22 @@ def _py_scalar_ok(x: Any) -> bool:
     return x is None or isinstance(x, bool | int | float | str)
 
 
+_RET = "<return value>"
+"""Scope name of a function's return value: a `return` inside a runtime `if` binds it, so that
+the `if` yields it like any variable both branches assign."""
+
+_RANGE_HINTS = {"num_stages": "tt.num_stages", "loop_unroll_factor": "tt.loop_unroll_factor",
+                "disallow_acc_multi_buffer": "tt.disallow_acc_multi_buffer", "flatten": "tt.flatten",
+                "warp_specialize": "tt.warp_specialize", "disable_licm": "tt.disable_licm"}
+"""`tl.range` keyword -> the scf.for attribute that keeps it (Triton's names). Only
+`tt.num_stages` changes code (tritongpu-pipeline); the others are accepted hints."""
+
+
+def _may_return(stmt: ast.stmt) -> bool:
+    """Whether a `return` is somewhere in `stmt` (nested function bodies are not kernel code)."""
+    return any(isinstance(n, ast.Return) for n in ast.walk(stmt))
+
+
 def _assigned_names(stmts: Sequence[ast.stmt]) -> list[str]:
     """Names a statement list (re)binds, in first-assignment order."""
     seen: dict[str, None] = {}
@@ -129,6 +154,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.depth = depth
         self.is_kernel = is_kernel
         self.dynamic = 0  # nesting depth of scf regions being generated
+        self.loops = 0  # how many of those are loop bodies (a `return` may not be in one)
         self.returned = False
         self.ret: Any = None
         self.region_locals: dict[str, str] = {}  # name -> "loop"/"if" it was local to
@@ -155,10 +181,23 @@ class CodeGenerator(ast.NodeVisitor):
         raise SemanticError(f"unsupported Python syntax in a kernel: {type(node).__name__}")
 
     def run_body(self, stmts: Sequence[ast.stmt]) -> None:
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
             if self.returned:
                 break
+            if isinstance(stmt, ast.If) and i + 1 < len(stmts) and _may_return(stmt):
+                self._if_then_rest(stmt, stmts[i + 1:])
+                return
             self.visit(stmt)
+
+    def _if_then_rest(self, node: ast.If, rest: Sequence[ast.stmt]) -> None:
+        """An `if` that may return, followed by `rest`: `rest` runs in every branch after the
+        branch's own statements (so a branch that returns skips it), which is the early return
+        `if pid >= n: return` as structured control flow (one scf.if, no branches out of it).
+        `rest` is generated once per branch, as Triton's top-level `if` with a return does."""
+        merged = ast.If(test=node.test, body=[*node.body, *rest], orelse=[*node.orelse, *rest])
+        ast.copy_location(merged, node)
+        self.visit(merged)
+        self.returned = True  # every path ran to its end or to a return
 
     def lookup(self, name: str) -> Any:
         if name in self.scope:
@@ -244,13 +283,24 @@ class CodeGenerator(ast.NodeVisitor):
         self.bind(node.target.id, self.binop(op, self.lookup(node.target.id), self.visit(node.value)))
 
     def visit_Return(self, node: ast.Return) -> None:
-        if self.dynamic:
-            raise SemanticError("'return' inside a runtime loop or a runtime 'if' is not supported")
+        if self.loops:
+            raise SemanticError("'return' inside a runtime 'for' or 'while' loop is not supported (as in "
+                                "Triton); return after the loop, or guard its body with an 'if'")
         value = self.visit(node.value) if node.value is not None else None
         if self.is_kernel and value is not None:
             raise SemanticError("a kernel cannot return a value; write results with tl.store")
+        if value is not None:
+            self.scope[_RET] = value
         self.ret = value
         self.returned = True
+
+    def visit_Break(self, node: ast.Break) -> None:
+        raise SemanticError("'break' is not supported in a kernel (as in Triton: unsupported AST node type "
+                            "Break); make the loop a 'while' whose condition ends it")
+
+    def visit_Continue(self, node: ast.Continue) -> None:
+        raise SemanticError("'continue' is not supported in a kernel (as in Triton: unsupported AST node "
+                            "type Continue); guard the rest of the body with an 'if'")
 
     def visit_Assert(self, node: ast.Assert) -> None:
         cond = self.visit(node.test)
@@ -277,6 +327,9 @@ class CodeGenerator(ast.NodeVisitor):
             self._in_region(block, scope, body)
             branches.append((block, scope))
         (tb, ts), (eb, es) = branches
+        if (_RET in ts) != (_RET in es) and _RET not in pre:
+            raise SemanticError("a runtime 'if' returns a value on one branch only; every path of a "
+                                "function that returns a value must return one")
         names = [n for n in dict.fromkeys([*ts, *es])
                  if (n in pre or (n in ts and n in es))
                  and (ts.get(n, pre.get(n)) is not pre.get(n) or es.get(n, pre.get(n)) is not pre.get(n))]
@@ -325,18 +378,22 @@ class CodeGenerator(ast.NodeVisitor):
         finally:
             self.em.move_to(old)
 
-    def _in_region(self, block: Block, scope: dict[str, Any], body: Sequence[ast.stmt]) -> None:
+    def _in_region(self, block: Block, scope: dict[str, Any], body: Sequence[ast.stmt],
+                   kind: str | None = None) -> None:
         old_block = self.em.move_to(block)
         old_scope = self.scope
         self.scope = scope
         self.dynamic += 1
+        self.loops += kind == "loop"
         try:
             self.run_body(body)
         finally:
             self.dynamic -= 1
+            self.loops -= kind == "loop"
+            self.returned = False  # a return inside a branch ends the branch, not the function
             self.scope = old_scope
             self.em.move_to(old_block)
-        kind = "loop" if block.args else "'if'"  # scf.for bodies take the induction variable
+        kind = kind or ("loop" if block.args else "'if'")  # scf.for bodies take the induction variable
         for n in scope:
             if n not in old_scope:
                 self.region_locals.setdefault(n, kind)
@@ -351,8 +408,11 @@ class CodeGenerator(ast.NodeVisitor):
             raise SemanticError("kernels loop with 'for i in range(...)' or 'tl.static_range(...)'")
         func = self.visit(it.func)
         args = [self.visit(a) for a in it.args]
+        if builtin_name(func) == "range":
+            self._tl_range(node, func, args)
+            return None
         if it.keywords and builtin_name(func) != "static_range":
-            raise SemanticError("range() takes no keyword arguments")
+            raise SemanticError("range() takes no keyword arguments (tl.range takes Triton's loop hints)")
         if builtin_name(func) == "static_range":
             for i in self._static_range(it, func, args):
                 if self.returned:
@@ -361,9 +421,40 @@ class CodeGenerator(ast.NodeVisitor):
                 self.run_body(node.body)
             return None
         if func is not range:
-            raise SemanticError("kernels loop with 'for i in range(...)' or 'tl.static_range(...)'")
+            raise SemanticError("kernels loop with 'for i in range(...)', 'tl.range(...)' or 'tl.static_range(...)'")
         self._scf_for(node, args)
         return None
+
+    def _tl_range(self, node: ast.For, func: Any, args: list[Any]) -> None:
+        """`for i in tl.range(lo, hi, step, num_stages=..., ...)`: an scf.for that keeps the
+        hints as attributes (`_RANGE_HINTS`); each must be a constexpr."""
+        call = node.iter
+        assert isinstance(call, ast.Call)
+        kwargs = {k.arg: self.visit(k.value) for k in call.keywords}
+        try:
+            bound = inspect.signature(func).bind(*args, **kwargs)
+        except TypeError as e:
+            raise SemanticError(f"tl.range(): {e}") from None
+        bound.apply_defaults()
+        a = bound.arguments
+        bounds = [a["arg1"]] if a["arg2"] is None else [a["arg1"], a["arg2"], 1 if a["step"] is None else a["step"]]
+        if a["arg2"] is None and a["step"] is not None:
+            bounds = [0, a["arg1"], a["step"]]
+        attrs: dict[str, Attribute] = {}
+        for key, attr in _RANGE_HINTS.items():
+            v = a[key]
+            if isinstance(v, SSAValue):
+                raise SemanticError(f"tl.range({key}=...) must be a constexpr, got a runtime value")
+            if key in ("num_stages", "loop_unroll_factor"):
+                if v is None:
+                    continue
+                if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "num_stages" else 0):
+                    raise SemanticError(f"tl.range({key}=...) must be a {'positive' if key == 'num_stages' else 'non-negative'} "
+                                        f"integer, got {v!r}")
+                attrs[attr] = IntegerAttr(v, i32)
+            elif v:
+                attrs[attr] = UnitAttr()
+        self._scf_for(node, bounds, attrs)
 
     def _static_range(self, call: ast.Call, func: Any, args: list[Any]) -> range:
         """The iterations of `tl.static_range(...)`: compile-time ints only (a float such as
@@ -391,12 +482,19 @@ class CodeGenerator(ast.NodeVisitor):
                                 f"{STATIC_RANGE_MAX}: use range() for a runtime loop")
         return steps
 
-    def _scf_for(self, node: ast.For, args: list[Any]) -> None:
+    def _scf_for(self, node: ast.For, args: list[Any], attrs: dict[str, Attribute] | None = None) -> None:
         if not 1 <= len(args) <= 3:
             raise SemanticError(f"range() takes 1 to 3 arguments, got {len(args)}")
         lb, ub, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-        if isinstance(step, int) and step <= 0:
-            raise SemanticError(f"range() step must be positive in a kernel loop, got {step}")
+        if isinstance(step, float) or isinstance(step, bool):
+            raise SemanticError(f"range() step must be an integer, got {step!r}")
+        if isinstance(step, int) and step == 0:
+            raise SemanticError("range() step must not be zero")
+        # a negative constexpr step counts up from `ub` to `lb` by -step (scf.for steps up), and
+        # the body sees i = lb + ub - iv: range(10, 0, -3) runs iv = 0, 3, 6, 9 -> i = 10, 7, 4, 1
+        flip = isinstance(step, int) and step < 0
+        if flip:
+            lb, ub, step = ub, lb, -step
         wide = any(
             (isinstance(b, SSAValue) and sem.elem(b) == i64)
             or (isinstance(b, int) and not sem.I32_MIN <= b <= sem.I32_MAX)
@@ -407,28 +505,52 @@ class CodeGenerator(ast.NodeVisitor):
         lbv, ubv, stv = (sem.index_value(em, b, ity, "a range() bound") for b in (lb, ub, step))
         target = node.target
         assert isinstance(target, ast.Name)
-        carried: list[str] = []
-        fixed: dict[str, Any] = {}
-        for n in _assigned_names(node.body):
-            if n == target.id or n not in self.scope:
-                continue
-            v = self.scope[n]
-            if sem.is_py_scalar(v):
-                v = sem.to_value(em, v, fresh=True)
-                self.bind(n, v)
-            if isinstance(v, SSAValue):
-                carried.append(n)
-            else:
-                fixed[n] = v
+        carried, fixed = self._loop_carried(node.body, skip=target.id)
         inits = [self.scope[n] for n in carried]
         block = Block(arg_types=[ity, *[v.type for v in inits]])
         block.args[0].name_hint = target.id
         scope = dict(self.scope)
         scope[target.id] = block.args[0]
+        if flip:  # i = lb + ub - iv, at the top of the body (lb and ub were swapped above)
+            old = em.move_to(block)
+            try:
+                scope[target.id] = em.value(arith.SubiOp(em.value(arith.AddiOp(lbv, ubv)), block.args[0]))
+            finally:
+                em.move_to(old)
         for n, arg in zip(carried, block.args[1:]):
             arg.name_hint = n
             scope[n] = arg
-        self._in_region(block, scope, node.body)
+        self._in_region(block, scope, node.body, kind="loop")
+        block.add_op(scf.YieldOp(*self._loop_yields(block, scope, carried, inits, fixed)))
+        for_op = scf.ForOp(lbv, ubv, stv, inits, block)
+        for k, v in (attrs or {}).items():
+            for_op.attributes[k] = v
+        em.insert(for_op)
+        for n, r in zip(carried, for_op.results):
+            r.name_hint = n
+            self.scope[n] = r
+
+    def _loop_carried(self, body: Sequence[ast.stmt], skip: str | None = None) -> tuple[list[str], dict[str, Any]]:
+        """The names a loop body re-assigns that exist before it: runtime ones are carried
+        (Python numbers become runtime values first), others (tuples, dtypes) must stay fixed."""
+        carried: list[str] = []
+        fixed: dict[str, Any] = {}
+        for n in _assigned_names(body):
+            if n == skip or n not in self.scope:
+                continue
+            v = self.scope[n]
+            if sem.is_py_scalar(v):
+                v = sem.to_value(self.em, v, fresh=True)
+                self.bind(n, v)
+            if isinstance(v, SSAValue):
+                carried.append(n)
+            else:
+                fixed[n] = v
+        return carried, fixed
+
+    def _loop_yields(self, block: Block, scope: dict[str, Any], carried: list[str], inits: list[SSAValue],
+                     fixed: dict[str, Any]) -> list[SSAValue]:
+        """What the end of a loop body passes to the next iteration, checked against the inits."""
         for n, v in fixed.items():
             if scope.get(n) is not v:
                 raise SemanticError(f"'{n}' holds {sem.py_desc(v)} and is re-assigned inside a runtime "
@@ -442,10 +564,50 @@ class CodeGenerator(ast.NodeVisitor):
                 raise SemanticError(f"loop-carried '{n}' is {describe(init.type)} before the loop but "
                                     f"{describe(v.type)} at the end of its body; convert it with .to()")
             yields.append(v)
-        block.add_op(scf.YieldOp(*yields))
-        for_op = scf.ForOp(lbv, ubv, stv, inits, block)
-        em.insert(for_op)
-        for n, r in zip(carried, for_op.results):
+        return yields
+
+    def visit_While(self, node: ast.While) -> None:
+        """`while cond: body` -> scf.while: the before region evaluates `cond` on the carried
+        values (the names the body re-assigns that exist before the loop), the after region
+        runs the body and yields them; a Python-constant condition becomes an i1 constant."""
+        if node.orelse:
+            raise SemanticError("'while ... else' is not supported")
+        em = self.em
+        carried, fixed = self._loop_carried(node.body)
+        inits = [self.scope[n] for n in carried]
+        types = [v.type for v in inits]
+        before = Block(arg_types=types)
+        scope = dict(self.scope)
+        for n, arg in zip(carried, before.args):
+            arg.name_hint = n
+            scope[n] = arg
+        old_block, old_scope = em.move_to(before), self.scope
+        self.scope = scope
+        try:
+            cond = self.visit(node.test)
+            if isinstance(cond, SSAValue):
+                sem.require_dense(cond, "a 'while' condition")
+                if sem.is_tensor(cond):
+                    raise SemanticError("a 'while' condition must be a scalar; reduce a tensor first (tl.max(...))")
+                cond = sem.to_bool(em, cond)
+            elif sem.is_py_scalar(cond):
+                cond = sem.constant(em, bool(cond), i1)
+            else:
+                raise SemanticError(f"a 'while' condition must be a scalar, got {sem.py_desc(cond)}")
+            before.add_op(scf.ConditionOp(cond, *before.args))
+        finally:
+            self.scope = old_scope
+            em.move_to(old_block)
+        after = Block(arg_types=types)
+        scope = dict(self.scope)
+        for n, arg in zip(carried, after.args):
+            arg.name_hint = n
+            scope[n] = arg
+        self._in_region(after, scope, node.body, kind="loop")
+        after.add_op(scf.YieldOp(*self._loop_yields(after, scope, carried, inits, fixed)))
+        while_op = scf.WhileOp(inits, types, Region(before), Region(after))
+        em.insert(while_op)
+        for n, r in zip(carried, while_op.results):
             r.name_hint = n
             self.scope[n] = r
 
@@ -691,7 +853,7 @@ class CodeGenerator(ast.NodeVisitor):
         for n, v in bound.arguments.items():
             gen.scope[n] = _unwrap(v)
         gen.run_body(callee.tree.body)
-        return gen.ret
+        return gen.scope.get(_RET)
 
 
 def generate_ttir(fn: KernelFunction, arg_types: dict[str, Attribute],

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import linecache
 
-from xdsl.dialects.builtin import Float64Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import Float64Type, ModuleOp, TensorType, i1
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
+from sparsecc.dialects import tt
 from sparsecc.dialects.locations import source_position
 from sparsecc.dialects.tt import PointerType
 from sparsecc.frontend.errors import CompilationError
@@ -51,11 +53,23 @@ GPU_MAX_PER_THREAD = 512
 timeout. The frontend's own limit (Triton's 1048576 elements) holds on both paths."""
 
 
+def _bool_memory(op: Operation) -> bool:
+    """Whether `op` loads or stores through a pointer to i1 (a torch.bool tensor's bytes)."""
+    if not isinstance(op, tt.LoadOp | tt.StoreOp):
+        return False
+    ty = op.ptr.type
+    ptr = ty.element_type if isinstance(ty, TensorType) else ty
+    return isinstance(ptr, PointerType) and ptr.pointee == i1
+
+
 def check_gpu_limits(kernel: KernelFunction, module: ModuleOp, num_warps: int, target: str) -> None:
     """What the GPU path cannot compile, refused up front at the kernel line that asks for it
     (before any pass or ptxas spends minutes on it); the interpreter runs these kernels."""
     limit = GPU_MAX_PER_THREAD * 32 * num_warps
     for op in module.walk():
+        if _bool_memory(op):
+            _refuse(kernel, op, f"loads and stores of bool tensors (*i1) are not supported on the GPU ({target}) "
+                                "yet: pass the tensor as .to(torch.int8) (the interpreter runs them)")
         for r in op.results:
             ty = r.type
             elt = ty.element_type if isinstance(ty, TensorType) else ty
@@ -75,8 +89,13 @@ def check_gpu_limits(kernel: KernelFunction, module: ModuleOp, num_warps: int, t
                                f"path ({target}) takes at most {GPU_MAX_PER_THREAD} per thread ({limit} "
                                "elements at this num_warps): use smaller blocks or more warps")
             if problem is not None:
-                pos = source_position(op)
-                if pos is None:
-                    line, col = kernel.position(kernel.tree)
-                    pos = (kernel.file, line, col)
-                raise CompilationError(problem, pos[0], pos[1], pos[2], linecache.getline(pos[0], pos[1]) or None)
+                _refuse(kernel, op, problem)
+
+
+def _refuse(kernel: KernelFunction, op: Operation, problem: str) -> None:
+    """Raise `problem` as a CompilationError at `op`'s kernel line (the kernel's, if it has none)."""
+    pos = source_position(op)
+    if pos is None:
+        line, col = kernel.position(kernel.tree)
+        pos = (kernel.file, line, col)
+    raise CompilationError(problem, pos[0], pos[1], pos[2], linecache.getline(pos[0], pos[1]) or None)

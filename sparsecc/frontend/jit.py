@@ -38,8 +38,17 @@ from sparsecc.runtime.grid import GRID_MAX, check_grid
 from sparsecc.switches import SWITCHES
 
 _OPTION_DEFAULTS = {"num_warps": NUM_WARPS, "num_stages": NUM_STAGES, "num_ctas": NUM_CTAS}
-_OPTIONS = frozenset(_OPTION_DEFAULTS) | frozenset(SWITCHES)
+_IGNORED_LAUNCH = frozenset({"launch_pdl"})
+"""Triton launch keywords accepted and ignored: `launch_pdl` asks for programmatic dependent
+launch, which Triton itself ignores where unsupported; sparsecc launches without it."""
+_OPTIONS = frozenset(_OPTION_DEFAULTS) | frozenset(SWITCHES) | _IGNORED_LAUNCH
 """Launch keywords that are compile options, not kernel parameters (`num_warps=8`, `tma=False`)."""
+_JIT_OPTIONS = frozenset({"do_not_specialize", "do_not_specialize_on_alignment", "debug", "launch_metadata",
+                          "noinline", "repr"})
+"""`@sparsecc.jit(...)` options, Triton's names. `do_not_specialize` / `..._on_alignment` change
+the signature a launch compiles (see `JITFunction.unspecialize`); `debug`, `launch_metadata`
+(a profiler hook), `noinline` (calls are always inlined) and `repr` are accepted hints that
+change no code."""
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 
@@ -101,8 +110,16 @@ class _SpecCache(dict):  # type: ignore[type-arg]
 class JITFunction(KernelFunction):
     """A Python function compiled to tt IR; launch it with `kernel[grid](*args, **meta)`."""
 
-    def __init__(self, fn: Callable[..., Any]):
+    def __init__(self, fn: Callable[..., Any], do_not_specialize: Sequence[int | str] = (),
+                 do_not_specialize_on_alignment: Sequence[int | str] = (), debug: bool | None = None,
+                 launch_metadata: Callable[..., Any] | None = None, noinline: bool | None = None,
+                 repr: Callable[..., Any] | None = None):  # noqa: A002 - Triton's option name
         super().__init__(fn)
+        self.no_specialize = self._param_set(do_not_specialize, "do_not_specialize")
+        """Int parameters compiled without the ':1'/':16' hints of their values (as Triton)."""
+        self.no_align = self._param_set(do_not_specialize_on_alignment, "do_not_specialize_on_alignment")
+        """Int parameters compiled without the ':16' hint (multiple of 16) of their values."""
+        self.debug, self.launch_metadata, self.noinline, self.repr = debug, launch_metadata, noinline, repr
         self.fast: dict[Any, Callable[[Any, Sequence[Any], dict[str, Any]], None]] = {}
         """Fast-path key -> prebuilt launch function (see the module docstring)."""
         self.cache: dict[Any, Any] = _SpecCache(self.fast)
@@ -112,6 +129,27 @@ class JITFunction(KernelFunction):
         self._fast_kw = frozenset(self.constexpr_names) | _OPTIONS
         runtime_pos = [i for i, n in enumerate(self.arg_names) if n not in self.constexpr_names]
         self._min_args = (runtime_pos[-1] + 1) if runtime_pos else 0
+
+    def _param_set(self, names: Sequence[int | str], option: str) -> frozenset[str]:
+        """Parameter names from Triton's index-or-name list; a TypeError names a bad entry."""
+        if isinstance(names, int | str):
+            names = [names]
+        out = set()
+        for n in names:
+            name = self.arg_names[n] if isinstance(n, int) and 0 <= n < len(self.arg_names) else n
+            if name not in self.runtime_names:
+                raise TypeError(f"@sparsecc.jit({option}=...) of {self.__name__}: {n!r} is not a runtime "
+                                f"parameter (parameters: {self.params_text()})")
+            out.add(name)
+        return frozenset(out)
+
+    def unspecialize(self, name: str, sig: str) -> str:
+        """`sig` (from `specialize`) without the value hints `do_not_specialize*` turn off."""
+        if name in self.no_specialize and not sig.startswith("*"):
+            return sig.split(":")[0]
+        if name in self.no_align and sig.endswith(":16"):
+            return sig[:-3]
+        return sig
 
     # ---- calling --------------------------------------------------------------------
 
@@ -197,11 +235,13 @@ class JITFunction(KernelFunction):
         # checked, never truncated, by CompileOptions.create (num_warps=4.7 is an error)
         options = {k: kwargs.pop(k, d) for k, d in _OPTION_DEFAULTS.items()}
         switches = {k: kwargs.pop(k) for k in SWITCHES if k in kwargs}
+        for k in _IGNORED_LAUNCH:
+            kwargs.pop(k, None)
         named = self.bind_launch(args, kwargs)
         constexprs = {n: (v.value if isinstance(v, tl.constexpr) else v)
                       for n, v in named.items() if n in self.constexpr_names}
         runtime = {n: named[n] for n in self.runtime_names}
-        signature = {n: specialize(v, n, self.__name__) for n, v in runtime.items()}
+        signature = {n: self.unspecialize(n, specialize(v, n, self.__name__)) for n, v in runtime.items()}
         forced = interpret_forced()
         interpret = forced or _on_cpu(runtime.values())
         if interpret and not forced and self.__name__ not in _WARNED_CPU:
@@ -329,12 +369,14 @@ def _kw_key(kwargs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """Decorator: `@sparsecc.jit` or `@sparsecc.jit()` turns a function into a JITFunction."""
-    if options:
-        raise TypeError(f"sparsecc.jit takes no options, got {sorted(options)}")
+    """Decorator: `@sparsecc.jit`, `@sparsecc.jit()` or `@sparsecc.jit(do_not_specialize=["n"])`
+    turns a function into a JITFunction; the options are Triton's (`_JIT_OPTIONS`)."""
+    unknown = sorted(set(options) - _JIT_OPTIONS)
+    if unknown:
+        raise TypeError(f"sparsecc.jit got unknown options {unknown} (it takes {', '.join(sorted(_JIT_OPTIONS))})")
     if fn is None:
-        return jit
-    return JITFunction(fn)
+        return lambda f: JITFunction(f, **options)
+    return JITFunction(fn, **options)
 
 
 # --------------------------------------------------------------------------------------
@@ -344,6 +386,7 @@ def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 _TORCH_DTYPES = {
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "int8": "i8", "int16": "i16",
     "int32": "i32", "int64": "i64", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+    "bool": "i1", "float64": "fp64",
 }
 
 

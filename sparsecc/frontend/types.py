@@ -38,7 +38,7 @@ _IR: dict[str, Attribute] = {
     "i1": i1, "i8": i8, "i16": i16, "i32": i32, "i64": i64,
 }
 
-POINTEE_NAMES = ("fp16", "bf16", "fp32", "fp8e4nv", "fp8e5", "i8", "i16", "i32", "i64")
+POINTEE_NAMES = ("fp16", "bf16", "fp32", "fp64", "fp8e4nv", "fp8e5", "i1", "i8", "i16", "i32", "i64")
 SCALAR_NAMES = ("i1", "i32", "i64", "fp32")
 FLOAT_TYPES = (Float8E4M3FNType, Float8E5M2Type, Float16Type, BFloat16Type, Float32Type, Float64Type)
 

@@ -1,6 +1,7 @@
 """`import sparsecc.language as tl`: the Triton-like kernel language."""
 
 from sparsecc.language import math
+from sparsecc.language.control import range  # noqa: A004
 from sparsecc.language.core import (
     DTYPES,
     OutsideKernelError,
@@ -84,6 +85,7 @@ __all__ = [
     "abs", "ceil", "clamp", "cos", "exp", "exp2", "fma", "floor", "log", "log2", "math", "rsqrt",
     "sigmoid", "sin", "sqrt", "tanh", "trans", "atomic_add", "cast", "reshape", "max_constancy", "max_contiguous", "multiple_of", "zeros_like",
     "DTYPES",
+    "range",
     "OutsideKernelError",
     "advance",
     "arange",

@@ -286,6 +286,13 @@ class ConvertTTToTTGPass(ModulePass):
                 assert isinstance(yield_op, scf.YieldOp)
                 for init, arg, res, y in zip(o.iter_args, body.args[1:], o.results, yield_op.operands):
                     uf.union([init, arg, res, y])
+            elif isinstance(o, scf.WhileOp):
+                cond = o.before_region.block.last_op
+                after_yield = o.after_region.block.last_op
+                assert isinstance(cond, scf.ConditionOp) and isinstance(after_yield, scf.YieldOp)
+                for group in zip(o.arguments, o.before_region.block.args, cond.args, o.after_region.block.args,
+                                 after_yield.operands, o.results):
+                    uf.union(list(group))
             elif isinstance(o, scf.IfOp):
                 for region in (o.true_region, o.false_region):
                     if region.blocks:

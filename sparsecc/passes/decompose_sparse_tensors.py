@@ -768,6 +768,7 @@ class _Decomposer:
             body.add_op(inner)
         self.run_block(body)
         new_for = scf.ForOp(op.lb, op.ub, op.step, new_inits, body)
+        new_for.attributes.update(op.attributes)  # tl.range's hints (tt.num_stages, ...)
         self._insert_before(op, new_for)
         self._adopt_results(op, new_for, [init in self.split for init in carried])
 

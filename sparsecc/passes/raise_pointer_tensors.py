@@ -514,6 +514,7 @@ def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
         new_body.add_op(op)
     new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, new_inits, new_body)
     new_loop.location = loop.location
+    new_loop.attributes.update(loop.attributes)  # tl.range's hints (tt.num_stages, ...)
     block = loop.parent_block()
     assert block is not None
     block.insert_op_before(new_loop, loop)

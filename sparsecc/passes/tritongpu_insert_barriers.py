@@ -86,6 +86,11 @@ def _visit_op(op: Operation, state: _State, side: Side | None) -> None:
         _visit_block(op.body.block, _State(True, True), side)
         state.writes = state.reads = True  # after the loop: whatever its last iteration left
         return
+    if isinstance(op, scf.WhileOp):  # both regions run after either one: each starts unknown
+        for region in (op.before_region, op.after_region):
+            _visit_block(region.block, _State(True, True), side)
+        state.writes = state.reads = True
+        return
     if isinstance(op, scf.IfOp):
         ends = []
         for region in (op.true_region, op.false_region):

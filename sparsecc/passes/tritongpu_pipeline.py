@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
@@ -286,6 +286,22 @@ def _insert(op: Operation, at: InsertPoint) -> Operation:
     return op
 
 
+LOOP_STAGES = "tt.num_stages"
+"""The scf.for attribute `tl.range(..., num_stages=S)` sets: that loop's stage count."""
+
+
+def loop_stages(loop: scf.ForOp, default: int) -> int:
+    """The stages of `loop`: its `tt.num_stages` (a PipelineError at the loop when outside
+    1..MAX_STAGES), else `default` (the launch's num_stages)."""
+    attr = loop.attributes.get(LOOP_STAGES)
+    if not isinstance(attr, IntegerAttr):
+        return default
+    stages = attr.value.data
+    if not 1 <= stages <= MAX_STAGES:
+        raise PipelineError(f"tritongpu-pipeline: tl.range(num_stages={stages}) must be in 1..{MAX_STAGES}", loop)
+    return stages
+
+
 @dataclass(frozen=True)
 class PipelinePass(ModulePass):
     """Multi-buffer the block-pointer loads of scf.for K loops (num-stages S >= 2)."""
@@ -316,24 +332,33 @@ class PipelinePass(ModulePass):
             raise ValueError(f"tritongpu-pipeline: num-ctas must be 1 or 2, got {self.num_ctas}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.num_stages == 1:
-            return
+        loops = [o for o in op.walk() if isinstance(o, scf.ForOp)]
+        if self.num_stages == 1 and all(loop_stages(loop, 1) == 1 for loop in loops):
+            return  # nothing to pipeline (the module's num-warps is then not read either)
         warps = module_num_warps(op)
         self._check_shared_budget(op)
-        for loop in list(op.walk()):
-            if isinstance(loop, scf.ForOp):
-                streams = _find_streams(loop)
-                wgmma = streams and _wgmma_loop(loop) and loop.lb.type == i32
-                tma = wgmma and self.tma and _tma_streams(loop, streams)
-                if wgmma and (self.mbarriers or tma):
-                    if self.prefetch:
-                        raise ValueError("tritongpu-pipeline: prefetch and mbarriers do not combine")
-                    multicast = _multicast_stream(streams) if tma and self.num_ctas == 2 else None
-                    if multicast is not None:
-                        op.attributes["ttg.num-ctas"] = IntegerAttr(2, i32)
-                    self._pipeline_mbarriers(loop, streams, warps, tma, multicast)
-                elif streams:
-                    self._pipeline(loop, streams)
+        for loop in loops:
+            stages = loop_stages(loop, self.num_stages)
+            if stages != self.num_stages:  # `tl.range(..., num_stages=S)` overrides the launch's for this loop
+                if stages > 1:
+                    replace(self, num_stages=stages)._pipeline_loop(loop, warps, op)
+                continue
+            self._pipeline_loop(loop, warps, op)
+
+    def _pipeline_loop(self, loop: scf.ForOp, warps: int, op: ModuleOp) -> None:
+        """Pipeline one loop with this pass's num_stages (unchanged when it does not match)."""
+        streams = _find_streams(loop)
+        wgmma = streams and _wgmma_loop(loop) and loop.lb.type == i32
+        tma = wgmma and self.tma and _tma_streams(loop, streams)
+        if wgmma and (self.mbarriers or tma):
+            if self.prefetch:
+                raise ValueError("tritongpu-pipeline: prefetch and mbarriers do not combine")
+            multicast = _multicast_stream(streams) if tma and self.num_ctas == 2 else None
+            if multicast is not None:
+                op.attributes["ttg.num-ctas"] = IntegerAttr(2, i32)
+            self._pipeline_mbarriers(loop, streams, warps, tma, multicast)
+        elif streams:
+            self._pipeline(loop, streams)
 
     def _check_shared_budget(self, module: ModuleOp) -> None:
         """Refuse, before rewriting anything, num-stages whose rings alone exceed the shared
@@ -347,14 +372,17 @@ class PipelinePass(ModulePass):
         per_stage = sum(b for _, b in loops)
         used = 0
         for loop, stage in loops:
-            used += self.num_stages * stage
+            stages = loop_stages(loop, self.num_stages)
+            if stages == 1:
+                continue
+            used += stages * stage
             if stage and used > limit:
                 fit = limit // per_stage
-                others = used - self.num_stages * stage
+                others = used - stages * stage
                 advice = f"at most {fit} stages fit" if fit >= 2 else "no pipelining fits: use smaller tiles"
                 raise PipelineError(
-                    f"tritongpu-pipeline: num-stages={self.num_stages} needs {self.num_stages} x {stage} = "
-                    f"{self.num_stages * stage} bytes of shared memory for this loop's rings"
+                    f"tritongpu-pipeline: num-stages={stages} needs {stages} x {stage} = "
+                    f"{stages * stage} bytes of shared memory for this loop's rings"
                     + (f" (and {others} for earlier loops)" if others else "")
                     + f", more than the {limit} bytes ({limit // 1024} KiB) one block may use on {target}; "
                     + advice, loop)

@@ -99,11 +99,11 @@ class WarpSpecializePass(ModulePass):
     name = "tritongpu-warp-specialize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        ttgd.module_num_warps(op)  # the lowering runs num-warps + 1 warps: a located error if unsupported
+        warps = ttgd.module_num_warps(op)  # the lowering runs num-warps + 1 warps: a located error if unsupported
         for func in [o for o in op.walk() if isinstance(o, tt.FuncOp)]:
             _clear(func)
-            split = specialization_split(func)
-            if split is None:
+            split = specialization_split(func) if (warps + 1) * 32 <= ttgd.MAX_THREADS else None
+            if split is None:  # (at num_warps=32 no producer warp fits in a block)
                 continue
             first, last = split
             func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(1, i32)

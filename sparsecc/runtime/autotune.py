@@ -102,6 +102,32 @@ def default_timer(fn: Callable[[], None], reps: int = 10) -> float:
         return sorted(times)[len(times) // 2]
 
 
+def cpu_timer(fn: Callable[[], None], reps: int = 2) -> float:
+    """Median milliseconds of `fn` on the CPU interpreter: one warm-up run (it compiles), then
+    `reps` timed runs, without CUDA events or synchronisation (there is no GPU to wait for)."""
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def _runs_on_cpu(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether a launch with these arguments runs on the CPU interpreter (SPARSECC_INTERPRET
+    set, or no argument lives on a GPU: `kernel[grid]`'s rule), where the GPU timer cannot
+    time it."""
+    if os.environ.get("SPARSECC_INTERPRET", "") not in ("", "0"):
+        return True
+    for v in [*args, *kwargs.values()]:
+        v = getattr(v, "values", v) if not hasattr(v, "device") else v  # a SparseTensor: its values
+        device = getattr(v, "device", None)
+        if device is not None and getattr(device, "type", "cpu") != "cpu":
+            return False
+    return True
+
+
 def _json_form(config: Config) -> Any:
     """`config` as it reads back from the disk file (tuples become lists, ...)."""
     return json.loads(json.dumps(config.to_json(), default=repr))
@@ -223,12 +249,15 @@ class Autotuner:
             self.best[key] = self.configs[0]
             return self.configs[0]
         timings: list[tuple[float, Config]] = []
+        # the default timer uses CUDA (do_bench, synchronize): on the interpreter every config
+        # failed with it, so there the configs are timed by the wall clock
+        timer = cpu_timer if self.timer is default_timer and _runs_on_cpu(args, kwargs) else self.timer
         for i, cfg in enumerate(self.configs):
             if self.verbose:
                 print(f"\rsparsecc autotune {key}: config {i + 1}/{len(self.configs)} ({cfg})",
                       end="", file=sys.stderr, flush=True)
             try:
-                ms = self.timer(lambda cfg=cfg: self.fn[grid](*args, **kwargs, **cfg.all_kwargs()))
+                ms = timer(lambda cfg=cfg: self.fn[grid](*args, **kwargs, **cfg.all_kwargs()))
             except Exception as e:  # a config that cannot compile/launch is skipped
                 if self.verbose:
                     print(f"\n  skipped ({type(e).__name__}: {str(e)[:100]})", file=sys.stderr)

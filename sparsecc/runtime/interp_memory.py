@@ -1,9 +1,9 @@
 """`tt.load` / `tt.store` of the CPU interpreter: addressing, masks, bounds, padding.
 
 Every access is turned into (element offsets, active mask) over a flat buffer. Active
-elements outside the tensor passed (its view: not the rest of its storage, nor the elements a
-strided view skips) are an error (the GPU would fault or corrupt memory);
-inactive ones are never touched: loads give `other` / the padding value, stores skip them.
+elements outside the tensor passed (its elements from first to last; for a strided view,
+passed by its raw pointer as in Triton, its storage: `interp_values.Buffer`) are an error (the
+GPU would fault or corrupt memory); inactive ones are never touched: loads give `other` / the padding value, stores skip them.
 Block pointers mask the dims named in boundaryCheck; a dim not named must be in bounds.
 """
 
@@ -55,18 +55,16 @@ def _addresses(ptr: Any, mask: Any, checked: tuple[int, ...]) -> tuple[Buffer, t
 
 
 def _check_bounds(buf: Buffer, offs: torch.Tensor, active: torch.Tensor, what: str) -> None:
-    """Every active element must be one of the tensor passed (the view, not its storage); the
-    error names the first one, in access order, that is not."""
-    outside = (offs < 0) | (offs >= buf.size)
-    bad = active & outside
-    if buf.holes is not None:  # a strided view: also the elements between its own
-        bad |= active & ~outside & buf.holes[offs.clamp(0, buf.size - 1)]
+    """Every active element must be in the buffer (`Buffer`: the tensor's elements, or a strided
+    view's storage); the error names the first one, in access order, that is not."""
+    bad = active & ((offs < -buf.origin) | (offs >= buf.size - buf.origin))
     if not bool(bad.any()):
         return
     first, count = int(offs[bad][0]), int(bad.sum())
-    if 0 <= first < buf.size:
-        where = (f"is not an element of parameter '{buf.name}', a strided view that skips it (its strides do "
-                 "not cover every element between its first and last); mask the access, or pass .contiguous()")
+    if buf.strided:
+        where = (f"is outside the storage of parameter '{buf.name}', a strided view (element offsets "
+                 f"{-buf.origin}..{buf.size - buf.origin - 1} from its first element are its storage's); "
+                 "mask the access or use boundary_check")
     else:
         where = (f"is outside parameter '{buf.name}' ({buf.size} elements from its first element to its "
                  "last); mask the access or use boundary_check")
@@ -81,7 +79,7 @@ def load(ptr: Any, mask: Any, other: Any, checked: tuple[int, ...], padding: int
     if buf.size == 0:
         values = torch.zeros(offs.shape, dtype=buf.data.dtype)
     else:
-        idx = torch.where(active, offs, 0)
+        idx = torch.where(active, offs, 0) + buf.origin
         values = buf.data[idx]
         if idx.dim() == 0:  # a 0-d index gives a view of memory, which a later store would change
             values = values.clone()
@@ -139,7 +137,8 @@ def atomic_rmw(kind: str, ptr: Any, value: Any, mask: Any, cmp: Any = None) -> t
     dtype = buf.data.dtype
     val = value.to(dtype).expand(offs.shape)
     cmps = cmp.to(dtype).expand(offs.shape) if cmp is not None else None
-    safe = torch.where(active, offs, 0)
+    offs = offs + buf.origin  # from the view's first element to the storage's
+    safe = torch.where(active, offs, buf.origin)
     old = buf.data[safe].clone() if buf.size else torch.zeros(offs.shape, dtype=dtype)
     where = offs[active]
     if where.numel() == where.unique().numel():  # each address once: all at the same time
@@ -165,4 +164,4 @@ def store(ptr: Any, value: Any, mask: Any, checked: tuple[int, ...]) -> None:
     buf, offs, active = _addresses(ptr, mask, checked)
     _check_bounds(buf, offs, active, "store")
     value = value.to(buf.data.dtype).expand(offs.shape)
-    buf.data[offs[active]] = value[active]
+    buf.data[offs[active] + buf.origin] = value[active]

@@ -35,7 +35,7 @@ from sparsecc.runtime.quant_codec import dequantize_tile
 
 Handler = Callable[[Any, Operation, list[Any]], Sequence[Any]]
 HANDLERS: dict[str, Handler] = {}
-TERMINATORS = frozenset({"scf.yield", "tt.return", "tt.reduce.return"})
+TERMINATORS = frozenset({"scf.yield", "scf.condition", "tt.return", "tt.reduce.return"})
 
 
 def _on(*names: str) -> Callable[[Handler], Handler]:
@@ -599,6 +599,19 @@ def _for(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
     for i in range(lo, hi, st):
         carried = prog.exec_block(body, [torch.tensor(i, dtype=dtype), *carried])
     return carried
+
+
+@_on("scf.while")
+def _while(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
+    """Before region -> (condition, values); while true the after region maps the values to
+    the next iteration's; the values at the first false condition are the results."""
+    before, after = op.regions[0].block, op.regions[1].block
+    carried = v
+    while True:
+        cond, *passed = prog.exec_block(before, carried)
+        if not bool(cond):
+            return passed
+        carried = prog.exec_block(after, passed)
 
 
 @_on("scf.if")

@@ -79,17 +79,22 @@ def int_width(ty: Attribute) -> int:
 
 @dataclass(frozen=True)
 class Buffer:
-    """A kernel argument's memory: `data` is 1-D, element 0 is the tensor's first element, and
-    it ends at the tensor's last element (not at its storage's end: a view `base[:16]` gives 16
-    elements, so an access past them is an error even though `base` has more).
+    """A kernel argument's memory: `data` is 1-D and a pointer's element offset `o` (0 = the
+    tensor's first element, its data pointer) is `data[o + origin]`.
 
-    `holes` is None when every element of `data` belongs to the tensor; for a strided view that
-    skips elements (`x[:, :8]` of a wider matrix, `x[::2]`) it is a bool tensor over `data`,
-    True where an element is not the tensor's: the interpreter refuses to touch those too."""
+    For a tensor whose elements are consecutive (contiguous, or a permutation of a contiguous
+    one), `data` runs from its first element to its last and `origin` is 0: a view `base[:16]`
+    gives 16 elements, so an access past them is an error even though `base` has more.
+    A strided view that skips elements (`x[:, :8]` of a wider matrix, `x[::2]`) is passed as
+    Triton passes it, its raw data pointer, and the kernel addresses it with the strides it is
+    given: `data` is then its whole storage (`origin` = the view's storage offset), and any
+    element of that storage may be accessed, as on the GPU."""
 
     data: torch.Tensor
     name: str
-    holes: torch.Tensor | None = None
+    origin: int = 0
+    strided: bool = False
+    """True for a strided view bounded by its storage (see above)."""
 
     @property
     def size(self) -> int:
@@ -108,16 +113,15 @@ def _fills_its_span(t: torch.Tensor) -> bool:
 
 
 def flat_buffer(t: torch.Tensor, name: str) -> Buffer:
-    """`t`'s memory from its first element to its last as a flat 1-D tensor (sharing `t`'s
-    storage, so stores land in `t`), with the elements in between that are not `t`'s marked."""
+    """`t`'s memory as a flat 1-D tensor sharing `t`'s storage (so stores land in `t`): from its
+    first element to its last, or its whole storage for a strided view (see `Buffer`)."""
     span = 0 if t.numel() == 0 else 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
     flat = torch.empty(0, dtype=t.dtype, device=t.device)
-    flat.set_(t.untyped_storage(), t.storage_offset(), (span,), (1,))
-    holes = None
     if span and not _fills_its_span(t):
-        holes = torch.ones(span, dtype=torch.bool)
-        holes[torch.arange(span).as_strided(t.shape, t.stride())] = False
-    return Buffer(flat, name, holes)
+        flat.set_(t.untyped_storage(), 0, (t.untyped_storage().nbytes() // t.element_size(),), (1,))
+        return Buffer(flat, name, t.storage_offset(), strided=True)
+    flat.set_(t.untyped_storage(), t.storage_offset(), (span,), (1,))
+    return Buffer(flat, name)
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,8 @@ def run(module: ModuleOp, func_name: str, grid: tuple[int, int, int],
     """
     grid = check_grid(grid, func_name)  # the GPU's limits and int-only extents, as kernel[grid] checks them
     prog = _program(module, func_name)
-    host_args = [a.cpu() if isinstance(a, torch.Tensor) and a.device.type != "cpu" else a for a in args]
+    copies = [_host_copy(a) if isinstance(a, torch.Tensor) and a.device.type != "cpu" else None for a in args]
+    host_args = [a if c is None else c[1] for a, c in zip(args, copies)]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -203,6 +204,20 @@ def run(module: ModuleOp, func_name: str, grid: tuple[int, int, int],
             prog.run(grid, host_args)
     finally:
         torch.set_num_threads(threads)
-    for dev, host in zip(args, host_args):
-        if host is not dev:
-            dev.copy_(host)
+    for c in copies:
+        if c is not None:
+            c[0].copy_(c[2])
+
+
+def _host_copy(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(device memory, CPU tensor the kernel runs on, CPU memory to write back) for a tensor
+    on a GPU. A strided view keeps its strides and storage offset on the CPU, over a copy of
+    its whole storage: the kernel addresses it through the strides it is given, and may reach
+    any element of that storage (`interp_values.Buffer`)."""
+    if t.is_contiguous():
+        host = t.cpu()
+        return t, host, host
+    n = t.untyped_storage().nbytes() // t.element_size()
+    dev = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
+    base = dev.cpu()
+    return dev, base.as_strided(t.shape, t.stride(), t.storage_offset()), base

@@ -10,8 +10,8 @@ Argument rules (checked on every launch, each failure a ValueError naming the ar
 * a pointer parameter `*fp16` takes a CUDA torch.Tensor of exactly that dtype, on the device
   of the other tensor arguments;
 * the arrays of a SparseTensor (`A.values`, `A.meta`: its format's arrays, `sparsecc.formats`)
-  and any pointer the kernel addresses with compile-time strides only (it "assumes
-  contiguous", `sparsecc.analysis.kernel_params`) must be contiguous;
+  must be contiguous; any other tensor is passed by its raw data pointer whatever its strides,
+  as Triton passes it (the kernel addresses it with the strides it is given);
 * a tensor the kernel addresses through a block pointer starts at a multiple of 16 bytes
   (ALIGNMENT): the lowering's vector accesses assume it;
 * `i32`/`i64` take Python ints in range, `fp32` a float or int, `i1` a bool or int.
@@ -37,7 +37,7 @@ __all__ = ["LaunchPlan", "contiguous_params", "fast_launcher", "launch", "plan_f
 
 _TORCH = {
     "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
-    "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
+    "i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
     "fp8e4nv": getattr(torch, "float8_e4m3fn", None),
     "fp8e5": getattr(torch, "float8_e5m2", None),
 }
@@ -326,12 +326,11 @@ def plan_for(compiled: Any, num_warps: int | None = None) -> LaunchPlan:
                                f"{getattr(compiled, 'target', None)!r}; asm has "
                                f"{sorted(getattr(compiled, 'asm', {}))})")
         kinds, names = _param_kinds(compiled)
-        known = getattr(compiled, "contiguous", None)
-        if known is not None:  # worked out at compile time (also kept by the disk cache)
-            contiguous = set(known)
-        else:
-            contiguous = contiguous_params(module, name) if (module := _module_of(compiled)) else set()
-        contig = [i in contiguous or formats.is_array_name(n) for i, n in enumerate(names)]
+        # as Triton, a user tensor is passed by its raw data pointer whatever its strides (the
+        # kernel addresses it with the strides it is given; CompiledKernel.contiguous, the pointers
+        # it addresses with compile-time strides alone, is not enforced); only a SparseTensor's
+        # arrays, whose layout the format fixes, must be contiguous.
+        contig = [formats.is_array_name(n) for n in names]
         bases = getattr(compiled, "aligned", None)  # block-pointer bases (None: unknown, all)
         # and pointers compiled as "*fp32:16" (aligned by specialization: checked, never assumed)
         aligned = [bases is None or i in bases or kinds[i].endswith(":16") for i in range(len(names))]

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from sparsecc.codegen.lower_state import LoweringState
 
 
-@handles(tt.ReturnOp, scf.YieldOp)
-def _terminator(L: LoweringState, op: tt.ReturnOp | scf.YieldOp) -> None:
+@handles(tt.ReturnOp, scf.YieldOp, scf.ConditionOp)
+def _terminator(L: LoweringState, op: tt.ReturnOp | scf.YieldOp | scf.ConditionOp) -> None:
     """Nothing to emit: the enclosing op's handler reads what a yield passes on."""
 
 
@@ -106,6 +106,42 @@ def _lower_body(L: LoweringState, op: scf.ForOp, body: Block) -> list[SSAValue]:
     yielded = [v for a in y.arguments for v in flatten(L.get(a))]
     em.block = outer
     return yielded
+
+
+@handles(scf.WhileOp)
+def _while(L: LoweringState, op: scf.WhileOp) -> None:
+    """The loop with its carried values flattened to registers in both regions; each region
+    starts with both barrier kinds pending (it runs after either region)."""
+    em = L.em
+    inits = [L.get(v) for v in op.arguments]
+    flat = [v for x in inits for v in flatten(x)]
+    types = [v.type for v in flat]
+    outer = em.block
+    before, after = Block(arg_types=types), Block(arg_types=types)
+    _bind(L, op.before_region.block.args, inits, list(before.args))
+    em.block = before
+    L.barriers.conservative()
+    L.lower_block(op.before_region.block)
+    cond = op.before_region.block.last_op
+    assert isinstance(cond, scf.ConditionOp)
+    passed = [v for a in cond.args for v in flatten(L.get(a))]
+    before.add_op(scf.ConditionOp(L.get(cond.condition), *passed))
+    _bind(L, op.after_region.block.args, inits, list(after.args))
+    em.block = after
+    L.barriers.conservative()
+    L.lower_block(op.after_region.block)
+    y = op.after_region.block.last_op
+    assert isinstance(y, scf.YieldOp)
+    yielded = [v for a in y.arguments for v in flatten(L.get(a))]
+    if [v.type for v in passed] != types or [v.type for v in yielded] != types:
+        raise LoweringError("while-carried values change their register shape")
+    after.add_op(scf.YieldOp(*yielded))
+    em.block = outer
+    new = scf.WhileOp(flat, types, Region(before), Region(after))
+    outer.add_op(new)
+    L.barriers.conservative()
+    L.wgmma_drain()
+    _bind(L, op.results, inits, list(new.results))
 
 
 @handles(scf.IfOp)

@@ -65,10 +65,10 @@ def _load(L: LoweringState, op: tt.LoadOp) -> None:
         load_ptrs(L, op, ptr)
         return
     if isinstance(ptr, SSAValue):
-        L.set(op.result, load_scalar(L, op, ptr))
+        load_scalar(L, op, ptr)
         return
     if not isinstance(ptr, BlockPtr):
-        raise LoweringError("only block-pointer loads are supported (tensor-of-pointers loads are not)")
+        raise LoweringError("only block-pointer, pointer-tensor and scalar loads are supported")
     dims = boundary_dims(op)
     pad = op.padding.value.data if op.padding is not None else None
     ty = op.result.type

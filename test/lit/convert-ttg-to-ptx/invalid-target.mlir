@@ -67,7 +67,7 @@ builtin.module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "sm_86"} {
 
 // -----
 
-// CHECK: invalid-target.mlir:[[# @LINE + 2]]:1: error: pass 'convert-ttg-to-ptx' failed: "ttg.num-warps" = 0 is not supported: it must be one of 1, 2, 4, 8, 16
+// CHECK: invalid-target.mlir:[[# @LINE + 2]]:1: error: pass 'convert-ttg-to-ptx' failed: "ttg.num-warps" = 0 is not supported: it must be one of 1, 2, 4, 8, 16, 32
 // EMIT: invalid-target.mlir:[[# @LINE + 1]]:1: error: cannot lower to PTX: "ttg.num-warps" = 0 is not supported
 builtin.module attributes {"ttg.num-warps" = 0 : i32, ttg.target = "sm_90a"} {
   tt.func public @no_warps() {

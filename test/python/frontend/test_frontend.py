@@ -558,10 +558,12 @@ def test_error_undefined_name():
 def test_error_unsupported_syntax():
     @sparsecc.jit
     def bad(X):
-        while True:
+        try:
+            pass
+        finally:
             pass
 
-    assert_at(compile_error(bad, {"X": "*i32"}), bad, "while True", "unsupported Python syntax in a kernel: While")
+    assert_at(compile_error(bad, {"X": "*i32"}), bad, "try:", "unsupported Python syntax in a kernel: Try")
 
 
 def test_error_shape_mismatch():
@@ -645,7 +647,7 @@ def test_error_loop_carried_type_change_and_return_in_loop():
     assert_at(compile_error(bad, {"X": "*i32", "N": "i32"}, {"WHICH": True}), bad, "for _i in range(N)",
               "loop-carried 'acc' is tensor<16xi32> before the loop but tensor<16xf32>")
     assert_at(compile_error(bad, {"X": "*i32", "N": "i32"}, {"WHICH": False}), bad, "return",
-              "'return' inside a runtime loop")
+              "'return' inside a runtime 'for' or 'while' loop")
 
 
 def test_error_bad_signature_and_constexprs():

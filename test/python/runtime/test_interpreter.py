@@ -573,18 +573,24 @@ def test_unmasked_store_past_a_view_is_refused_and_its_base_kept(interpret: None
     assert torch.equal(z, x[4:20])
 
 
-def test_strided_views_are_bounded_by_their_own_elements(interpret: None) -> None:
-    """A column slice x[:, :8] of an 8 x 12 matrix: its rows through stride 12 are its elements;
-    reading 12 columns through it reads elements it skips (another tensor's, on the GPU)."""
+def test_strided_views_are_bounded_by_their_storage(interpret: None) -> None:
+    """A column slice x[:, 2:10] of an 8 x 12 matrix is passed by its raw pointer, as Triton
+    passes it: its rows through stride 12 are its elements, and the kernel may read any element
+    of the storage through it (columns 10, 11 and the next rows, as on the GPU), but not past
+    the storage's ends."""
     g = torch.Generator().manual_seed(12)
     x = torch.randn(8, 12, generator=g)
     z = torch.full((8, 8), float("nan"))
-    strided_copy_kernel[(1,)](x[:, :8], z, 12, R=8, C=8)
-    assert torch.equal(z, x[:, :8] * 2)
-    wide = torch.full((8, 16), float("nan"))
-    with pytest.raises(InterpreterError, match=r"out-of-bounds load.*element offset 8 .*not an element of "
-                                               r"parameter 'X', a strided view"):
-        strided_copy_kernel[(1,)](x[:, :8], wide, 12, R=8, C=16)
+    strided_copy_kernel[(1,)](x[:, 2:10], z, 12, R=8, C=8)
+    assert torch.equal(z, x[:, 2:10] * 2)
+    wide = torch.full((4, 16), float("nan"))  # 16 columns through row stride 12: inside the storage
+    strided_copy_kernel[(1,)](x[:, 2:10], wide, 12, R=4, C=16)
+    assert torch.equal(wide, x.flatten().as_strided((4, 16), (12, 1), 2) * 2)
+    past = torch.full((8, 16), float("nan"))
+    with pytest.raises(InterpreterError, match=r"out-of-bounds load.*element offset 94 .*outside the storage of "
+                                               r"parameter 'X', a strided view \(element offsets -2\.\.93"):
+        strided_copy_kernel[(1,)](x[:, 2:10], past, 12, R=8, C=16)
+    assert torch.isnan(past).all()
     b = torch.randn(8, 8, generator=g)  # a transposed view fills its span: all 64 elements are its own
     flat = torch.full((64,), float("nan"))
     unmasked_kernel[(1,)](b.t(), flat, BLOCK=64)
