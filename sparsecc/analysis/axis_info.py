@@ -153,7 +153,9 @@ class AxisAnalysis:
         if isinstance(op, tt.ExpandDimsOp):
             src = self.of(op.src)
             ax = op.axis.value.data
-            div = min(src.divisibility, default=CAP)
+            # along the new dim every element starts its own group: the divisor all of the
+            # source's values share (1 along a contiguous dim: [2^n, 2^n + 1, ...])
+            div = min((_eff_div(src, d, 1) for d in range(len(src.divisibility))), default=CAP)
             ins = lambda t, x: t[:ax] + (x,) + t[ax:]  # noqa: E731
             return AxisInfo(ins(src.contiguity, 1), ins(src.divisibility, div), ins(src.constancy, 1))
         if isinstance(op, tt.BroadcastOp):

@@ -101,8 +101,9 @@ class AtomGlobalOp(TemplateOp):
         n = 3 + (self.cmp is not None)
         guard = f"@${n} " if self.mask is not None else ""
         order = f".{self.sem.data}.gpu" if self.sem is not None else ""
-        new = ", $3" if self.cmp is not None else ""
-        return f"{guard}atom{order}.global.{self.op.data}.{self.suffix()} $0, [$1], $2{new};"
+        # cas takes the compare value first (b), then the value it stores (c)
+        values = "$3, $2" if self.cmp is not None else "$2"
+        return f"{guard}atom{order}.global.{self.op.data}.{self.suffix()} $0, [$1], {values};"
 
 
 ATOMIC_OPS = (AtomGlobalOp,)

@@ -93,6 +93,33 @@ def test_what_must_not_be_a_vector(kernel):
         assert widths[1] == 4  # the store of `out_ptr + offs` is still a vector
 
 
+@sparsecc.jit
+def rows2d(X, Y, M, N, stride_x, stride_y, BM: tl.constexpr, BN: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    v = tl.load(X + offs_m[:, None] * stride_x + offs_n[None, :], mask=mask, other=0.0)
+    tl.store(Y + offs_m[:, None] * stride_y + offs_n[None, :], v, mask=mask)
+
+
+@pytest.mark.parametrize("stride", ["i32", "i32:16"])
+def test_a_row_stride_of_unknown_divisibility_is_no_vector(stride):
+    """Regression (a misaligned-address fault on the H100): `offs_m[:, None] * stride` takes
+    every row start along the new dim, so its divisibility there is the divisor all of
+    `offs_m` shares (1, as `offs_m` is contiguous), not that of its first element; with a row
+    stride of 137 halves, rows start unaligned. With `stride` a multiple of 16 they may be."""
+    sig = {"X": "*fp16:16", "Y": "*fp16:16", "M": "i32:16", "N": "i32:16", "stride_x": stride,
+           "stride_y": stride}
+    ck = sparsecc.compile(rows2d, sig, {"BM": 32, "BN": 64})
+    func = next(op for op in ck.module.walk() if isinstance(op, tt.FuncOp))
+    axes = AxisAnalysis(func, Divisibility(func))
+    load = next(op for op in func.walk() if isinstance(op, tt.LoadOp))
+    row_div = axes.of(load.ptr).divisibility[1]
+    assert (row_div >= 16) == (stride == "i32:16"), axes.of(load.ptr)
+    ptx = sparsecc.compile(rows2d, sig, {"BM": 32, "BN": 64}, target="sm_90a").asm["ptx"]
+    assert ("ld.global.v4" in ptx) == (stride == "i32:16")
+
+
 def test_pointer_hint_in_signatures():
     assert signature_hint("*fp32:16") == "16" and signature_hint("*fp16:NV24") is None
     assert parse_signature_type("*fp32:16") == parse_signature_type("*fp32")

@@ -6,6 +6,8 @@ library's ValueError (issue 29)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -158,6 +160,22 @@ def cas_slots(Mem, Cmp, Val, Old, n, BLOCK: tl.constexpr):
 def test_cas_on_the_interpreter(dtype, monkeypatch):
     monkeypatch.setenv("SPARSECC_INTERPRET", "1")
     _check_cas(dtype, "cpu")
+
+
+def test_cas_prints_the_compare_value_before_the_new_one():
+    """Regression (wrong results on the H100 for every dtype): PTX's `atom.cas d, [a], b, c`
+    compares with b and stores c; the printer had the two swapped."""
+    sig = {"Mem": "*i32:16", "Cmp": "*i32:16", "Val": "*i32:16", "Old": "*i32:16", "n": "i32:16"}
+    ptx = sparsecc.compile(cas_slots, sig, {"BLOCK": 64}, target="sm_90a").asm["ptx"]
+    regs = {}
+    for line in ptx.splitlines():  # the registers each vector load fills, by its address
+        if "ld.global.v4.b32" in line:
+            regs[len(regs)] = re.findall(r"%r\d+", line.split("{")[1].split("}")[0])
+    cmp_regs, val_regs = regs[0], regs[1]  # Cmp is loaded first, then Val
+    cas = [ln for ln in ptx.splitlines() if "atom.global.cas.b32" in ln]
+    assert len(cas) == 4
+    for line, c, v in zip(cas, cmp_regs, val_regs):
+        assert line.rstrip(";").split(", ")[-2:] == [c, v], line
 
 
 def _check_cas(dtype: torch.dtype, device: str, n: int = 256) -> None:
