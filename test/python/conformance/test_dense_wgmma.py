@@ -78,6 +78,17 @@ def test_unaligned_strides_take_cp_async_with_a_from_shared_memory(cfg):
     _no_spills(ck)
 
 
+def test_a_column_major_b_is_read_k_major():
+    """B given as a transposed view (stride_bk = 1): staged as N rows of K, one 128-byte swizzle
+    atom each, and read without the descriptor's transpose (imm-trans-b = 0)."""
+    sig = _sig() | {"stride_bk": "i32:1", "stride_bn": "i32:16"}
+    ck = _compile((128, 128, 64, 8, 8, 3), sig)
+    ptx = ck.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 4
+    assert ", 1, 1, 0, 0;" in ptx and "cp.async.bulk.tensor.2d" in ptx
+    _no_spills(ck)
+
+
 def test_bf16_runs_dense_wgmma():
     ck = _compile(CONFIGS[0], _sig("bf16"))
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ck.asm["ptx"]
@@ -187,6 +198,18 @@ def test_dense_tutorial_matmul_on_the_gpu(m, n, k, cfg, dense_wgmma):
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
     _launch(a, b, out, cfg, dense_wgmma=dense_wgmma)
+    torch.cuda.synchronize()
+    _check(out, a.float() @ b.float())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", GPU_SHAPES[1:])
+def test_dense_tutorial_matmul_with_a_column_major_b_on_the_gpu(m, n, k):
+    torch.manual_seed(5 * m + n + k)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.float16).T  # stride_bk = 1
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    _launch(a, b, out, (128, 128, 64, 8, 8, 3))
     torch.cuda.synchronize()
     _check(out, a.float() @ b.float())
 
