@@ -208,7 +208,9 @@ and as sparsecc compiled every pointer before it had the hint)."""
 
 def signatures(case: Case, launch: Launch, shape: tuple[int, ...]) -> tuple[dict[str, str], dict, dict[str, str]]:
     """(Triton signature, Triton attrs, sparsecc signature) for `launch`: pointers 16-byte
-    aligned (torch allocations are), ints hinted ':16' / ':1' as both runtimes specialize them."""
+    aligned (torch allocations are), ints hinted ':16' / ':1' as both runtimes specialize them.
+    Triton's launcher turns an int equal to 1 into the constant 1 (a `constexpr` in the
+    signature; `triton_constants` gives its value), so a unit stride is known at compile time."""
     bufs = case.buffers(shape)
     names = [n for n in inspect.signature(case.fn).parameters if n not in launch.constexprs]
     tsig: dict[str, str] = {}
@@ -228,6 +230,7 @@ def signatures(case: Case, launch: Launch, shape: tuple[int, ...]) -> tuple[dict
                 attrs[(i,)] = [["tt.divisibility", 16]]
                 ssig[name] += ":16"
             elif a == 1:
+                tsig[name] = "constexpr"
                 ssig[name] += ":1"
     for c in launch.constexprs:
         tsig[c] = "constexpr"
@@ -280,7 +283,9 @@ def compile_triton_ptx(case: Case, launch: Launch, shape: tuple[int, ...]) -> st
     from triton.backends.compiler import GPUTarget
 
     tsig, attrs, _ = signatures(case, launch, shape)
-    src = triton.compiler.ASTSource(pk.triton_kernel(case.fn), tsig, dict(launch.constexprs), attrs)
+    names = [n for n in inspect.signature(case.fn).parameters if n not in launch.constexprs]
+    ones = {n: 1 for n, a in zip(names, launch.args) if tsig[n] == "constexpr"}
+    src = triton.compiler.ASTSource(pk.triton_kernel(case.fn), tsig, {**launch.constexprs, **ones}, attrs)
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": launch.num_warps, "num_stages": launch.num_stages})
     return k.asm["ptx"]

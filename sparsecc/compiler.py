@@ -79,6 +79,8 @@ class CompileOptions:
     """wgmma reads A through a descriptor outside TMA kernels too."""
     dequant_warps_m: bool = SWITCHES["dequant_warps_m"].default
     """A dequantized dot's warps all along M."""
+    dense_wgmma: bool = SWITCHES["dense_wgmma"].default
+    """Dense 16-bit dots of loaded tiles as sm_90a wgmma (off: mma.sync)."""
 
     @classmethod
     def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
@@ -142,6 +144,8 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
     layouts = f"num-warps={opts.num_warps} target={opts.target}"
     if not opts.dequant_warps_m:
         layouts += " dequant-warps-m=false"
+    if not opts.dense_wgmma:
+        layouts += " dense-wgmma=false"
     return [
         f"convert-tt-to-ttg{{{layouts}}}",
         "sparse-gpu-encoding",

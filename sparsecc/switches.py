@@ -48,6 +48,11 @@ SWITCHES: dict[str, Switch] = {
                               "put all warps of a dot whose A is a tt.dequantize along M, so that no "
                               "two warps dequantize the same rows (convert-tt-to-ttg{dequant-warps-m}; "
                               "off: the usual M x N warp grid, whose warps along N share the dot's B)"),
+    "dense_wgmma": Switch("SPARSECC_DENSE_WGMMA", True,
+                          "on sm_90a, dense 16-bit dots of loaded tiles run as wgmma.mma_async with A and "
+                          "B read from shared memory, pipelined like the sparse GEMMs (TMA where the "
+                          "tiles allow it), as Triton's Hopper GEMMs do (convert-tt-to-ttg{dense-wgmma}; "
+                          "off: mma.sync)"),
 }
 """CompileOptions field -> its switch."""
 

@@ -139,6 +139,10 @@ def load_frag(L: LoweringContext, sm: Smem, ty: TensorType) -> Frag | SmemOperan
             return SmemOperand(sm, ty)  # wgmma reads B from shared memory through a descriptor
         if enc.meta == 0 and L.cfg.a_from_shared and _canonical_k_major(sm) is not None:
             return SmemOperand(sm, ty)  # and A values too, when they sit in a canonical layout
+        if enc.meta == -1 and _canonical_k_major(sm) is not None:
+            # a dense A always, as Triton does: in registers a 128x64 tile would take 32 more
+            # registers per thread beside the accumulators (ptxas spilled at 128x128, 4 warps)
+            return SmemOperand(sm, ty)
         # A and metadata registers are read by wgmma asynchronously; a loop body rewrites the
         # same PTX registers every iteration, so the group that read them must be done first
         # (with an unrolled body that is the group before the last one)
@@ -425,6 +429,52 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     return Regs(result_ty, acc)
 
 
+DENSE_WGMMA_K = 16
+"""K of one dense 16-bit `wgmma.mma_async` (m64nNk16)."""
+
+
+def lower_wgmma_dense(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Regs, result_ty: TensorType,
+                      defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
+    """A dense 16-bit tt.dot as sm_90a `wgmma.mma_async.m64nNk16`s (what Triton emits on Hopper).
+
+    The same frame as `lower_wgmma` without metadata: B through a descriptor, A through one
+    when it sits in a canonical K-major layout (a k16 step is the same 32 bytes of a row as a
+    sparse k32 step of values) or else in registers, in the mma.sync A layout `_a_frags`
+    loads (its (i, kk) keys are k16 steps). Each warpgroup issues, per k16 step, one wgmma per
+    m64 block it owns, then commits; `defer_wait` leaves the group in flight as there.
+    """
+    em = L.em
+    m, n = result_ty.get_shape()
+    rep_m = m // (16 * L.cfg.num_warps)
+    k = b.sm.ty.get_shape()[0]
+    t = _ab_type(a.ty.element_type)
+    if t not in wg.DENSE_WGMMA_AB_TYPES:
+        raise LoweringError(f"tt.dot: a dense {t} dot has no wgmma lowering (dense dots take f16 or bf16)")
+    if k % DENSE_WGMMA_K:
+        raise LoweringError(f"tt.dot: K = {k} must be a multiple of {DENSE_WGMMA_K}")
+    steps = k // DENSE_WGMMA_K
+    bits, step_offset, trans_b = _wgmma_b_desc(b, DENSE_WGMMA_K)
+    const = em.c(wg.as_signed64(bits), i64)
+    L.before_shared_read()
+    a_ops = _wgmma_a_desc(L, a, rep_m, steps) if isinstance(a, SmemOperand) else a.frags
+    em.op(wg.WgmmaFenceOp())
+    acc = list(c.regs)
+    per = n // 2
+    for s in range(steps):
+        desc = _desc(L, em.add(b.sm.addr, step_offset(s)), const)
+        for i in range(rep_m):
+            op = em.op(wg.WgmmaMmaAsyncOp(a_ops[(i, s)], desc, n=n, ab_type=t, acc=acc[i * per:(i + 1) * per],
+                                          trans_b=trans_b, scale_d=scale_d if s == 0 else None))
+            acc[i * per:(i + 1) * per] = list(op.results)
+    em.op(wg.WgmmaCommitGroupOp())
+    L.groups.drained.clear()
+    if defer_wait:
+        L.groups.pending = True
+    else:
+        em.op(wg.WgmmaWaitGroupOp(0))
+    return Regs(result_ty, acc)
+
+
 def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, c: Regs, meta: Frag | None,
               result_ty: TensorType, defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
     """`scale_d` (wgmma only, i1): whether the dot adds `c` (false: the sum restarts)."""
@@ -437,8 +487,10 @@ def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, 
                             f"{c.ty.element_type}: not supported on the GPU (use out_dtype=tl.float32 and "
                             "convert the result with .to())")
     if enc.version_major == 3:
-        if meta is None or not isinstance(b, SmemOperand):
-            raise LoweringError("tt.dot: #ttg.mma version 3 (wgmma) needs a sparse dot with B in shared memory")
+        if not isinstance(b, SmemOperand):
+            raise LoweringError("tt.dot: #ttg.mma version 3 (wgmma) needs B in shared memory")
+        if meta is None:
+            return lower_wgmma_dense(L, a, b, c, result_ty, defer_wait, scale_d)
         return lower_wgmma(L, a, b, c, meta, result_ty, defer_wait, scale_d)
     if isinstance(b, SmemOperand) or isinstance(a, SmemOperand):
         raise LoweringError("tt.dot: operands in shared memory need a #ttg.mma version 3 result")
@@ -494,4 +546,4 @@ def _mma_steps(L: LoweringContext, a: Frag, b: Frag, c: Regs, t: str, rep: tuple
     return acc
 
 
-__all__ = ["load_frag", "lower_dot", "lower_wgmma"]
+__all__ = ["load_frag", "lower_dot", "lower_wgmma", "lower_wgmma_dense"]

@@ -15,6 +15,8 @@ a PTX template (`asm_template()`, `$i` = results first, then operands, as in `pt
                              before wgmma reads it through the async proxy
     ptx.wgmma.mma_async.sp   `wgmma.mma_async.sp.sync.aligned.m64nNk32.f32.T.T d, a, b-desc,
                              meta, sel, scale-d, imm-scale-a, imm-scale-b{, imm-trans-a}, imm-trans-b`
+    ptx.wgmma.mma_async      `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T d, a, b-desc,
+                             scale-d, imm-scale-a, imm-scale-b{, imm-trans-a}, imm-trans-b` (dense)
 
 All four warps of a warpgroup (128 consecutive threads, starting at a warp index divisible by 4)
 execute every one of them. `wgmma.mma_async.sp` computes D(64xN, f32) = A(64x32, 2:4) * B(32xN)
@@ -369,12 +371,128 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         return "\n".join(lines)
 
 
+DENSE_WGMMA_AB_TYPES = ("f16", "bf16")
+"""Operand types of the dense `wgmma.mma_async` sparsecc emits (m64nNk16, f32 accumulators)."""
+
+
+@irdl_op_definition
+class WgmmaMmaAsyncOp(TemplateOp):
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T`: one dense warpgroup MMA of 16-bit
+    operands, D(64xN) = A(64x16) * B(16xN) (+ D).
+
+    The dense twin of `WgmmaMmaAsyncSpOp`, without metadata or selector: `a` is one i64
+    descriptor of a K-major A (64 rows x 32 bytes of K per instruction) or 4 i32 registers in
+    the mma.sync m16n8k16 A layout of each warp's 16 rows (a[0] = A[16w+g][2t:2t+2], a[1] =
+    row +8, a[2] = columns +8, a[3] = both); `b_desc` describes B (K x N; `trans_b` = 1 for an
+    MN-major tile). Example, A and B from shared memory, accumulating:
+
+        WgmmaMmaAsyncOp(a_desc, b_desc, n=256, acc=acc, trans_b=1)
+        # wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {d..}, a, b, 1, 1, 1, 0, 1;
+    """
+
+    name = "ptx.wgmma.mma_async"
+
+    acc = var_operand_def()
+    a = var_operand_def(IntegerType)
+    b_desc = operand_def(i64)
+    scale_d = opt_operand_def(i1)
+    res = var_result_def()
+    n = prop_def(IntegerAttr)
+    ab_type = prop_def(StringAttr)
+    scale_d_imm = prop_def(IntegerAttr)
+    trans_a = prop_def(IntegerAttr)
+    trans_b = prop_def(IntegerAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        a: SSAValue | Operation | Sequence[SSAValue | Operation],
+        b_desc: SSAValue | Operation,
+        *,
+        n: int,
+        ab_type: str = "f16",
+        acc: Sequence[SSAValue | Operation] = (),
+        scale_d: SSAValue | Operation | None = None,
+        trans_a: int = 0,
+        trans_b: int = 0,
+    ):
+        a_list = list(a) if isinstance(a, Sequence) else [a]
+        super().__init__(
+            operands=[list(acc), a_list, b_desc, [scale_d] if scale_d is not None else []],
+            result_types=[[f32] * (n // 2)],
+            properties={
+                "n": _int(n),
+                "ab_type": StringAttr(ab_type),
+                "scale_d_imm": _int(1 if acc else 0),
+                "trans_a": _int(trans_a),
+                "trans_b": _int(trans_b),
+            },
+        )
+
+    @property
+    def a_in_registers(self) -> bool:
+        return len(self.a) == 4
+
+    def verify_(self) -> None:
+        n = self.n.value.data
+        name = self.name
+        if n not in WGMMA_N:
+            raise VerifyException(f"{name}: N must be a multiple of 8 in 8..256, got {n}")
+        if self.ab_type.data not in DENSE_WGMMA_AB_TYPES:
+            raise VerifyException(f"{name}: ab_type must be one of {DENSE_WGMMA_AB_TYPES}")
+        if len(self.res) != n // 2 or any(r.type != f32 for r in self.res):
+            raise VerifyException(f"{name}: m64n{n} has {n // 2} f32 results, got {len(self.res)}")
+        if len(self.acc) not in (0, n // 2) or any(v.type != f32 for v in self.acc):
+            raise VerifyException(f"{name}: acc must be empty or {n // 2} f32 values, got {len(self.acc)}")
+        a_types = [v.type for v in self.a]
+        if a_types != [i64] and a_types != [i32] * 4:
+            raise VerifyException(f"{name}: a must be one i64 descriptor or 4 i32 registers")
+        for what in ("trans_a", "trans_b", "scale_d_imm"):
+            if getattr(self, what).value.data not in (0, 1):
+                raise VerifyException(f"{name}: {what} must be 0 or 1")
+        if self.a_in_registers and self.trans_a.value.data:
+            raise VerifyException(f"{name}: trans_a needs A in shared memory (a descriptor)")
+
+    def tied_operands(self) -> Sequence[SSAValue]:
+        """As `WgmmaMmaAsyncSpOp.tied_operands`: accumulator inputs that die here share the
+        results' registers (no copies between the wgmmas of a chain)."""
+        acc = list(self.acc)
+        if acc and len(set(acc)) == len(acc) and all(len(list(v.uses)) == 1 for v in acc):
+            return acc
+        return ()
+
+    def asm_template(self) -> str:
+        n = self.n.value.data
+        nres = n // 2
+        nacc = len(self.acc)
+        i = nres + nacc
+
+        def group(first: int, count: int) -> str:
+            return "{" + ", ".join(f"${first + j}" for j in range(count)) + "}"
+
+        t = self.ab_type.data
+        lines = [] if self.tied_operands() else [f"mov.f32 ${j}, ${nres + j};" for j in range(nacc)]
+        if self.a_in_registers:
+            a, i = group(i, 4), i + 4
+        else:
+            a, i = f"${i}", i + 1
+        b_desc = f"${i}"
+        i += 1
+        scale_d = f"${i}" if self.scale_d is not None else str(self.scale_d_imm.value.data)
+        imms = [1, 1] + ([] if self.a_in_registers else [self.trans_a.value.data]) + [self.trans_b.value.data]
+        lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {group(0, nres)}, {a}, {b_desc}, "
+                     f"{scale_d}" + "".join(f", {v}" for v in imms) + ";")
+        return "\n".join(lines)
+
+
 WGMMA_OPS: tuple[type[IRDLOperation], ...] = (
     WgmmaFenceOp,
     WgmmaCommitGroupOp,
     WgmmaWaitGroupOp,
     FenceProxyAsyncOp,
     WgmmaMmaAsyncSpOp,
+    WgmmaMmaAsyncOp,
 )
 PTX_WGMMA = Dialect("ptx_wgmma", list(WGMMA_OPS), [])
 

@@ -240,6 +240,8 @@ class ConvertTTToTTGPass(ModulePass):
     dequant_warps_m: bool = True
     """All warps of a dot whose A is a `tt.dequantize` along M (no warp dequantizes another's
     rows); off: the usual warp grid."""
+    dense_wgmma: bool = True
+    """Dense 16-bit dots of loaded tiles become sm_90a wgmma (`_dense_wgmma_ok`); off: mma.sync."""
 
     def __post_init__(self) -> None:
         """A bad `target` option is refused with the options (`sparsecc-opt`: "invalid options
@@ -387,6 +389,8 @@ class ConvertTTToTTGPass(ModulePass):
             return False
         if m % (16 * self.num_warps) or n % 16 or n > 256:
             return False
+        if all(d.meta is None for d in dots):
+            return self.dense_wgmma and _dense_wgmma_ok(dots, kmajor_b)
         for d in dots:
             esz = _bytes(tt.element_type(d.a.type))
             if d.meta is None or esz not in (1, 2, 4) or (esz != 2 and not kmajor_b):
@@ -484,6 +488,36 @@ def _derive_shape_layouts(func: tt.FuncOp, uf: _Layouts, groups: dict[SSAValue, 
             res.layout = layout
             changed.add(id(res))
     return bool(changed)
+
+
+def _loaded(v: SSAValue) -> bool:
+    """Whether `v` is a tile straight from a `tt.load` (what sparse-gpu-encoding stages in
+    shared memory, where wgmma reads it)."""
+    return isinstance(v.owner, tt.LoadOp)
+
+
+def _dense_wgmma_ok(dots: list[tt.DotOp], kmajor_b: bool) -> bool:
+    """Whether dense dots (one accumulator group, its M x N already checked by `_use_wgmma`)
+    become `wgmma.mma_async.m64nNk16`, as Triton's Hopper GEMMs do: 16-bit operands, K a
+    multiple of 16, A and B loaded tiles (staged in shared memory: B read through a
+    descriptor, MN-major in a colBlock layout or K-major when a row of K is one 64/128-byte
+    swizzle atom; A through a descriptor or ldmatrix), and every dot of the function so:
+    a dot of computed operands (attention's P @ V) keeps mma.sync, and so do the others of
+    its function, whose layouts would otherwise meet."""
+    func = dots[0].parent_op()
+    while func is not None and not isinstance(func, tt.FuncOp):
+        func = func.parent_op()
+    every = [o for o in func.walk() if isinstance(o, tt.DotOp)] if func is not None else dots
+    for d in every:
+        if d.meta is not None or _bytes(tt.element_type(d.a.type)) != 2 or not (_loaded(d.a) and _loaded(d.b)):
+            return False
+        k = tt.shape_of(d.b.type)[0]
+        if k % 16:
+            return False
+    for d in dots:
+        if kmajor_b and tt.shape_of(d.b.type)[0] * 2 not in (64, 128):
+            return False
+    return True
 
 
 def _layout(ty: Attribute) -> Attribute:
