@@ -27,8 +27,8 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from sparsecc.analysis.linear_index import J, clamp_wrap, linear
 from sparsecc.dialects import tt
-from sparsecc.passes.raise_pointer_tensors import J, clamp_wrap, linear
 
 
 @dataclass(frozen=True)

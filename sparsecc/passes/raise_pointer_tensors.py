@@ -19,7 +19,7 @@ A user's tutorial-style GEMM thus compiles to the same code as its block-pointer
 sparse operand decompose-sparse-tensors then sees the block-pointer form.
 
 How each fact is proven: offsets, masks and the step are read as linear forms over the tile
-index `j` of `tl.arange`, the loop's induction variable and loop-invariant scalars (`_Linear`).
+index `j` of `tl.arange`, the loop's induction variable and loop-invariant scalars (`Linear`).
 A mask `lhs < rhs` on a dim holds exactly where the block pointer's coordinate
 `start + j + D(iv)` (D: the distance advanced so far) is below `start + j + D(iv) - (lhs - rhs)`;
 that is the dim's bound when it depends on neither `j` nor the induction variable (for the
@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
     IntegerAttr,
     ModuleOp,
     TensorType,
@@ -48,103 +47,42 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
+from sparsecc.analysis.linear_index import (
+    ONE,
+    J,
+    Linear,
+    add_linear,
+    clamp_wrap,
+    const_of,
+    is_zero,
+    linear,
+    scalar_atom,
+    strip_casts,
+)
 from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PADDING_OPTIONS
-
-J = "j"
-"""The key of the tile index (the `tl.arange` of the axis) in a linear form."""
-ONE = "1"
-"""The key of the constant term."""
-
-_Linear = dict[object, int]
-"""sum(coef * atom) + const: keys are scalar SSA values, J and ONE."""
-
-
-def _add(a: _Linear, b: _Linear, sign: int = 1) -> _Linear:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) + sign * v
-        if out[k] == 0:
-            del out[k]
-    return out
-
-
-def _scale(a: _Linear, c: int) -> _Linear:
-    return {k: v * c for k, v in a.items() if v * c}
-
-
-def _const_of(a: _Linear) -> int | None:
-    return a.get(ONE, 0) if set(a) <= {ONE} else None
-
-
-def _strip(v: SSAValue) -> SSAValue:
-    while isinstance(v.owner, tt.BroadcastOp | tt.ExpandDimsOp):
-        v = v.owner.src
-    return v
-
-
-def linear(v: SSAValue, depth: int = 0) -> _Linear | None:
-    """`v` as a linear form, or None. Scalars that are not sums/products of constants are atoms;
-    a tensor must be built from splats, constants and one `tl.arange`."""
-    if depth > 40:
-        return None
-    owner = v.owner
-    is_tensor = isinstance(v.type, TensorType)
-    if isinstance(owner, tt.BroadcastOp | tt.ExpandDimsOp):
-        return linear(owner.src, depth + 1)
-    if isinstance(owner, tt.SplatOp):
-        return linear(owner.src, depth + 1)
-    if isinstance(owner, tt.MakeRangeOp):
-        start = owner.start.value.data
-        return {J: 1, ONE: start} if start else {J: 1}
-    if isinstance(owner, arith.ConstantOp):
-        value = owner.value
-        if isinstance(value, IntegerAttr):
-            return {ONE: value.value.data} if value.value.data else {}
-        if isinstance(value, DenseIntOrFPElementsAttr):
-            vals = value.get_values()
-            if vals and all(x == vals[0] for x in vals) and isinstance(vals[0], int):
-                return {ONE: vals[0]} if vals[0] else {}
-        return None
-    if isinstance(owner, arith.AddiOp | arith.SubiOp):
-        a, b = linear(owner.lhs, depth + 1), linear(owner.rhs, depth + 1)
-        if a is None or b is None:
-            return None
-        return _add(a, b, 1 if isinstance(owner, arith.AddiOp) else -1)
-    if isinstance(owner, arith.MuliOp):
-        a, b = linear(owner.lhs, depth + 1), linear(owner.rhs, depth + 1)
-        if a is None or b is None:
-            return None
-        ca, cb = _const_of(a), _const_of(b)
-        if ca is not None:
-            return _scale(b, ca)
-        if cb is not None:
-            return _scale(a, cb)
-        return None if is_tensor else {v: 1}
-    if is_tensor:
-        return None
-    return {v: 1}
 
 
 @dataclass
 class _Axis:
     """One tile axis of a pointer tensor: index = start + j (maybe `% wrap`), times `stride`."""
 
-    start: _Linear
+    start: Linear
     stride: SSAValue | int
     wrap: SSAValue | None
 
 
+
 def _axis_of(term: SSAValue) -> _Axis | None:
     """A row (R×1) or column (1×C) term `index * stride` (or `stride * index`, or `index`)."""
-    term = _strip(term) if not isinstance(term.owner, arith.MuliOp) else term
+    term = strip_casts(term) if not isinstance(term.owner, arith.MuliOp) else term
     stride: SSAValue | int = 1
     index = term
     if isinstance(term.owner, arith.MuliOp):
         for idx, s in ((term.owner.lhs, term.owner.rhs), (term.owner.rhs, term.owner.lhs)):
             ls = linear(s)
             if ls is not None and J not in ls:
-                c = _const_of(ls)
+                c = const_of(ls)
                 if c is not None:
                     stride = c
                 elif len(ls) == 1 and next(iter(ls.values())) == 1:
@@ -155,48 +93,22 @@ def _axis_of(term: SSAValue) -> _Axis | None:
                 break
         else:
             return None
-    index = _strip(index)
+    index = strip_casts(index)
     wrap = None
     if isinstance(index.owner, arith.RemSIOp):
-        wrap = _scalar_atom(index.owner.rhs)
+        wrap = scalar_atom(index.owner.rhs)
         if wrap is None:
             return None
-        index = _strip(index.owner.lhs)
+        index = strip_casts(index.owner.lhs)
     elif (clamped := clamp_wrap(index)) is not None:
         wrap, index = clamped
-        index = _strip(index)
+        index = strip_casts(index)
     form = linear(index)
     if form is None or form.get(J) != 1:
         return None
     start = dict(form)
     del start[J]
     return _Axis(start, stride, wrap)
-
-
-def _scalar_atom(v: SSAValue) -> SSAValue | None:
-    """`v` when it is one loop-invariant scalar (a splat of `M`), else None."""
-    lw = linear(v)
-    if lw is None or J in lw or len(lw) != 1 or next(iter(lw.values())) != 1 or ONE in lw:
-        return None
-    return next(iter(lw))  # type: ignore[return-value]
-
-
-def clamp_wrap(index: SSAValue) -> tuple[SSAValue, SSAValue] | None:
-    """(M, idx) when `index` is `tl.where(idx < M, idx, 0)` (tutorial 09's
-    `offs_am = tl.where(offs_am < M, offs_am, 0)`): like `idx % M` it keeps every address in
-    bounds, reading row 0 instead of row `idx - M` past the end; else None."""
-    owner = index.owner
-    if not isinstance(owner, arith.SelectOp) or not _is_zero(owner.rhs):
-        return None
-    cond = _strip(owner.cond)
-    cmp = cond.owner
-    if not isinstance(cmp, arith.CmpiOp) or cmp.predicate.value.data != 2:  # slt
-        return None
-    kept = linear(owner.lhs)
-    if kept is None or kept != linear(cmp.lhs):
-        return None
-    bound = _scalar_atom(cmp.rhs)
-    return None if bound is None else (bound, owner.lhs)
 
 
 def _terms(v: SSAValue, combine: type[Operation]) -> list[SSAValue]:
@@ -260,23 +172,6 @@ def _pointer_tile(p: SSAValue, shape: tuple[int, ...]) -> _PointerTile | None:
     return _PointerTile(v.owner.src, [found[0], found[1]])
 
 
-def _is_zero(v: SSAValue) -> bool:
-    """A splat of 0 (int or float, maybe cast: `other=0.0` of an int8 load is fptosi(0.0)):
-    what a block pointer's zero padding reads."""
-    owner = v.owner
-    if isinstance(owner, arith.FPToSIOp | arith.SIToFPOp | arith.ExtFOp | arith.TruncFOp):
-        return _is_zero(owner.operands[0])
-    if isinstance(owner, tt.SplatOp):
-        owner = owner.src.owner
-    if not isinstance(owner, arith.ConstantOp):
-        return False
-    value = owner.value
-    if isinstance(value, DenseIntOrFPElementsAttr):
-        vals = value.get_values()
-        return bool(vals) and all(x == 0 for x in vals)
-    return getattr(getattr(value, "value", None), "data", None) == 0
-
-
 def _defined_outside(v: SSAValue, loop: Operation) -> bool:
     op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
     while op is not None:
@@ -302,7 +197,7 @@ class _Materializer:
     def const(self, value: int, ty=i32) -> SSAValue:
         return self.insert(arith.ConstantOp(IntegerAttr(value, ty)))
 
-    def linear(self, form: _Linear) -> SSAValue:
+    def linear(self, form: Linear) -> SSAValue:
         out: SSAValue | None = None
         for key, coef in form.items():
             if key == ONE:
@@ -322,10 +217,10 @@ class _Materializer:
 
 
 def _mask_bounds(mask: SSAValue | None, shape: tuple[int, ...], tile: _PointerTile,
-                 moved: list[_Linear]) -> list[_Linear | None] | None:
+                 moved: list[Linear]) -> list[Linear | None] | None:
     """The bound each dim's mask conditions amount to (None: unmasked dim), or None when a
     condition is not `index < bound` on one dim with a loop-invariant bound."""
-    bounds: list[_Linear | None] = [None, None]
+    bounds: list[Linear | None] = [None, None]
     if mask is None:
         return bounds
     for term in _terms(mask, arith.AndIOp):
@@ -338,8 +233,8 @@ def _mask_bounds(mask: SSAValue | None, shape: tuple[int, ...], tile: _PointerTi
         lhs, rhs = linear(src.owner.lhs), linear(src.owner.rhs)
         if lhs is None or rhs is None:
             return None
-        coordinate = _add(_add(tile.axes[kind].start, {J: 1}), moved[kind])
-        bound = _add(coordinate, _add(lhs, rhs, -1), -1)
+        coordinate = add_linear(add_linear(tile.axes[kind].start, {J: 1}), moved[kind])
+        bound = add_linear(coordinate, add_linear(lhs, rhs, -1), -1)
         if J in bound or any(k in moved[kind] for k in bound if k not in (ONE, J)):
             return None
         if bounds[kind] is not None and bounds[kind] != bound:
@@ -405,7 +300,7 @@ class _Plan:
     load: tt.LoadOp
     tile: _PointerTile
     shape: tuple[int, ...]
-    bounds: list[_Linear | SSAValue | None]
+    bounds: list[Linear | SSAValue | None]
     step: tuple[int, int]
     order: tuple[int, int]
 
@@ -428,7 +323,7 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
     if len(loads) != 1 or len(list(arg.uses)) != 2 or len(list(nxt.uses)) != 1:
         return None
     load = loads[0]
-    if load.other is not None and not _is_zero(load.other):
+    if load.other is not None and not is_zero(load.other):
         return None
     tile = _pointer_tile(init, shape)
     if tile is None:
@@ -443,10 +338,10 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
     # the step, in elements of one dim
     step = linear(nxt.owner.offset)
     lb, loop_step = linear(loop.lb), linear(loop.step)
-    if step is None or J in step or lb != {} or loop_step is None or _const_of(loop_step) is None:
+    if step is None or J in step or lb != {} or loop_step is None or const_of(loop_step) is None:
         return None
     per_iter = [0, 0]
-    c = _const_of(step)
+    c = const_of(step)
     if c is not None:
         per_iter[order[0]] = c  # a number of elements along the contiguous dim
     else:
@@ -455,7 +350,7 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
         if not isinstance(s, SSAValue) or set(step) != {s}:
             return None
         per_iter[other] = step[s]
-    iv_step = _const_of(loop_step)
+    iv_step = const_of(loop_step)
     assert iv_step is not None
     if any(p % iv_step for p in per_iter):
         return None
@@ -464,7 +359,7 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
     bounds_lin = _mask_bounds(load.mask, shape, tile, moved)
     if bounds_lin is None:
         return None
-    bounds: list[_Linear | SSAValue | None] = list(bounds_lin)
+    bounds: list[Linear | SSAValue | None] = list(bounds_lin)
     for dim, axis in enumerate(tile.axes):
         if bounds[dim] is not None:
             if any(isinstance(k, SSAValue) and not _defined_outside(k, loop) for k in bounds[dim]):

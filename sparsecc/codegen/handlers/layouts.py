@@ -33,7 +33,7 @@ def _convert_layout(L: LoweringState, op: ttgd.ConvertLayoutOp) -> None:
     elif isinstance(dst, ttgd.DotOperandEncodingAttr) and dst.op_idx == 1 and esize(st.element_type) != 2:
         # 8-bit / tf32 B is read K-major (neither ldmatrix nor wgmma transposes it): the store
         # transposes a tile computed in registers, as sparse-gpu-encoding does a loaded one
-        from sparsecc.passes.sparse_gpu_encoding import shared_encoding_for
+        from sparsecc.analysis.dot_staging import shared_encoding_for
 
         enc = shared_encoding_for(dst, st)
     mem_ty = ttgd.MemDescType(shape, st.element_type, enc, True)
