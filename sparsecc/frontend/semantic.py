@@ -393,7 +393,7 @@ def erase_signedness(root: Operation) -> None:
     `reinterpret` disappear. Signedness already lives in the ops the frontend chose."""
     for op in list(root.walk()):
         if isinstance(op, UnrealizedConversionCastOp) and len(op.operands) == 1:
-            op.results[0].replace_by(op.operands[0])
+            op.results[0].replace_all_uses_with(op.operands[0])
             op.detach()
             op.erase()
             continue
