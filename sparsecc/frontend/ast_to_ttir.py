@@ -892,6 +892,7 @@ def generate_ttir(fn: KernelFunction, arg_types: dict[str, Attribute],
     em.insert(tt.ReturnOp())
     func.location = em.location
     module = ModuleOp([func])
+    sem.erase_signedness(module)  # tl.uint* values: their ops are chosen, the IR is signless
     inherit_locations(module)
     try:
         module.verify()

@@ -489,15 +489,17 @@ def to(em: Emitter, v: sem.SSAValue, dtype: Any, bitcast: Any = False) -> Any:
 
 def _bitcast(em: Emitter, v: sem.SSAValue, dst: Any) -> Any:
     """Reinterpret the bits of each element as `dst` (same width)."""
-    from sparsecc.frontend.types import bitwidth
+    from sparsecc.frontend.types import bitwidth, signless
 
     src = sem.elem(v)
     if src == dst:
         return v
+    if signless(src) == signless(dst):  # int32 <-> uint32: the same bits, another signedness
+        return sem.reinterpret(em, v, dst)
     if bitwidth(src) != bitwidth(dst) or bitwidth(src) == 1:
         raise SemanticError(f"a bitcast keeps the width: {describe(src)} ({bitwidth(src)} bits) cannot "
                             f"become {describe(dst)} ({bitwidth(dst)} bits)")
-    return em.value(arith.BitcastOp(v, sem.like(v.type, dst)))
+    return em.value(arith.BitcastOp(v, sem.like(v.type, dst)))  # ui<N> ends signless (erase_signedness)
 
 
 @impl

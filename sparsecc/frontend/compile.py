@@ -26,7 +26,12 @@ from sparsecc.dialects import tt
 from sparsecc.frontend.ast_to_ttir import generate_ttir
 from sparsecc.frontend.diagnose import check_gpu_limits, located_error, pass_errors
 from sparsecc.frontend.kernel import KernelFunction
-from sparsecc.frontend.types import parse_signature_type, signature_hint, signature_string
+from sparsecc.frontend.types import (
+    parse_signature_type,
+    signature_hint,
+    signature_string,
+    signless_name,
+)
 from sparsecc.runtime import cache
 
 
@@ -297,6 +302,8 @@ def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:
                 kinds = [signature_string(t) for t in op.function_type.inputs.data]
     if len(kinds) != len(names):  # the pass and the contract disagree: trust the contract
         kinds = [k for _, k in flat]
+    # the IR is signless: the contract's "*u8" / "u32" is the module's "*i8" / "i32"
+    kinds = [c if signless_name(c) == k else k for k, (_, c) in zip(kinds, flat)]
     # a pointer's ':16' (compiled for 16-byte-aligned data) stays on: the launcher checks it
     kinds = [c if c.startswith("*") and c.endswith(":16") and parse_signature_type(c) == parse_signature_type(k)
              else k for k, (_, c) in zip(kinds, flat)]

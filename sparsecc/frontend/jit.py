@@ -386,7 +386,7 @@ def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 _TORCH_DTYPES = {
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "int8": "i8", "int16": "i16",
     "int32": "i32", "int64": "i64", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
-    "bool": "i1", "float64": "fp64",
+    "bool": "i1", "float64": "fp64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
 }
 
 
@@ -431,6 +431,8 @@ def specialize(v: Any, param: str, kernel: str) -> str:
             return "i32" + hint
         if -(2**63) <= v < 2**63:
             return "i64" + hint
+        if 2**63 <= v < 2**64:  # as Triton: the kernel sees a tl.uint64
+            return "u64" + hint
         raise TypeError(f"{kernel}: integer argument '{param}' = {v} does not fit in 64 bits")
     if isinstance(v, float):
         return "fp32"

@@ -17,14 +17,18 @@ from typing import Any
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
     LocationAttr,
     NoneAttr,
+    Signedness,
     TensorType,
     UnknownLoc,
+    UnrealizedConversionCastOp,
     f16,
     f32,
     f64,
@@ -32,13 +36,13 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue
 
 from sparsecc.dialects import arith as arith_ext
 from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PointerType, is_sparse, sparse_encoding_of
 from sparsecc.frontend.errors import SemanticError
-from sparsecc.frontend.types import bitwidth, describe, is_float, is_int
+from sparsecc.frontend.types import bitwidth, describe, is_float, is_int, is_unsigned, signless
 
 PyScalar = bool | int | float
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
@@ -189,6 +193,8 @@ def constant(em: Emitter, py: PyScalar, ty: Attribute, fresh: bool = False) -> S
         if e.width.data == 1:
             v = 1 if v else 0
         lo, hi = (-(2 ** (e.width.data - 1)), 2**e.width.data - 1) if e.width.data > 1 else (0, 1)
+        if is_unsigned(e):
+            lo = 0
         if not lo <= v <= hi:
             raise SemanticError(f"constant {py} does not fit in {describe(e)}")
         scalar = IntegerAttr(v, e)
@@ -212,6 +218,9 @@ def literal_type(py: PyScalar, other: Attribute | None = None) -> Attribute:
             return other
         return i1
     if isinstance(py, int):
+        if is_unsigned(other) and py < 0:
+            raise SemanticError(f"a negative constant ({py}) next to an unsigned {describe(other)} value; "
+                                "convert one of them explicitly (as Triton asks)")
         if isinstance(other, IntegerType) and other.width.data > 1:
             w = other.width.data
             if -(2 ** (w - 1)) <= py < 2**w:
@@ -220,8 +229,12 @@ def literal_type(py: PyScalar, other: Attribute | None = None) -> Attribute:
             return other
         if I32_MIN <= py <= I32_MAX:
             return i32
+        if py < 2**32 and py > 0:  # Triton's literals in [2**31, 2**32) are uint32
+            return IntegerType(32, Signedness.UNSIGNED)
         if I64_MIN <= py <= I64_MAX:
             return i64
+        if py < 2**64:  # Triton's literals in [2**63, 2**64) are uint64
+            return IntegerType(64, Signedness.UNSIGNED)
         raise SemanticError(f"integer constant {py} does not fit in 64 bits")
     if isinstance(py, float):
         return other if other is not None and is_float(other) else f32
@@ -319,7 +332,14 @@ def promote(a: Attribute, b: Attribute) -> Attribute:
         f = a if fa else b
         return f16 if bitwidth(f) == 8 else f
     if isinstance(a, IntegerType) and isinstance(b, IntegerType):
-        return a if a.width.data >= b.width.data else b
+        # C's usual arithmetic conversions, as Triton's integer_promote_impl: same signedness ->
+        # the wider; else the unsigned one unless the signed one is strictly wider
+        wa, wb = a.width.data, b.width.data
+        if is_unsigned(a) == is_unsigned(b):
+            return a if wa > wb else b
+        if is_unsigned(a):
+            return a if wa >= wb else b
+        return b if wb >= wa else a
     raise SemanticError(f"no common type for {describe(a)} and {describe(b)}")
 
 
@@ -335,7 +355,9 @@ def cast(em: Emitter, v: SSAValue, dst: Attribute) -> SSAValue:
         ws, wd = bitwidth(src), bitwidth(dst)
         if wd == 1:
             return compare(em, "!=", v, constant(em, 0, v.type))
-        if ws == 1:
+        if ws == wd:  # int32 <-> uint32
+            return reinterpret(em, v, dst)
+        if ws == 1 or (wd > ws and is_unsigned(src)):  # zero-extension
             return em.value(arith_ext.ExtUIOp(v, out_ty))
         if wd > ws:
             return em.value(arith_ext.ExtSIOp(v, out_ty))
@@ -348,12 +370,64 @@ def cast(em: Emitter, v: SSAValue, dst: Attribute) -> SSAValue:
             return em.value(arith.TruncFOp(v, out_ty))
         return cast(em, cast(em, v, f32), dst)  # fp16 <-> bf16 through fp32
     if is_int(src):
-        if bitwidth(src) == 1:
+        if bitwidth(src) == 1 or is_unsigned(src):
             return em.value(arith_ext.UIToFPOp(v, out_ty))
         return em.value(arith_ext.SIToFPOp(v, out_ty))
     if bitwidth(dst) == 1:
         return compare(em, "!=", v, constant(em, 0.0, v.type))
+    if is_unsigned(dst):
+        return em.value(arith_ext.FPToUIOp(v, out_ty))
     return em.value(arith_ext.FPToSIOp(v, out_ty))
+
+
+def reinterpret(em: Emitter, v: SSAValue, dst: Attribute) -> SSAValue:
+    """`v`'s bits as integer type `dst` of the same width and other signedness (int32 <->
+    uint32). It is an `unrealized_conversion_cast` that `erase_signedness` removes: in the
+    signless IR both sides are the same value."""
+    return em.value(UnrealizedConversionCastOp.get([v], [like(v.type, dst)]))
+
+
+def erase_signedness(root: Operation) -> None:
+    """Make the IR under `root` signless, as the passes after the frontend take it: every
+    `ui<N>` type (in results, block arguments and attributes) becomes `i<N>`, and the casts of
+    `reinterpret` disappear. Signedness already lives in the ops the frontend chose."""
+    for op in list(root.walk()):
+        if isinstance(op, UnrealizedConversionCastOp) and len(op.operands) == 1:
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.detach()
+            op.erase()
+            continue
+        for r in op.results:
+            r._type = _signless_attr(r.type)  # noqa: SLF001 - xDSL has no public type setter
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.args:
+                    a._type = _signless_attr(a.type)  # noqa: SLF001
+        for d in (op.attributes, op.properties):
+            for k, a in list(d.items()):
+                d[k] = _signless_attr(a)
+
+
+def _signless_attr(a: Attribute) -> Attribute:
+    """`a` with every unsigned integer type inside it signless (integer constants keep their
+    bits: 3000000000 : ui32 becomes -1294967296 : i32)."""
+    if is_unsigned(a):
+        return signless(a)
+    if isinstance(a, IntegerAttr) and is_unsigned(a.type):
+        w = a.type.width.data
+        v = a.value.data
+        return IntegerAttr(v - (1 << w) if v >= 1 << (w - 1) else v, signless(a.type))
+    if isinstance(a, ArrayAttr):
+        new = tuple(_signless_attr(x) for x in a.data)
+        return a if new == a.data else ArrayAttr(new)
+    if isinstance(a, DictionaryAttr):
+        new_d = {k: _signless_attr(x) for k, x in a.data.items()}
+        return a if new_d == dict(a.data) else DictionaryAttr(new_d)
+    if isinstance(a, ParametrizedAttribute):
+        params = tuple(_signless_attr(p) for p in a.parameters)
+        if params != tuple(a.parameters):
+            return type(a).new(params)
+    return a
 
 
 def to_bool(em: Emitter, v: SSAValue) -> SSAValue:
@@ -365,6 +439,9 @@ def to_bool(em: Emitter, v: SSAValue) -> SSAValue:
 # --------------------------------------------------------------------------------------
 
 _CMP_I = {"<": "slt", "<=": "sle", ">": "sgt", ">=": "sge", "==": "eq", "!=": "ne"}
+_CMP_U = {"<": "ult", "<=": "ule", ">": "ugt", ">=": "uge", "==": "eq", "!=": "ne"}
+_UNSIGNED_OPS: dict[str, type[Operation]] = {"//": arith.DivUIOp, "%": arith.RemUIOp, ">>": arith.ShRUIOp}
+"""Where signedness changes the result: the unsigned ops replacing `_INT_OPS`' signed ones."""
 _CMP_F = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "une"}
 _INT_OPS: dict[str, type[Operation]] = {
     "+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "//": arith.DivSIOp,
@@ -401,7 +478,12 @@ def binary(em: Emitter, op: str, a: Any, b: Any) -> SSAValue:
     if op in COMPARISONS:
         return compare(em, op, a, b)
     a, b = _operands(em, a, b, what)
-    t = promote(elem(a), elem(b))
+    ea, eb = elem(a), elem(b)
+    if (op in ("//", "%") and is_int(ea) and is_int(eb) and ea != i1 and eb != i1
+            and is_unsigned(ea) != is_unsigned(eb)):
+        raise SemanticError(f"operator {what} between {describe(ea)} and {describe(eb)}: they differ in "
+                            "signedness (as in Triton, convert one so both are signed or both unsigned)")
+    t = promote(ea, eb)
     if op == "/" and is_int(t):
         t = f32  # true division of integers is floating point, as in Python and Triton
     if op in ("&", "|", "^", "<<", ">>") and not is_int(t):
@@ -416,6 +498,8 @@ def binary(em: Emitter, op: str, a: Any, b: Any) -> SSAValue:
         return em.value(_FLOAT_OPS[op](a, b))
     if op == "/":
         raise SemanticError("internal: integer '/' reached integer lowering")
+    if is_unsigned(t) and op in _UNSIGNED_OPS:
+        return em.value(_UNSIGNED_OPS[op](a, b))
     return em.value(_INT_OPS[op](a, b))
 
 
@@ -425,7 +509,7 @@ def compare(em: Emitter, op: str, a: Any, b: Any) -> SSAValue:
     a, b = cast(em, a, t), cast(em, b, t)
     if is_float(t):
         return em.value(arith_ext.CmpfOp(a, b, _CMP_F[op]))
-    return em.value(arith_ext.CmpiOp(a, b, _CMP_I[op]))
+    return em.value(arith_ext.CmpiOp(a, b, (_CMP_U if is_unsigned(t) else _CMP_I)[op]))
 
 
 def _pointer_arith(em: Emitter, op: str, a: Any, b: Any) -> SSAValue:
@@ -459,7 +543,8 @@ def invert(em: Emitter, v: SSAValue) -> SSAValue:
     require_dense(v, "'~'")
     if not is_int(elem(v)):
         raise SemanticError(f"'~' needs an integer operand, got {describe(v.type)}")
-    return em.value(arith.XOrIOp(v, constant(em, -1 if elem(v) != i1 else 1, v.type)))
+    ones = 1 if elem(v) == i1 else (1 << bitwidth(elem(v))) - 1 if is_unsigned(elem(v)) else -1
+    return em.value(arith.XOrIOp(v, constant(em, ones, v.type)))
 
 
 def logical_not(em: Emitter, v: SSAValue) -> SSAValue:
@@ -492,6 +577,8 @@ def minmax(em: Emitter, kind: str, x: Any, y: Any) -> SSAValue:
     x, y = cast(em, x, t), cast(em, y, t)
     if is_float(t):
         cls = arith.MaximumfOp if kind == "max" else arith.MinimumfOp
+    elif is_unsigned(t):
+        cls = arith.MaxUIOp if kind == "max" else arith.MinUIOp
     else:
         cls = arith.MaxSIOp if kind == "max" else arith.MinSIOp
     return em.value(cls(x, y))

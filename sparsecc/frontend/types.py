@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    Signedness,
     TensorType,
     bf16,
     f8E4M3FN,
@@ -36,10 +37,16 @@ from sparsecc.dialects.tt import PointerType, SparseEncodingAttr, sparse_encodin
 _IR: dict[str, Attribute] = {
     "fp8e4nv": f8E4M3FN, "fp8e5": f8E5M2, "fp16": f16, "bf16": bf16, "fp32": f32, "fp64": f64,
     "i1": i1, "i8": i8, "i16": i16, "i32": i32, "i64": i64,
+    "u8": IntegerType(8, Signedness.UNSIGNED), "u16": IntegerType(16, Signedness.UNSIGNED),
+    "u32": IntegerType(32, Signedness.UNSIGNED), "u64": IntegerType(64, Signedness.UNSIGNED),
 }
+"""The unsigned entries exist only inside the frontend: `erase_signedness` turns every `ui<N>` of
+a finished kernel into the signless `i<N>` the rest of the compiler takes (signedness lives in
+the ops the frontend picked: divui, shrui, cmpi ult, extui, uitofp, ...)."""
 
-POINTEE_NAMES = ("fp16", "bf16", "fp32", "fp64", "fp8e4nv", "fp8e5", "i1", "i8", "i16", "i32", "i64")
-SCALAR_NAMES = ("i1", "i32", "i64", "fp32")
+POINTEE_NAMES = ("fp16", "bf16", "fp32", "fp64", "fp8e4nv", "fp8e5", "i1", "i8", "i16", "i32", "i64",
+                 "u8", "u16", "u32", "u64")
+SCALAR_NAMES = ("i1", "i32", "i64", "fp32", "u32", "u64")
 FLOAT_TYPES = (Float8E4M3FNType, Float8E5M2Type, Float16Type, BFloat16Type, Float32Type, Float64Type)
 
 
@@ -87,7 +94,7 @@ def parse_signature_type(text: str) -> Attribute:
     if s not in SCALAR_NAMES:
         raise ValueError(f"unknown signature type '{text}' (scalars: {', '.join(SCALAR_NAMES)}; "
                          "pointers: *fp16, *bf16, ..., with :NV24 for 2:4-sparse)")
-    if hint and (hint not in INT_HINTS or s not in ("i32", "i64")):
+    if hint and (hint not in INT_HINTS or s not in ("i32", "i64", "u32", "u64")):
         raise ValueError(f"'{text}': an integer may carry ':16' (a multiple of 16) or ':1' (equal to 1), "
                          "nothing else may carry a hint")
     return _IR[s]
@@ -115,6 +122,17 @@ def signature_hint(text: str) -> str | None:
     return s.partition(":")[2] or None
 
 
+def signless_name(text: str) -> str:
+    """The kind the signless IR shows for signature type `text`: "*u8" -> "*i8", "u32:16" ->
+    "i32" (hints dropped, as `signature_string` of the module's parameter has none)."""
+    s = text.strip()
+    ptr = s.startswith("*")
+    name = s.lstrip("*").partition(":")[0]
+    if name in ("u8", "u16", "u32", "u64"):
+        name = "i" + name[1:]
+    return ("*" if ptr else "") + name
+
+
 def signature_string(ty: Attribute) -> str:
     """Inverse of `parse_signature_type` for the types kernels take."""
     if isinstance(ty, PointerType):
@@ -129,6 +147,16 @@ def is_float(ty: Attribute) -> bool:
 
 def is_int(ty: Attribute) -> bool:
     return isinstance(ty, IntegerType)
+
+
+def is_unsigned(ty: Attribute) -> bool:
+    """A frontend `ui<N>` (tl.uint8 ... tl.uint64); i1 counts as signless, as in Triton."""
+    return isinstance(ty, IntegerType) and ty.signedness.data == Signedness.UNSIGNED
+
+
+def signless(ty: Attribute) -> Attribute:
+    """`ui<N>` -> `i<N>`; any other type unchanged."""
+    return IntegerType(ty.width.data) if is_unsigned(ty) else ty
 
 
 def bitwidth(ty: Attribute) -> int:

@@ -51,6 +51,10 @@ from sparsecc.language.core import (
     store,
     sum,
     trans,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
     view,
     where,
     zeros,
@@ -105,6 +109,10 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     "load",
     "make_block_ptr",
     "max",
@@ -147,3 +155,17 @@ __all__ += ["div_rn", "erf", "fdiv", "sqrt_rn", "umulhi", "atomic_and", "atomic_
             "static_assert", "static_print", "extra"]
 __all__ += ["broadcast", "broadcast_to", "cat", "expand_dims", "interleave", "join", "permute", "ravel",
             "split", "view"]
+
+# Triton's random numbers (issue 29): jit functions, loaded on first use because
+# sparsecc.language.random needs sparsecc.frontend, which needs this package
+_RANDOM = ("philox", "philox_impl", "randint", "randint4x", "rand", "rand4x", "randn", "randn4x",
+           "uint_to_uniform_float", "pair_uniform_to_normal")
+__all__ += [*_RANDOM]
+
+
+def __getattr__(name: str) -> object:
+    if name in _RANDOM:
+        from sparsecc.language import random
+
+        return getattr(random, name)
+    raise AttributeError(f"module 'sparsecc.language' has no attribute '{name}'")

@@ -45,7 +45,7 @@ class dtype:  # noqa: N801
     """A scalar element type (`tl.float16`, ...); `name` is its signature spelling ("fp16")."""
 
     FLOATS = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
-    INTS = ("i1", "i8", "i16", "i32", "i64")
+    INTS = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 
     def __init__(self, name: str):
         if name not in self.FLOATS + self.INTS:
@@ -61,10 +61,23 @@ class dtype:  # noqa: N801
     def is_ptr(self) -> bool:
         return False
 
+    def is_int_unsigned(self) -> bool:
+        """tl.uint8 ... tl.uint64 (`tl.uint32.is_int_unsigned()` is True; int1 is not)."""
+        return self.name[0] == "u"
+
+    def is_int_signed(self) -> bool:
+        """tl.int8 ... tl.int64 (`tl.int32.is_int_signed()` is True; int1 is not)."""
+        return self.name in ("i8", "i16", "i32", "i64")
+
     @property
     def primitive_bitwidth(self) -> int:
         return {"i1": 1, "i8": 8, "fp8e4nv": 8, "fp8e5": 8, "i16": 16, "fp16": 16, "bf16": 16,
-                "i32": 32, "fp32": 32, "i64": 64, "fp64": 64}[self.name]
+                "i32": 32, "fp32": 32, "i64": 64, "fp64": 64,
+                "u8": 8, "u16": 16, "u32": 32, "u64": 64}[self.name]
+
+    @property
+    def int_bitwidth(self) -> int:
+        return self.primitive_bitwidth
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.name == self.name  # type: ignore[attr-defined]
@@ -113,13 +126,18 @@ int8 = dtype("i8")
 int16 = dtype("i16")
 int32 = dtype("i32")
 int64 = dtype("i64")
+uint8 = dtype("u8")
+uint16 = dtype("u16")
+uint32 = dtype("u32")
+uint64 = dtype("u64")
 
 _PY_NAMES = {"fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
              "fp64": "float64", "i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32",
-             "i64": "int64"}
+             "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
 
 DTYPES: dict[str, dtype] = {d.name: d for d in (float8e4nv, float8e5, float16, bfloat16, float32, float64,
-                                                   int1, int8, int16, int32, int64)}
+                                                   int1, int8, int16, int32, int64,
+                                                   uint8, uint16, uint32, uint64)}
 """Signature spelling -> dtype."""
 
 

@@ -145,6 +145,8 @@ def _bind_arg(kernel: str, param: SSAValue, i: int, arg: Any) -> Any:
             raise InterpreterError(f"{where} has type {ty}: run decompose-sparse-tensors first "
                                    "(the interpreter takes plain scalar pointers)")
         want = torch_dtype(ty.pointee)
+        if arg.dtype in _UNSIGNED and _UNSIGNED[arg.dtype] == want:
+            arg = arg.view(want)  # the signless IR reads uint<N> bits as int<N>; its ops know the sign
         if arg.dtype != want:
             raise InterpreterError(f"{where} points to {ty.pointee} ({want}) but the tensor "
                                    f"passed has dtype {arg.dtype}")
@@ -161,6 +163,11 @@ def _bind_arg(kernel: str, param: SSAValue, i: int, arg: Any) -> Any:
     if isinstance(arg, float):
         raise InterpreterError(f"{where} is an integer ({ty}), got float {arg}")
     return torch.tensor(wrap_int(int(arg), int_width(ty)), dtype=dtype)
+
+
+_UNSIGNED = {getattr(torch, f"uint{w}"): getattr(torch, f"int{w}") for w in (8, 16, 32, 64)
+             if hasattr(torch, f"uint{w}")}
+"""torch's unsigned dtypes -> the signed one of the same width that holds their bits."""
 
 
 def wrap_int(v: int, width: int) -> int:

@@ -38,10 +38,13 @@ __all__ = ["LaunchPlan", "contiguous_params", "fast_launcher", "launch", "plan_f
 _TORCH = {
     "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64,
     "i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
+    "u8": torch.uint8, "u16": getattr(torch, "uint16", None), "u32": getattr(torch, "uint32", None),
+    "u64": getattr(torch, "uint64", None),
     "fp8e4nv": getattr(torch, "float8_e4m3fn", None),
     "fp8e5": getattr(torch, "float8_e5m2", None),
 }
-_INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "i1": (0, 1)}
+_INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "i1": (0, 1),
+              "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1)}
 ALIGNMENT = 16
 """Bytes every block-pointer base's address is a multiple of: lower_mem emits 16-byte vector
 accesses from the base pointer without a run-time test of it."""
@@ -261,7 +264,7 @@ def _shared_bytes(meta: dict[str, Any]) -> int:
     return 0
 
 
-_DRIVER_KIND = {"i1": "i32", "i32": "i32", "i64": "i64", "fp32": "f32"}
+_DRIVER_KIND = {"i1": "i32", "i32": "i32", "i64": "i64", "fp32": "f32", "u32": "u32", "u64": "u64"}
 
 
 def _driver_kinds(meta: dict[str, Any], kinds: Sequence[str], tensor_maps: int = 0) -> list[str]:
@@ -272,7 +275,10 @@ def _driver_kinds(meta: dict[str, Any], kinds: Sequence[str], tensor_maps: int =
     for key in ("param_kinds", "params"):
         given = meta.get(key)
         if isinstance(given, list | tuple) and len(given) == len(kinds) + tensor_maps:
-            return [str(k[1] if isinstance(k, list | tuple) else k) for k in given]
+            out = [str(k[1] if isinstance(k, list | tuple) else k) for k in given]
+            # the lowering's IR is signless: a "u32"/"u64" scalar packs as unsigned bits
+            return [{"i32": "u32", "i64": "u64"}[d] if s in ("u32", "u64") and d in ("i32", "i64") else d
+                    for d, s in zip(out, [*kinds, *["tmap"] * tensor_maps])]
     return ["ptr" if k.startswith("*") else _DRIVER_KIND.get(k, k) for k in kinds] + ["tmap"] * tensor_maps
 
 
