@@ -147,3 +147,19 @@ __all__ += ["div_rn", "erf", "fdiv", "sqrt_rn", "umulhi", "atomic_and", "atomic_
             "static_assert", "static_print", "extra"]
 __all__ += ["broadcast", "broadcast_to", "cat", "expand_dims", "interleave", "join", "permute", "ravel",
             "split", "view"]
+from sparsecc.language.scans import (  # noqa: E402
+    associative_scan,
+    bitonic_merge,
+    cumprod,
+    cumsum,
+    flip,
+    gather,
+    histogram,
+    reduce_or,
+    softmax,
+    sort,
+    topk,
+)
+
+__all__ += ["associative_scan", "bitonic_merge", "cumprod", "cumsum", "flip", "gather", "histogram", "reduce_or",
+            "softmax", "sort", "topk"]
