@@ -31,7 +31,13 @@ from xdsl.dialects.builtin import NoneAttr, TensorType
 from xdsl.ir import Attribute
 
 from sparsecc.analysis.layouts import WARP, DistLayout, LayoutError, distributed
-from sparsecc.analysis.reduce_plan import WORD_BYTES, ReducePlan, _bit_moves, plan_reduce, value_words
+from sparsecc.analysis.reduce_plan import (
+    WORD_BYTES,
+    ReducePlan,
+    _bit_moves,
+    plan_reduce,
+    value_words,
+)
 
 
 @dataclass(frozen=True)

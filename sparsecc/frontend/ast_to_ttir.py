@@ -43,7 +43,10 @@ from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
 from sparsecc.frontend.reduce_builtins import CALLS_JIT  # (registers the reduction builtins)
-from sparsecc.frontend.scan_builtins import SCAN_CALLS_JIT, SCAN_METHODS  # (registers the scans, sorts, gathers)
+from sparsecc.frontend.scan_builtins import (  # (registers the scans, sorts, gathers)
+    SCAN_CALLS_JIT,
+    SCAN_METHODS,
+)
 from sparsecc.frontend.shape_ops import TENSOR_METHODS  # registers the shape ops too
 from sparsecc.frontend.types import describe
 from sparsecc.language.core import BUILTINS, builtin_name

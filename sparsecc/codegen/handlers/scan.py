@@ -118,7 +118,7 @@ def _scan(L: LoweringState, op: tt.ScanOp) -> None:
     if plan is None:
         raise LoweringError(f"tt.scan along axis {axis} of {st}: the layout is not one the scan lowering "
                             "covers (a thread's run, then lanes, then warps along the axis)")
-    em, rev = L.em, op.is_reverse
+    rev = op.is_reverse
     combine = _combiner(L, op)
     srcs = [L.regs(v) for v in op.srcs]
     n = len(srcs)
@@ -159,7 +159,7 @@ def _scan(L: LoweringState, op: tt.ScanOp) -> None:
         first.setdefault(key, r)
     for k in range(n):
         regs = []
-        for r, off in enumerate(dl.regs):
+        for off in dl.regs:
             src_r = first[tuple(o % s for o, s in zip(off, dl.shape))]
             regs.append(out[src_r][k])
         L.set(op.res[k], Regs(op.res[k].type, regs))
@@ -220,7 +220,7 @@ def _carry_in(L: LoweringState, op: tt.ScanOp, plan: ScanPlan, partial, tile_inc
                 got += list(em.op(ptx.LdSharedOp(addr, wty, vec, offset=j * plane + q0 * WORD_BYTES)).results)
             planes.append(got)
 
-        def total(q: int) -> Values:
+        def total(q: int, planes: list[list[SSAValue]] = planes) -> Values:
             vals, j = [], 0
             for t, c in zip(types, counts):
                 vals.append(from_words(L, [planes[j + k][q] for k in range(c)], t))

@@ -71,19 +71,19 @@ def running_max_kernel(X, Y, m, n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr)
 
 
 @sparsecc.jit
-def gather_kernel(X, I, Y, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+def gather_kernel(X, IDX, Y, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     """y[i, j] = x[i, idx[i, j]] for an (M, N) source and an (M, K) index (an embedding-style pick)."""
     rows = tl.arange(0, M)
     x = tl.load(X + rows[:, None] * N + tl.arange(0, N)[None, :])
-    idx = tl.load(I + rows[:, None] * K + tl.arange(0, K)[None, :])
+    idx = tl.load(IDX + rows[:, None] * K + tl.arange(0, K)[None, :])
     tl.store(Y + rows[:, None] * K + tl.arange(0, K)[None, :], tl.gather(x, idx, 1))
 
 
 @sparsecc.jit
-def gather0_kernel(X, I, Y, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+def gather0_kernel(X, IDX, Y, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     """y[i, j] = x[idx[i, j], j]: a gather along axis 0 (method form)."""
     x = tl.load(X + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
-    idx = tl.load(I + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    idx = tl.load(IDX + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
     tl.store(Y + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :], x.gather(idx, 0))
 
 
