@@ -21,6 +21,7 @@ from xdsl.ir import Operation, SSAValue
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
 from sparsecc.analysis.reduce_plan import exchange_bytes, fast_reduce_plan, value_words
+from sparsecc.analysis.scan_plan import fast_scan_plan, scan_exchange_bytes
 from sparsecc.analysis.shuffles import SHUFFLE_OPS, is_free, shuffle_of
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
@@ -65,6 +66,19 @@ def reduce_scratch_bytes(op: tt.ReduceOp) -> int:
     return exchange_bytes(plan, tt.shape_of(op.result.type), words)
 
 
+def scan_gather_scratch_bytes(op: tt.ScanOp | tt.GatherOp) -> int:
+    """A `tt.scan`'s exchange of totals (`scan_plan`), or a `tt.gather`'s copy of its source
+    (i1 stored as bytes)."""
+    if isinstance(op, tt.GatherOp):
+        ty = op.src.type
+        return math.prod(ty.get_shape()) * max(1, esize(ty.element_type))
+    plan = fast_scan_plan(op.src.type, op.axis.value.data)
+    if plan is None:
+        return 0
+    words = sum(value_words(tt.element_type(v.type)) or 0 for v in op.srcs)
+    return scan_exchange_bytes(plan, tt.shape_of(op.src.type), op.axis.value.data, words)
+
+
 def shuffle_bytes(op: Operation) -> int:
     """The scratch of a shape op (tt.trans, tt.reshape, tt.join, tt.split, tt.cat) in ttgir: none
     when its lowering renames registers (`is_free`), else its shuffle's buffer (i1 as i16)."""
@@ -85,6 +99,8 @@ def shared_size(op: Operation) -> int:
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.ReduceOp):
         return reduce_scratch_bytes(op)
+    if isinstance(op, tt.ScanOp | tt.GatherOp):
+        return scan_gather_scratch_bytes(op)
     if isinstance(op, SHUFFLE_OPS):
         return shuffle_bytes(op)
     if isinstance(op, ttgd.ConvertLayoutOp):
@@ -132,6 +148,8 @@ def shared_effects(op: Operation) -> tuple[str, ...]:
         return (READ,) if _wgmma(op.result.type) else ()
     if isinstance(op, tt.ReduceOp):
         return (ROUND_TRIP,) if reduce_scratch_bytes(op) else ()
+    if isinstance(op, tt.ScanOp | tt.GatherOp):
+        return (ROUND_TRIP,) if scan_gather_scratch_bytes(op) else ()
     if isinstance(op, SHUFFLE_OPS):
         return (ROUND_TRIP,) if shuffle_bytes(op) else ()
     if isinstance(op, ttgd.ConvertLayoutOp):

@@ -1475,6 +1475,129 @@ class DebugBarrierOp(IRDLOperation):
         super().__init__()
 
 
+# --------------------------------------------------------------------------------------
+# Scans and gathers (tl.associative_scan, tl.cumsum, tl.gather; issue 29)
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """`tt.scan %x {axis = 0 : i32, reverse = false} : tensor<128xf32> ({ ^bb0(%a: f32, %b: f32):
+    ... tt.reduce.return %s : f32 })`: inclusive prefix combination of one or more same-shape
+    tensors along `axis` (`tl.associative_scan`, `tl.cumsum`). The region gets the running
+    result first and the next element second; it must be associative (not commutative: the
+    order of the elements is kept). `reverse` scans from the end (as if the tensors were
+    flipped along `axis`, scanned and flipped back)."""
+
+    name = "tt.scan"
+    srcs = var_operand_def(TensorType)
+    axis = prop_def(IntegerAttr[IntegerType])
+    reverse = prop_def(IntegerAttr[IntegerType])
+    res = var_result_def()
+    combine = region_def()
+    traits = traits_def(Pure())
+
+    def __init__(self, srcs: Sequence[SSAValue], axis: int, reverse: bool, region: Region):
+        super().__init__(
+            operands=[list(srcs)],
+            properties={"axis": IntegerAttr(axis, i32), "reverse": IntegerAttr(int(reverse), IntegerType(1))},
+            result_types=[[v.type for v in srcs]],
+            regions=[region],
+        )
+
+    @property
+    def src(self) -> SSAValue:
+        return self.srcs[0]
+
+    @property
+    def is_reverse(self) -> bool:
+        return bool(self.reverse.value.data)
+
+    def verify_(self) -> None:
+        _require(len(self.srcs) >= 1 and len(self.srcs) == len(self.res), "tt.scan needs one result per operand")
+        shape = shape_of(self.src.type)
+        axis = self.axis.value.data
+        _require(0 <= axis < len(shape), f"scan axis {axis} out of range for rank {len(shape)}")
+        for src, res in zip(self.srcs, self.res):
+            _require(shape_of(src.type) == shape, "tt.scan operands must have one shape")
+            _require(res.type == src.type, "tt.scan results have the operands' types")
+            _require(not is_sparse(src.type), "cannot scan a sparse tensor")
+        _require(len(self.combine.blocks) == 1, "tt.scan needs a one-block combine region")
+        block = self.combine.block
+        elts = [element_type(v.type) for v in self.srcs]
+        _require([a.type for a in block.args] == elts + elts,
+                 "the combine region takes two sets of the operands' element types")
+        last = block.last_op
+        _require(isinstance(last, ReduceReturnOp) and [v.type for v in last.operands] == elts,
+                 "the combine region must end with tt.reduce.return of the operands' element types")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScanOp:
+        srcs = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation("(")
+        region = parser.parse_region()
+        parser.parse_punctuation(")")
+        axis = attrs.pop("axis", None)
+        reverse = attrs.pop("reverse", None)
+        if not isinstance(axis, IntegerAttr):
+            parser.raise_error("tt.scan needs {axis = N : i32}")
+        if len(types) != len(srcs):
+            parser.raise_error("tt.scan needs one type per operand")
+        rev = bool(reverse.value.data) if isinstance(reverse, IntegerAttr) else False
+        operands = [parser.resolve_operand(v, t) for v, t in zip(srcs, types)]
+        op = cls(operands, axis.value.data, rev, region)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.srcs, printer.print_operand)
+        printer.print_op_attributes({"axis": self.axis, "reverse": self.reverse} | dict(self.attributes))
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in self.srcs], printer.print_attribute)
+        printer.print_string(" (")
+        printer.print_region(self.combine)
+        printer.print_string(")")
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """`%r = tt.gather %src[%idx] {axis = 0 : i32} : (tensor<64xf32>, tensor<32xi32>) -> tensor<32xf32>`:
+    `r[i...] = src[i... with i[axis] replaced by idx[i...]]` (`tl.gather`, torch's `gather`).
+    The index has the source's rank and shape except along `axis`; the result has the index's
+    shape and the source's element type. An index outside the axis is undefined (as in Triton)."""
+
+    name = "tt.gather"
+    src = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    axis = prop_def(IntegerAttr[IntegerType])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$src `[` $indices `]` attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, src: SSAValue, indices: SSAValue, axis: int, result_type: Attribute | None = None):
+        st, it = src.type, indices.type
+        assert isinstance(st, TensorType) and isinstance(it, TensorType)
+        if result_type is None:
+            result_type = TensorType(st.element_type, it.get_shape())
+        super().__init__(operands=[src, indices], properties={"axis": IntegerAttr(axis, i32)},
+                         result_types=[result_type])
+
+    def verify_(self) -> None:
+        s, i, r = shape_of(self.src.type), shape_of(self.indices.type), shape_of(self.result.type)
+        axis = self.axis.value.data
+        _require(len(s) == len(i) and 0 <= axis < len(s), "tt.gather: the index needs the source's rank")
+        _require(all(a == b for d, (a, b) in enumerate(zip(s, i)) if d != axis),
+                 "tt.gather: the index must have the source's shape except along the axis")
+        _require(r == i and element_type(self.result.type) == element_type(self.src.type),
+                 "tt.gather: the result has the index's shape and the source's element type")
+        _require(isinstance(element_type(self.indices.type), IntegerType), "tt.gather: the index must be integers")
+
+
 TT = Dialect(
     "tt",
     [
@@ -1504,6 +1627,8 @@ TT = Dialect(
         PrintOp,
         DebugBarrierOp,
         ReduceReturnOp,
+        ScanOp,
+        GatherOp,
     ],
     [SparseEncodingAttr, PointerType],
 )

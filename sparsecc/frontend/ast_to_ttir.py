@@ -43,6 +43,10 @@ from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
 from sparsecc.frontend.reduce_builtins import CALLS_JIT  # (registers the reduction builtins)
+from sparsecc.frontend.scan_builtins import (  # (registers the scans, sorts, gathers)
+    SCAN_CALLS_JIT,
+    SCAN_METHODS,
+)
 from sparsecc.frontend.shape_ops import TENSOR_METHODS  # registers the shape ops too
 from sparsecc.frontend.types import describe
 from sparsecc.language.core import BUILTINS, builtin_name
@@ -89,7 +93,7 @@ class _Method:
         self.name = name
 
 
-REDUCTION_METHODS = frozenset({"sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce"})
+REDUCTION_METHODS = frozenset({"sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce"}) | SCAN_METHODS
 """`x.sum(axis)` and friends: Triton's tensor methods that are the `tl` builtin of that name."""
 
 
@@ -823,7 +827,7 @@ class CodeGenerator(ast.NodeVisitor):
             except TypeError as e:
                 raise SemanticError(f"tl.{name}(): {e}") from None
             bound.apply_defaults()
-            if name in CALLS_JIT:
+            if name in CALLS_JIT or name in SCAN_CALLS_JIT:
                 return IMPLS[name](self.em, **bound.arguments, _inline=self.inline)
             return IMPLS[name](self.em, **bound.arguments)
         if func in _PY_BUILTINS.values():

@@ -155,6 +155,22 @@ __all__ += ["div_rn", "erf", "fdiv", "sqrt_rn", "umulhi", "atomic_and", "atomic_
             "static_assert", "static_print", "extra"]
 __all__ += ["broadcast", "broadcast_to", "cat", "expand_dims", "interleave", "join", "permute", "ravel",
             "split", "view"]
+from sparsecc.language.scans import (  # noqa: E402
+    associative_scan,
+    bitonic_merge,
+    cumprod,
+    cumsum,
+    flip,
+    gather,
+    histogram,
+    reduce_or,
+    softmax,
+    sort,
+    topk,
+)
+
+__all__ += ["associative_scan", "bitonic_merge", "cumprod", "cumsum", "flip", "gather", "histogram", "reduce_or",
+            "softmax", "sort", "topk"]
 
 # Triton's random numbers (issue 29): jit functions, loaded on first use because
 # sparsecc.language.random needs sparsecc.frontend, which needs this package

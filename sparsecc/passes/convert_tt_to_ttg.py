@@ -305,6 +305,10 @@ class ConvertTTToTTGPass(ModulePass):
             elif isinstance(o, tt.ReduceOp) and len(o.srcs) > 1:
                 uf.union(list(o.srcs))  # a reduction's operands share one layout (argmax: values, indices)
                 uf.union(list(o.res))
+            elif isinstance(o, tt.ScanOp):
+                uf.union(list(o.srcs) + list(o.res))  # a scan keeps its operands' layout
+            elif isinstance(o, tt.GatherOp):
+                uf.union([o.indices, o.result])  # the source keeps its own layout
             elif isinstance(o, tt.DotOp):
                 c_def = o.c.owner
                 if isinstance(c_def, arith.ConstantOp | tt.DotOp) or not isinstance(c_def, Operation):

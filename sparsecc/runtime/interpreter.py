@@ -23,7 +23,10 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.printer import Printer
 
 from sparsecc.dialects import tt
-from sparsecc.runtime import interp_debug  # noqa: F401 - registers the debugging ops' rules
+from sparsecc.runtime import (
+    interp_debug,  # noqa: F401 - registers the debugging ops' rules
+    interp_scan,  # noqa: F401 - registers the scan and gather rules
+)
 from sparsecc.runtime.grid import check_grid
 from sparsecc.runtime.interp_ops import HANDLERS, TERMINATORS, Handler
 from sparsecc.runtime.interp_values import (

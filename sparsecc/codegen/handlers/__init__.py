@@ -12,6 +12,7 @@ from sparsecc.codegen.handlers import (  # noqa: F401  (each module registers it
     math_ext,
     memory,
     reduce,
+    scan,
     shapes,
     shared,
     views,
@@ -24,8 +25,8 @@ from sparsecc.codegen.handlers.table import (
     handles_name,
 )
 
-FAMILIES = (async_ops, control, debug, dequantize, dot, elementwise, layouts, math_ext, memory, reduce, shared,
-            shapes, views)
+FAMILIES = (async_ops, control, debug, dequantize, dot, elementwise, layouts, math_ext, memory, reduce, scan,
+            shared, shapes, views)
 """The handler modules, one per op family."""
 
 __all__ = ["FAMILIES", "HANDLERS", "NAMED_HANDLERS", "handler_for", "handles", "handles_name"]

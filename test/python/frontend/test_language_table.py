@@ -67,6 +67,17 @@ def test_the_count_is_the_tables():
     assert (int(m[1]), int(m[2])) == (supported, len(triton_rows))
 
 
+def test_the_triton_3_6_count_is_the_tables():
+    """The GPU machine's Triton is 3.6: the page also counts its names (`triton_3_6_names.txt`,
+    its `triton.language.__all__`), each of which the table lists."""
+    names = (Path(__file__).parent / "triton_3_6_names.txt").read_text().split()
+    rows = _rows()
+    assert not [n for n in names if n not in rows], "docs/language.md lacks Triton 3.6 names"
+    m = re.search(r"\((\d+) of the (\d+) names in Triton 3\.6's", TABLE.read_text())
+    assert m, "docs/language.md states how many of Triton 3.6's names are supported"
+    assert (int(m[1]), int(m[2])) == (sum(rows[n] == "yes" for n in names), len(names))
+
+
 @pytest.mark.parametrize("name", sorted(n for n, s in _rows().items() if s == "not yet"))
 def test_an_unsupported_name_is_a_located_error_naming_it(name, tmp_path, monkeypatch):
     path = tmp_path / f"k_{name}.py"
