@@ -126,6 +126,7 @@ def _converter(kernel: str, name: str, kind: str, need_contiguous: bool, need_al
         if _TORCH.get(kind[1:].split(":")[0]) is None:
             raise ValueError(f"{kernel}: parameter '{name}' has unsupported pointer type {kind}")
         return _pointer(kernel, name, kind, need_contiguous, need_aligned)
+    kind = kind.split(":")[0]  # an integer's ':16' / ':1' hint was checked when it specialized
     if kind in _INT_RANGE:
         return _integer(kernel, name, kind)
     if kind in ("fp32", "fp16", "bf16", "fp64"):

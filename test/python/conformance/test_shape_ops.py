@@ -355,7 +355,7 @@ def _bad_join_dtypes(X, Y):
 @sparsecc.jit
 def _bad_method(X):
     x = tl.load(X + tl.arange(0, 32))
-    tl.store(X + tl.arange(0, 32), x.flip())
+    tl.store(X + tl.arange(0, 32), x.frobnicate())
 
 
 BAD = [
@@ -369,7 +369,7 @@ BAD = [
     (_bad_expand_dims, "duplicate axes [1, 1]", "tl.expand_dims(x, (1, -2))"),
     (_bad_broadcast_to, "powers of two, got [32, 6]", "tl.broadcast_to(x[:, None], (32, 6))"),
     (_bad_join_dtypes, "tl.join needs operands of one dtype, got fp32 and i32", "tl.join(x, y)"),
-    (_bad_method, "a tensor has no attribute 'flip'", "x.flip"),
+    (_bad_method, "a tensor has no attribute 'frobnicate'", "x.frobnicate"),
 ]
 
 

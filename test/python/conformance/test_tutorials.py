@@ -311,6 +311,8 @@ def compile_only(monkeypatch):
     monkeypatch.delenv("SPARSECC_INTERPRET", raising=False)
     monkeypatch.setattr(jit_module, "_on_cpu", lambda values: False)
     monkeypatch.setattr(launcher, "launch", lambda ck, grid, flat, warps: compiled.append(ck))
+    # a repeated launch takes the fast path, whose launcher is made per compiled kernel
+    monkeypatch.setattr(launcher, "fast_launcher", lambda ck, warps: lambda gx, gy, gz, flat: compiled.append(ck))
     clear()
     yield compiled
     clear()
