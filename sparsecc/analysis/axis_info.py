@@ -29,14 +29,15 @@ Transfer rules (a, b the operands, g the result's group along d):
 
 A group split by the result (its contiguity below an operand's) starts at an offset that is a
 multiple of the new group, so the operand's divisibility counts only up to that (`_eff_div`).
-Values of loop-carried and other unknown tensors are 1, 1, 1 (nothing claimed).
+Loop-carried tensors of an scf.for get the meet (per-dim minimum) of their initial value and
+what the body yields, iterated to a fixpoint; other unknown tensors are 1, 1, 1 (nothing claimed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
@@ -88,6 +89,7 @@ class AxisAnalysis:
         self.info: dict[SSAValue, AxisInfo] = {}
         self.ptr_div: dict[SSAValue, int] = {}
         """Scalar pointers -> bytes their address is known to be a multiple of."""
+        self.loops: list[scf.ForOp] = []
         block = func.body.blocks.first
         attrs = func.arg_attrs.data if func.arg_attrs is not None else ()
         if block is not None:
@@ -95,8 +97,38 @@ class AxisAnalysis:
                 div = d.data.get("tt.divisibility")
                 if isinstance(div, IntegerAttr) and isinstance(arg.type, tt.PointerType):
                     self.ptr_div[arg] = _pow2(div.value.data)
-        for op in func.walk():
-            self._visit(op)
+        # loop-carried tensors (`ptrs += BLOCK * stride` in an scf.for) are the meet of their
+        # initial value and what the body yields, to a fixpoint: each round can only lower a
+        # fact, so it ends; if it does not settle, they stay unknown
+        self.carried: dict[SSAValue, AxisInfo] = {}
+        for _ in range(8):
+            for op in func.walk():
+                self._visit(op)
+            if not self._meet_carried():
+                break
+        else:
+            self.carried.clear()
+            self.info.clear()
+            for op in func.walk():
+                self._visit(op)
+
+    def _meet_carried(self) -> bool:
+        """Lower every loop-carried tensor's facts to the meet of its init and its yield;
+        whether any changed."""
+        changed = False
+        for loop in self.loops:
+            body = loop.body.block
+            yielded = body.last_op
+            assert yielded is not None
+            for arg, y in zip(body.args[1:], yielded.operands):
+                if arg not in self.carried:
+                    continue
+                met = _meet(self.carried[arg], self.of(y))
+                if met != self.carried[arg]:
+                    self.carried[arg] = met
+                    self.info[arg] = met
+                    changed = True
+        return changed
 
     # ------------------------------------------------------------------ queries
     def of(self, v: SSAValue) -> AxisInfo:
@@ -124,6 +156,16 @@ class AxisAnalysis:
 
     # ------------------------------------------------------------------ transfer
     def _visit(self, op: Operation) -> None:
+        if isinstance(op, scf.ForOp):
+            if op not in self.loops:
+                self.loops.append(op)
+            for arg, init in zip(op.body.block.args[1:], op.iter_args):
+                if not isinstance(arg.type, TensorType):
+                    continue
+                start = self.of(init)
+                self.carried[arg] = _meet(self.carried[arg], start) if arg in self.carried else start
+                self.info[arg] = self.carried[arg]
+            return
         if not op.results or not isinstance(op.results[0].type, TensorType):
             if isinstance(op, tt.AddPtrOp):  # scalar pointer arithmetic
                 off = self.divs.of(op.offset) * esize(op.result.type.pointee)
@@ -215,6 +257,15 @@ class AxisAnalysis:
                 k = max(k, min(b.contiguity[d], a.constancy[d], b.divisibility[d], a.divisibility[d]))
             const.append(k)
         return AxisInfo((1,) * rank, (1,) * rank, tuple(const))
+
+
+def _meet(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """What holds of a value that is either `a` or `b` (a loop-carried tensor): per dim, the
+    smaller power of two of each fact."""
+    if len(a.contiguity) != len(b.contiguity):
+        return AxisInfo.unknown(len(a.contiguity))
+    return AxisInfo(tuple(map(min, a.contiguity, b.contiguity)), tuple(map(min, a.divisibility, b.divisibility)),
+                    tuple(map(min, a.constancy, b.constancy)))
 
 
 def _splat_int(v: SSAValue) -> int | None:

@@ -51,6 +51,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from sparsecc.analysis.axis_info import AxisAnalysis
+from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.shuffles import derived_layout
 from sparsecc.defaults import NUM_WARPS
 from sparsecc.dialects import ptx_targets, tt
@@ -145,12 +147,18 @@ class _Group:
     expand_of: list[tt.ExpandDimsOp] = field(default_factory=list)
     orders: list[tuple[int, ...]] = field(default_factory=list)
     """The `order` of each tt.make_tensor_ptr in the group (its memory's fastest dim first)."""
+    contig_order: tuple[int, ...] | None = None
+    """The order its tensors of pointers' contiguity asks for, when not row-major
+    (`_contiguity_order`: a transposed view such as attention's K^T)."""
     layout: Attribute | None = None
 
     def memory_order(self) -> tuple[int, ...] | None:
-        """The block pointers' common order when it is not the default row-major one."""
+        """The block pointers' common order when it is not the default row-major one, else the
+        one the pointers' contiguity asks for."""
         if self.orders and len(set(self.orders)) == 1 and self.orders[0] != tuple(range(self.rank - 1, -1, -1)):
             return self.orders[0]
+        if not self.orders:
+            return self.contig_order
         return None
 
     @property
@@ -330,6 +338,9 @@ class ConvertTTToTTGPass(ModulePass):
                 groups[uf.find(o.src)].expand_of.append(o)
             elif isinstance(o, tt.MakeTensorPtrOp):
                 groups[uf.find(o.result)].orders.append(tuple(o.order.get_values()))
+        axes = AxisAnalysis(func, Divisibility(func))
+        for g in groups.values():
+            g.contig_order = _contiguity_order(g, axes)
         return groups
 
     def _choose(self, group: _Group, uf: _Layouts, groups: dict[SSAValue, _Group]) -> Attribute:
@@ -349,6 +360,12 @@ class ConvertTTToTTGPass(ModulePass):
             if self.dequant_warps_m and any(isinstance(d.a.owner, tt.DequantizeOp) for d in group.dot_results):
                 # each warp dequantizes the A rows it multiplies: warps side by side along N
                 # would dequantize the same rows again, so they go along M as far as it allows
+                wm = max(1, min(self.num_warps, m // 16))
+                return MmaEncodingAttr((wm, self.num_warps // wm))
+            if self._chained:
+                # a chained dot (attention's S = Q K^T feeding P V): every warp along M, as
+                # Triton does, so that the row softmax between the dots stays inside a warp
+                # and each warp holds only its own rows of A (Q) and of the accumulators
                 wm = max(1, min(self.num_warps, m // 16))
                 return MmaEncodingAttr((wm, self.num_warps // wm))
             return MmaEncodingAttr(mma_warps(self.num_warps, m, n))
@@ -412,6 +429,9 @@ class ConvertTTToTTGPass(ModulePass):
     # -- rewriting ------------------------------------------------------------------
 
     def _convert_func(self, func: tt.FuncOp) -> None:
+        # both dots of a chain get the same warp grid: the convert of P to the second dot's
+        # A operand then stays inside each warp
+        object.__setattr__(self, "_chained", any(_feeds_a_dot(o) for o in func.walk() if isinstance(o, tt.DotOp)))
         uf = self._collect(func)
         groups = self._groups(func, uf)
         # Higher ranks first: slices are derived from the layout of the value they expand to.
@@ -492,6 +512,55 @@ def _derive_shape_layouts(func: tt.FuncOp, uf: _Layouts, groups: dict[SSAValue, 
             res.layout = layout
             changed.add(id(res))
     return bool(changed)
+
+
+def _contiguity_order(group: _Group, axes: AxisAnalysis) -> tuple[int, ...] | None:
+    """The layout order the group's tensors of pointers ask for when their contiguous dim is
+    not the last one (Triton's coalescing: order by contiguity), e.g. `k_ptr + offs_n[None, :]
+    * stride + offs_d[:, None]` (K^T, contiguous along dim 0): that dim first, so that each
+    thread's registers run along memory and loads become 16-byte vectors. None keeps the
+    default row-major order: no pointer tensor, or one whose last dim is at least as
+    contiguous as any other, or pointers that disagree."""
+    want: set[int] = set()
+    for v in group.values:
+        ty = v.type
+        if not (isinstance(ty, TensorType) and isinstance(ty.element_type, tt.PointerType)):
+            continue
+        contig = axes.of(v).contiguity
+        if len(contig) < 2 or max(contig) == 1:
+            continue  # nothing known (loop-carried pointers): the group's other values decide
+        last = len(contig) - 1
+        fast = max(range(last, -1, -1), key=lambda d: contig[d])  # ties go to the later dim
+        want.add(fast)
+    if len(want) != 1:
+        return None
+    fast = want.pop()
+    rank = group.rank
+    if fast == rank - 1:
+        return None
+    return (fast, *(d for d in range(rank - 1, -1, -1) if d != fast))
+
+
+def _feeds_a_dot(dot: tt.DotOp) -> bool:
+    """Whether `dot`'s result reaches an operand A or B of another tt.dot through the ops of
+    its block (elementwise math, reductions, broadcasts, casts): a chained dot."""
+    seen: set[SSAValue] = set()
+    work = [dot.result]
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for use in v.uses:
+            user = use.operation
+            if isinstance(user, tt.DotOp):
+                if user is not dot and use.index in (0, 1):
+                    return True
+                continue
+            if isinstance(user, scf.YieldOp | tt.StoreOp):
+                continue
+            work.extend(user.results)
+    return False
 
 
 def _loaded(v: SSAValue) -> bool:

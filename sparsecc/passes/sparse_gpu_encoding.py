@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from sparsecc.analysis.dequantize import fragment_dequantize
 from sparsecc.analysis.dot_staging import elem_bytes as _elem_bytes
@@ -102,9 +102,25 @@ class SparseGPUEncodingPass(ModulePass):
             alloc = LocalAllocOp(mem_ty, cvt.src)
             load = LocalLoadOp(alloc.result, res_ty)
             Rewriter.replace_op(cvt, [alloc, load], [load.result])
+            _hoist_invariant_alloc(alloc)
         for dq in [o for o in op.walk() if isinstance(o, tt.DequantizeOp)]:
             _stage_dequantize_operands(dq)
             _dequantize_into_fragments(dq)
+
+
+def _hoist_invariant_alloc(alloc: LocalAllocOp) -> None:
+    """A tile loaded before a loop and used by a dot inside it (attention's Q) is stored to
+    shared memory once, right after its load, rather than on every iteration; the
+    `ttg.local_load` stays by the dot. Buffers are never reused (allocate-shared-memory), so
+    the one written before the loop stays valid through it."""
+    src = alloc.src
+    load = src.owner
+    if not isinstance(load, tt.LoadOp) or load.parent_block() is alloc.parent_block():
+        return
+    if len(list(src.uses)) != 1:
+        return  # other users of the registers: the tile is live in them anyway
+    alloc.detach()
+    Rewriter.insert_op(alloc, InsertPoint.after(load))
 
 
 def _stage_dequantize_operands(dq: tt.DequantizeOp) -> None:

@@ -12,6 +12,7 @@ from sparsecc.codegen.handlers.shared import read_shared
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import Smem
 from sparsecc.codegen.lower_mem import store_shared
+from sparsecc.codegen.mma_shortcut import is_mma_to_a_rename, mma_to_a_frags
 from sparsecc.dialects import ttg as ttgd
 
 if TYPE_CHECKING:
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 def _convert_layout(L: LoweringState, op: ttgd.ConvertLayoutOp) -> None:
     src = L.regs(op.src)
     st = op.src.type
+    if is_mma_to_a_rename(st, op.result.type):  # attention's P: registers renamed, no round trip
+        L.set(op.result, mma_to_a_frags(L, src, op.result.type))
+        return
     shape = st.get_shape()
     order = tuple(range(len(shape) - 1, -1, -1))  # row-major
     enc = ttgd.SharedEncodingAttr(1, 1, 1, order)
