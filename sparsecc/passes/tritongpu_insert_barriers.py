@@ -15,6 +15,13 @@ async_wait), and none when the pipeline marked the slot safe or guarded. A loop 
 ends conservatively (both facts set: the other iterations are unseen); the branches of an
 `scf.if` (whose conditions are uniform) start from the state before it and merge with "or".
 
+Reads of a private scratch are tracked by buffer: every op with a scratch (a reduce's warp
+exchange, a convert_layout's staging, ...) gets its own range from `plan_shared`, which no other
+op touches, so the write that starts such an op's round trip only races with earlier reads of
+that same scratch (its own, one loop iteration before), not with reads of other buffers. Two
+`tl.sum`s in a row (layer norm's mean and variance) thus need no barrier between them. Reads of
+any other shared memory (local_load, a wgmma operand, ...) count as reads of everything.
+
 The function gets `ttg.explicit_barriers`: the lowering then adds no barrier between ops of its
 own. In a warp-specialized function (`ttg.producer-warps`) the producer and consumer warps
 lower different subsets of the same ops after the split (`sparsecc.analysis.warp_sides`):
@@ -28,7 +35,7 @@ where they go).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import scf
@@ -38,6 +45,7 @@ from xdsl.passes import ModulePass
 
 from sparsecc.analysis import shared_memory as sm
 from sparsecc.analysis import warp_sides as ws
+from sparsecc.analysis.shuffles import SHUFFLE_OPS
 from sparsecc.analysis.warp_sides import Side
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
@@ -45,33 +53,52 @@ from sparsecc.dialects import ttg as ttgd
 
 @dataclass
 class _State:
-    """Since the last barrier: a shared write is pending / a shared read happened."""
+    """Since the last barrier: a shared write is pending / a shared read of memory anywhere
+    happened / the private scratches (by their op) that were read."""
 
     writes: bool = False
     reads: bool = False
+    scratch_reads: set[Operation] = field(default_factory=set)
 
     def copy(self) -> _State:
-        return _State(self.writes, self.reads)
+        return _State(self.writes, self.reads, set(self.scratch_reads))
+
+    def clear(self) -> None:
+        self.writes = self.reads = False
+        self.scratch_reads = set()
 
 
-def _needs_barrier(effect: str, state: _State) -> bool:
+def _private_scratch(op: Operation) -> bool:
+    """Whether `op`'s round trip goes through a scratch of its own (`plan_shared` gives every
+    op with a `shared_size` a range no other op uses; the handlers address it by
+    `L.scratch(op)`)."""
+    return isinstance(op, (tt.ReduceOp, ttgd.ConvertLayoutOp, *SHUFFLE_OPS)) and sm.shared_size(op) > 0
+
+
+def _needs_barrier(effect: str, state: _State, op: Operation) -> bool:
     if effect == sm.READ:
         return state.writes
+    if effect == sm.ROUND_TRIP and _private_scratch(op):
+        return state.reads or op in state.scratch_reads  # WAR on its own scratch only
     if effect in (sm.WRITE, sm.WAR_WRITE, sm.ROUND_TRIP):
-        return state.reads
+        return state.reads or bool(state.scratch_reads)
     return False
 
 
-def _apply(effect: str, state: _State) -> None:
+def _apply(effect: str, state: _State, op: Operation) -> None:
     """`state` after `effect` (a barrier before it, if needed, already cleared it)."""
     if effect == sm.READ:
         state.reads = True
     elif effect == sm.WRITE:
         state.writes = True
-    elif effect == sm.ROUND_TRIP:  # written, synced internally, read back
-        state.writes, state.reads = False, True
+    elif effect == sm.ROUND_TRIP:  # written, synced internally (every earlier access done), read back
+        state.clear()
+        if _private_scratch(op):
+            state.scratch_reads.add(op)
+        else:
+            state.reads = True
     elif effect == sm.SYNC:
-        state.writes = state.reads = False
+        state.clear()
     elif effect == sm.LANDED:
         state.writes = False
 
@@ -100,9 +127,10 @@ def _visit_op(op: Operation, state: _State, side: Side | None) -> None:
             ends.append(branch)
         state.writes = ends[0].writes or ends[1].writes
         state.reads = ends[0].reads or ends[1].reads
+        state.scratch_reads = ends[0].scratch_reads | ends[1].scratch_reads
         return
     for i, effect in enumerate(sm.shared_effects(op)):
-        if _needs_barrier(effect, state):
+        if _needs_barrier(effect, state, op):
             # only an op's first access can need one: the others follow an internal sync
             assert i == 0, f"{op.name}: a barrier would be needed inside the op"
             block = op.parent_block()
@@ -111,8 +139,8 @@ def _visit_op(op: Operation, state: _State, side: Side | None) -> None:
             if ttgd.PRODUCER in op.attributes:  # the producer's run of top-level ops stays contiguous
                 barrier.attributes[ttgd.PRODUCER] = op.attributes[ttgd.PRODUCER]
             block.insert_op_before(barrier, op)
-            state.writes = state.reads = False
-        _apply(effect, state)
+            state.clear()
+        _apply(effect, state, op)
 
 
 def _visit_block(block: Block, state: _State, side: Side | None = None) -> None:

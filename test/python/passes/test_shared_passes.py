@@ -42,7 +42,29 @@ def test_explicit_barriers_lower_like_the_lazy_ones(path: Path) -> None:
     explicit = _opt(path, "tritongpu-sink-local-loads,tritongpu-insert-barriers,convert-ttg-to-ptx")
     assert "bar.sync" in lazy or path.name in ("elementwise.mlir", "views.mlir", "block-pointer-loop.mlir",
                                                "join-split-free.mlir", "while-scalar-loads.mlir")
-    assert explicit == lazy
+    assert _less_barriers(lazy, explicit)
+
+
+def _less_barriers(lazy: str, explicit: str) -> bool:
+    """`explicit` is `lazy` with zero or more `bar.sync` lines left out (and nothing else)."""
+    rest = iter(explicit.splitlines())
+    want = next(rest, None)
+    for line in lazy.splitlines():
+        if line == want:
+            want = next(rest, None)
+        elif "bar.sync" not in line:
+            return False
+    return want is None
+
+
+def test_explicit_drops_the_barrier_between_two_private_scratches() -> None:
+    """Regression (issue 30): two convert_layouts in a row each write their own scratch; the
+    second needs no barrier (the lazy lowering, which does not track buffers, places one)."""
+    path = LIT / "tritongpu-insert-barriers" / "if-convert-loop.mlir"
+    lazy = _opt(path, "tritongpu-sink-local-loads,convert-ttg-to-ptx")
+    explicit = _opt(path, "tritongpu-sink-local-loads,tritongpu-insert-barriers,convert-ttg-to-ptx")
+    assert _less_barriers(lazy, explicit) and explicit != lazy
+    assert explicit.count("ptx.bar.sync") == lazy.count("ptx.bar.sync") - 1
 
 
 @pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.name)
