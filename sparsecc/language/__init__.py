@@ -147,3 +147,32 @@ __all__ += ["div_rn", "erf", "fdiv", "sqrt_rn", "umulhi", "atomic_and", "atomic_
             "static_assert", "static_print", "extra"]
 __all__ += ["broadcast", "broadcast_to", "cat", "expand_dims", "interleave", "join", "permute", "ravel",
             "split", "view"]
+
+# small names, type names, tensor descriptors and inline asm (issue 29, sparsecc.language.misc)
+from sparsecc.language import target_info  # noqa: E402
+from sparsecc.language.misc import (  # noqa: E402
+    TRITON_MAX_TENSOR_NUMEL,
+    PropagateNan,
+    add,
+    block_type,
+    condition,
+    const,
+    constexpr_type,
+    load_tensor_descriptor,
+    make_tensor_descriptor,
+    mul,
+    pi32_t,
+    slice,
+    store_tensor_descriptor,
+    sub,
+    swizzle2d,
+    tensor,
+    tensor_descriptor,
+    tuple,
+    void,
+)
+
+__all__ += ["TRITON_MAX_TENSOR_NUMEL", "PropagateNan", "add", "block_type", "condition", "const", "constexpr_type",
+            "load_tensor_descriptor", "make_tensor_descriptor", "mul", "pi32_t", "slice",
+            "store_tensor_descriptor", "sub", "swizzle2d", "target_info", "tensor", "tensor_descriptor", "tuple",
+            "void"]
