@@ -18,16 +18,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.ir import SSAValue
 
 import sparsecc.language as tl
+from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PointerType
 from sparsecc.frontend import semantic as sem
-from sparsecc.frontend.builtins import IMPLS, _int, _seq, _shape, impl
+from sparsecc.frontend.builtins import IMPLS, _dtype, _int, _seq, _shape, impl
 from sparsecc.frontend.errors import SemanticError
 from sparsecc.frontend.semantic import Emitter
-from sparsecc.frontend.types import bitwidth, describe, is_int, tl_dtype
+from sparsecc.frontend.types import bitwidth, describe, ir_type, is_int, tl_dtype
 
 # --------------------------------------------------------------------------------------
 # add, sub, mul, swizzle2d, condition, tuple, slice
@@ -279,3 +280,36 @@ def store_tensor_descriptor(em: Emitter, desc: Any, offsets: Any, value: Any) ->
     p = _tile_pointer(em, d, offsets, "a descriptor store")
     return IMPLS["store"](em, p, v, None, tuple(range(len(d.block_shape))), "", "")
 
+
+
+# --------------------------------------------------------------------------------------
+# tl.inline_asm_elementwise
+# --------------------------------------------------------------------------------------
+
+
+@impl
+def inline_asm_elementwise(em: Emitter, asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any,
+                           pack: Any) -> Any:
+    if not isinstance(asm, str) or not isinstance(constraints, str):
+        raise SemanticError("tl.inline_asm_elementwise: asm and constraints must be compile-time strings")
+    p = _int(pack, "tl.inline_asm_elementwise's pack")
+    if p < 1:
+        raise SemanticError(f"tl.inline_asm_elementwise's pack must be at least 1, got {p}")
+    if not isinstance(is_pure, bool | int):
+        raise SemanticError("tl.inline_asm_elementwise's is_pure must be a compile-time bool")
+    values = [sem.require_value(a, "an argument of tl.inline_asm_elementwise") if not sem.is_py_scalar(a)
+              else sem.to_value(em, a, None, "an argument of tl.inline_asm_elementwise")
+              for a in _seq(args, "tl.inline_asm_elementwise's args")]
+    for v in values:
+        sem.require_dense(v, "tl.inline_asm_elementwise")
+        if isinstance(sem.elem(v), PointerType):
+            raise SemanticError("tl.inline_asm_elementwise's arguments must be numbers, not pointers")
+    dtypes = tuple(dtype) if isinstance(dtype, tuple | list) else (dtype,)
+    results = [ir_type(_dtype(d, "tl.inline_asm_elementwise's dtype")) for d in dtypes]
+    values = sem.broadcast_all(em, *values) if values else values
+    shape = sem.shape(values[0]) if values else ()
+    types = [TensorType(t, list(shape)) if shape else t for t in results]
+    op = tt.ElementwiseInlineAsmOp(asm, constraints, values, types, bool(is_pure), p)
+    em.insert(op)
+    out = list(op.results)
+    return out[0] if not isinstance(dtype, tuple | list) else tuple(out)

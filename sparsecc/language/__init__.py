@@ -158,6 +158,7 @@ from sparsecc.language.misc import (  # noqa: E402
     condition,
     const,
     constexpr_type,
+    inline_asm_elementwise,
     load_tensor_descriptor,
     make_tensor_descriptor,
     mul,
@@ -172,7 +173,7 @@ from sparsecc.language.misc import (  # noqa: E402
     void,
 )
 
-__all__ += ["TRITON_MAX_TENSOR_NUMEL", "PropagateNan", "add", "block_type", "condition", "const", "constexpr_type",
+__all__ += ["TRITON_MAX_TENSOR_NUMEL", "PropagateNan", "add", "inline_asm_elementwise", "block_type", "condition", "const", "constexpr_type",
             "load_tensor_descriptor", "make_tensor_descriptor", "mul", "pi32_t", "slice",
             "store_tensor_descriptor", "sub", "swizzle2d", "target_info", "tensor", "tensor_descriptor", "tuple",
             "void"]

@@ -296,3 +296,70 @@ def test_target_info_on_the_gpu():
     target_flags[(1,)](f)
     major, minor = torch.cuda.get_device_capability()
     assert f.tolist() == [1, int((major, minor) >= (9, 0)), int(major >= 8), 0, 6]
+
+
+# ---- tl.inline_asm_elementwise ---------------------------------------------------------
+
+
+@sparsecc.jit
+def asm_kernel(X, Y, Z, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0)
+    y = tl.load(Y + offs, mask=offs < n, other=0.0)
+    rot = tl.inline_asm_elementwise("shf.l.wrap.b32 $0, $1, $1, 3;", "=r,r", [x], dtype=tl.int32, is_pure=True,
+                                    pack=1)
+    f, g = tl.inline_asm_elementwise("mul.rn.f32 $0, $2, 0f40000000;\nmov.b32 $1, $3;", "=f,=r,f,r", [y, x],
+                                     dtype=(tl.float32, tl.float32), is_pure=True, pack=1)
+    two = tl.inline_asm_elementwise("add.s32 $0, $2, $2;\nadd.s32 $1, $3, $3;", "=r,=r,r,r", [x],
+                                    dtype=tl.int32, is_pure=True, pack=2)
+    tl.store(Z + offs, rot, mask=offs < n)
+    tl.store(Z + n + offs, two, mask=offs < n)
+    tl.store(Y + offs, f, mask=offs < n)
+    tl.store(Y + n + offs, g, mask=offs < n)
+
+
+_ASM_SIG = {"X": "*i32", "Y": "*fp32", "Z": "*i32", "n": "i32"}
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_inline_asm_assembles(target):
+    ck = sparsecc.compile(asm_kernel, _ASM_SIG, {"BLOCK": 256}, target=target)
+    ptx = ck.asm["ptx"]
+    assert "shf.l.wrap.b32" in ptx and "mul.rn.f32" in ptx and isinstance(ck.asm["cubin"], bytes)
+
+
+def test_inline_asm_on_the_interpreter_is_a_located_error(monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    x = torch.randint(-1000, 1000, (10,), dtype=torch.int32)
+    with pytest.raises(Exception, match=r"test_language_misc\.py:\d+:\d+: tl.inline_asm_elementwise runs on the GPU"):
+        asm_kernel[(1,)](x, torch.zeros(20), torch.zeros(20, dtype=torch.int32), 10, BLOCK=16)
+
+
+@pytest.mark.parametrize("constraints, message", [("=r", "name 1 registers"), ("=r,x", "not one of r, l, h, f"),
+                                                  ("r,=r", "outputs")])
+def test_inline_asm_bad_constraints_are_located(constraints, message):
+    @sparsecc.jit
+    def bad(X, CONS: tl.constexpr):
+        offs = tl.arange(0, 32)
+        x = tl.load(X + offs)
+        tl.store(X + offs, tl.inline_asm_elementwise("mov.b32 $0, $1;", CONS, [x], tl.int32, True, 1))
+
+    with pytest.raises(CompilationError, match=message) as info:
+        sparsecc.compile(bad, {"X": "*i32"}, {"CONS": constraints}, target="sm_90a")
+    assert "test_language_misc.py:" in str(info.value)
+
+
+@pytest.mark.gpu
+def test_inline_asm_on_the_gpu():
+    n = 1000
+    x = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32, device="cuda")
+    y = torch.cat([torch.randn(n, device="cuda"), torch.full((n,), POISON, device="cuda")])
+    z = torch.full((2 * n,), -1, dtype=torch.int32, device="cuda")
+    y0 = y[:n].clone()
+    asm_kernel[(triton_cdiv(n, 256),)](x, y, z, n, BLOCK=256)
+    u = x.to(torch.int64) & 0xFFFFFFFF
+    rot = ((u << 3) | (u >> 29)) & 0xFFFFFFFF
+    assert torch.equal(z[:n].to(torch.int64) & 0xFFFFFFFF, rot)
+    assert torch.equal(z[n:], x * 2)
+    torch.testing.assert_close(y[:n], 2 * y0)
+    assert torch.equal(y[n:].view(torch.int32), x)
