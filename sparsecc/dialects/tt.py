@@ -1598,6 +1598,29 @@ class GatherOp(IRDLOperation):
         _require(isinstance(element_type(self.indices.type), IntegerType), "tt.gather: the index must be integers")
 
 
+@irdl_op_definition
+class ElementwiseInlineAsmOp(IRDLOperation):
+    """`tt.elementwise_inline_asm`: `tl.inline_asm_elementwise`, the PTX `asm_string` run on each
+    `packed_element` elements of the (same-shaped) operands; `$0..` name the results' registers,
+    then the operands' (Triton's order), `constraints` gives one LLVM constraint per register."""
+
+    name = "tt.elementwise_inline_asm"
+    args = var_operand_def()
+    res = var_result_def()
+    asm_string = prop_def(StringAttr)
+    constraints = prop_def(StringAttr)
+    pure = prop_def(IntegerAttr)
+    packed_element = prop_def(IntegerAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$asm_string attr-dict ($args^ `:` type($args))? `->` type($res)"
+
+    def __init__(self, asm: str, constraints: str, args: Sequence[SSAValue], result_types: Sequence[Attribute],
+                 pure: bool, pack: int):
+        super().__init__(operands=[list(args)], result_types=[list(result_types)],
+                         properties={"asm_string": StringAttr(asm), "constraints": StringAttr(constraints),
+                                     "pure": IntegerAttr(int(pure), i32), "packed_element": IntegerAttr(pack, i32)})
+
+
 TT = Dialect(
     "tt",
     [
@@ -1629,6 +1652,9 @@ TT = Dialect(
         ReduceReturnOp,
         ScanOp,
         GatherOp,
+
+
+        ElementwiseInlineAsmOp,
     ],
     [SparseEncodingAttr, PointerType],
 )

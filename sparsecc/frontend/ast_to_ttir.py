@@ -38,7 +38,12 @@ from xdsl.utils.exceptions import VerifyException
 import sparsecc.language as tl
 from sparsecc.dialects import tt
 from sparsecc.dialects.locations import inherit_locations
-from sparsecc.frontend import atomic_builtins, debug_builtins, math_builtins  # noqa: F401 - register builtins
+from sparsecc.frontend import (  # noqa: F401 - register builtins
+    atomic_builtins,
+    debug_builtins,
+    math_builtins,
+    misc_builtins,  # noqa: F401 - registers tensor descriptors, add/sub/mul, ...
+)
 from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError

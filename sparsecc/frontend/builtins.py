@@ -467,13 +467,13 @@ def zeros_like(em: Emitter, input: Any) -> Any:
 
 
 @impl
-def maximum(em: Emitter, x: Any, y: Any) -> Any:
-    return sem.minmax(em, "max", x, y)
+def maximum(em: Emitter, x: Any, y: Any, propagate_nan: Any = 0) -> Any:
+    return sem.minmax(em, "max", x, y, sem.propagates_nan(propagate_nan))
 
 
 @impl
-def minimum(em: Emitter, x: Any, y: Any) -> Any:
-    return sem.minmax(em, "min", x, y)
+def minimum(em: Emitter, x: Any, y: Any, propagate_nan: Any = 0) -> Any:
+    return sem.minmax(em, "min", x, y, sem.propagates_nan(propagate_nan))
 
 
 def to(em: Emitter, v: sem.SSAValue, dtype: Any, bitcast: Any = False) -> Any:

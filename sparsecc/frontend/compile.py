@@ -26,6 +26,7 @@ from sparsecc.dialects import tt
 from sparsecc.frontend.ast_to_ttir import generate_ttir
 from sparsecc.frontend.diagnose import check_gpu_limits, located_error, pass_errors
 from sparsecc.frontend.kernel import KernelFunction
+from sparsecc.frontend.misc_builtins import compiling_for
 from sparsecc.frontend.types import (
     parse_signature_type,
     signature_hint,
@@ -210,7 +211,8 @@ _PRIVATE = cache.KERNEL_INFO
 
 def _compile(kernel: KernelFunction, signature: dict[str, str], arg_types: dict[str, Attribute],
              constexprs: dict[str, Any], options: CompileOptions) -> CompiledKernel:
-    ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
+    with compiling_for(options.target):  # what tl.target_info answers
+        ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
     if options.target is not None:
         check_gpu_limits(kernel, ttir, options.num_warps, options.target)
     try:

@@ -98,8 +98,9 @@ def fma(em: Emitter, x: Any, y: Any, z: Any) -> Any:
 
 
 @impl
-def clamp(em: Emitter, x: Any, min: Any, max: Any) -> Any:  # noqa: A002
-    return sem.minmax(em, "min", sem.minmax(em, "max", x, min), max)
+def clamp(em: Emitter, x: Any, min: Any, max: Any, propagate_nan: Any = 0) -> Any:  # noqa: A002
+    nan = sem.propagates_nan(propagate_nan)
+    return sem.minmax(em, "min", sem.minmax(em, "max", x, min, nan), max, nan)
 
 
 def _float_pair(em: Emitter, x: Any, y: Any, name: str) -> tuple[SSAValue, SSAValue]:

@@ -566,8 +566,16 @@ def select(em: Emitter, cond: Any, x: Any, y: Any) -> SSAValue:
     return em.value(arith_ext.SelectOp(c, x, y))
 
 
-def minmax(em: Emitter, kind: str, x: Any, y: Any) -> SSAValue:
-    """Elementwise maximum/minimum: arith.maximumf/minimumf or maxsi/minsi."""
+def propagates_nan(flag: Any) -> bool:
+    """Triton's `propagate_nan` (a `tl.PropagateNan`): True for ALL, False for NONE."""
+    if isinstance(flag, bool) or not isinstance(flag, int) or flag not in (0, 0xFFFF):
+        raise SemanticError(f"propagate_nan must be tl.PropagateNan.NONE or tl.PropagateNan.ALL, got {py_desc(flag)}")
+    return flag == 0xFFFF
+
+
+def minmax(em: Emitter, kind: str, x: Any, y: Any, propagate_nan: bool = False) -> SSAValue:
+    """Elementwise maximum/minimum as Triton: floats by arith.maxnumf/minnumf (a NaN loses to a
+    number), or maximumf/minimumf with `propagate_nan` (NaN wins); ints by maxsi/minsi."""
     for v in (x, y):
         require_dense(v, f"tl.{kind}imum")
         if isinstance(v, SSAValue) and isinstance(elem(v), PointerType):
@@ -575,8 +583,10 @@ def minmax(em: Emitter, kind: str, x: Any, y: Any) -> SSAValue:
     x, y = _operands(em, x, y, f"tl.{kind}imum")
     t = promote(elem(x), elem(y))
     x, y = cast(em, x, t), cast(em, y, t)
-    if is_float(t):
+    if is_float(t) and propagate_nan:
         cls = arith.MaximumfOp if kind == "max" else arith.MinimumfOp
+    elif is_float(t):
+        cls = arith.MaxnumfOp if kind == "max" else arith.MinnumfOp
     elif is_unsigned(t):
         cls = arith.MaxUIOp if kind == "max" else arith.MinUIOp
     else:

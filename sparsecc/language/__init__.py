@@ -185,3 +185,34 @@ def __getattr__(name: str) -> object:
 
         return getattr(random, name)
     raise AttributeError(f"module 'sparsecc.language' has no attribute '{name}'")
+
+
+# small names, type names, tensor descriptors and inline asm (issue 29, sparsecc.language.misc)
+from sparsecc.language import target_info  # noqa: E402
+from sparsecc.language.misc import (  # noqa: E402
+    TRITON_MAX_TENSOR_NUMEL,
+    PropagateNan,
+    add,
+    block_type,
+    condition,
+    const,
+    constexpr_type,
+    inline_asm_elementwise,
+    load_tensor_descriptor,
+    make_tensor_descriptor,
+    mul,
+    pi32_t,
+    slice,
+    store_tensor_descriptor,
+    sub,
+    swizzle2d,
+    tensor,
+    tensor_descriptor,
+    tuple,
+    void,
+)
+
+__all__ += ["TRITON_MAX_TENSOR_NUMEL", "PropagateNan", "add", "inline_asm_elementwise", "block_type", "condition", "const", "constexpr_type",
+            "load_tensor_descriptor", "make_tensor_descriptor", "mul", "pi32_t", "slice",
+            "store_tensor_descriptor", "sub", "swizzle2d", "target_info", "tensor", "tensor_descriptor", "tuple",
+            "void"]

@@ -343,13 +343,14 @@ def where(condition: Any, x: Any, y: Any) -> Any:
 
 
 @builtin
-def maximum(x: Any, y: Any) -> Any:
-    """Elementwise maximum."""
+def maximum(x: Any, y: Any, propagate_nan: Any = 0) -> Any:
+    """Elementwise maximum; a NaN loses to a number unless `propagate_nan=tl.PropagateNan.ALL`
+    (Triton's default `PropagateNan.NONE` is 0): `tl.maximum(x, 0.0)`."""
 
 
 @builtin
-def minimum(x: Any, y: Any) -> Any:
-    """Elementwise minimum."""
+def minimum(x: Any, y: Any, propagate_nan: Any = 0) -> Any:
+    """Elementwise minimum, NaN as in `tl.maximum`: `tl.minimum(x, limit)`."""
 
 
 @builtin

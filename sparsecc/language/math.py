@@ -89,8 +89,8 @@ def fma(x: Any, y: Any, z: Any) -> Any:
 
 
 @builtin
-def clamp(x: Any, min: Any, max: Any) -> Any:  # noqa: A002 - the Triton names
-    """Elementwise `minimum(maximum(x, min), max)`: `tl.clamp(x, -1.0, 1.0)`."""
+def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = 0) -> Any:  # noqa: A002 - the Triton names
+    """Elementwise `minimum(maximum(x, min), max)`, NaN as in `tl.maximum`: `tl.clamp(x, -1.0, 1.0)`."""
 
 
 @builtin

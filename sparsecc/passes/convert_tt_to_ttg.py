@@ -210,7 +210,7 @@ class _Layouts:
 
 
 _SAME_LAYOUT_OPS = (tt.AddPtrOp, tt.SplatOp, tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AdvanceOp, tt.BroadcastOp,
-                    tt.MakeTensorPtrOp)
+                    tt.MakeTensorPtrOp, tt.ElementwiseInlineAsmOp)
 
 
 def _is_elementwise(op: Operation) -> bool:

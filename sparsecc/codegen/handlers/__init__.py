@@ -8,6 +8,7 @@ from sparsecc.codegen.handlers import (  # noqa: F401  (each module registers it
     dequantize,
     dot,
     elementwise,
+    inline_asm,
     layouts,
     math_ext,
     memory,
