@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import TensorType, f32, i1, i32, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from sparsecc.analysis.axis_info import AxisAnalysis
 from sparsecc.analysis.dtypes import esize
@@ -125,6 +125,7 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
     n = len(ptrs.regs)
     vals = _per_reg(L.get(op.value), n, "stored value")
     masks = _per_reg(L.get(op.mask), n, "store mask") if op.mask is not None else [None] * n
+    masks = _first_copies_only(L, op.ptr.type, masks)
     vec = vector_width(L, op)
     if vec > 1:
         for r0 in range(0, n, vec):
@@ -135,6 +136,21 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
     for addr, v, m in zip(ptrs.regs, vals, masks):
         _check_addr(addr)
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
+
+
+def _first_copies_only(L: LoweringContext, ty: Attribute, masks: list[SSAValue | None]) -> list[SSAValue | None]:
+    """The store masks with, in a layout wider than its tensor (several threads hold each
+    element), only the first copy's thread writing (as Triton's redundant-data mask): the
+    copies need not agree (an atomic's old value is only in the thread that issued it), and
+    two threads writing one address race."""
+    dl = distributed(ty.encoding, ty.get_shape())
+    if not any(dl.wrap):
+        return masks
+    out = []
+    for r, m in enumerate(masks):
+        owner = first_replica(L, dl, r)
+        out.append(owner if m is None else (m if owner is None else L.em.band(m, owner)))
+    return out
 
 
 def load_scalar(L: LoweringContext, op: tt.LoadOp, addr: SSAValue) -> None:

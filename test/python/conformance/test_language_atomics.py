@@ -176,6 +176,12 @@ def test_cas_prints_the_compare_value_before_the_new_one():
     assert len(cas) == 4
     for line, c, v in zip(cas, cmp_regs, val_regs):
         assert line.rstrip(";").split(", ")[-2:] == [c, v], line
+    # 64 elements over 128 threads: two threads hold each one, and only the thread that issued
+    # the atomic has its old value; the store of the old values is that thread's alone
+    # (regression: the copy's thread stored garbage over it on the H100)
+    (store,) = [ln for ln in ptx.splitlines() if "st.global" in ln]
+    (load_pred,) = {ln.split()[0] for ln in ptx.splitlines() if "ld.global.v4" in ln}
+    assert store.split()[0] != load_pred, store
 
 
 def _check_cas(dtype: torch.dtype, device: str, n: int = 256) -> None:
