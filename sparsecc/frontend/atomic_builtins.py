@@ -69,7 +69,7 @@ def _atomic(em: Emitter, kind: str, pointer: Any, val: Any, mask: Any, order: An
     v = operand(val, "the added value" if kind == "add" else f"{name}'s value")
     c = operand(cmp, f"{name}'s compare value") if kind == "cas" else None
     m = _mask(em, mask, p) if kind != "cas" else None
-    return em.value(tt.AtomicRMWOp(kind, p, v, m, sem=order or "relaxed", cmp=c))
+    return em.value(tt.AtomicRMWOp(kind, p, v, m, sem=order or "acq_rel", cmp=c))
 
 
 @impl

@@ -1,8 +1,9 @@
 """`tl.atomic_*`: read-modify-write of global memory, per element, returning the old values.
 
 As in Triton: `pointer` is a scalar pointer or a tensor of pointers; `val` (and `mask`)
-broadcast to its shape; masked-off elements touch no memory. `sem` is "relaxed" (sparsecc's
-default), "acquire", "release" or "acq_rel"; `scope` "gpu" (default) or "cta". A scalar atomic
+broadcast to its shape; masked-off elements touch no memory. `sem` is "acq_rel" (the default,
+as in Triton: a lock taken with `atomic_cas` sees what its last holder wrote), "acquire",
+"release" or "relaxed" (no ordering: counters, histograms); `scope` "gpu" (default) or "cta". A scalar atomic
 is one per program. Element types: see each function; on the GPU they lower to PTX `atom`.
 
     @sparsecc.jit

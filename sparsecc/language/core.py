@@ -233,7 +233,7 @@ def dot(input: Any, other: Any, acc: Any = None, out_dtype: Any = float32,
 def atomic_add(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
     """Per element, atomically `*pointer += val`; returns the old values. The split-K idiom:
     `tl.atomic_add(C + offs, partial, mask=offs < n)` (fp32, int32, int64, fp16; bf16 on sm_90;
-    `sem` is relaxed unless given, `scope` GPU; see `sparsecc.language.atomics`)."""
+    `sem` is acq_rel unless given (as in Triton), `scope` GPU; see `sparsecc.language.atomics`)."""
 
 
 @builtin

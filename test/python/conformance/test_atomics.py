@@ -75,9 +75,9 @@ def test_atomics_assemble(target):
            "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
     ck = sparsecc.compile(split_k_gemm, sig, {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT_K": 4},
                           target=target)
-    assert "atom.global.add.f32" in ck.asm["ptx"] and isinstance(ck.asm["cubin"], bytes)
+    assert "atom.acq_rel.gpu.global.add.f32" in ck.asm["ptx"] and isinstance(ck.asm["cubin"], bytes)
     ck = sparsecc.compile(histogram, {"X": "*i32", "H": "*i32", "n": "i32"}, {"BLOCK": 256}, target=target)
-    assert "atom.global.add.s32" in ck.asm["ptx"]
+    assert "atom.acq_rel.gpu.global.add.s32" in ck.asm["ptx"]
 
 
 def test_atomic_add_errors_name_the_problem():

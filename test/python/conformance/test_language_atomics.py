@@ -172,7 +172,7 @@ def test_cas_prints_the_compare_value_before_the_new_one():
         if "ld.global.v4.b32" in line:
             regs[len(regs)] = re.findall(r"%r\d+", line.split("{")[1].split("}")[0])
     cmp_regs, val_regs = regs[0], regs[1]  # Cmp is loaded first, then Val
-    cas = [ln for ln in ptx.splitlines() if "atom.global.cas.b32" in ln]
+    cas = [ln for ln in ptx.splitlines() if "atom.acq_rel.gpu.global.cas.b32" in ln]
     assert len(cas) == 4
     for line, c, v in zip(cas, cmp_regs, val_regs):
         assert line.rstrip(";").split(", ")[-2:] == [c, v], line
@@ -212,7 +212,7 @@ def test_unmasked_atomic_add_of_a_dot_compiles(target):
     ("ValueError: Expected 3 operand, but got 2") when no mask and no replica guard applied."""
     ck = sparsecc.compile(dot_into_pointers, {"A": "*fp16", "B": "*fp16", "C": "*fp32"},
                           {"BM": 64, "BN": 64, "BK": 32}, target=target)
-    assert "atom.global.add.f32" in ck.asm["ptx"] and isinstance(ck.asm["cubin"], bytes)
+    assert "atom.acq_rel.gpu.global.add.f32" in ck.asm["ptx"] and isinstance(ck.asm["cubin"], bytes)
 
 
 def _dot_into_pointers(device: str) -> None:
@@ -246,7 +246,7 @@ def test_atomics_assemble(target):
     for t in ("i32", "fp32", "i64", "fp16"):
         ck = sparsecc.compile(cas_slots, {"Mem": f"*{t}", "Cmp": f"*{t}", "Val": f"*{t}", "Old": f"*{t}", "n": "i32"},
                               {"BLOCK": 64}, target=target)
-        assert "atom.global.cas.b" in ck.asm["ptx"]
+        assert "atom.acq_rel.gpu.global.cas.b" in ck.asm["ptx"]
     ck = sparsecc.compile(lock_sum, {"Lock": "*i32", "Taken": "*i32", "Total": "*i32", "X": "*i32"}, {"BLOCK": 64},
                           target=target)
     assert "atom.acquire.gpu.global.cas.b32" in ck.asm["ptx"] and "atom.release.gpu.global.exch.b32" in ck.asm["ptx"]
