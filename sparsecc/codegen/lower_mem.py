@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     TensorType,
     UnitAttr,
+    i1,
     i32,
     i64,
 )
@@ -158,12 +159,14 @@ def vector_ok(L: LoweringContext, bp: BlockPtr, fast: int, run: int, dims: list[
 
 
 def first_replica(L: LoweringContext, dl: DistLayout, r: int) -> SSAValue | None:
-    """Whether this thread holds the first copy of register r's element, in a layout whose
-    threads cover more than the tile (`wrap`: several threads hold the same elements); None
-    when no dimension wraps. Only that thread copies the chunk into shared memory: two
+    """Whether this thread holds the first copy of register r's element, in a layout where
+    several threads hold it (threads that cover more than the tile: `wrap`; lane or warp bits
+    no term reads: a slice layout); None when each element has one thread. Only that thread copies the chunk into shared memory: two
     cp.async writing the same bytes without synchronisation between them are a data race
     (racecheck: WAW "invalid memcpy_async synchronization"), even with equal data."""
     em = L.em
+    if dl.regs[r] in dl.regs[:r]:  # an earlier register of this thread holds it (a slice of a dim
+        return em.c(0, i1)         # this thread spans): only the first one counts
     cond = None
     for d, wraps in enumerate(dl.wrap):
         if not wraps:
@@ -171,7 +174,23 @@ def first_replica(L: LoweringContext, dl: DistLayout, r: int) -> SSAValue | None
         unwrapped = em.term_sum(dl.base[d], L.ids.lane, L.ids.warp)
         c = em.cmp("ult", unwrapped, em.c(dl.shape[d] - dl.regs[r][d]))
         cond = c if cond is None else em.band(cond, c)
+    # lane/warp bits no term reads (a slice layout drops its dim's terms): the threads that
+    # differ only there hold the same elements; the copy with those bits zero comes first
+    for ident, free in ((L.ids.lane, free_bits(dl, "lane", 32)), (L.ids.warp, free_bits(dl, "warp", L.cfg.num_warps))):
+        if free:
+            c = em.cmp("eq", em.band(ident, em.c(free)), em.c(0))
+            cond = c if cond is None else em.band(cond, c)
     return cond
+
+
+def free_bits(dl: DistLayout, src: str, count: int) -> int:
+    """The bits of the lane (or warp) id, below `count`, that no term of `dl` reads."""
+    covered = 0
+    for terms in dl.base:
+        for t in terms:
+            if t.src == src and t.mod > 1 and t.mul:
+                covered |= (t.mod - 1) * t.div
+    return (count - 1) & ~covered
 
 
 def _two_paths(L: LoweringContext, cond: SSAValue, fast_fn, slow_fn, result_types: list[Attribute]) -> list[SSAValue]:

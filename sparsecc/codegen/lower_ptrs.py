@@ -144,8 +144,6 @@ def _first_copies_only(L: LoweringContext, ty: Attribute, masks: list[SSAValue |
     copies need not agree (an atomic's old value is only in the thread that issued it), and
     two threads writing one address race."""
     dl = distributed(ty.encoding, ty.get_shape())
-    if not any(dl.wrap):
-        return masks
     out = []
     for r, m in enumerate(masks):
         owner = first_replica(L, dl, r)

@@ -26,8 +26,8 @@ from sparsecc.codegen.handlers.table import (
     handles_name,
 )
 
-FAMILIES = (async_ops, control, debug, dequantize, dot, elementwise, layouts, math_ext, memory, reduce, scan,
-            shared, shapes, views)
+FAMILIES = (async_ops, control, debug, dequantize, dot, elementwise, inline_asm, layouts, math_ext, memory, reduce,
+            scan, shared, shapes, views)
 """The handler modules, one per op family."""
 
 __all__ = ["FAMILIES", "HANDLERS", "NAMED_HANDLERS", "handler_for", "handles", "handles_name"]

@@ -211,14 +211,7 @@ def _carry_in(L: LoweringState, op: tt.ScanOp, plan: ScanPlan, partial, tile_inc
     L.after_shared_write()
     L.before_shared_read()
     for ri, lin in enumerate(row_lin):
-        addr = em.add(base, em.mul(lin, H * W * WORD_BYTES))
-        planes = []
-        for j, wty in enumerate(word_types):
-            got: list[SSAValue] = []
-            vec = min(W, 4)
-            for q0 in range(0, H * W, vec):
-                got += list(em.op(ptx.LdSharedOp(addr, wty, vec, offset=j * plane + q0 * WORD_BYTES)).results)
-            planes.append(got)
+        planes = _read_totals(L, em.add(base, em.mul(lin, H * W * WORD_BYTES)), word_types, H * W, min(W, 4), plane)
 
         def total(q: int, planes: list[list[SSAValue]] = planes) -> Values:
             vals, j = [], 0
@@ -249,6 +242,18 @@ def _carry_in(L: LoweringState, op: tt.ScanOp, plan: ScanPlan, partial, tile_inc
             for i, (r, v) in enumerate(scanned):
                 c = combine(carry, v)
                 scanned[i] = (r, c if has is None else _select(L, has, c, v))
+
+
+def _read_totals(L: LoweringState, addr: SSAValue, word_types: list, count: int, vec: int,
+                 plane: int) -> list[list[SSAValue]]:
+    """The `count` tile totals of one row, word plane by word plane, `vec` words a load."""
+    planes = []
+    for j, wty in enumerate(word_types):
+        got: list[SSAValue] = []
+        for q0 in range(0, count, vec):
+            got += list(L.em.op(ptx.LdSharedOp(addr, wty, vec, offset=j * plane + q0 * WORD_BYTES)).results)
+        planes.append(got)
+    return planes
 
 
 @handles(tt.GatherOp)

@@ -1,5 +1,5 @@
 // RUN: sparsecc-opt %s -p "convert-tt-to-ttg{num-warps=4 target=sm_80},convert-ttg-to-ptx" | filecheck %s
-// tl.cumsum of 1024 floats over 4 warps: the default layout gives each thread two runs of 4
+// tl.cumsum (handlers/scan.py) of 1024 floats over 4 warps: the default layout gives each thread two runs of 4
 // (the 512-element tile repeats twice). Each thread adds its runs in order, the lanes scan the
 // runs' totals with shfl.sync.up (1, 2, 4, 8, 16 lanes back) and take the inclusive value of
 // the lane before them (one more shfl.sync.up by 1); the last lane of each warp stores its
