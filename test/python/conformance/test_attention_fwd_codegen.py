@@ -89,8 +89,11 @@ def test_interpreter_matches_torch_on_several_lengths(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bh, n, d", [(16, 1024, 64), (32, 2048, 64), (32, 4096, 128), (3, 320, 128), (5, 192, 64)])
+@pytest.mark.parametrize("bh, n, d", [(16, 1024, 64), (32, 2048, 64), (32, 4096, 128), (3, 384, 128), (5, 256, 64)])
 def test_attention_matches_sdpa_on_the_gpu(bh, n, d):
+    """The parity kernel masks no rows: n must be a multiple of BLOCK_M (128), else a program's
+    last rows are the next head's and its stores overwrite that head's output (what the
+    shapes 320 and 192 of this test did on the H200: a test error, not the compiler's)."""
     torch.manual_seed(bh + n + d)
     q, k, v = (torch.randn(bh, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
     out = torch.full_like(q, float("nan"))
