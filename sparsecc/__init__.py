@@ -9,13 +9,17 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sparsecc.compiler import STAGES, CompileOptions
-from sparsecc.frontend import CompilationError, CompiledKernel, JITFunction, compile, jit
-
 __version__ = "0.2.0"
 """The release (kept equal to pyproject.toml's `version` by test_version.py)."""
 
 _LAZY = {
+    "STAGES": ("sparsecc.compiler", "STAGES"),
+    "CompileOptions": ("sparsecc.compiler", "CompileOptions"),
+    "CompilationError": ("sparsecc.frontend.errors", "CompilationError"),
+    "CompiledKernel": ("sparsecc.frontend.compile", "CompiledKernel"),
+    "JITFunction": ("sparsecc.frontend.jit", "JITFunction"),
+    "compile": ("sparsecc.frontend.compile", "compile"),
+    "jit": ("sparsecc.frontend.jit", "jit"),
     "SparseTensor": ("sparsecc.runtime.sparse_tensor", "SparseTensor"),
     "QuantizedSparseTensor": ("sparsecc.runtime.quant_tensor", "QuantizedSparseTensor"),
     "compress": ("sparsecc.runtime.compress", "compress"),
