@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.2.0"
-"""The release (kept equal to pyproject.toml's `version` by test_version.py)."""
+__version__ = "0.3.0.dev0"
+"""The release, kept equal to pyproject.toml's `version` by test_version.py: `X.Y.Z.devN` while
+CHANGELOG.md's top entry is "X.Y.Z (unreleased)" (PEP 440 puts it after every earlier release
+and before X.Y.Z itself), `X.Y.Z` once that entry is released."""
 
 _LAZY = {
     "STAGES": ("sparsecc.compiler", "STAGES"),
