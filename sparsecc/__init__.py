@@ -9,13 +9,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sparsecc.compiler import STAGES, CompileOptions
-from sparsecc.frontend import CompilationError, CompiledKernel, JITFunction, compile, jit
-
-__version__ = "0.2.0"
-"""The release (kept equal to pyproject.toml's `version` by test_version.py)."""
+__version__ = "0.3.0.dev0"
+"""The release, kept equal to pyproject.toml's `version` by test_version.py: `X.Y.Z.devN` while
+CHANGELOG.md's top entry is "X.Y.Z (unreleased)" (PEP 440 puts it after every earlier release
+and before X.Y.Z itself), `X.Y.Z` once that entry is released."""
 
 _LAZY = {
+    "STAGES": ("sparsecc.compiler", "STAGES"),
+    "CompileOptions": ("sparsecc.compiler", "CompileOptions"),
+    "CompilationError": ("sparsecc.frontend.errors", "CompilationError"),
+    "CompiledKernel": ("sparsecc.frontend.compile", "CompiledKernel"),
+    "JITFunction": ("sparsecc.frontend.jit", "JITFunction"),
+    "compile": ("sparsecc.frontend.compile", "compile"),
+    "jit": ("sparsecc.frontend.jit", "jit"),
     "SparseTensor": ("sparsecc.runtime.sparse_tensor", "SparseTensor"),
     "QuantizedSparseTensor": ("sparsecc.runtime.quant_tensor", "QuantizedSparseTensor"),
     "compress": ("sparsecc.runtime.compress", "compress"),

@@ -17,3 +17,6 @@ NUM_STAGES = 3
 """Slots of a pipelined K loop's shared-memory ring."""
 NUM_CTAS = 1
 """CTAs per cluster: 1, or 2 for CTA pairs that share B tiles."""
+MAX_NUMEL = 1 << 20
+"""Most elements one tensor of a kernel may hold (Triton's TRITON_MAX_TENSOR_NUMEL): the
+frontend's limit, and the IR parser's (`sparsecc.tools.diagnostics`)."""

@@ -27,13 +27,16 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from xdsl.ir import Attribute, Operation
 
 from sparsecc.analysis.layouts import WARP, DistLayout, LayoutError, distributed
 from sparsecc.dialects import tt
 from sparsecc.dialects.ttg import BlockedEncodingAttr, SliceEncodingAttr
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Affine = tuple[int, tuple[int, ...]]
 """(offset, strides): element c is at offset + sum(c[d] * strides[d])."""
@@ -110,6 +113,8 @@ SHUFFLE_OPS = (tt.TransOp, tt.ReshapeOp, tt.JoinOp, tt.SplitOp, tt.CatOp)
 
 def _addresses(dl: DistLayout, affine: Affine, num_warps: int) -> np.ndarray:
     """addr[r, t]: the buffer address of register r of thread t (= warp * 32 + lane)."""
+    import numpy as np  # here: `sparsecc-opt` runs with no shuffle to derive skip its import
+
     lanes = np.arange(WARP * num_warps) % WARP
     warps = np.arange(WARP * num_warps) // WARP
     offset, strides = affine

@@ -23,7 +23,6 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import BlockArgument, SSAValue
@@ -78,7 +77,11 @@ def box_plan(mem_ty: MemDescType, esize: int) -> BoxPlan | None:
     if rows > MAX_BOX:
         return None
     # every element at once (numpy arrays through the same int arithmetic): a compile meets
-    # several 32k-element tiles, which an element-by-element Python loop took ~0.1 s for
+    # several 32k-element tiles, which an element-by-element Python loop took ~0.1 s for.
+    # numpy is imported here, not at the top: `sparsecc-opt` runs that never plan a TMA box
+    # (most lit tests) do not pay its import
+    import numpy as np
+
     r, c = np.meshgrid(np.arange(rows, dtype=np.int64), np.arange(cols, dtype=np.int64), indexing="ij")
     stored_at = enc.swizzled_offset(*stored_coords(enc, *((c, r) if transposed else (r, c)), shape))
     for swizzle in SWIZZLE_BYTES:

@@ -3,8 +3,12 @@
 Tools are looked up in this order (`find_ptxas`, `find_cuobjdump`):
   1. $SPARSECC_PTXAS / $SPARSECC_CUOBJDUMP (a path to the binary),
   2. the CUDA toolkit: $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, then $PATH,
-  3. the binaries the `triton` wheel ships in triton/backends/nvidia/bin/
-     (`pip install triton`, or `pip install -e .[ptx]`), which is how CI gets them without CUDA.
+  3. NVIDIA's wheels of the tools alone, under site-packages/nvidia/*/bin/: ptxas from
+     `nvidia-cuda-nvcc-cu12` (nvidia/cuda_nvcc/bin; 40 MB), cuobjdump from `nvidia-cuda-cuobjdump`
+     and the nvdisasm its `-sass` runs from `nvidia-cuda-nvdisasm` (both nvidia/cu13/bin; 6 MB).
+     The `ptx` extra installs them: how CI gets them without CUDA,
+  4. the binaries the `triton` wheel ships in triton/backends/nvidia/bin/ (1 GB installed; the
+     `gpu` extra brings it, and torch's CUDA builds depend on it).
 
 All temporary files live in a `TemporaryDirectory` that is removed on return.
 """
@@ -21,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _HOW_TO_GET = (
-    "install the CUDA toolkit (and set CUDA_HOME), or `pip install triton` (its wheel ships ptxas, "
-    "cuobjdump and nvdisasm), or point {env} at the binary"
+    "install the CUDA toolkit (and set CUDA_HOME), or `pip install 'sparsecc[ptx]'` (NVIDIA's wheels "
+    "of ptxas and cuobjdump alone), or `pip install triton` (its wheel ships both), or point {env} at "
+    "the binary"
 )
 
 
@@ -76,6 +81,22 @@ class CompiledCubin:
 # Finding the tools
 
 
+def _nvidia_wheel_bin(tool: str) -> Path | None:
+    """`tool` from one of NVIDIA's pip wheels (namespace package `nvidia`: nvidia/cuda_nvcc/bin,
+    nvidia/cu13/bin, ...), the first in name order; None without one."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        for p in sorted(Path(root).glob(f"*/bin/{tool}")):
+            if p.is_file() and os.access(p, os.X_OK):
+                return p
+    return None
+
+
 def _triton_bin(tool: str) -> Path | None:
     spec = importlib.util.find_spec("triton")
     if spec is None or not spec.submodule_search_locations:
@@ -102,9 +123,10 @@ def _find_tool(tool: str, env: str) -> str:
     on_path = shutil.which(tool)
     if on_path:
         return on_path
-    from_triton = _triton_bin(tool)
-    if from_triton is not None:
-        return str(from_triton)
+    for wheel_bin in (_nvidia_wheel_bin, _triton_bin):
+        found = wheel_bin(tool)
+        if found is not None:
+            return str(found)
     raise ToolNotFoundError(f"{tool} not found: " + _HOW_TO_GET.format(env=f"${env}"))
 
 

@@ -10,20 +10,20 @@ from xdsl.ir import Dialect
 
 def make_context() -> Context:
     """A context with every dialect sparsecc parses or prints: builtin, arith (tensor-capable),
-    math, scf, tt, and (loaded on first use) ttg and ptx with its wgmma and mbarrier ops, so
-    any IR the compiler prints at any stage parses back:
+    scf, tt, and (loaded on first use: a `sparsecc-opt` run that meets none of them does not
+    import them) math, ttg and ptx with its wgmma and mbarrier ops, so any IR the compiler
+    prints at any stage parses back:
 
         module = Parser(make_context(), text).parse_module()
     """
     from xdsl.dialects.builtin import Builtin
-    from xdsl.dialects.math import Math
     from xdsl.dialects.scf import Scf
 
     from sparsecc.dialects.arith import ARITH_WITH_TENSORS
     from sparsecc.dialects.tt import TT
 
     ctx = Context()
-    for dialect in (Builtin, ARITH_WITH_TENSORS, Math, Scf, TT):
+    for dialect in (Builtin, ARITH_WITH_TENSORS, Scf, TT):
         ctx.load_dialect(dialect)
     for name, loader in _gpu_dialects().items():
         ctx.register_dialect(name, loader)
@@ -31,7 +31,12 @@ def make_context() -> Context:
 
 
 def _gpu_dialects() -> dict[str, Callable[[], Dialect]]:
-    """GPU dialects, registered lazily so the front half never imports them."""
+    """math and the GPU dialects, registered lazily so the front half never imports them."""
+
+    def math() -> Dialect:
+        from xdsl.dialects.math import Math
+
+        return Math
 
     def ttg() -> Dialect:
         from sparsecc.dialects.ttg import TTG
@@ -47,4 +52,4 @@ def _gpu_dialects() -> dict[str, Callable[[], Dialect]]:
         # the Hopper ops are named ptx.* too: one dialect for the parser
         return Dialect("ptx", [*PTX.operations, *WGMMA_OPS, *MBARRIER_OPS, *ATOMIC_OPS], list(PTX.attributes))
 
-    return {"ttg": ttg, "ptx": ptx}
+    return {"math": math, "ttg": ttg, "ptx": ptx}

@@ -45,6 +45,7 @@ from sparsecc.frontend import (  # noqa: F401 - register builtins
     misc_builtins,  # noqa: F401 - registers tensor descriptors, add/sub/mul, ...
 )
 from sparsecc.frontend import semantic as sem
+from sparsecc.frontend.bound import BoundBuiltin as _BoundBuiltin
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
 from sparsecc.frontend.reduce_builtins import CALLS_JIT  # (registers the reduction builtins)
@@ -100,14 +101,6 @@ class _Method:
 
 REDUCTION_METHODS = frozenset({"sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce"}) | SCAN_METHODS
 """`x.sum(axis)` and friends: Triton's tensor methods that are the `tl` builtin of that name."""
-
-
-class _BoundBuiltin:
-    """`x.sum` before it is called: `tl.sum(x, ...)`."""
-
-    def __init__(self, value: SSAValue, name: str):
-        self.value = value
-        self.name = name
 
 
 def _unwrap(x: Any) -> Any:

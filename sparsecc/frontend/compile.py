@@ -27,6 +27,7 @@ from sparsecc.frontend.ast_to_ttir import generate_ttir
 from sparsecc.frontend.diagnose import check_gpu_limits, located_error, pass_errors
 from sparsecc.frontend.kernel import KernelFunction
 from sparsecc.frontend.misc_builtins import compiling_for
+from sparsecc.frontend.tracebacks import hide_compiler_frames
 from sparsecc.frontend.types import (
     parse_signature_type,
     signature_hint,
@@ -324,4 +325,8 @@ def compile(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[
                               constexprs={"BLOCK_M": 128}, target="sm_90a", num_warps=8, tma=False)
         print(ck.asm["ptx"])
     """
-    return compile_kernel(kernel, signature, constexprs, target, num_warps, num_stages, num_ctas, **switches)
+    try:
+        return compile_kernel(kernel, signature, constexprs, target, num_warps, num_stages, num_ctas, **switches)
+    except Exception as e:  # a kernel's error shows its diagnostic, not the compiler's frames
+        hide_compiler_frames(e)
+        raise

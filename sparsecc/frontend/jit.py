@@ -34,6 +34,7 @@ from sparsecc.compiler import CompileOptions
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.frontend.compile import compile_with_options
 from sparsecc.frontend.kernel import KernelFunction
+from sparsecc.frontend.tracebacks import hide_compiler_frames
 from sparsecc.runtime.grid import GRID_MAX, check_grid
 from sparsecc.switches import SWITCHES
 
@@ -164,11 +165,15 @@ class JITFunction(KernelFunction):
 
         def launcher(*args: Any, **kwargs: Any) -> None:
             try:
-                entry = fast[(key_fns.get(len(args)) or key_fn(len(args)))(args, kwargs)]
-            except (KeyError, TypeError):  # new specialization, or not fast-path material
-                self.run(grid, args, kwargs)
-                return
-            entry(grid, args, kwargs)
+                try:
+                    entry = fast[(key_fns.get(len(args)) or key_fn(len(args)))(args, kwargs)]
+                except (KeyError, TypeError):  # new specialization, or not fast-path material
+                    self.run(grid, args, kwargs)
+                    return
+                entry(grid, args, kwargs)
+            except Exception as e:  # a kernel's error shows its diagnostic, not our frames
+                hide_compiler_frames(e)
+                raise
 
         return launcher
 

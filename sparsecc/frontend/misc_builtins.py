@@ -25,6 +25,7 @@ import sparsecc.language as tl
 from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PointerType
 from sparsecc.frontend import semantic as sem
+from sparsecc.frontend.bound import BoundBuiltin
 from sparsecc.frontend.builtins import IMPLS, _dtype, _int, _seq, _shape, impl
 from sparsecc.frontend.errors import SemanticError
 from sparsecc.frontend.semantic import Emitter
@@ -188,15 +189,11 @@ class Descriptor:
 
     @property
     def load(self) -> Any:
-        from sparsecc.frontend.ast_to_ttir import _BoundBuiltin
-
-        return _BoundBuiltin(self, "load_tensor_descriptor")  # type: ignore[arg-type]
+        return BoundBuiltin(self, "load_tensor_descriptor")  # type: ignore[arg-type]
 
     @property
     def store(self) -> Any:
-        from sparsecc.frontend.ast_to_ttir import _BoundBuiltin
-
-        return _BoundBuiltin(self, "store_tensor_descriptor")  # type: ignore[arg-type]
+        return BoundBuiltin(self, "store_tensor_descriptor")  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"tensor descriptor of {list(self.block_shape)} {self.dtype} tiles"

@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue
 
+from sparsecc import defaults
 from sparsecc.dialects import arith as arith_ext
 from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PointerType, is_sparse, sparse_encoding_of
@@ -47,7 +48,7 @@ from sparsecc.frontend.types import bitwidth, describe, is_float, is_int, is_uns
 PyScalar = bool | int | float
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
-MAX_NUMEL = 1 << 20
+MAX_NUMEL = defaults.MAX_NUMEL
 """Most elements one tensor of a kernel may hold (Triton's TRITON_MAX_TENSOR_NUMEL)."""
 MAX_RANK = 4
 """Tensors have at most 4 dims (blocked layouts tile any rank; the dot takes 2-D tiles)."""

@@ -6,6 +6,6 @@ they call).
     sparsify_(model, quant="w4g128")      # 4-bit codes, a scale per 128 input features
 """
 
-from sparsecc.nn.linear import SparseLinear, sparsify_
+from sparsecc.nn.linear import LAYER_DTYPES, SparseLinear, SparsifySkipWarning, sparsify_
 
-__all__ = ["SparseLinear", "sparsify_"]
+__all__ = ["LAYER_DTYPES", "SparseLinear", "SparsifySkipWarning", "sparsify_"]

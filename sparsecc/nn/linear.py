@@ -10,6 +10,7 @@ torchao's `sparsify_(model, ...)` and PyTorch's semi-structured path.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -58,6 +59,7 @@ class SparseLinear(nn.Module):
                  activation: str = "none", weight_dtype: torch.dtype | None = None,
                  quant: str | QuantScheme | None = None) -> None:
         super().__init__()
+        _check_device(device)
         if activation not in ACTIVATIONS:
             raise ValueError(f"SparseLinear: activation must be one of {ACTIVATIONS}, got {activation!r}")
         if weight_dtype not in WEIGHT_DTYPES:
@@ -95,6 +97,8 @@ class SparseLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(out_features, dtype=dtype, device=device),
                                  requires_grad=False) if bias else None
         self.dtype = dtype
+        # the layer's name in the model `sparsify_` converted (its first, if shared), for errors
+        self.fqn: str | None = None
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, prune: bool = True, activation: str = "none",
@@ -149,6 +153,8 @@ class SparseLinear(nn.Module):
         return SparseTensor(self.values, self.meta, (self.out_features, self.in_features))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 0 or x.shape[-1] != self.in_features:
+            raise _input_width_error(self, x)
         if self.quant is not None:
             return sparse_linear_q_op(x, self.values, self.meta, self.scales, getattr(self, "zeros", None),
                                       self.in_features, self.quant, self.bias, self.activation)
@@ -192,6 +198,27 @@ class SparseLinear(nn.Module):
             fmt = f"NV24.{self.quant}"
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}, activation={self.activation!r}, format={fmt}")
+
+
+def _check_device(device: torch.device | str | None) -> None:
+    """One clear error for a CUDA layer where CUDA cannot run (torch's own is a bare assertion,
+    "Torch not compiled with CUDA enabled", from deep inside the first allocation)."""
+    if device is None or torch.device(device).type != "cuda" or torch.cuda.is_available():
+        return
+    why = ("this torch is a CPU-only build" if torch.version.cuda is None
+           else f"torch {torch.__version__} finds no CUDA device or driver")
+    raise RuntimeError(f"SparseLinear: device={str(device)!r} but CUDA is not available ({why}); create the "
+                       "layer on the CPU (device='cpu': forward computes in torch there) or on a GPU machine")
+
+
+def _input_width_error(layer: SparseLinear, x: torch.Tensor) -> ValueError:
+    """The error for an input whose last dimension is not the layer's in_features, naming the layer
+    (torch's own names neither, from ~19 frames inside the op)."""
+    name = f"SparseLinear {layer.fqn!r}" if layer.fqn else "SparseLinear"
+    width = x.shape[-1] if x.dim() else "a scalar (no last dimension)"
+    return ValueError(f"{name} (in_features={layer.in_features}, out_features={layer.out_features}): "
+                      f"the input's last dimension is {width}, the layer takes {layer.in_features} "
+                      f"(input shape {tuple(x.shape)})")
 
 
 def _activate(y: torch.Tensor, activation: str) -> torch.Tensor:
@@ -278,17 +305,57 @@ def _describe(state_dict: dict, prefix: str) -> str:
     return f"unquantized NV24 weights ({n} x {k}, {vdtype})"
 
 
-def _fits(module: nn.Module, group: int | None = None) -> bool:
-    return (isinstance(module, nn.Linear) and module.in_features % 16 == 0
-            and (group is None or module.in_features % group == 0)
-            and module.weight.dtype in (torch.float16, torch.bfloat16))
+LAYER_DTYPES = (torch.float16, torch.bfloat16)
+"""The weight dtypes `sparsify_` converts: the 16-bit types of the sparse tensor cores, which a
+SparseLinear keeps as its input and output dtype (with `weight_dtype` / `quant` too)."""
+
+
+class SparsifySkipWarning(UserWarning):
+    """`sparsify_` left some nn.Linear layers dense (the message says how many and why).
+
+        warnings.simplefilter("ignore", sparsecc.nn.SparsifySkipWarning)   # or filter_fn them out
+    """
+
+
+def _skip_reason(module: nn.Module, group: int | None) -> str | None:
+    """Why `sparsify_` cannot convert `module`, an nn.Linear (None: it can)."""
+    if not isinstance(module, nn.Linear):
+        return "not an nn.Linear"
+    dtype = module.weight.dtype
+    if dtype not in LAYER_DTYPES:
+        return f"{dtype} weights"
+    if module.in_features % 16:
+        return "in_features not a multiple of 16"
+    if group is not None and module.in_features % group:
+        return f"in_features not a multiple of the quantization group {group}"
+    return None
+
+
+def _warn_skipped(skipped: dict[str, list[str]], total: int) -> None:
+    """One SparsifySkipWarning naming how many nn.Linear layers stayed dense, why (a few names
+    each), and which layers qualify: a model left in fp32 converted nothing without a word."""
+    if not skipped:
+        return
+    count = sum(len(names) for names in skipped.values())
+    reasons = "; ".join(f"{len(names)} with {reason} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+                        for reason, names in skipped.items())
+    hint = ""
+    if any(reason.endswith(" weights") for reason in skipped):
+        hint = " (convert the model first: model.half() or model.to(torch.bfloat16))"
+    warnings.warn(f"sparsify_: {count} of {total} nn.Linear layers left dense: {reasons}. sparsify_ converts "
+                  f"layers with torch.float16 or torch.bfloat16 weights{hint} and in_features a multiple of 16 "
+                  "(and of the group, with quant); filter_fn=... leaves layers out without this warning",
+                  SparsifySkipWarning, stacklevel=3)
 
 
 def sparsify_(model: nn.Module, filter_fn: Callable[[nn.Module, str], bool] | None = None,
               prune: bool = True, weight_dtype: torch.dtype | None = None,
               quant: str | QuantScheme | None = None) -> nn.Module:
     """Replace, in place, every nn.Linear of `model` that `filter_fn(module, fqn)` accepts (default:
-    fp16/bf16 weights with in_features a multiple of 16) by a SparseLinear; returns `model`.
+    all) and that can be sparse: fp16/bf16 weights (`LAYER_DTYPES`: the layer keeps its dtype,
+    nothing is cast) with in_features a multiple of 16, by a SparseLinear; returns `model`.
+    Layers `filter_fn` accepts that cannot be (an fp32 model's, say) stay dense, and one
+    `SparsifySkipWarning` says how many and why.
     `weight_dtype` (torch.int8, torch.float8_e4m3fn) quantizes the sparse weights to 8 bits;
     `quant` ("w4g128", "w8c", "w4g64z", ...) stores them as 4- or 8-bit codes with scales per
     group, and then also skips layers whose in_features is not a multiple of the group (see
@@ -313,15 +380,25 @@ def sparsify_(model: nn.Module, filter_fn: Callable[[nn.Module, str], bool] | No
     # one SparseLinear set under all of them, so the model keeps sharing the weight.
     names: dict[int, list[str]] = {}
     modules: dict[int, nn.Module] = {}
+    skipped: dict[str, list[str]] = {}  # reason -> the names of the Linears filter_fn wanted but cannot be
+    linears = 0
     for name, module in model.named_modules(remove_duplicate=False):
-        if _fits(module, group):
+        if not isinstance(module, nn.Linear):
+            continue
+        linears += 1
+        reason = _skip_reason(module, group)
+        if reason is None:
             names.setdefault(id(module), []).append(name)
             modules[id(module)] = module
+        elif accept(module, name):
+            skipped.setdefault(reason, []).append(name or "(the model)")
+    _warn_skipped(skipped, linears)
     for key, module_names in names.items():
         module = modules[key]
         if not any(accept(module, name) for name in module_names):
             continue
         sparse = SparseLinear.from_linear(module, prune=prune, weight_dtype=weight_dtype, quant=quant_spec)
+        sparse.fqn = module_names[0] or None
         for name in module_names:
             if not name:  # the model is the Linear itself: nothing holds it to replace in place
                 model = sparse

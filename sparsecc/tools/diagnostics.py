@@ -23,7 +23,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
-from sparsecc.frontend.semantic import MAX_NUMEL
+from sparsecc.defaults import MAX_NUMEL
 
 
 @dataclass(frozen=True)

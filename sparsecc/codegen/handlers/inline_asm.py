@@ -16,16 +16,22 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType, TensorType, f32, i16, i32, i64
 from xdsl.ir import Attribute, SSAValue
 
+from sparsecc.analysis.dtypes import esize
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, Regs
 from sparsecc.dialects import ptx, tt
-from sparsecc.frontend.types import bitwidth
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower_state import LoweringState
 
 _CLASSES: dict[str, Attribute] = {"r": i32, "l": i64, "h": i16, "f": f32}
 """LLVM NVPTX constraint letter -> the register type it asks for."""
+
+
+
+def bitwidth(ty: Attribute) -> int:
+    """Bits of a scalar type (i1 is 1 bit; floats and wider ints their width)."""
+    return ty.width.data if isinstance(ty, IntegerType) else esize(ty) * 8
 
 
 def _elem(ty: Attribute) -> Attribute:

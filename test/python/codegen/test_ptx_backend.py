@@ -612,6 +612,7 @@ def test_tool_missing_message(monkeypatch):
     monkeypatch.setenv("CUDA_HOME", "/nonexistent")
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(ptxas, "_triton_bin", lambda tool: None)
+    monkeypatch.setattr(ptxas, "_nvidia_wheel_bin", lambda tool: None)
     monkeypatch.setattr(os.path, "isdir", os.path.isdir)
     if os.path.exists("/usr/local/cuda/bin/cuobjdump"):
         pytest.skip("a CUDA toolkit is installed at /usr/local/cuda")

@@ -131,12 +131,22 @@ def test_quantized_format_needs_a_16_bit_float():
     assert "16-bit floating-point" in str(err.value)
 
 
+def _needs_ptxas() -> None:
+    """Skip where no ptxas is found (the compile to a cubin runs it)."""
+    from sparsecc.codegen import ptxas
+
+    try:
+        ptxas.find_ptxas()
+    except ptxas.ToolNotFoundError as e:
+        pytest.skip(str(e))
+
+
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("scheme", ["w4g64", "w8c", "w4g64z"])
 def test_quantized_kernels_assemble(target, scheme):
     """The GPU stages stream the codes and scales through shared memory with the dot's tiles
     (async copies into rings) and dequantize from there; ptxas accepts the PTX (no GPU needed)."""
-    pytest.importorskip("triton")
+    _needs_ptxas()
     sig = {**POINTER_SIG, "A": f"*fp16:NV24.{scheme}"}
     ck = sparsecc.compile(pointer_gemm, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 64}, target=target)
     ttgir = ck.asm["ttgir"]
@@ -154,7 +164,7 @@ def test_dequantize_builds_the_dot_fragments(scheme, dtype, direct):
     """An fp16 tt.dequantize feeding the dot is the dot's meta = 0 operand itself (no convert, no
     shared-memory round trip of the values): the PTX picks fragment bytes from 16-byte code
     chunks with prmt; bf16 keeps the convert. The warps of a dequantized dot go along M."""
-    pytest.importorskip("triton")
+    _needs_ptxas()
     from sparsecc.ops.sparse_linear import sparse_linear_kernel
 
     sig = {"Y": f"*{dtype}", "X": f"*{dtype}", "W": f"*{dtype}:NV24.{scheme}", "BIAS": f"*{dtype}", "M": "i32",
