@@ -192,6 +192,7 @@ class CudaKernel:
         drv = cuda_driver()
         self._drv = drv
         self._ctx = ensure_context()
+        _unload_released()
         self._module = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", name)
         self._function = check(drv.cuModuleGetFunction(self._module, name.encode()), "cuModuleGetFunction", name)
         # One slot per param (8 bytes; a tensor map 128) in one buffer, and the void* array
@@ -312,12 +313,38 @@ class CudaKernel:
     __call__ = launch
 
     def __del__(self) -> None:
+        # Not unloaded here: the garbage collector may run this while a stream is being
+        # captured into a CUDA graph, and unloading a module then invalidates the capture
+        # (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at the next launch). The next kernel load
+        # unloads it, outside any capture.
         module, drv = getattr(self, "_module", None), getattr(self, "_drv", None)
         if module is not None and drv is not None:
-            try:
-                drv.cuModuleUnload(module)
-            except Exception:  # interpreter shutdown: the context may already be gone
-                pass
+            _RELEASED.append((drv, module))
+
+
+_RELEASED: list[tuple[Any, Any]] = []
+"""Modules of collected kernels, unloaded by `_unload_released` (see `CudaKernel.__del__`)."""
+
+
+def _unload_released() -> None:
+    """Unload the modules of collected kernels, unless a CUDA graph capture is under way."""
+    if not _RELEASED or _capturing():
+        return
+    while _RELEASED:
+        drv, module = _RELEASED.pop()
+        try:
+            drv.cuModuleUnload(module)
+        except Exception:  # noqa: BLE001 - the context may be gone; a leak is the lesser harm
+            pass
+
+
+def _capturing() -> bool:
+    """Whether torch is capturing the current stream into a CUDA graph (False without torch)."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_current_stream_capturing())
+    except Exception:  # noqa: BLE001 - no CUDA in this torch
+        return False
 
 
 def load_kernel(cubin: bytes, name: str, param_kinds: Sequence[str], *, shared_bytes: int = 0) -> CudaKernel:
