@@ -189,16 +189,15 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
     ty = op.ptr.type
     order = op.memory_order
     if isinstance(ty, TensorType):  # threads that hold a replica of an element must not add it again
-        dl = distributed(ty.encoding, ty.get_shape())
-        owners = [first_replica(L, dl, r) for r in range(n)]
+        guards = _first_copies_only(L, ty, masks)
     else:  # a scalar atomic is one per program, as in Triton
-        owners = [_thread_zero(L)]
+        owner = _thread_zero(L)
         if order in ("release", "acq_rel"):
             L.bar()
+        guards = [owner if masks[0] is None else em.band(masks[0], owner)]
     olds = []
-    for addr, v, m, owner, c in zip(addrs, vals, masks, owners, cmps):
+    for addr, v, guard, c in zip(addrs, vals, guards, cmps):
         _check_addr(addr)
-        guard = owner if m is None else (m if owner is None else em.band(m, owner))
         olds.append(_atom(L, op.kind.data, addr, v, guard, order, c))
     ty = op.result.type
     if isinstance(ty, TensorType):
@@ -206,7 +205,7 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
         return
     if scratch is not None:  # thread 0's old value to every thread
         L.before_shared_write()
-        em.op(ptx.StSharedOp(scratch, [olds[0]], mask=owners[0]))
+        em.op(ptx.StSharedOp(scratch, [olds[0]], mask=owner))
         L.after_shared_write()
         L.before_shared_read()
         olds[0] = em.op(ptx.LdSharedOp(scratch, olds[0].type)).results[0]
