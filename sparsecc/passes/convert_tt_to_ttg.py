@@ -438,6 +438,12 @@ class ConvertTTToTTGPass(ModulePass):
         # Higher ranks first: slices are derived from the layout of the value they expand to.
         for group in sorted(groups.values(), key=lambda g: -g.rank):
             group.layout = self._choose(group, uf, groups)
+        if self._register_a and len({g.layout.version_major for g in groups.values() if g.dot_results}) > 1:
+            # a chain whose dots would mix wgmma and mma.sync (attention's K^T with 128-element
+            # K-major rows stays on mma.sync): all on mma.sync, as before register A existed
+            object.__setattr__(self, "_register_a", set())
+            for group in sorted(groups.values(), key=lambda g: -g.rank):
+                group.layout = self._choose(group, uf, groups)
         if _derive_shape_layouts(func, uf, groups, self.num_warps):
             for group in sorted(groups.values(), key=lambda g: -g.rank):
                 if isinstance(group.layout, SliceEncodingAttr):  # its parent may have changed

@@ -6,8 +6,9 @@ Accepts: tt IR (before decompose-sparse-tensors). Guarantees afterwards: every `
     ptrs = base + rows[:, None] * stride_r + cols[None, :] * stride_c   (one stride the constant 1)
     rows = start_r + tl.arange(0, R)   (or `(...) % M`, or `tl.where(rows < M, rows, 0)`)
     cols = start_c + tl.arange(0, C)
-    loaded with masks `index < bound` on rows and/or columns and `other = 0` (or without
-    any mask, for a tile whose one use is a `tt.dot` operand: attention's K and V),
+    loaded with masks `index < bound` on rows and/or columns and `other = 0` (a tile whose
+    one use is a `tt.dot` operand may leave a dim unmasked: attention's K and V, whose head
+    dim is never masked; that dim gets no boundary check),
     advanced by a loop-invariant step each iteration (`ptrs += BLOCK_K * stride_k`)
 
 — is a `tt.load` of a `tt.make_tensor_ptr` (shape = the bounds, strides, offsets = the starts,
@@ -376,7 +377,7 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
                 return None
             continue
         if axis.wrap is None:
-            if load.mask is None and _feeds_dot_only(load):
+            if _feeds_dot_only(load):
                 continue  # read as it is written: a dim no mask bounds keeps no boundary check
             return None  # an unbounded dim: leave the pointers as they are
         if per_iter[dim]:
@@ -473,7 +474,8 @@ def _from_dot(v: SSAValue, depth: int = 16) -> bool:
 def raise_store(store: tt.StoreOp) -> bool:
     """A store through `base + rows * s + cols` masked by `rows < M` and `cols < N` becomes a
     block-pointer store with boundary checks (what the epilogue's 16-byte stores need); so does
-    an unmasked store of a dot's epilogue tile, with no boundary check (attention's output)."""
+    a store of a dot's epilogue tile with a dim (or both) unmasked, which gets no boundary check
+    on it (attention's output, masked on its rows at most)."""
     ty = store.ptr.type
     if not isinstance(ty, TensorType) or len(ty.get_shape()) != 2 or tt.is_sparse(ty):
         return False
@@ -486,7 +488,7 @@ def raise_store(store: tt.StoreOp) -> bool:
     bounds = _mask_bounds(store.mask, shape, tile, [{}, {}])
     if order is None or bounds is None:
         return False
-    if any(b is None for b in bounds) and not (store.mask is None and _from_dot(store.value)):
+    if any(b is None for b in bounds) and not _from_dot(store.value):
         return False
     m = _Materializer(store)
     elem = ty.element_type
