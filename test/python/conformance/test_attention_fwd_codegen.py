@@ -216,15 +216,22 @@ def _run_masked(q, k, v, out, block_m: int, num_warps: int) -> None:
                                              BLOCK_M=block_m, BLOCK_N=64, num_warps=num_warps, num_stages=3)
 
 
-def test_masked_attention_compiles_to_wgmma_with_p_in_registers():
-    """The masked kernel takes the same sm_90a path (the masks become boundary checks)."""
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_masked_attention_compiles_to_the_same_loop(target):
+    """The masked kernel takes the same path (the masks become boundary checks of the ring's
+    copies and of the epilogue's store): on sm_90a both dots on wgmma with P in registers."""
     sig = dict(SIG, stride_h="i32", stride_m="i32:16", n_ctx="i32")
-    ck = sparsecc.compile(masked_attention, sig, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64}, target="sm_90a",
+    ck = sparsecc.compile(masked_attention, sig, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64}, target=target,
                           num_warps=8, num_stages=3)
     loop = _loop(ck.asm["ptx"])
-    wg = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", loop)
-    assert len(wg) == 8 and wg.count("{") == 4
-    assert "st.shared" not in loop and "mma.sync" not in loop
+    assert "st.shared" not in loop and "ld.global" not in loop
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global", loop)) == 4
+    if target == "sm_90a":
+        wg = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", loop)
+        assert len(wg) == 8 and wg.count("{") == 4
+        assert "mma.sync" not in loop
+    else:
+        assert "wgmma" not in loop and "mma.sync" in loop
     res = next(iter(ck.metadata["ptxas"].values()))
     assert (res.spill_stores, res.spill_loads) == (0, 0), res
 
