@@ -6,9 +6,9 @@ Accepts: tt IR (before decompose-sparse-tensors). Guarantees afterwards: every `
     ptrs = base + rows[:, None] * stride_r + cols[None, :] * stride_c   (one stride the constant 1)
     rows = start_r + tl.arange(0, R)   (or `(...) % M`, or `tl.where(rows < M, rows, 0)`)
     cols = start_c + tl.arange(0, C)
-    loaded with masks `index < bound` on rows and/or columns and `other = 0` (a tile whose
-    one use is a `tt.dot` operand may leave a dim unmasked: attention's K and V, whose head
-    dim is never masked; that dim gets no boundary check),
+    loaded with masks `index < bound` on rows and/or columns and `other = 0` (a dense tile
+    whose one use is a `tt.dot` operand may leave a dim unmasked: attention's K and V, whose
+    head dim is never masked; that dim gets no boundary check),
     advanced by a loop-invariant step each iteration (`ptrs += BLOCK_K * stride_k`)
 
 — is a `tt.load` of a `tt.make_tensor_ptr` (shape = the bounds, strides, offsets = the starts,
@@ -377,7 +377,7 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
                 return None
             continue
         if axis.wrap is None:
-            if _feeds_dot_only(load):
+            if _feeds_dot_only(load) and not tt.is_sparse(ty):
                 continue  # read as it is written: a dim no mask bounds keeps no boundary check
             return None  # an unbounded dim: leave the pointers as they are
         if per_iter[dim]:
