@@ -3,7 +3,7 @@ allocate-shared-memory (sparsecc/passes/allocate_shared_memory.py), shared with 
 which reads the result from the IR and sizes its scratch the same way.
 
 A `ttg.local_alloc` needs its buffer; `ttg.convert_layout` a scratch the size of its source (a
-round trip through shared memory), as do the shape ops (`tt.reshape`, `tt.trans`, `tt.join`,
+round trip through shared memory; none when it renames registers, analysis/mma_rename.py), as do the shape ops (`tt.reshape`, `tt.trans`, `tt.join`,
 `tt.split`, `tt.cat`) unless they only rename registers; `tt.reduce` the small cross-warp
 exchange of its register plan (`reduce_scratch_bytes`: none when one warp holds each result); `tt.dequantize` room
 for its operands that arrive in registers; a scalar `tt.atomic_rmw` whose old value is used a
@@ -20,6 +20,7 @@ from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
+from sparsecc.analysis.mma_rename import is_mma_to_a_rename
 from sparsecc.analysis.reduce_plan import exchange_bytes, fast_reduce_plan, value_words
 from sparsecc.analysis.scan_plan import fast_scan_plan, scan_exchange_bytes
 from sparsecc.analysis.shuffles import SHUFFLE_OPS, is_free, shuffle_of
@@ -105,6 +106,8 @@ def shared_size(op: Operation) -> int:
         return shuffle_bytes(op)
     if isinstance(op, ttgd.ConvertLayoutOp):
         ty = op.operands[0].type
+        if is_mma_to_a_rename(ty, op.result.type):
+            return 0  # attention's P: the accumulator's registers become the next dot's A
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.DequantizeOp):
         return sum(dequantize_padded_bytes(v) for v in op.operands if not dequantize_reads_in_place(v))
@@ -153,7 +156,7 @@ def shared_effects(op: Operation) -> tuple[str, ...]:
     if isinstance(op, SHUFFLE_OPS):
         return (ROUND_TRIP,) if shuffle_bytes(op) else ()
     if isinstance(op, ttgd.ConvertLayoutOp):
-        return (ROUND_TRIP,)
+        return () if is_mma_to_a_rename(op.src.type, op.result.type) else (ROUND_TRIP,)
     if isinstance(op, tt.DequantizeOp):
         return (ROUND_TRIP,) if shared_size(op) else (READ,)
     if isinstance(op, tt.AtomicRMWOp):

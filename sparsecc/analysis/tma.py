@@ -37,6 +37,10 @@ SWIZZLE_BYTES = (*MODES, 0)
 """TMA swizzle modes by row width in bytes (0: none), most preferred first."""
 MAX_BOX = 256
 """Largest box extent per dimension, in elements."""
+UNBOUNDED_DIM = 2**31 - 1
+"""The `tt.make_tensor_ptr` shape raise-pointer-tensors gives a dim that no mask bounds (an
+unmasked load feeding a dot, such as attention's K and V tiles): the load has no boundary
+check on it, and no tensor map is built from it (`host_recipe`), so it is never read."""
 DTYPE_NAMES = {"f16": "fp16", "bf16": "bf16", "i16": "u16", "f32": "fp32", "i8": "u8", "f8E4M3FN": "u8", "f8E5M2": "u8",
                "i32": "u32"}
 
@@ -227,7 +231,7 @@ def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_na
         return None
     rows, cols = (host_expr(root.shape[d], func) for d in (slow, fast))
     stride = host_expr(root.strides[slow], func)
-    if rows is None or cols is None or stride is None:
+    if rows is None or cols is None or stride is None or ["const", UNBOUNDED_DIM] in (rows, cols):
         return None
     return TensorMapRecipe(base.index, DTYPE_NAMES[elt_name], (cols, rows), (["mul", stride, ["const", plan.esize]],),
                            (plan.width, plan.rows), plan.swizzle, plan.esize)
@@ -247,4 +251,4 @@ def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any
     return None if recipe is None else (root, plan, recipe)
 
 
-__all__ = ["BoxPlan", "TensorMapRecipe", "arguments_of", "tma_copy_plan", "box_plan", "evaluate", "host_expr", "host_recipe", "tensor_ptr_root"]
+__all__ = ["UNBOUNDED_DIM", "BoxPlan", "TensorMapRecipe", "arguments_of", "tma_copy_plan", "box_plan", "evaluate", "host_expr", "host_recipe", "tensor_ptr_root"]

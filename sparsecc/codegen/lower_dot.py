@@ -434,7 +434,7 @@ DENSE_WGMMA_K = 16
 
 
 def lower_wgmma_dense(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Regs, result_ty: TensorType,
-                      defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
+                      defer_wait: bool = False, scale_d: SSAValue | None = None, fresh: bool = False) -> Regs:
     """A dense 16-bit tt.dot as sm_90a `wgmma.mma_async.m64nNk16`s (what Triton emits on Hopper).
 
     The same frame as `lower_wgmma` without metadata: B through a descriptor, A through one
@@ -442,6 +442,8 @@ def lower_wgmma_dense(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand,
     sparse k32 step of values) or else in registers, in the mma.sync A layout `_a_frags`
     loads (its (i, kk) keys are k16 steps). Each warpgroup issues, per k16 step, one wgmma per
     m64 block it owns, then commits; `defer_wait` leaves the group in flight as there.
+    `fresh`: `c` is zeros (attention's Q K^T), so the first step's wgmmas take no accumulator
+    (scale-d 0, as Triton emits) instead of zeroing N/2 registers before every dot.
     """
     em = L.em
     m, n = result_ty.get_shape()
@@ -463,7 +465,8 @@ def lower_wgmma_dense(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand,
     for s in range(steps):
         desc = _desc(L, em.add(b.sm.addr, step_offset(s)), const)
         for i in range(rep_m):
-            op = em.op(wg.WgmmaMmaAsyncOp(a_ops[(i, s)], desc, n=n, ab_type=t, acc=acc[i * per:(i + 1) * per],
+            step_acc = [] if fresh and s == 0 and scale_d is None else acc[i * per:(i + 1) * per]
+            op = em.op(wg.WgmmaMmaAsyncOp(a_ops[(i, s)], desc, n=n, ab_type=t, acc=step_acc,
                                           trans_b=trans_b, scale_d=scale_d if s == 0 else None))
             acc[i * per:(i + 1) * per] = list(op.results)
     em.op(wg.WgmmaCommitGroupOp())
@@ -476,8 +479,10 @@ def lower_wgmma_dense(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand,
 
 
 def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, c: Regs, meta: Frag | None,
-              result_ty: TensorType, defer_wait: bool = False, scale_d: SSAValue | None = None) -> Regs:
-    """`scale_d` (wgmma only, i1): whether the dot adds `c` (false: the sum restarts)."""
+              result_ty: TensorType, defer_wait: bool = False, scale_d: SSAValue | None = None,
+              fresh: bool = False) -> Regs:
+    """`scale_d` (wgmma only, i1): whether the dot adds `c` (false: the sum restarts).
+    `fresh`: `c` is a zero constant (dense wgmma then starts without an accumulator)."""
     enc = result_ty.encoding
     if not isinstance(enc, MmaEncodingAttr):
         raise LoweringError("tt.dot: the result must have a #ttg.mma layout")
@@ -490,7 +495,7 @@ def lower_dot(L: LoweringContext, a: Frag | SmemOperand, b: Frag | SmemOperand, 
         if not isinstance(b, SmemOperand):
             raise LoweringError("tt.dot: #ttg.mma version 3 (wgmma) needs B in shared memory")
         if meta is None:
-            return lower_wgmma_dense(L, a, b, c, result_ty, defer_wait, scale_d)
+            return lower_wgmma_dense(L, a, b, c, result_ty, defer_wait, scale_d, fresh)
         return lower_wgmma(L, a, b, c, meta, result_ty, defer_wait, scale_d)
     if isinstance(b, SmemOperand) or isinstance(a, SmemOperand):
         raise LoweringError("tt.dot: operands in shared memory need a #ttg.mma version 3 result")

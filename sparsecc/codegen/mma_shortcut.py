@@ -1,4 +1,4 @@
-"""An mma.sync accumulator turned into the A operand of the next dot without shared memory.
+"""An mma.sync or wgmma accumulator turned into the A operand of the next dot without shared memory.
 
 In attention, P = softmax(Q K^T) sits in the registers of the first dot's #ttg.mma layout and
 is the A operand of P @ V. When every warp is along M (warpsPerCTA = [W, 1]: each warp holds
@@ -7,35 +7,20 @@ neighbouring n8 tiles hold exactly the m16k16 A fragment of one K step (Triton's
 "mma to dot shortcut"): lane 4g + t has (row g, cols 2t, 2t+1) and (row g + 8, the same cols)
 of each n8 tile, which are A's a0/a1 (K columns 0-7) and a2/a3 (K columns 8-15) after packing
 two 16-bit values into a b32. The convert is then a renaming of registers.
+
+A wgmma accumulator (#ttg.mma version 3, warps [W, 1]) has version 2's register map with the
+same warps, and wgmma's register A takes the mma.sync A fragment of each warp's 16 rows, so
+the same renaming serves any pair of versions 2/3 whose warps agree (P @ V on wgmma with P in
+registers, as Triton emits it on Hopper).
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
 
-from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.mma_rename import is_mma_to_a_rename
 from sparsecc.codegen.lower_base import Frag, LoweringContext, Regs
 from sparsecc.codegen.lower_mem import pack_words
-from sparsecc.dialects.ttg import DotOperandEncodingAttr, MmaEncodingAttr
-
-
-def is_mma_to_a_rename(src: TensorType, dst: TensorType) -> bool:
-    """Whether converting `src` (an mma.sync accumulator layout) to `dst` renames registers:
-    16-bit elements, `dst` the dense A operand of the same parent, warps along M only, whole
-    m16 tiles per warp and K a multiple of 16.
-
-        is_mma_to_a_rename(p_f16_mma_8x1, p_f16_dot_op_a)   # True for attention's P
-    """
-    s_enc, d_enc = src.encoding, dst.encoding
-    if not (isinstance(s_enc, MmaEncodingAttr) and isinstance(d_enc, DotOperandEncodingAttr)):
-        return False
-    if s_enc.version_major != 2 or d_enc.op_idx != 0 or d_enc.meta != -1 or d_enc.parent != s_enc:
-        return False
-    if esize(src.element_type) != 2 or len(src.get_shape()) != 2:
-        return False
-    wm, wn = s_enc.warps_per_cta
-    m, n = src.get_shape()
-    return wn == 1 and m % (16 * wm) == 0 and n % 16 == 0
 
 
 def mma_to_a_frags(L: LoweringContext, regs: Regs, dst: TensorType) -> Frag:

@@ -411,7 +411,7 @@ class ConvertTTToTTGPass(ModulePass):
         if m % (16 * self.num_warps) or n % 16 or n > 256:
             return False
         if all(d.meta is None for d in dots):
-            return self.dense_wgmma and _dense_wgmma_ok(dots, kmajor_b)
+            return self.dense_wgmma and _dense_wgmma_ok(dots, kmajor_b, self._register_a)
         for d in dots:
             esz = _bytes(tt.element_type(d.a.type))
             if d.meta is None or esz not in (1, 2, 4) or (esz != 2 and not kmajor_b):
@@ -433,10 +433,17 @@ class ConvertTTToTTGPass(ModulePass):
         # A operand then stays inside each warp
         object.__setattr__(self, "_chained", any(_feeds_a_dot(o) for o in func.walk() if isinstance(o, tt.DotOp)))
         uf = self._collect(func)
+        object.__setattr__(self, "_register_a", _register_a_dots(func, uf))
         groups = self._groups(func, uf)
         # Higher ranks first: slices are derived from the layout of the value they expand to.
         for group in sorted(groups.values(), key=lambda g: -g.rank):
             group.layout = self._choose(group, uf, groups)
+        if self._register_a and len({g.layout.version_major for g in groups.values() if g.dot_results}) > 1:
+            # a chain whose dots would mix wgmma and mma.sync (attention's K^T with 128-element
+            # K-major rows stays on mma.sync): all on mma.sync, as before register A existed
+            object.__setattr__(self, "_register_a", set())
+            for group in sorted(groups.values(), key=lambda g: -g.rank):
+                group.layout = self._choose(group, uf, groups)
         if _derive_shape_layouts(func, uf, groups, self.num_warps):
             for group in sorted(groups.values(), key=lambda g: -g.rank):
                 if isinstance(group.layout, SliceEncodingAttr):  # its parent may have changed
@@ -569,20 +576,33 @@ def _loaded(v: SSAValue) -> bool:
     return isinstance(v.owner, tt.LoadOp)
 
 
-def _dense_wgmma_ok(dots: list[tt.DotOp], kmajor_b: bool) -> bool:
+def _register_a_dots(func: tt.FuncOp, uf: _Layouts) -> set[tt.DotOp]:
+    """The dots whose A is computed elementwise from another dot's result (attention's P =
+    exp2(Q K^T - m) feeding P @ V): A shares that dot's layout group, so it sits in the
+    accumulator registers of the first dot and reaches the second as wgmma's register A by
+    renaming them (codegen/mma_shortcut.py), as Triton's P @ V does."""
+    dots = [o for o in func.walk() if isinstance(o, tt.DotOp)]
+    return {d for d in dots if not _loaded(d.a) and d.a in uf.parent
+            and any(e is not d and uf.find(d.a) == uf.find(e.result) for e in dots)}
+
+
+def _dense_wgmma_ok(dots: list[tt.DotOp], kmajor_b: bool, register_a: set[tt.DotOp] = frozenset()) -> bool:
     """Whether dense dots (one accumulator group, its M x N already checked by `_use_wgmma`)
     become `wgmma.mma_async.m64nNk16`, as Triton's Hopper GEMMs do: 16-bit operands, K a
-    multiple of 16, A and B loaded tiles (staged in shared memory: B read through a
-    descriptor, MN-major in a colBlock layout or K-major when a row of K is one 64/128-byte
-    swizzle atom; A through a descriptor or ldmatrix), and every dot of the function so:
-    a dot of computed operands (attention's P @ V) keeps mma.sync, and so do the others of
-    its function, whose layouts would otherwise meet."""
+    multiple of 16, B a loaded tile (staged in shared memory, read through a descriptor,
+    MN-major in a colBlock layout or K-major when a row of K is one 64/128-byte swizzle atom),
+    A a loaded tile (through a descriptor or ldmatrix) or one of `register_a` (the accumulator
+    of a dot before it, in registers: attention's P @ V), and every dot of the function so:
+    a dot of other computed operands keeps mma.sync, and so do the others of its function,
+    whose layouts would otherwise meet."""
     func = dots[0].parent_op()
     while func is not None and not isinstance(func, tt.FuncOp):
         func = func.parent_op()
     every = [o for o in func.walk() if isinstance(o, tt.DotOp)] if func is not None else dots
     for d in every:
-        if d.meta is not None or _bytes(tt.element_type(d.a.type)) != 2 or not (_loaded(d.a) and _loaded(d.b)):
+        if d.meta is not None or _bytes(tt.element_type(d.a.type)) != 2 or not _loaded(d.b):
+            return False
+        if not (_loaded(d.a) or d in register_a):
             return False
         k = tt.shape_of(d.b.type)[0]
         if k % 16:

@@ -6,7 +6,9 @@ Accepts: tt IR (before decompose-sparse-tensors). Guarantees afterwards: every `
     ptrs = base + rows[:, None] * stride_r + cols[None, :] * stride_c   (one stride the constant 1)
     rows = start_r + tl.arange(0, R)   (or `(...) % M`, or `tl.where(rows < M, rows, 0)`)
     cols = start_c + tl.arange(0, C)
-    loaded with masks `index < bound` on rows and/or columns and `other = 0`,
+    loaded with masks `index < bound` on rows and/or columns and `other = 0` (a dense tile
+    whose one use is a `tt.dot` operand may leave a dim unmasked: attention's K and V, whose
+    head dim is never masked; that dim gets no boundary check),
     advanced by a loop-invariant step each iteration (`ptrs += BLOCK_K * stride_k`)
 
 — is a `tt.load` of a `tt.make_tensor_ptr` (shape = the bounds, strides, offsets = the starts,
@@ -59,6 +61,7 @@ from sparsecc.analysis.linear_index import (
     scalar_atom,
     strip_casts,
 )
+from sparsecc.analysis.tma import UNBOUNDED_DIM
 from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PADDING_OPTIONS
 
@@ -274,6 +277,12 @@ def _stores_mask_dim(value: SSAValue, dim: int, bound: SSAValue, seen: set[SSAVa
     return True
 
 
+def _feeds_dot_only(load: tt.LoadOp) -> bool:
+    """Whether the loaded tile's one use is a `tt.dot` operand (what the pipeline streams)."""
+    uses = list(load.result.uses)
+    return len(uses) == 1 and isinstance(uses[0].operation, tt.DotOp) and uses[0].index in (0, 1)
+
+
 def _dot_result_dim(load: tt.LoadOp, loop: scf.ForOp, wrapped_dim: int) -> tuple[SSAValue, int] | None:
     """(the loop result holding the dot the load feeds, the dim of it the wrapped dim becomes)."""
     users = [u.operation for u in load.result.uses]
@@ -368,6 +377,8 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
                 return None
             continue
         if axis.wrap is None:
+            if _feeds_dot_only(load) and not tt.is_sparse(ty):
+                continue  # read as it is written: a dim no mask bounds keeps no boundary check
             return None  # an unbounded dim: leave the pointers as they are
         if per_iter[dim]:
             return None
@@ -394,7 +405,8 @@ def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
         assert isinstance(elem, tt.PointerType)
         enc = init.type.encoding if tt.is_sparse(init.type) else None
         tile_ty = TensorType(elem.pointee, list(plan.shape), enc) if enc is not None else TensorType(elem.pointee, list(plan.shape))
-        shape = [m.i64(b if isinstance(b, SSAValue) else m.linear(b)) for b in plan.bounds]
+        shape = [m.const(UNBOUNDED_DIM, i64) if b is None else m.i64(b if isinstance(b, SSAValue) else m.linear(b))
+                 for b in plan.bounds]
         strides = [m.i64(a.stride) for a in plan.tile.axes]
         offsets = [m.linear(a.start) for a in plan.tile.axes]
         bp = tt.MakeTensorPtrOp(plan.tile.base, shape, strides, offsets, plan.order, tt.PointerType(tile_ty))
@@ -443,9 +455,27 @@ def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
         load.erase(safe_erase=False)
 
 
+def _from_dot(v: SSAValue, depth: int = 16) -> bool:
+    """Whether `v` is computed elementwise (arith/math ops) from a `tt.dot` result or a loop
+    result that a dot yields: a dot's epilogue tile (attention's `acc / l_i`)."""
+    owner = v.owner
+    if depth == 0 or not isinstance(owner, Operation):
+        return False
+    if isinstance(owner, tt.DotOp):
+        return True
+    if isinstance(owner, scf.ForOp):
+        yields = owner.body.block.last_op
+        return isinstance(yields, scf.YieldOp) and _from_dot(yields.operands[v.index], depth - 1)
+    if owner.dialect_name() in ("arith", "math") and owner.operands:
+        return _from_dot(owner.operands[0], depth - 1)
+    return False
+
+
 def raise_store(store: tt.StoreOp) -> bool:
     """A store through `base + rows * s + cols` masked by `rows < M` and `cols < N` becomes a
-    block-pointer store with boundary checks (what the epilogue's 16-byte stores need)."""
+    block-pointer store with boundary checks (what the epilogue's 16-byte stores need); so does
+    a store of a dot's epilogue tile with a dim (or both) unmasked, which gets no boundary check
+    on it (attention's output, masked on its rows at most)."""
     ty = store.ptr.type
     if not isinstance(ty, TensorType) or len(ty.get_shape()) != 2 or tt.is_sparse(ty):
         return False
@@ -456,16 +486,18 @@ def raise_store(store: tt.StoreOp) -> bool:
     strides = [a.stride for a in tile.axes]
     order = (1, 0) if strides[1] == 1 else (0, 1) if strides[0] == 1 else None
     bounds = _mask_bounds(store.mask, shape, tile, [{}, {}])
-    if order is None or bounds is None or any(b is None for b in bounds):
+    if order is None or bounds is None:
+        return False
+    if any(b is None for b in bounds) and not _from_dot(store.value):
         return False
     m = _Materializer(store)
     elem = ty.element_type
     assert isinstance(elem, tt.PointerType)
     bp = m.insert(tt.MakeTensorPtrOp(
-        tile.base, [m.i64(m.linear(b)) for b in bounds if b is not None],
+        tile.base, [m.const(UNBOUNDED_DIM, i64) if b is None else m.i64(m.linear(b)) for b in bounds],
         [m.i64(a.stride) for a in tile.axes], [m.linear(a.start) for a in tile.axes], order,
         tt.PointerType(TensorType(elem.pointee, list(shape)))))
-    new = tt.StoreOp(bp, store.value, boundary_check=[0, 1])
+    new = tt.StoreOp(bp, store.value, boundary_check=[d for d, b in enumerate(bounds) if b is not None])
     m.insert(new)
     store.detach()
     store.erase(safe_erase=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparsecc.analysis.kloops import only_feeds_next_iteration
+from sparsecc.analysis.kloops import is_zero_splat, only_feeds_next_iteration
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, SmemOperand
 from sparsecc.codegen.lower_dot import lower_dot
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 def _dot(L: LoweringState, op: tt.DotOp) -> None:
     """The accumulator in registers, A/B as fragments or shared operands, the metadata (sparse
     dots) as fragments. A K-loop dot whose result only feeds the next iteration leaves its wgmma
-    group in flight; one whose loop restarts the sum (`ZeroRestart`) scales the old sum by 0."""
+    group in flight; one whose loop restarts the sum (`ZeroRestart`) scales the old sum by 0;
+    a dense wgmma dot of a zero constant accumulator starts without one."""
     a, b, c = L.get(op.a), L.get(op.b), L.get(op.c)
     meta = L.get(op.meta) if op.meta is not None else None
     if (not isinstance(a, Frag | SmemOperand) or not isinstance(b, Frag | SmemOperand)
@@ -31,4 +32,4 @@ def _dot(L: LoweringState, op: tt.DotOp) -> None:
     fresh = L.restart.flags.get(op)
     scale_d = L.em.cmp("eq", fresh, 0) if fresh is not None else None
     L.set(op.result, lower_dot(L, a, b, c, meta, op.result.type,
-                               defer_wait=only_feeds_next_iteration(op), scale_d=scale_d))
+                               defer_wait=only_feeds_next_iteration(op), scale_d=scale_d, fresh=is_zero_splat(op.c)))

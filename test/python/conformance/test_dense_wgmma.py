@@ -11,6 +11,8 @@ shapes for each parity config, the switch on and off, fp16 and bf16, and with a 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from tutorial_kernels import matmul_kernel
@@ -122,11 +124,38 @@ def two_dots_kernel(q_ptr, k_ptr, v_ptr, o_ptr, BM: tl.constexpr, BN: tl.constex
     tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], o.to(tl.float16))
 
 
-def test_a_kernel_with_a_dot_of_computed_operands_keeps_mma_sync():
-    """P @ V cannot be read from shared memory as loaded: every dot of the kernel keeps
-    mma.sync, so the layouts of the two dots do not meet."""
+def test_a_chain_of_dots_runs_both_on_wgmma_with_p_in_registers():
+    """P @ V on wgmma reads P, the first dot's accumulators, as the register A operand (the
+    registers renamed: no shared-memory round trip), as Triton does on Hopper."""
     sig = {"q_ptr": "*fp16:16", "k_ptr": "*fp16:16", "v_ptr": "*fp16:16", "o_ptr": "*fp16:16"}
     ck = sparsecc.compile(two_dots_kernel, sig, {"BM": 64, "BN": 64, "D": 64}, target="sm_90a", num_warps=4)
+    assert "versionMajor = 2" not in ck.asm["ttgir"]
+    ptx = ck.asm["ptx"]
+    assert "mma.sync" not in ptx
+    forms = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", ptx)
+    assert forms == ["%rd"] * 4 + ["{"] * 4  # Q K^T from shared memory, then P @ V from registers
+    # P's convert renames registers: no 16-bit values go through shared memory (V's tile goes in
+    # 16-byte vectors, the index converts in b32 words)
+    assert not re.search(r"st\.shared(\.v\d)?\.b16", ptx)
+    assert ck.asm["cubin"]
+
+
+@sparsecc.jit
+def scaled_a_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A dot whose A is computed from a load, not from another dot."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a = tl.load(a_ptr + offs_m[:, None] * BK + offs_k[None, :]) * 2.0
+    b = tl.load(b_ptr + offs_k[:, None] * BN + offs_n[None, :])
+    c = tl.dot(a.to(tl.float16), b)
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], c.to(tl.float16))
+
+
+def test_a_dot_of_a_computed_a_keeps_mma_sync():
+    """An A computed from a load is in no dot's accumulator registers: the dot keeps mma.sync."""
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16"}
+    ck = sparsecc.compile(scaled_a_kernel, sig, {"BM": 64, "BN": 64, "BK": 64}, target="sm_90a", num_warps=4)
     assert "versionMajor = 3" not in ck.asm["ttgir"]
     assert "wgmma" not in ck.asm["ptx"] and "mma.sync" in ck.asm["ptx"]
 
