@@ -39,7 +39,7 @@ def layer_scheme(layer: SparseLinear) -> str:
 
 def layer_mode(layer: SparseLinear, x: torch.Tensor) -> str:
     """The path ("sparse", "sparse16", "dense") of `layer(x)`; logs the choice once per shape
-    and M (under torch.compile: per band of M)."""
+    and band of M."""
     m = x.numel() // layer.in_features
     eager = not torch.compiler.is_compiling()
     scheme = layer_scheme(layer)
@@ -50,7 +50,7 @@ def layer_mode(layer: SparseLinear, x: torch.Tensor) -> str:
                                x.device.index, layer.dispatch, layer.keeps_dense)
     mode, band = dispatch.pick(plan, m)
     dispatch.announce(f"SparseLinear {layer.fqn!r}" if layer.fqn else "SparseLinear", layer.out_features,
-                      layer.in_features, dtype, scheme, m if eager else band, mode)
+                      layer.in_features, dtype, scheme, m if eager else None, band, mode)
     return mode
 
 
@@ -91,7 +91,7 @@ def keep_dense_weight(layer: SparseLinear, keep: bool = True) -> None:
 
 def describe(layer: SparseLinear) -> str:
     """The dispatch part of SparseLinear's repr: the setting and the choices made so far, e.g.
-    "dispatch='auto' (M=1: sparse, M=2048: sparse16)"."""
+    "dispatch='auto' (M <= 256: sparse, M > 256: sparse16)"."""
     setting = layer.dispatch or "auto"
     text = f"dispatch={setting!r}" + (", dense copy kept" if layer.keeps_dense else "")
     seen = dispatch.seen_modes(layer.out_features, layer.in_features, _DTYPE_NAMES.get(layer.dtype, "other"),

@@ -459,19 +459,19 @@ _SEEN: dict[tuple[Any, ...], dict[str, str]] = {}
 
 
 @torch.compiler.assume_constant_result
-def announce(who: str, n: int, k: int, dtype: str, scheme: str, m: int | str, mode: str) -> bool:
-    """Log (once per shape, M or band, and mode) and remember what was chosen; `m` is the token
-    count, or under torch.compile the band's label."""
+def announce(who: str, n: int, k: int, dtype: str, scheme: str, m: int | None, band: str, mode: str) -> bool:
+    """Log (once per shape, band of M and mode) and remember what was chosen; `m` is the token
+    count that first took the band (None under torch.compile, where M may be symbolic)."""
     seen = _SEEN.setdefault((n, k, dtype, scheme), {})
-    label = f"M={m}" if isinstance(m, int) else str(m)
-    if seen.get(label) != mode:
-        seen[label] = mode
-        logger.info("%s (%d -> %d, %s %s), %s: %s", who, k, n, scheme, dtype, label, mode)
+    if seen.get(band) != mode:
+        seen[band] = mode
+        at = f"M={m} ({band})" if m is not None else band
+        logger.info("%s (%d -> %d, %s %s), %s: %s", who, k, n, scheme, dtype, at, mode)
     return True
 
 
 def seen_modes(n: int, k: int, dtype: str, scheme: str) -> dict[str, str]:
-    """{M or band label: mode} chosen so far for this shape (what SparseLinear's repr shows)."""
+    """{band of M: mode} chosen so far for this shape (what SparseLinear's repr shows)."""
     return dict(_SEEN.get((n, k, dtype, scheme), {}))
 
 

@@ -253,7 +253,8 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
     "sparse16", "dense"; None: the global setting) forces one, on the CPU too.
     """
     _check(x, w, bias, activation)
-    _dispatch.resolve(dispatch)  # a bad value is an error also where nothing is computed
+    if dispatch is not None:
+        _dispatch.resolve(dispatch)  # a bad value is an error also where nothing is computed
     if config is not None:
         _check_config(config, w)
     lead = x.shape[:-1]

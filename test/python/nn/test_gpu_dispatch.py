@@ -144,7 +144,8 @@ def test_a_tables_dense_choice_and_split_k_config_run(tmp_path, monkeypatch):
     for m, mode in ((1, "sparse"), (64, "dense")):
         x = torch.randn(m, 512, device="cuda").half()
         _assert_close(layer(x), _reference(layer, x, False), f"table M={m}")
-        assert f"M={m}: {mode}" in repr(layer)
+        assert dispatch.choose(m, 200, 512, torch.float16, "w4g128", "cuda").mode == mode
+        assert f": {mode}" in repr(layer)
 
 
 def test_the_builders_measurements_read_back():
