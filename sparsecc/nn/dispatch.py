@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from sparsecc.nn.torch_ops import sparse_linear_op
-from sparsecc.ops import dispatch
-from sparsecc.ops.densify import dense_weight, dequantize_kept, scale_kept
+from sparsecc.ops import densify, dispatch
 
 if TYPE_CHECKING:
     from sparsecc.nn.linear import SparseLinear
@@ -54,15 +53,19 @@ def layer_mode(layer: SparseLinear, x: torch.Tensor) -> str:
     return mode
 
 
-def kept16(layer: SparseLinear) -> torch.Tensor:
-    """The layer's kept values in its 16-bit dtype (N x K/2): dequantized codes, scaled 8-bit
-    values, or the stored values themselves."""
+def weight16(layer: SparseLinear, dense: bool) -> torch.Tensor:
+    """The layer's weight in its 16-bit dtype: the kept values (N x K/2: dequantized codes, scaled
+    8-bit values, or the stored values) or, with `dense`, the dense N x K matrix; one fused kernel
+    on CUDA (`sparsecc.ops.densify.weight16`)."""
+    scales = zeros = weight_scale = None
+    bits = 16
     if layer.quant is not None:
+        scales, zeros = layer.scales, getattr(layer, "zeros", None)
         bits = 4 if layer.quant.startswith("w4") else 8
-        return dequantize_kept(layer.values, layer.scales, getattr(layer, "zeros", None), bits, layer.dtype)
-    if layer.weight_dtype is not None:
-        return scale_kept(layer.values, layer.weight_scale, layer.dtype)
-    return layer.values
+    elif layer.weight_dtype is not None:
+        weight_scale = layer.weight_scale
+    return densify.weight16(layer.values, layer.meta, scales, zeros, weight_scale, bits, layer.in_features,
+                            layer.dtype, dense)
 
 
 def forward_other(layer: SparseLinear, x: torch.Tensor, mode: str) -> torch.Tensor:
@@ -71,8 +74,9 @@ def forward_other(layer: SparseLinear, x: torch.Tensor, mode: str) -> torch.Tens
     F.linear). An 8-bit layer's x is not quantized here: both paths compute in the layer's
     dtype."""
     if mode == "sparse16":
-        return sparse_linear_op(x, kept16(layer), layer.meta, layer.in_features, layer.bias, layer.activation)
-    w = layer._dense if layer.keeps_dense else dense_weight(kept16(layer), layer.meta, layer.in_features)
+        return sparse_linear_op(x, weight16(layer, False), layer.meta, layer.in_features, layer.bias,
+                                layer.activation)
+    w = layer._dense if layer.keeps_dense else weight16(layer, True)
     return dispatch.activate(torch.nn.functional.linear(x, w, layer.bias), layer.activation)
 
 
@@ -82,8 +86,7 @@ def keep_dense_weight(layer: SparseLinear, keep: bool = True) -> None:
     F.linear alone."""
     if keep:
         with torch.no_grad():
-            layer.register_buffer("_dense", dense_weight(kept16(layer), layer.meta, layer.in_features),
-                                  persistent=False)
+            layer.register_buffer("_dense", weight16(layer, True), persistent=False)
     elif "_dense" in layer._buffers:
         del layer._buffers["_dense"]
     layer.keeps_dense = keep

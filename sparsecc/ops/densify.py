@@ -12,13 +12,17 @@ of the sums.
     w16 = dense_weight(values, meta, k)                         # fp16/bf16 NV24 arrays -> N x K
     kept = dequantize_kept(q.values, q.scales, q.zeros, 4, torch.float16)  # w4: N x K/2
     kept = scale_kept(w8.values, weight_scale, torch.float16)   # 8-bit layer -> N x K/2
+    w16 = weight16(q.values, q.meta, q.scales, q.zeros, None, 4, k, torch.float16, dense=True)  # fused on CUDA
 """
 
 from __future__ import annotations
 
+import os
+import warnings
+
 import torch
 
-__all__ = ["dense_weight", "dequantize_kept", "scale_kept"]
+__all__ = ["dense_weight", "dequantize_kept", "scale_kept", "weight16"]
 
 
 def dense_weight(values: torch.Tensor, meta: torch.Tensor, k: int) -> torch.Tensor:
@@ -82,3 +86,51 @@ def scale_kept(values: torch.Tensor, weight_scale: torch.Tensor, dtype: torch.dt
         [[1.0, -1.5]]
     """
     return (values.float() * weight_scale.float().unsqueeze(-1)).to(dtype)
+
+
+def _weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | None, zeros: torch.Tensor | None,
+              weight_scale: torch.Tensor | None, bits: int, k: int, dtype: torch.dtype, dense: bool) -> torch.Tensor:
+    if scales is not None:
+        kept = dequantize_kept(values, scales, zeros, bits, dtype)
+    elif weight_scale is not None:
+        kept = scale_kept(values, weight_scale, dtype)
+    else:
+        kept = values
+    return dense_weight(kept, meta, k) if dense else kept
+
+
+_FUSED: dict[str, object] = {}
+FUSE_ENV = "SPARSECC_DISPATCH_FUSE"
+
+
+def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | None, zeros: torch.Tensor | None,
+             weight_scale: torch.Tensor | None, bits: int, k: int, dtype: torch.dtype, dense: bool) -> torch.Tensor:
+    """A 2:4 weight's 16-bit kept values (`dense=False`: N x K/2, for the 16-bit kernel) or its
+    dense N x K form (`dense=True`), from its stored arrays: quantized (`scales`, `zeros`, `bits`),
+    8-bit with per-channel `weight_scale`, or 16-bit (both None).
+
+    In eager code on CUDA this runs as one inductor kernel (`torch.compile(dynamic=True)`, compiled
+    on first use; $SPARSECC_DISPATCH_FUSE=0 keeps the separate torch ops, and so does a compile
+    that fails, with a warning); under torch.compile it is traced into the caller's graph, which
+    fuses it the same way; on the CPU it runs as torch ops.
+
+        >>> import sparsecc
+        >>> q = sparsecc.compress(sparsecc.prune_2to4(torch.randn(16, 256)).half(), quant="w8g128")
+        >>> bool((weight16(q.values, q.meta, q.scales, None, None, 8, 256, torch.float16, True) == q.to_dense()).all())
+        True
+    """
+    args = (values, meta, scales, zeros, weight_scale, bits, k, dtype, dense)
+    if torch.compiler.is_compiling() or not values.is_cuda or os.environ.get(FUSE_ENV, "1").strip() == "0":
+        return _weight16(*args)
+    fused = _FUSED.get("weight16")
+    if fused is None:
+        fused = _FUSED["weight16"] = torch.compile(_weight16, dynamic=True, fullgraph=True)
+    if fused is _weight16:
+        return _weight16(*args)
+    try:
+        return fused(*args)  # type: ignore[operator]
+    except Exception as e:  # noqa: BLE001 - inductor unavailable or failing here: the torch ops still work
+        _FUSED["weight16"] = _weight16
+        warnings.warn(f"sparsecc dispatch: fusing the weight's dequantization/decompression failed "
+                      f"({type(e).__name__}: {str(e)[:200]}); using separate torch ops", RuntimeWarning, stacklevel=2)
+        return _weight16(*args)

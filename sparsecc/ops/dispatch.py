@@ -531,18 +531,19 @@ def scheme_of(w: Any) -> str:
 
 def linear_other(x: torch.Tensor, w: Any, bias: torch.Tensor | None, activation: str, mode: str) -> torch.Tensor:
     """`act(x @ W.T + bias)` (x: M x K) the sparse16 or dense way, from W's stored arrays."""
-    from sparsecc.ops.densify import dense_weight, dequantize_kept
+    from sparsecc.ops.densify import weight16
     from sparsecc.ops.sparse_linear import sparse_linear
     from sparsecc.runtime.sparse_tensor import SparseTensor
 
     k = w.shape[1]
     bias = bias.to(x.dtype) if bias is not None else None
-    kept = w.values
-    if hasattr(w, "scales"):  # quantized: the 16-bit kept values first
-        kept = dequantize_kept(w.values, w.scales, w.zeros, w.scheme.bits, w.dtype)
+    quantized = hasattr(w, "scales")
+    arrays = (w.values, w.meta, w.scales if quantized else None, w.zeros if quantized else None, None,
+              w.scheme.bits if quantized else 16, k, w.dtype)
     if mode == "sparse16":
+        kept = weight16(*arrays, False)
         return sparse_linear(x, SparseTensor(kept, w.meta, tuple(w.shape)), bias, activation, dispatch="sparse")
-    y = torch.nn.functional.linear(x, dense_weight(kept, w.meta, k), bias)
+    y = torch.nn.functional.linear(x, weight16(*arrays, True), bias)
     return activate(y, activation)
 
 

@@ -8,8 +8,7 @@ a few replays), on random 2:4 weights of the shape, per token count M:
     sparse    the scheme's own kernel (best config; an 8-bit layer's forward, x quantized per token)
 
 and per weight the cost of making its 16-bit kept values (`dequant_us`) and its dense weight
-(`densify_us`), eagerly (under torch.compile both fuse and cost less: the table errs towards
-the 2:4 kernels).
+(`densify_us`), as the dispatcher makes them (`sparsecc.ops.densify.weight16`: one fused kernel).
 
     entries = measure_shape(["nv24", "w4g128"], torch.float16, 4096, 4096, [1, 16, 2048])
 """
@@ -24,7 +23,7 @@ from typing import Any
 
 import torch
 
-from sparsecc.ops.densify import dense_weight, dequantize_kept, scale_kept
+from sparsecc.ops.densify import weight16
 
 __all__ = ["measure_entry", "measure_shape", "time_us"]
 
@@ -135,7 +134,7 @@ def measure_shape(schemes: list[str], dtype: torch.dtype, n: int, k: int, ms: li
         entry: dict[str, Any] = {"scheme": scheme, "dtype": name, "n": n, "k": k, "m": {}}
         if scheme == "nv24":
             entry["dequant_us"] = None
-            entry["densify_us"] = time_us(lambda: dense_weight(s16.values, s16.meta, k))
+            entry["densify_us"] = time_us(lambda: weight16(s16.values, s16.meta, None, None, None, 16, k, dtype, True))
             run = None
         elif scheme in ("fp8", "int8"):
             linear = torch.nn.Linear(k, n, bias=False, device=device, dtype=dtype)
@@ -143,16 +142,15 @@ def measure_shape(schemes: list[str], dtype: torch.dtype, n: int, k: int, ms: li
                 linear.weight.copy_(weight)
             wd = torch.float8_e4m3fn if scheme == "fp8" else torch.int8
             layer = SparseLinear.from_linear(linear, prune=False, weight_dtype=wd, dispatch="sparse")
-            entry["dequant_us"] = time_us(lambda layer=layer: scale_kept(layer.values, layer.weight_scale, dtype))
-            entry["densify_us"] = time_us(lambda layer=layer: dense_weight(
-                scale_kept(layer.values, layer.weight_scale, dtype), layer.meta, k))
+            for key, dense in (("dequant_us", False), ("densify_us", True)):
+                entry[key] = time_us(lambda layer=layer, dense=dense: weight16(
+                    layer.values, layer.meta, None, None, layer.weight_scale, 8, k, dtype, dense))
             run = ("layer", layer)
         else:
             q = sparsecc.compress(weight, quant=scheme)
-            bits = q.scheme.bits
-            entry["dequant_us"] = time_us(lambda q=q, bits=bits: dequantize_kept(q.values, q.scales, q.zeros, bits, dtype))
-            entry["densify_us"] = time_us(lambda q=q, bits=bits: dense_weight(
-                dequantize_kept(q.values, q.scales, q.zeros, bits, dtype), q.meta, k))
+            for key, dense in (("dequant_us", False), ("densify_us", True)):
+                entry[key] = time_us(lambda q=q, dense=dense: weight16(
+                    q.values, q.meta, q.scales, q.zeros, None, q.scheme.bits, k, dtype, dense))
             run = ("linear", q)
         kinds[scheme] = {"entry": entry, "run": run}
         log(f"  {scheme} {n}x{k}: make dense {entry['densify_us']:.1f} us"

@@ -154,3 +154,21 @@ def test_the_builders_measurements_read_back():
     assert [e.scheme for e in parsed] == ["nv24", "w4g128", "fp8"]
     for e in parsed:
         assert e.ms == (1, 64) and e.densify_us > 0 and all(t is not None and t > 0 for t in e.sparse + e.mm)
+
+
+@pytest.mark.parametrize("scheme", ["fp16", "w4g128", "w8g128", "fp8"])
+def test_the_fused_weight_is_the_torch_ops_weight(scheme, monkeypatch):
+    from sparsecc.nn.dispatch import weight16
+
+    layer = _layer(scheme, n=1000, k=4096)
+    fused = [weight16(layer, dense) for dense in (False, True)]
+    monkeypatch.setenv("SPARSECC_DISPATCH_FUSE", "0")
+    plain = [weight16(layer, dense) for dense in (False, True)]
+    for a, b in zip(fused, plain):
+        assert a.dtype == b.dtype == torch.float16 and torch.equal(a, b)
+    assert torch.equal(plain[1], _reference_weight(layer))
+
+
+def _reference_weight(layer: SparseLinear) -> torch.Tensor:
+    w = layer.weight().to_dense()
+    return (w.float() * layer.weight_scale[:, None]).half() if layer.weight_dtype is not None else w

@@ -16,7 +16,7 @@ from torch import nn
 import sparsecc
 from sparsecc.nn import SparseLinear
 from sparsecc.ops import dispatch, sparse_linear, sparse_mm
-from sparsecc.ops.densify import dense_weight, dequantize_kept, scale_kept
+from sparsecc.ops.densify import dense_weight, dequantize_kept, scale_kept, weight16
 from sparsecc.ops.sparse_linear import reference_linear
 
 GPU = "Fake GPU 80GB"
@@ -296,3 +296,18 @@ def test_densify_matches_to_dense_bit_for_bit(n, k):
     v = torch.randint(-127, 127, (n, k // 2), generator=g, dtype=torch.int8)
     s = torch.rand(n, generator=g)
     assert torch.equal(scale_kept(v, s, torch.float16), (v.float() * s[:, None]).half())
+
+
+def test_weight16_gives_the_kept_values_and_the_dense_weight_of_each_form():
+    g = torch.Generator().manual_seed(7)
+    dense = sparsecc.prune_2to4(torch.randn(40, 256, generator=g)).half()
+    s16 = sparsecc.compress(dense)
+    assert torch.equal(weight16(s16.values, s16.meta, None, None, None, 16, 256, torch.float16, True), dense)
+    assert weight16(s16.values, s16.meta, None, None, None, 16, 256, torch.float16, False) is s16.values
+    for scheme in ("w4g128", "w8g128", "w4g64z"):
+        q = sparsecc.compress(dense, quant=scheme)
+        got = weight16(q.values, q.meta, q.scales, q.zeros, None, q.scheme.bits, 256, torch.float16, True)
+        assert torch.equal(got, q.to_dense()), scheme
+    layer = SparseLinear.from_linear(nn.Linear(256, 40).half(), weight_dtype=torch.float8_e4m3fn)
+    got = weight16(layer.values, layer.meta, None, None, layer.weight_scale, 8, 256, torch.float16, True)
+    assert torch.equal(got, (layer.weight().to_dense().float() * layer.weight_scale[:, None]).half())
