@@ -270,15 +270,15 @@ def gpu_name(index: int | None) -> str:
 
 def _at(ms: tuple[int, ...], ts: tuple[float | None, ...], m: int) -> float | None:
     """The time at M, linear in log-log between the measured neighbours (the end segments
-    extended); None without two measurements (or one, at M itself)."""
+    extended); with one measurement, that time for the M of its bucket (`bucket`), else None."""
     pts = [(x, t) for x, t in zip(ms, ts) if t is not None]
     if not pts:
         return None
     for x, t in pts:
         if x == m:
             return t
-    if len(pts) == 1:
-        return None
+    if len(pts) == 1:  # a tuning run's one bucket stands for the token counts it covers
+        return pts[0][1] if bucket(m) == pts[0][0] else None
     lo = max((p for p in pts if p[0] < m), key=lambda p: p[0], default=None)
     hi = min((p for p in pts if p[0] > m), key=lambda p: p[0], default=None)
     if lo is None:

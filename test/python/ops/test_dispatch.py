@@ -70,6 +70,7 @@ def test_interpolation_in_m_is_log_log_between_measurements():
     assert dispatch._at(ms, ts, 8) == pytest.approx(16.0)           # halfway in log M: the geometric mean
     assert dispatch._at(ms, ts, 4096) == pytest.approx(400.0 * (400 / 32) ** (1 / 5))  # the last segment extended
     assert dispatch._at(ms, (None, 32.0, None), 8) is None           # one point says nothing about another M
+    assert dispatch._at(ms, (None, 32.0, None), 40) == 32.0          # ... but stands for its bucket (17-64)
 
 
 def test_a_shape_not_in_the_table_takes_its_neighbours_scaled(tmp_path, monkeypatch):
@@ -311,3 +312,56 @@ def test_weight16_gives_the_kept_values_and_the_dense_weight_of_each_form():
     layer = SparseLinear.from_linear(nn.Linear(256, 40).half(), weight_dtype=torch.float8_e4m3fn)
     got = weight16(layer.values, layer.meta, None, None, layer.weight_scale, 8, 256, torch.float16, True)
     assert torch.equal(got, (layer.weight().to_dense().float() * layer.weight_scale[:, None]).half())
+
+
+def test_tuning_on_first_use_measures_once_and_the_plans_follow(tmp_path, monkeypatch):
+    _table(tmp_path, monkeypatch, [])
+    measured = []
+
+    def fake_measure(scheme, dtype, n, k, ms, device):
+        measured.append((scheme, n, k, tuple(ms)))
+        return {"scheme": scheme, "dtype": "float16", "n": n, "k": k, "densify_us": 1.0, "dequant_us": 1.0,
+                "m": {str(m): _row(50.0, 10.0, 40.0) for m in ms}}  # dense (1 + 10) beats the kernel (50)
+
+    import sparsecc.ops.dispatch_measure as measure
+
+    monkeypatch.setattr(measure, "measure_entry", fake_measure)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    cuda = torch.device("cuda")
+    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 3, cuda)
+    assert measured == []  # off unless asked for
+    monkeypatch.setenv("SPARSECC_DISPATCH_TUNE", "1")
+    assert dispatch.choose(3, 4096, 4096, torch.float16, "w4g128", cuda).mode == "sparse"  # the default rule
+    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 3, cuda)
+    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 4, cuda)  # the same bucket: measured already
+    assert measured == [("w4g128", 4096, 4096, (4,))]
+    assert dispatch.choose(3, 4096, 4096, torch.float16, "w4g128", cuda).mode == "dense"
+    doc = json.loads(dispatch.tuned_path(GPU).read_text())
+    assert doc["gpu"] == GPU and [e["m"].keys() for e in doc["entries"]] == [{"4": 0}.keys()]
+    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 100, cuda)  # a new bucket joins the entry
+    assert measured[-1] == ("w4g128", 4096, 4096, (128,))
+    assert sorted(json.loads(dispatch.tuned_path(GPU).read_text())["entries"][0]["m"]) == ["128", "4"]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 5000, cuda)  # never while a graph captures
+    assert len(measured) == 2
+
+
+def test_tune_a_model_measures_each_cuda_shape_once(monkeypatch):
+    shapes = []
+    monkeypatch.setattr(dispatch, "tune_shapes", lambda s, tokens, device: shapes.append((s, tokens)) or "path")
+    model = nn.Sequential(_layer("w4g128", n=32, k=256), _layer("w4g128", n=32, k=256, seed=1), _layer("nv24"))
+    assert dispatch.tune(model) is None  # CPU layers: nothing to time
+    for layer in model:  # stands in for CUDA layers (the measurement itself is patched out)
+        monkeypatch.setattr(layer, "values", torch.empty(0).as_subclass(_FakeCuda), raising=False)
+    assert dispatch.tune(model, tokens=(1, 3, 5000)) == "path"
+    assert shapes == [([("w4g128", torch.float16, 32, 256), ("nv24", torch.float16, 48, 256)], [1, 4, 8192])]
+
+
+class _FakeCuda(torch.Tensor):
+    @property
+    def is_cuda(self):
+        return True
+
+    @property
+    def device(self):
+        return torch.device("cuda", 0)
