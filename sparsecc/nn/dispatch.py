@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 _DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 
 
+def _setting(layer: SparseLinear) -> str | None:
+    """The layer's own dispatch setting (a layer pickled before the dispatcher has none)."""
+    return getattr(layer, "dispatch", None)
+
+
+def _keeps(layer: SparseLinear) -> bool:
+    return getattr(layer, "keeps_dense", False)
+
+
 def layer_scheme(layer: SparseLinear) -> str:
     """The layer's dispatch scheme: "nv24" (16-bit weights), its quant scheme ("w4g128"), or
     "fp8" / "int8" for `weight_dtype` layers."""
@@ -46,7 +55,7 @@ def layer_mode(layer: SparseLinear, x: torch.Tensor) -> str:
     if eager and x.is_cuda:
         dispatch.maybe_tune(layer.out_features, layer.in_features, layer.dtype, scheme, m, x.device)
     plan = dispatch.layer_plan(layer.out_features, layer.in_features, dtype, scheme, x.device.type,
-                               x.device.index, layer.dispatch, layer.keeps_dense)
+                               x.device.index, _setting(layer), _keeps(layer))
     mode, band = dispatch.pick(plan, m)
     dispatch.announce(f"SparseLinear {layer.fqn!r}" if layer.fqn else "SparseLinear", layer.out_features,
                       layer.in_features, dtype, scheme, m if eager else None, band, mode)
@@ -76,7 +85,7 @@ def forward_other(layer: SparseLinear, x: torch.Tensor, mode: str) -> torch.Tens
     if mode == "sparse16":
         return sparse_linear_op(x, weight16(layer, False), layer.meta, layer.in_features, layer.bias,
                                 layer.activation)
-    w = layer._dense if layer.keeps_dense else weight16(layer, True)
+    w = layer._dense if _keeps(layer) else weight16(layer, True)
     return dispatch.activate(torch.nn.functional.linear(x, w, layer.bias), layer.activation)
 
 
@@ -95,8 +104,8 @@ def keep_dense_weight(layer: SparseLinear, keep: bool = True) -> None:
 def describe(layer: SparseLinear) -> str:
     """The dispatch part of SparseLinear's repr: the setting and the choices made so far, e.g.
     "dispatch='auto' (M <= 256: sparse, M > 256: sparse16)"."""
-    setting = layer.dispatch or "auto"
-    text = f"dispatch={setting!r}" + (", dense copy kept" if layer.keeps_dense else "")
+    setting = _setting(layer) or "auto"
+    text = f"dispatch={setting!r}" + (", dense copy kept" if _keeps(layer) else "")
     seen = dispatch.seen_modes(layer.out_features, layer.in_features, _DTYPE_NAMES.get(layer.dtype, "other"),
                                layer_scheme(layer))
     if seen:

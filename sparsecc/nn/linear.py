@@ -207,7 +207,7 @@ class SparseLinear(nn.Module):
                                "sparsify the model with the checkpoint's weight_dtype")
         _check_checkpoint_arrays(self, state_dict, prefix)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        if self.keeps_dense:  # the dense copy follows the loaded weight
+        if getattr(self, "keeps_dense", False):  # the dense copy follows the loaded weight
             _dispatch.keep_dense_weight(self)
 
     def keep_dense_weight(self, keep: bool = True) -> None:
