@@ -13,29 +13,25 @@ dequantization / decompression into one kernel) plus the 2:4 custom op.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
+from torch import nn
 
 from sparsecc.nn.torch_ops import sparse_linear_op
-from sparsecc.ops import densify, dispatch
-
-if TYPE_CHECKING:
-    from sparsecc.nn.linear import SparseLinear
+from sparsecc.ops import densify, dispatch, dispatch_measure
 
 _DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 
 
-def _setting(layer: SparseLinear) -> str | None:
+def _setting(layer: nn.Module) -> str | None:
     """The layer's own dispatch setting (a layer pickled before the dispatcher has none)."""
     return getattr(layer, "dispatch", None)
 
 
-def _keeps(layer: SparseLinear) -> bool:
+def _keeps(layer: nn.Module) -> bool:
     return getattr(layer, "keeps_dense", False)
 
 
-def layer_scheme(layer: SparseLinear) -> str:
+def layer_scheme(layer: nn.Module) -> str:
     """The layer's dispatch scheme: "nv24" (16-bit weights), its quant scheme ("w4g128"), or
     "fp8" / "int8" for `weight_dtype` layers."""
     if layer.quant is not None:
@@ -45,7 +41,7 @@ def layer_scheme(layer: SparseLinear) -> str:
     return "fp8" if layer.weight_dtype == torch.float8_e4m3fn else "int8"
 
 
-def layer_mode(layer: SparseLinear, x: torch.Tensor) -> str:
+def layer_mode(layer: nn.Module, x: torch.Tensor) -> str:
     """The path ("sparse", "sparse16", "dense") of `layer(x)`; logs the choice once per shape
     and band of M."""
     m = x.numel() // layer.in_features
@@ -53,7 +49,7 @@ def layer_mode(layer: SparseLinear, x: torch.Tensor) -> str:
     scheme = layer_scheme(layer)
     dtype = _DTYPE_NAMES.get(layer.dtype, "other")
     if eager and x.is_cuda:
-        dispatch.maybe_tune(layer.out_features, layer.in_features, layer.dtype, scheme, m, x.device)
+        dispatch_measure.maybe_tune(layer.out_features, layer.in_features, layer.dtype, scheme, m, x.device)
     plan = dispatch.layer_plan(layer.out_features, layer.in_features, dtype, scheme, x.device.type,
                                x.device.index, _setting(layer), _keeps(layer))
     mode, band = dispatch.pick(plan, m)
@@ -62,7 +58,7 @@ def layer_mode(layer: SparseLinear, x: torch.Tensor) -> str:
     return mode
 
 
-def weight16(layer: SparseLinear, dense: bool) -> torch.Tensor:
+def weight16(layer: nn.Module, dense: bool) -> torch.Tensor:
     """The layer's weight in its 16-bit dtype: the kept values (N x K/2: dequantized codes, scaled
     8-bit values, or the stored values) or, with `dense`, the dense N x K matrix; one fused kernel
     on CUDA (`sparsecc.ops.densify.weight16`)."""
@@ -77,7 +73,7 @@ def weight16(layer: SparseLinear, dense: bool) -> torch.Tensor:
                             layer.dtype, dense)
 
 
-def forward_other(layer: SparseLinear, x: torch.Tensor, mode: str) -> torch.Tensor:
+def forward_other(layer: nn.Module, x: torch.Tensor, mode: str) -> torch.Tensor:
     """`layer(x)` the sparse16 way (16-bit kept values through the 16-bit 2:4 kernel, bias and
     activation fused) or the dense way (the dense weight, cached or made now, through
     F.linear). An 8-bit layer's x is not quantized here: both paths compute in the layer's
@@ -89,7 +85,7 @@ def forward_other(layer: SparseLinear, x: torch.Tensor, mode: str) -> torch.Tens
     return dispatch.activate(torch.nn.functional.linear(x, w, layer.bias), layer.activation)
 
 
-def keep_dense_weight(layer: SparseLinear, keep: bool = True) -> None:
+def keep_dense_weight(layer: nn.Module, keep: bool = True) -> None:
     """Keep (or drop) a dense 16-bit copy of the weight in a non-persistent buffer `_dense` (not
     in the state_dict); the dense path then skips the decompression and the cost model counts
     F.linear alone."""
@@ -101,7 +97,7 @@ def keep_dense_weight(layer: SparseLinear, keep: bool = True) -> None:
     layer.keeps_dense = keep
 
 
-def describe(layer: SparseLinear) -> str:
+def describe(layer: nn.Module) -> str:
     """The dispatch part of SparseLinear's repr: the setting and the choices made so far, e.g.
     "dispatch='auto' (M <= 256: sparse, M > 256: sparse16)"."""
     setting = _setting(layer) or "auto"

@@ -11,8 +11,8 @@ A 2:4 layer holds only its compressed weight, so each way to compute `x @ W.T` s
 
 The choice comes from a cost model: a table of times measured on one GPU model, shipped as
 `sparsecc/ops/dispatch_tables/<GPU name>.json` (`bench/dispatch_table.py` writes it) and refined
-by opt-in tuning runs kept in the cache folder (`tune`, or `SPARSECC_DISPATCH_TUNE=1`: each new
-shape and M bucket is timed on first eager use). Times are interpolated in log M between the
+by opt-in tuning runs kept in the cache folder (`sparsecc.nn.tuning.tune(model)`, or
+`SPARSECC_DISPATCH_TUNE=1`: each new shape and M bucket is timed on first eager use). Times are interpolated in log M between the
 measured token counts and, for a shape not in the table, from the nearest shapes scaled by
 N x K. Without a table for this GPU the default rule (`default_mode`) applies.
 
@@ -50,7 +50,7 @@ from typing import Any
 import torch
 
 __all__ = ["BUCKETS", "Choice", "DispatchTableWarning", "choose", "default_mode", "dispatch_mode", "layer_plan",
-           "load_table", "pick", "resolve", "table_config", "tune"]
+           "load_table", "pick", "resolve", "table_config"]
 
 logger = logging.getLogger("sparsecc.dispatch")
 
@@ -529,24 +529,6 @@ def scheme_of(w: Any) -> str:
     return "nv24" if w.encoding == "NV24" else w.encoding
 
 
-def linear_other(x: torch.Tensor, w: Any, bias: torch.Tensor | None, activation: str, mode: str) -> torch.Tensor:
-    """`act(x @ W.T + bias)` (x: M x K) the sparse16 or dense way, from W's stored arrays."""
-    from sparsecc.ops.densify import weight16
-    from sparsecc.ops.sparse_linear import sparse_linear
-    from sparsecc.runtime.sparse_tensor import SparseTensor
-
-    k = w.shape[1]
-    bias = bias.to(x.dtype) if bias is not None else None
-    quantized = hasattr(w, "scales")
-    arrays = (w.values, w.meta, w.scales if quantized else None, w.zeros if quantized else None, None,
-              w.scheme.bits if quantized else 16, k, w.dtype)
-    if mode == "sparse16":
-        kept = weight16(*arrays, False)
-        return sparse_linear(x, SparseTensor(kept, w.meta, tuple(w.shape)), bias, activation, dispatch="sparse")
-    y = torch.nn.functional.linear(x, weight16(*arrays, True), bias)
-    return activate(y, activation)
-
-
 # ---------------------------------------------------------------------------------------------
 # tuning on this GPU
 
@@ -561,67 +543,32 @@ def bucket(m: int) -> int:
     return next((b for b in BUCKETS if b >= m), BUCKETS[-1])
 
 
-def maybe_tune(n: int, k: int, dtype: torch.dtype, scheme: str, m: int, device: torch.device) -> None:
-    """With $SPARSECC_DISPATCH_TUNE on, time this shape at M's bucket (and the buckets below it
-    not yet measured) unless the tables hold it; never while CUDA graphs capture."""
-    if device.type != "cuda" or not tuning_enabled() or torch.cuda.is_current_stream_capturing():
-        return
-    name = str(dtype).removeprefix("torch.")
+def measured(gpu: str, scheme: str, dtype: str, n: int, k: int, m: int) -> bool:
+    """Whether the tables hold this shape at M's bucket (a tuning run need not time it)."""
     b = bucket(m)
-    for e in load_table(gpu_name(device.index)).get((scheme, name), ()):
-        if (e.n, e.k) == (n, k) and b in e.ms:
-            return
-    tune_shapes([(scheme, dtype, n, k)], [b], device)
+    return any((e.n, e.k) == (n, k) and b in e.ms for e in load_table(gpu).get((scheme, dtype), ()))
 
 
-def tune_shapes(shapes: list[tuple[str, torch.dtype, int, int]], tokens: list[int],
-                device: torch.device | str = "cuda") -> Path:
-    """Measure each (scheme, dtype, N, K) at `tokens` on this GPU and keep the results in the
-    tuning file (`tuned_path`), which the plans then read over the shipped table."""
-    from sparsecc.ops.dispatch_measure import measure_entry
-
-    device = torch.device(device)
-    gpu = gpu_name(device.index)
+def save_tuned(gpu: str, entries: list[dict]) -> Path:
+    """Merge measured entries (`sparsecc.ops.dispatch_measure.measure_shape`'s form) into the
+    tuning file of `gpu` (`tuned_path`), per shape and M, and make later plans read it."""
     path = tuned_path(gpu)
     try:
         doc = json.loads(path.read_text()) if path.is_file() else {"gpu": gpu, "entries": []}
         parse_entries(doc)
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # unreadable or not ours: start over
         doc = {"gpu": gpu, "entries": []}
-    for scheme, dtype, n, k in shapes:
-        logger.info("tuning %s %s %dx%d at M=%s", scheme, dtype, n, k, tokens)
-        new = measure_entry(scheme, dtype, n, k, tokens, device)
-        old = next((e for e in doc["entries"] if (e["scheme"], e["dtype"], e["n"], e["k"]) ==
-                    (new["scheme"], new["dtype"], n, k)), None)
+    for new in entries:
+        key = (new["scheme"], new["dtype"], new["n"], new["k"])
+        old = next((e for e in doc["entries"] if (e["scheme"], e["dtype"], e["n"], e["k"]) == key), None)
         if old is None:
             doc["entries"].append(new)
         else:
-            old.update({key: v for key, v in new.items() if key != "m"})
+            old.update({name: v for name, v in new.items() if name != "m"})
             old["m"].update(new["m"])
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, path)
+    os.replace(tmp, path)  # readers see the old file or the new one, never half of one
     _VERSION[0] += 1
     return path
-
-
-def tune(model: torch.nn.Module, tokens: tuple[int, ...] = (1, 16, 64, 256, 2048)) -> Path | None:
-    """Measure every distinct SparseLinear shape of `model` at `tokens` on this GPU, before
-    compiling or capturing it; later plans use the results (kept in the cache folder).
-
-        sparsecc.ops.dispatch.tune(model, tokens=(1, 16, 2048))
-        model = torch.compile(model)
-    """
-    from sparsecc.nn.dispatch import layer_scheme
-    from sparsecc.nn.linear import SparseLinear
-
-    shapes = {}
-    device = None
-    for module in model.modules():
-        if isinstance(module, SparseLinear) and module.values.is_cuda:
-            device = module.values.device
-            shapes[(layer_scheme(module), module.dtype, module.out_features, module.in_features)] = None
-    if not shapes or device is None:
-        return None
-    return tune_shapes(list(shapes), [bucket(m) for m in tokens], device)

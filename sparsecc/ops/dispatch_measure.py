@@ -23,9 +23,11 @@ from typing import Any
 
 import torch
 
+from sparsecc.nn.quantize import quantize_rows
+from sparsecc.ops import dispatch
 from sparsecc.ops.densify import weight16
 
-__all__ = ["measure_entry", "measure_shape", "time_us"]
+__all__ = ["maybe_tune", "measure_entry", "measure_shape", "time_us", "tune_shapes"]
 
 
 def time_us(fn: Callable[[], Any], target_us: float = 3000.0, reps: int = 7) -> float:
@@ -113,6 +115,15 @@ def _best_linear(x: torch.Tensor, w: Any, log: Callable[[str], None]) -> tuple[f
     return best
 
 
+def _eight_bit_forward(x: torch.Tensor, w8: Any, w_scale: torch.Tensor) -> torch.Tensor:
+    """An 8-bit SparseLinear's 2:4 path (`SparseLinear.forward` with `weight_dtype`): x quantized
+    per token, W @ xq.T on the 8-bit kernel with both scales, transposed back to x's dtype."""
+    from sparsecc.ops.sparse_mm import sparse_mm
+
+    xq, x_scale = quantize_rows(x, w8.dtype)
+    return sparse_mm(w8, xq.t(), scale_a=w_scale, scale_b=x_scale).t().to(x.dtype)
+
+
 def measure_shape(schemes: list[str], dtype: torch.dtype, n: int, k: int, ms: list[int],
                   device: torch.device | str = "cuda", log: Callable[[str], None] | None = None,
                   deadline: float | None = None) -> list[dict]:
@@ -121,7 +132,6 @@ def measure_shape(schemes: list[str], dtype: torch.dtype, n: int, k: int, ms: li
     `ms`; F.linear and the 16-bit kernel are timed once and shared. Stops adding token counts
     once `deadline` (time.monotonic()) has passed."""
     import sparsecc
-    from sparsecc.nn.linear import SparseLinear
 
     log = log or (lambda line: None)
     device = torch.device(device)
@@ -137,16 +147,12 @@ def measure_shape(schemes: list[str], dtype: torch.dtype, n: int, k: int, ms: li
             entry["densify_us"] = time_us(lambda: weight16(s16.values, s16.meta, None, None, None, 16, k, dtype, True))
             run = None
         elif scheme in ("fp8", "int8"):
-            linear = torch.nn.Linear(k, n, bias=False, device=device, dtype=dtype)
-            with torch.no_grad():
-                linear.weight.copy_(weight)
-            wd = torch.float8_e4m3fn if scheme == "fp8" else torch.int8
-            layer = SparseLinear.from_linear(linear, prune=False, weight_dtype=wd)
-            layer.dispatch = "sparse"  # its own kernel, whatever a table says
+            w8, w_scale = quantize_rows(weight, torch.float8_e4m3fn if scheme == "fp8" else torch.int8)
+            w8 = sparsecc.compress(w8)  # what SparseLinear(weight_dtype=...) stores
             for key, dense in (("dequant_us", False), ("densify_us", True)):
-                entry[key] = time_us(lambda layer=layer, dense=dense: weight16(
-                    layer.values, layer.meta, None, None, layer.weight_scale, 8, k, dtype, dense))
-            run = ("layer", layer)
+                entry[key] = time_us(lambda w8=w8, w_scale=w_scale, dense=dense: weight16(
+                    w8.values, w8.meta, None, None, w_scale, 8, k, dtype, dense))
+            run = ("8-bit", (w8, w_scale))
         else:
             q = sparsecc.compress(weight, quant=scheme)
             for key, dense in (("dequant_us", False), ("densify_us", True)):
@@ -170,9 +176,9 @@ def measure_shape(schemes: list[str], dtype: torch.dtype, n: int, k: int, ms: li
                 run = kind["run"]
                 if run is None:
                     row.update(sparse=s16_t, config=s16_cfg)
-                elif run[0] == "layer":
+                elif run[0] == "8-bit":
                     try:
-                        row["sparse"] = time_us(lambda x=x, layer=run[1]: layer(x))
+                        row["sparse"] = time_us(lambda x=x, w=run[1]: _eight_bit_forward(x, *w))
                     except Exception as e:  # noqa: BLE001
                         log(f"    {scheme} failed: {type(e).__name__}: {str(e)[:120]}")
                         row["sparse"] = None
@@ -191,3 +197,26 @@ def measure_entry(scheme: str, dtype: torch.dtype, n: int, k: int, ms: list[int]
                   device: torch.device | str = "cuda") -> dict:
     """One scheme's table entry (see `measure_shape`)."""
     return measure_shape([scheme], dtype, n, k, ms, device)[0]
+
+
+def maybe_tune(n: int, k: int, dtype: torch.dtype, scheme: str, m: int, device: torch.device) -> None:
+    """With $SPARSECC_DISPATCH_TUNE on, time this shape at M's bucket unless the tables hold it
+    (`sparsecc.ops.dispatch.measured`); never while a CUDA graph is being captured."""
+    if device.type != "cuda" or not dispatch.tuning_enabled() or torch.cuda.is_current_stream_capturing():
+        return
+    if dispatch.measured(dispatch.gpu_name(device.index), scheme, str(dtype).removeprefix("torch."), n, k, m):
+        return
+    tune_shapes([(scheme, dtype, n, k)], [dispatch.bucket(m)], device)
+
+
+def tune_shapes(shapes: list[tuple[str, torch.dtype, int, int]], tokens: list[int],
+                device: torch.device | str = "cuda") -> Any:
+    """Measure each (scheme, dtype, N, K) at `tokens` on this GPU and keep the results in the
+    tuning file (`sparsecc.ops.dispatch.tuned_path`), which later plans read over the shipped
+    table; returns the file's path."""
+    device = torch.device(device)
+    entries = []
+    for scheme, dtype, n, k in shapes:
+        dispatch.logger.info("tuning %s %s %dx%d at M=%s", scheme, dtype, n, k, tokens)
+        entries.append(measure_entry(scheme, dtype, n, k, tokens, device))
+    return dispatch.save_tuned(dispatch.gpu_name(device.index), entries)

@@ -29,6 +29,7 @@ import sparsecc
 import sparsecc.language as tl
 from sparsecc.defaults import NUM_STAGES, NUM_WARPS
 from sparsecc.ops import dispatch as _dispatch
+from sparsecc.ops.densify import weight16
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
@@ -271,7 +272,7 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
         scheme = _dispatch.scheme_of(w)
         mode = _dispatch.choose(m, n, k, w.dtype, scheme, x.device, dispatch).mode
         if mode != "sparse":
-            return _dispatch.linear_other(x2, w, bias, activation, mode).reshape(*lead, n)
+            return _linear_other(x2, w, bias, activation, mode).reshape(*lead, n)
         picked = _dispatch.table_config(m, n, k, w.dtype, scheme, x.device)
         cfg = LinearConfig(*picked) if picked is not None else None
         if cfg is not None and isinstance(w, QuantizedSparseTensor):
@@ -285,6 +286,21 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
     b = bias.to(x.dtype).contiguous() if bias is not None else y
     launch_linear(y, x2, w, b, cfg, has_bias=bias is not None, activation=activation)
     return y.reshape(*lead, n)
+
+
+def _linear_other(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor | None,
+                  activation: str, mode: str) -> torch.Tensor:
+    """`act(x @ W.T + bias)` (x: M x K) the dispatcher's sparse16 way (W's 16-bit kept values
+    through the 16-bit kernel) or dense way (W decompressed, F.linear)."""
+    quantized = isinstance(w, QuantizedSparseTensor)
+    bias = bias.to(x.dtype) if bias is not None else None
+    arrays = (w.values, w.meta, w.scales if quantized else None, w.zeros if quantized else None, None,
+              w.scheme.bits if quantized else 16, w.shape[1], w.dtype)
+    if mode == "sparse16":
+        kept = weight16(*arrays, False)
+        return sparse_linear(x, SparseTensor(kept, w.meta, tuple(w.shape)), bias, activation, dispatch="sparse")
+    y = torch.nn.functional.linear(x, weight16(*arrays, True), bias)
+    return _dispatch.activate(y, activation)
 
 
 def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor,

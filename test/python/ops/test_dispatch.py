@@ -15,7 +15,8 @@ from torch import nn
 
 import sparsecc
 from sparsecc.nn import SparseLinear
-from sparsecc.ops import dispatch, sparse_linear, sparse_mm
+from sparsecc.nn.tuning import tune
+from sparsecc.ops import dispatch, dispatch_measure, sparse_linear, sparse_mm
 from sparsecc.ops.densify import dense_weight, dequantize_kept, scale_kept, weight16
 from sparsecc.ops.sparse_linear import reference_linear
 
@@ -323,37 +324,35 @@ def test_tuning_on_first_use_measures_once_and_the_plans_follow(tmp_path, monkey
         return {"scheme": scheme, "dtype": "float16", "n": n, "k": k, "densify_us": 1.0, "dequant_us": 1.0,
                 "m": {str(m): _row(50.0, 10.0, 40.0) for m in ms}}  # dense (1 + 10) beats the kernel (50)
 
-    import sparsecc.ops.dispatch_measure as measure
-
-    monkeypatch.setattr(measure, "measure_entry", fake_measure)
+    monkeypatch.setattr(dispatch_measure, "measure_entry", fake_measure)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     cuda = torch.device("cuda")
-    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 3, cuda)
+    dispatch_measure.maybe_tune(4096, 4096, torch.float16, "w4g128", 3, cuda)
     assert measured == []  # off unless asked for
     monkeypatch.setenv("SPARSECC_DISPATCH_TUNE", "1")
     assert dispatch.choose(3, 4096, 4096, torch.float16, "w4g128", cuda).mode == "sparse"  # the default rule
-    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 3, cuda)
-    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 4, cuda)  # the same bucket: measured already
+    dispatch_measure.maybe_tune(4096, 4096, torch.float16, "w4g128", 3, cuda)
+    dispatch_measure.maybe_tune(4096, 4096, torch.float16, "w4g128", 4, cuda)  # the same bucket: measured already
     assert measured == [("w4g128", 4096, 4096, (4,))]
     assert dispatch.choose(3, 4096, 4096, torch.float16, "w4g128", cuda).mode == "dense"
     doc = json.loads(dispatch.tuned_path(GPU).read_text())
     assert doc["gpu"] == GPU and [e["m"].keys() for e in doc["entries"]] == [{"4": 0}.keys()]
-    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 100, cuda)  # a new bucket joins the entry
+    dispatch_measure.maybe_tune(4096, 4096, torch.float16, "w4g128", 100, cuda)  # a new bucket joins the entry
     assert measured[-1] == ("w4g128", 4096, 4096, (128,))
     assert sorted(json.loads(dispatch.tuned_path(GPU).read_text())["entries"][0]["m"]) == ["128", "4"]
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
-    dispatch.maybe_tune(4096, 4096, torch.float16, "w4g128", 5000, cuda)  # never while a graph captures
+    dispatch_measure.maybe_tune(4096, 4096, torch.float16, "w4g128", 5000, cuda)  # never while a graph captures
     assert len(measured) == 2
 
 
 def test_tune_a_model_measures_each_cuda_shape_once(monkeypatch):
     shapes = []
-    monkeypatch.setattr(dispatch, "tune_shapes", lambda s, tokens, device: shapes.append((s, tokens)) or "path")
+    monkeypatch.setattr(dispatch_measure, "tune_shapes", lambda s, tokens, device: shapes.append((s, tokens)) or "path")
     model = nn.Sequential(_layer("w4g128", n=32, k=256), _layer("w4g128", n=32, k=256, seed=1), _layer("nv24"))
-    assert dispatch.tune(model) is None  # CPU layers: nothing to time
+    assert tune(model) is None  # CPU layers: nothing to time
     for layer in model:  # stands in for CUDA layers (the measurement itself is patched out)
         monkeypatch.setattr(layer, "values", torch.empty(0).as_subclass(_FakeCuda), raising=False)
-    assert dispatch.tune(model, tokens=(1, 3, 5000)) == "path"
+    assert tune(model, tokens=(1, 3, 5000)) == "path"
     assert shapes == [([("w4g128", torch.float16, 32, 256), ("nv24", torch.float16, 48, 256)], [1, 4, 8192])]
 
 
