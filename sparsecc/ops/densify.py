@@ -100,6 +100,7 @@ def _weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | N
 
 
 _FUSED: dict[str, object] = {}
+_COMPILED: set[tuple] = set()
 FUSE_ENV = "SPARSECC_DISPATCH_FUSE"
 
 
@@ -112,7 +113,8 @@ def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | No
     In eager code on CUDA this runs as one inductor kernel (`torch.compile(dynamic=True)`, compiled
     on first use; $SPARSECC_DISPATCH_FUSE=0 keeps the separate torch ops, and so does a compile
     that fails, with a warning); under torch.compile it is traced into the caller's graph, which
-    fuses it the same way; on the CPU it runs as torch ops.
+    fuses it the same way; on the CPU, and in a CUDA graph capture that meets a combination of
+    arrays not compiled before, it runs as torch ops.
 
         >>> import sparsecc
         >>> q = sparsecc.compress(sparsecc.prune_2to4(torch.randn(16, 256)).half(), quant="w8g128")
@@ -125,12 +127,17 @@ def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | No
     fused = _FUSED.get("weight16")
     if fused is None:
         fused = _FUSED["weight16"] = torch.compile(_weight16, dynamic=True, fullgraph=True)
-    if fused is _weight16:
+    # what the compiled code specializes on: a new combination compiles (and benchmarks), which a
+    # CUDA graph capture must not see, so during a capture only combinations run before are fused
+    key = (scales is None, zeros is None, weight_scale is None, bits, dtype, dense, values.dtype)
+    if fused is _weight16 or (key not in _COMPILED and torch.cuda.is_current_stream_capturing()):
         return _weight16(*args)
     try:
-        return fused(*args)  # type: ignore[operator]
+        out = fused(*args)  # type: ignore[operator]
     except Exception as e:  # noqa: BLE001 - inductor unavailable or failing here: the torch ops still work
         _FUSED["weight16"] = _weight16
         warnings.warn(f"sparsecc dispatch: fusing the weight's dequantization/decompression failed "
                       f"({type(e).__name__}: {str(e)[:200]}); using separate torch ops", RuntimeWarning, stacklevel=2)
         return _weight16(*args)
+    _COMPILED.add(key)
+    return out

@@ -76,10 +76,11 @@ def test_forced_paths_agree_with_torch(scheme, m):
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("mode", ["sparse", "sparse16", "dense"])
-def test_compiled_and_captured_forced_paths(scheme, mode):
+@pytest.mark.parametrize("compile", [True, False], ids=["compiled", "eager"])
+def test_compiled_and_captured_forced_paths(scheme, mode, compile):  # noqa: A002
     layer = _layer(scheme, n=320, k=1024)
     layer.dispatch = mode
-    compiled = torch.compile(layer, fullgraph=True, dynamic=False)
+    compiled = torch.compile(layer, fullgraph=True, dynamic=False) if compile else layer
     x = torch.randn(3, 11, 1024, device="cuda").half()
     with torch.no_grad():
         eager = layer(x)
@@ -95,7 +96,23 @@ def test_compiled_and_captured_forced_paths(scheme, mode):
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-    _assert_close(out, eager.float(), f"{scheme} {mode} compiled+graph vs eager")
+    _assert_close(out, eager.float(), f"{scheme} {mode} {'compiled' if compile else 'eager'}+graph vs eager")
+
+
+def test_a_capture_meeting_an_uncompiled_weight_form_runs_torch_ops():
+    """The fused weight kernel compiles on first use; a CUDA graph capture that meets a form it
+    has not compiled (here: zero points) must not compile inside the capture."""
+    torch.manual_seed(1)
+    layer = SparseLinear.from_linear(nn.Linear(512, 200, device="cuda", dtype=torch.float16), quant="w4g128z")
+    layer.dispatch = "dense"
+    x = torch.randn(5, 512, device="cuda").half()
+    ref = _reference(layer, x, False)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        out = layer(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    _assert_close(out, ref, "w4g128z dense captured cold")
 
 
 def test_the_kept_dense_copy_on_the_gpu():
