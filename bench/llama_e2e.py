@@ -8,10 +8,12 @@ Variants (all from the same seeded weights, pruned 2:4 by magnitude):
   sparsecc-fp8  the same with `weight_dtype=torch.float8_e4m3fn` (8-bit weights and activations)
   sparsecc-w4   the same with `quant="w4g128"`: 4-bit 2:4 weights, one fp16 scale per 128 columns
                 (x and the outputs stay fp16; the logits move by the quantization error)
+  sparsecc-w8   the same with `quant="w8g128"`: 8-bit codes, one fp16 scale per 128 columns
   dense-w4   dense kernels on every pruned Linear weight after the w4g128 round trip
              (`compress(w, quant="w4g128").to_dense()`): the values sparsecc-w4 computes with,
              so its logits are sparsecc-w4's reference (and its own Δ to dense is the
              quantization error alone)
+  dense-w8   the same for sparsecc-w8 (`quant="w8g128"`)
   torch-2:4  every Linear's weight as `to_sparse_semi_structured(weight)` (cuSPARSELt), its input
              flattened to 2-D (`SemiStructuredLinear`)
   torchao    `torchao.sparsity.sparsify_(model, semi_sparse_weight())`, only if torchao imports
@@ -19,19 +21,30 @@ Variants (all from the same seeded weights, pruned 2:4 by magnitude):
 On CUDA each measured step is `torch.compile(fullgraph=True, dynamic=False)` (inductor, default
 mode) of the model's forward with a transformers StaticCache, captured in one torch.cuda.CUDAGraph
 and replayed (where compiling fails, eager + CUDA graph is tried and the cell says so):
-  decode   a short eager prompt prefill, then `--steps` replays of a one-token step at batch 1 and
-           16 (the argmax is fed back inside the graph; the StaticCache advances its own position);
-           median of `--reps` timed runs (CUDA events); tokens/s = batch x steps / time
-  prefill  one forward of `--prefill` tokens at batch 1 into a StaticCache of that length
-           (logits_to_keep=1, as generate does); tokens/s = tokens / median time
+  decode   a short eager prompt prefill, then `--steps` replays of a one-token step at each of
+           `--batches` (default 1, 4, 16, 64, 256; the argmax is fed back inside the graph; the
+           StaticCache advances its own position); median of `--reps` timed runs (CUDA events);
+           tokens/s = batch x steps / time
+  prefill  one forward of each of `--prefill` token counts (default 512, 2048, 8192) at batch 1
+           into a StaticCache of that length (logits_to_keep=1, as generate does); tokens/s =
+           tokens / median time
   logits   the compiled outputs (prefill's last-token logits, the first decode step's logits at
            each batch, same inputs) against the dense variant's: max |diff|, ||diff|| / ||ref||,
            top-1 agreement
 Each variant runs in its own process on CUDA (`--isolate off`: in this one), so that a crash or a
 sticky CUDA error costs one row, not the table; each gets at most `--variant-timeout` seconds and
-all together `--budget` (a variant cut off keeps the measurements it finished).
+all together `--budget` (default 480 s; each variant gets a fair share of what is left, and a
+variant cut off keeps the measurements it finished). Each layer's path (the 2:4 kernel, the
+16-bit kernel on dequantized values, or dense) is the dispatcher's (`sparsecc.ops.dispatch`); the
+notes say which it took where it was not the 2:4 kernel.
 
-    python bench/llama_e2e.py [--layers 8] [--variants dense,sparsecc,torch-2:4,torchao]
+`--compile auto` compiles for runs of at most 12 cells (variants x measurements; `--quick` is 9)
+and runs eager + CUDA graph for the full matrix (5 variants x 8 measurements), whose compiles
+alone would not fit the budget; `--compile on` compiles every cell.
+
+    python bench/llama_e2e.py                     # dense, fp16 2:4, w4g128, w8g128, fp8; ~8 minutes
+    python bench/llama_e2e.py --quick             # dense, fp16 2:4, w4g128 at decode 1, 16 and prefill 2048
+    python bench/llama_e2e.py [--layers 8] [--variants dense,sparsecc,torch-2:4,torchao | all]
                               [--batches 1,16] [--prefill 2048] [--out bench/results]
     python bench/llama_e2e.py --tiny        # hidden 256, 2 layers, vocab 1000, on the CPU, eager
 """
@@ -61,8 +74,12 @@ if __package__ in (None, ""):
 import sparsecc  # noqa: E402
 from sparsecc.nn import SparseLinear, sparsify_  # noqa: E402
 
-VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "sparsecc-w4", "dense-w4", "torch-2:4", "torchao")
-REFERENCE_OF = {"sparsecc-w4": "dense-w4"}  # a variant's logits reference where it is not dense
+VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "sparsecc-w4", "sparsecc-w8", "dense-w4", "dense-w8", "torch-2:4",
+            "torchao")
+DEFAULT_VARIANTS = ("dense", "sparsecc", "sparsecc-w4", "sparsecc-w8", "sparsecc-fp8")  # issue 26's matrix
+QUICK = {"variants": "dense,sparsecc,sparsecc-w4", "batches": "1,16", "prefill": "2048", "steps": 64, "reps": 3}
+REFERENCE_OF = {"sparsecc-w4": "dense-w4", "sparsecc-w8": "dense-w8"}  # a variant's logits reference where it is not dense
+QUANT_OF = {"sparsecc-w4": "w4g128", "sparsecc-w8": "w8g128", "dense-w4": "w4g128", "dense-w8": "w8g128"}
 TAG = "[llama_e2e]"
 
 
@@ -84,16 +101,22 @@ def _short(e: BaseException, limit: int = 200) -> str:
 # the model
 
 
-def llama_config(layers: int, tiny: bool):
+def llama_config(layers: int, tiny: bool, positions: int = 4096):
     from transformers import LlamaConfig
 
+    positions = max(positions, 4096)  # prefill 8192 needs rotary positions beyond Llama-2's 4096
     if tiny:
         return LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=2,
                            num_attention_heads=4, num_key_value_heads=4, vocab_size=1000,
-                           max_position_embeddings=4096, rms_norm_eps=1e-5, tie_word_embeddings=False)
+                           max_position_embeddings=positions, rms_norm_eps=1e-5, tie_word_embeddings=False)
     return LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=layers,
                        num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
-                       max_position_embeddings=4096, rms_norm_eps=1e-5, tie_word_embeddings=False)
+                       max_position_embeddings=positions, rms_norm_eps=1e-5, tie_word_embeddings=False)
+
+
+def positions(args: argparse.Namespace) -> int:
+    """Rotary positions the runs need: the longest prefill, or a decode prompt plus its steps."""
+    return max([*args.prefill, args.prompt + args.steps + 8])
 
 
 def prunable(module: nn.Module) -> bool:
@@ -151,12 +174,14 @@ def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
         return [f"{n}/{n_linear} Linear layers SparseLinear with fp8 e4m3 weights (per-channel scales) and "
                 "per-token fp8 activations"]
-    if variant == "sparsecc-w4":
-        sparsify_(model, prune=False, quant="w4g128")
+    if variant in ("sparsecc-w4", "sparsecc-w8"):
+        quant = QUANT_OF[variant]
+        sparsify_(model, prune=False, quant=quant)
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
-        return [f"{n}/{n_linear} Linear layers SparseLinear with 4-bit weights (NV24.w4g128)"]
-    if variant == "dense-w4":
-        sparsify_(model, prune=False, quant="w4g128")  # the layers, and the values, sparsecc-w4 has
+        return [f"{n}/{n_linear} Linear layers SparseLinear with {quant[1]}-bit weights (NV24.{quant})"]
+    if variant in ("dense-w4", "dense-w8"):
+        quant = QUANT_OF[variant]
+        sparsify_(model, prune=False, quant=quant)  # the layers, and the values, sparsecc-wN has
         layers = [(name, m) for name, m in model.named_modules() if isinstance(m, SparseLinear)]
         for name, layer in layers:
             dense = nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None,
@@ -167,7 +192,7 @@ def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
                     dense.bias.copy_(layer.bias)
             parent, _, child = name.rpartition(".")
             setattr(model.get_submodule(parent) if parent else model, child, dense)
-        return [f"{len(layers)}/{n_linear} Linear weights after sparsecc-w4's quantization round trip, "
+        return [f"{len(layers)}/{n_linear} Linear weights after sparsecc-w{quant[1]}'s quantization round trip, "
                 "dense kernels"]
     if variant == "torch-2:4":
         if device != "cuda":
@@ -333,10 +358,10 @@ def measure_decode(model: nn.Module, batch: int, args: argparse.Namespace, mode:
     return {"tok_s": batch * steps / t, "ms_per_step": t / steps * 1e3, "warm_s": warm_s, "logits": logits}
 
 
-def measure_prefill(model: nn.Module, args: argparse.Namespace, mode: Mode) -> dict:
+def measure_prefill(model: nn.Module, tokens: int, args: argparse.Namespace, mode: Mode) -> dict:
     from transformers import StaticCache
 
-    device, cfg, tokens = args.device, model.config, args.prefill
+    device, cfg = args.device, model.config
     gen = torch.Generator().manual_seed(args.seed + 7)
     ids = torch.randint(0, cfg.vocab_size, (1, tokens), generator=gen).to(device)
     cache = StaticCache(config=cfg, max_cache_len=tokens)
@@ -373,7 +398,7 @@ def run_variant(variant: str, args: argparse.Namespace, checkpoint=None) -> dict
     t0 = time.perf_counter()
     try:
         result["device_name"] = device_name(args.device)
-        model = build_pruned(llama_config(args.layers, args.tiny), args.device, args.seed)
+        model = build_pruned(llama_config(args.layers, args.tiny, positions(args)), args.device, args.seed)
         result["notes"] += apply_variant(variant, model, args.device)
     except Skip as e:
         result["skipped"] = str(e)
@@ -386,10 +411,9 @@ def run_variant(variant: str, args: argparse.Namespace, checkpoint=None) -> dict
         return result
     log(f"{variant}: built in {time.perf_counter() - t0:.1f} s; {'; '.join(result['notes'])}")
     checkpoint(result)
-    jobs = [(f"decode_b{b}", lambda b=b, mode=None: measure_decode(model, b, args, mode)) for b in args.batches]
-    if args.prefill:
-        jobs.append(("prefill", lambda mode=None: measure_prefill(model, args, mode)))
-    for key, job in jobs:
+    jobs = [(f"decode_b{b}", b, lambda b=b, mode=None: measure_decode(model, b, args, mode)) for b in args.batches]
+    jobs += [(f"prefill_{t}", t, lambda t=t, mode=None: measure_prefill(model, t, args, mode)) for t in args.prefill]
+    for i, (key, tokens, job) in enumerate(jobs):
         tried = []
         for mode in modes_for(args):
             try:
@@ -402,10 +426,11 @@ def run_variant(variant: str, args: argparse.Namespace, checkpoint=None) -> dict
                 _recover(args.device)
                 continue
             result["logits"][key] = out.pop("logits")
-            out.update(mode=str(mode), tried=tried)
+            out.update(mode=str(mode), tried=tried, dispatch=dispatch_summary(model, tokens, args.device))
             result["cells"][key] = out
-            log(f"{variant} {key} [{mode}]: {out['tok_s']:,.0f} tokens/s (warm-up incl. compile "
-                f"{out['warm_s']:.1f} s, {time.perf_counter() - t1:.1f} s in all)")
+            log(f"[{i + 1}/{len(jobs)}] {variant} {key} [{mode}]: {out['tok_s']:,.0f} tokens/s (warm-up incl. "
+                f"compile {out['warm_s']:.1f} s, {time.perf_counter() - t1:.1f} s in all; {time.perf_counter() - t0:.0f} s "
+                f"since the build started){'; paths ' + out['dispatch'] if out['dispatch'] else ''}")
             break
         else:
             result["cells"][key] = {"tried": tried}
@@ -413,6 +438,24 @@ def run_variant(variant: str, args: argparse.Namespace, checkpoint=None) -> dict
     model = None  # noqa: F841 - frees the weights (the jobs' closures hold this cell)
     _recover(args.device)
     return result
+
+
+def dispatch_summary(model: nn.Module, tokens: int, device: str) -> str:
+    """The dispatcher's paths for the model's SparseLinear layers at `tokens` tokens, where any is
+    not the 2:4 kernel: "sparse16 (4096x4096, 11008x4096), sparse (4096x11008)"; "" otherwise."""
+    from sparsecc.nn.dispatch import layer_scheme
+    from sparsecc.ops import dispatch
+
+    paths: dict[str, list[str]] = {}
+    for layer in {id(m): m for m in model.modules() if isinstance(m, SparseLinear)}.values():
+        choice = dispatch.choose(tokens, layer.out_features, layer.in_features, layer.dtype, layer_scheme(layer),
+                                 torch.device(device), layer.dispatch, layer.keeps_dense)
+        shape = f"{layer.out_features}x{layer.in_features}"
+        if shape not in paths.setdefault(choice.mode, []):
+            paths[choice.mode].append(shape)
+    if set(paths) <= {"sparse"}:
+        return ""
+    return ", ".join(f"{mode} ({', '.join(shapes)})" for mode, shapes in paths.items())
 
 
 def _recover(device: str) -> None:
@@ -456,7 +499,8 @@ def run_isolated(variant: str, args: argparse.Namespace, timeout: float) -> dict
         path = os.path.join(tmp, "result.pt")
         cmd = [sys.executable, os.path.abspath(__file__), "--variants", variant, "--worker", path,
                "--layers", str(args.layers), "--batches", ",".join(map(str, args.batches)),
-               "--prompt", str(args.prompt), "--steps", str(args.steps), "--prefill", str(args.prefill),
+               "--prompt", str(args.prompt), "--steps", str(args.steps),
+               "--prefill", ",".join(map(str, args.prefill)) or "0",
                "--reps", str(args.reps), "--seed", str(args.seed),
                "--compile", "on" if args.compile else "off", "--graphs", "on" if args.graphs else "off"]
         cmd += ["--tiny"] if args.tiny else []
@@ -499,8 +543,8 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
     gpu = result_device(results, args)
     import transformers
 
-    cols = [f"decode_b{b}" for b in args.batches] + (["prefill"] if args.prefill else [])
-    titles = [f"decode b={b} tok/s" for b in args.batches] + ([f"prefill {args.prefill} tok/s"] if args.prefill else [])
+    cols = [f"decode_b{b}" for b in args.batches] + [f"prefill_{t}" for t in args.prefill]
+    titles = [f"decode b={b} tok/s" for b in args.batches] + [f"prefill {t} tok/s" for t in args.prefill]
     footnotes: list[str] = []
 
     def cell(r: dict, key: str) -> str:
@@ -540,12 +584,14 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
             if not d["finite"]:
                 diff[0] += " (non-finite!)"
         notes = list(r["notes"]) + [r[k] for k in ("skipped", "failed") if r.get(k)]
+        notes += [f"{key}: {c['dispatch']}" for key, c in r["cells"].items() if c.get("dispatch")]
         rows.append([r["variant"]] + [cell(r, k) for k in cols] + diff + ["; ".join(notes)])
     speedups = [(f"{num} ÷ {den}", [ratio(num, den, k) for k in cols])
-                for num in ("sparsecc", "sparsecc-fp8", "sparsecc-w4") for den in ("dense", "torch-2:4", "torchao")]
+                for num in ("sparsecc", "sparsecc-fp8", "sparsecc-w4", "sparsecc-w8")
+                for den in ("dense", "torch-2:4", "torchao")]
     speedups = [(name, vals) for name, vals in speedups if any(v != "—" for v in vals)]
 
-    cfg = llama_config(args.layers, args.tiny)
+    cfg = llama_config(args.layers, args.tiny, positions(args))
     what = ("tiny config" if args.tiny else "Llama-2-7B-shaped layers") + (
         f": hidden {cfg.hidden_size}, intermediate {cfg.intermediate_size}, {cfg.num_attention_heads} heads, "
         f"vocab {cfg.vocab_size}, {cfg.num_hidden_layers} layers")
@@ -565,7 +611,8 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
         f"- Timing: {how}. Decode: eager prompt of {args.prompt} tokens into a transformers StaticCache, "
         f"then {args.steps} one-token steps (argmax fed back in the graph), median of {args.reps} runs "
         f"({'CUDA events' if args.device == 'cuda' else 'wall clock'}); tokens/s = batch × steps / time. "
-        f"Prefill: one forward of {args.prefill} tokens at batch 1 into a StaticCache, logits_to_keep=1.",
+        f"Prefill: one forward of {', '.join(map(str, args.prefill)) or 'no'} tokens at batch 1 into a StaticCache, "
+        "logits_to_keep=1.",
         "- Logits: the variant's outputs against the dense-pruned reference on the same inputs (prefill's "
         "last-token logits and the first decode step's at each batch): max |Δ|, ‖Δ‖₂/‖ref‖₂, top-1 agreement"
         + (f"; the reference's max |logit| is {logit_diff(reference, reference)['ref_max']:.3g}."
@@ -615,39 +662,50 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--layers", type=int, default=8, help="decoder layers of the 7B-shaped model (default 8)")
     p.add_argument("--tiny", action="store_true", help="hidden 256, 2 layers, vocab 1000; the CPU by default")
-    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {','.join(VARIANTS)}")
-    p.add_argument("--batches", default="1,16", help="decode batch sizes (default 1,16)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"variants {QUICK['variants']}, batches {QUICK['batches']}, prefill {QUICK['prefill']}, "
+                        f"{QUICK['steps']} steps, {QUICK['reps']} reps (any of them given explicitly wins)")
+    p.add_argument("--variants", default=None,
+                   help=f"comma-separated subset of {','.join(VARIANTS)}, or all (default {','.join(DEFAULT_VARIANTS)})")
+    p.add_argument("--batches", default=None, help="decode batch sizes (default 1,4,16,64,256; tiny 2)")
     p.add_argument("--prompt", type=int, default=None, help="decode prompt tokens (default 32; tiny 8)")
     p.add_argument("--steps", type=int, default=None, help="timed decode steps per run (default 128; tiny 8)")
-    p.add_argument("--prefill", type=int, default=None, help="prefill tokens, 0 to skip (default 2048; tiny 128)")
+    p.add_argument("--prefill", default=None, help="prefill token counts, 0 to skip (default 512,2048,8192; tiny 128)")
     p.add_argument("--reps", type=int, default=None, help="timed runs per measurement (default 5; tiny 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda unless --tiny or none")
-    p.add_argument("--compile", choices=("auto", "on", "off"), default="auto", help="torch.compile (auto: on CUDA)")
+    p.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                   help="torch.compile (auto: on CUDA for runs of at most 12 cells, see above)")
     p.add_argument("--graphs", choices=("auto", "on", "off"), default="auto", help="CUDA graphs (auto: on CUDA)")
     p.add_argument("--no-fallback-eager", dest="fallback_eager", action="store_false",
                    help="where compiling fails, do not retry eager (+ graph)")
     p.add_argument("--isolate", choices=("auto", "on", "off"), default="auto",
                    help="one process per variant (auto: on CUDA)")
-    p.add_argument("--variant-timeout", type=int, default=240, help="seconds per isolated variant (default 240)")
-    p.add_argument("--budget", type=int, default=540,
-                   help="seconds for all isolated variants together (default 540): a variant gets at most "
-                        "what is left, so that the table always comes out")
+    p.add_argument("--variant-timeout", type=int, default=None,
+                   help="seconds per isolated variant (default: a fair share of what is left of --budget)")
+    p.add_argument("--budget", type=int, default=480,
+                   help="seconds for all isolated variants together (default 480): a variant gets at most "
+                        "its share of what is left, so that the table always comes out")
     p.add_argument("--out", default=None, help="a .md file, or a folder for llama-e2e-current-<GPU>.md")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.device = args.device or ("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
     tiny = args.tiny
+    quick = QUICK if args.quick else {}
     args.prompt = args.prompt if args.prompt is not None else (8 if tiny else 32)
-    args.steps = args.steps if args.steps is not None else (8 if tiny else 128)
-    args.prefill = args.prefill if args.prefill is not None else (128 if tiny else 2048)
-    args.reps = max(1, args.reps if args.reps is not None else (1 if tiny else 5))
+    args.steps = args.steps if args.steps is not None else (8 if tiny else quick.get("steps", 128))
+    prefill = args.prefill if args.prefill is not None else ("128" if tiny else quick.get("prefill", "512,2048,8192"))
+    args.prefill = [int(t) for t in prefill.split(",") if t.strip() and int(t) > 0]
+    args.reps = max(1, args.reps if args.reps is not None else (1 if tiny else quick.get("reps", 5)))
+    batches = args.batches if args.batches is not None else ("2" if tiny else quick.get("batches", "1,4,16,64,256"))
+    args.batches = [int(b) for b in batches.split(",") if b]
+    variants = args.variants or quick.get("variants") or ",".join(DEFAULT_VARIANTS)
+    args.variants = list(VARIANTS) if variants == "all" else [v.strip() for v in variants.split(",") if v.strip()]
     cuda = args.device == "cuda"
-    args.compile = {"auto": cuda, "on": True, "off": False}[args.compile]
+    cells = len(args.variants) * (len(args.batches) + len(args.prefill))
+    args.compile = {"auto": cuda and cells <= 12, "on": True, "off": False}[args.compile]
     args.graphs = {"auto": cuda, "on": True, "off": False}[args.graphs]
     args.isolate = {"auto": cuda, "on": True, "off": False}[args.isolate]
-    args.batches = [int(b) for b in args.batches.split(",") if b]
-    args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
         p.error(f"unknown variants {unknown}; choose from {VARIANTS}")
@@ -676,11 +734,13 @@ def main(argv: list[str] | None = None) -> dict:
         f"compile {args.compile}, graphs {args.graphs}, one process per variant {args.isolate}")
     results = []
     start = time.perf_counter()
-    for variant in args.variants:
+    for i, variant in enumerate(args.variants):
         t0 = time.perf_counter()
         if args.isolate:
             left = args.budget - (t0 - start)
-            results.append(run_isolated(variant, args, min(args.variant_timeout, left)))
+            share = left / (len(args.variants) - i)  # what one finishing early leaves goes to the rest
+            log(f"[{i + 1}/{len(args.variants)}] {variant}: up to {share:.0f} s ({left:.0f} s of the budget left)")
+            results.append(run_isolated(variant, args, min(args.variant_timeout or share, share)))
         else:
             results.append(run_variant(variant, args))
             torch._dynamo.reset()

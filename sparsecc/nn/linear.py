@@ -17,8 +17,10 @@ import torch
 from torch import nn
 
 from sparsecc.formats import QuantScheme, SparseFormat
+from sparsecc.nn import dispatch as _dispatch
 from sparsecc.nn.quantize import QUANT_MAX, quantize_rows
 from sparsecc.nn.torch_ops import sparse_linear_op, sparse_linear_q_op, sparse_mm_op
+from sparsecc.ops.dispatch import resolve as _resolve_dispatch
 from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.runtime.compress import compress, prune_2to4
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor, quant_format
@@ -52,14 +54,22 @@ class SparseLinear(nn.Module):
 
         layer = SparseLinear.from_linear(nn.Linear(4096, 4096, dtype=torch.float16), quant="w4g128")
         layer.weight()      # a QuantizedSparseTensor (NV24.w4g128)
+
+    `dispatch` ("auto", "sparse", "sparse16", "dense"; None: the global setting) forces a path
+    or leaves it to the measured cost model (`sparsecc.ops.dispatch`); `keep_dense_weight()`
+    keeps a dense copy for the dense path (memory for speed). The repr shows the choices made.
+
+        layer = SparseLinear(4096, 4096, dispatch="dense")    # decompress + F.linear, always
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  dtype: torch.dtype = torch.float16, device: torch.device | str | None = None,
                  activation: str = "none", weight_dtype: torch.dtype | None = None,
-                 quant: str | QuantScheme | None = None) -> None:
+                 quant: str | QuantScheme | None = None, dispatch: str | None = None) -> None:
         super().__init__()
         _check_device(device)
+        if dispatch is not None:
+            _resolve_dispatch(dispatch)  # a ValueError naming the choices
         if activation not in ACTIVATIONS:
             raise ValueError(f"SparseLinear: activation must be one of {ACTIVATIONS}, got {activation!r}")
         if weight_dtype not in WEIGHT_DTYPES:
@@ -99,6 +109,10 @@ class SparseLinear(nn.Module):
         self.dtype = dtype
         # the layer's name in the model `sparsify_` converted (its first, if shared), for errors
         self.fqn: str | None = None
+        # the dispatcher's setting for this layer (None: dispatch_mode / $SPARSECC_DISPATCH / auto),
+        # and whether a dense copy of the weight is kept (`keep_dense_weight`)
+        self.dispatch = dispatch
+        self.keeps_dense = False
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, prune: bool = True, activation: str = "none",
@@ -155,6 +169,9 @@ class SparseLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() == 0 or x.shape[-1] != self.in_features:
             raise _input_width_error(self, x)
+        mode = _dispatch.layer_mode(self, x)
+        if mode != "sparse":
+            return _dispatch.forward_other(self, x, mode)
         if self.quant is not None:
             return sparse_linear_q_op(x, self.values, self.meta, self.scales, getattr(self, "zeros", None),
                                       self.in_features, self.quant, self.bias, self.activation)
@@ -190,6 +207,16 @@ class SparseLinear(nn.Module):
                                "sparsify the model with the checkpoint's weight_dtype")
         _check_checkpoint_arrays(self, state_dict, prefix)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if getattr(self, "keeps_dense", False):  # the dense copy follows the loaded weight
+            _dispatch.keep_dense_weight(self)
+
+    def keep_dense_weight(self, keep: bool = True) -> None:
+        """Keep (True) or drop a dense copy of the weight for the dispatcher's dense path: no
+        decompression per call, at the memory of a dense layer (not saved in the state_dict).
+
+            layer.keep_dense_weight()     # dense where the table says dense wins
+        """
+        _dispatch.keep_dense_weight(self, keep)
 
     def extra_repr(self) -> str:
         fmt = "NV24" if self.weight_dtype is None else f"NV24, weights {self.weight_dtype} per-channel scales, " \
@@ -197,7 +224,8 @@ class SparseLinear(nn.Module):
         if self.quant is not None:
             fmt = f"NV24.{self.quant}"
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}, activation={self.activation!r}, format={fmt}")
+                f"bias={self.bias is not None}, activation={self.activation!r}, format={fmt}, "
+                f"{_dispatch.describe(self)}")
 
 
 def _check_device(device: torch.device | str | None) -> None:

@@ -33,7 +33,7 @@ def sparse_linear_op(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, 
     """`act(x @ W.T + bias)` with W given as its NV24 arrays (see the module docstring)."""
     w = SparseTensor(values, meta, (values.shape[0], in_features))
     if x.device.type == "cuda":
-        return sparse_linear(x, w, bias, activation)
+        return sparse_linear(x, w, bias, activation, dispatch="sparse")  # the layer dispatched
     return reference_linear(x, w, bias, activation)
 
 
@@ -70,7 +70,7 @@ def sparse_linear_q_op(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor
     w = QuantizedSparseTensor(values, meta, scales, (values.shape[0], in_features), quant_format(scheme).name,
                               zeros)
     if x.device.type == "cuda":
-        return sparse_linear(x, w, bias, activation)
+        return sparse_linear(x, w, bias, activation, dispatch="sparse")  # the layer dispatched
     return reference_linear(x, w, bias, activation)
 
 

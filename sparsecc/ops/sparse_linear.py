@@ -28,6 +28,8 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.defaults import NUM_STAGES, NUM_WARPS
+from sparsecc.ops import dispatch as _dispatch
+from sparsecc.ops.densify import weight16
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
@@ -231,7 +233,8 @@ def _check(x: Any, w: Any, bias: Any, activation: str) -> None:
 
 
 def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor | None = None,
-                  activation: str = "none", config: LinearConfig | None = None) -> torch.Tensor:
+                  activation: str = "none", config: LinearConfig | None = None,
+                  dispatch: str | None = None) -> torch.Tensor:
     """`act(x @ W.T + bias)` for a 2:4 SparseTensor W (out × in); x is (..., in), fp16/bf16 like
     W; the result is (..., out) in x's dtype. CUDA tensors run the sparsecc kernel, CPU tensors
     the interpreter (exact, slow).
@@ -244,8 +247,15 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
 
         w4 = sparsecc.compress(sparsecc.prune_2to4(weight), quant="w4g128")  # fp16 weight, K % 128 == 0
         y = sparse_linear(x, w4, bias, activation="relu")
+
+    On CUDA, without a `config`, the dispatcher (`sparsecc.ops.dispatch`) picks the kernel (and
+    its tiles, from the measured table), or for quantized W the 16-bit kernel on dequantized
+    values, or decompression and F.linear, per shape; `dispatch` ("auto", "sparse",
+    "sparse16", "dense"; None: the global setting) forces one, on the CPU too.
     """
     _check(x, w, bias, activation)
+    if dispatch is not None:
+        _dispatch.resolve(dispatch)  # a bad value is an error also where nothing is computed
     if config is not None:
         _check_config(config, w)
     lead = x.shape[:-1]
@@ -258,6 +268,15 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
     if m == 0 or n == 0:
         return y.reshape(*lead, n)
     cfg = config
+    if cfg is None:  # the CPU runs the interpreter unless a path is forced
+        scheme = _dispatch.scheme_of(w)
+        mode = _dispatch.choose(m, n, k, w.dtype, scheme, x.device, dispatch).mode
+        if mode != "sparse":
+            return _linear_other(x2, w, bias, activation, mode).reshape(*lead, n)
+        picked = _dispatch.table_config(m, n, k, w.dtype, scheme, x.device)
+        cfg = LinearConfig(*picked) if picked is not None else None
+        if cfg is not None and isinstance(w, QuantizedSparseTensor):
+            cfg = quantized_linear_config(cfg, w)
     if cfg is None:
         cfg = default_linear_config(m, n, k, x.device.type)
         if isinstance(w, QuantizedSparseTensor):
@@ -267,6 +286,21 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
     b = bias.to(x.dtype).contiguous() if bias is not None else y
     launch_linear(y, x2, w, b, cfg, has_bias=bias is not None, activation=activation)
     return y.reshape(*lead, n)
+
+
+def _linear_other(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor | None,
+                  activation: str, mode: str) -> torch.Tensor:
+    """`act(x @ W.T + bias)` (x: M x K) the dispatcher's sparse16 way (W's 16-bit kept values
+    through the 16-bit kernel) or dense way (W decompressed, F.linear)."""
+    quantized = isinstance(w, QuantizedSparseTensor)
+    bias = bias.to(x.dtype) if bias is not None else None
+    arrays = (w.values, w.meta, w.scales if quantized else None, w.zeros if quantized else None, None,
+              w.scheme.bits if quantized else 16, w.shape[1], w.dtype)
+    if mode == "sparse16":
+        kept = weight16(*arrays, False)
+        return sparse_linear(x, SparseTensor(kept, w.meta, tuple(w.shape)), bias, activation, dispatch="sparse")
+    y = torch.nn.functional.linear(x, weight16(*arrays, True), bias)
+    return _dispatch.activate(y, activation)
 
 
 def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor,

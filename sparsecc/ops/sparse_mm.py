@@ -20,6 +20,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.defaults import NUM_CTAS
+from sparsecc.ops import dispatch as _dispatch
 from sparsecc.ops.mm_tiles import (
     MMConfig,
     _operand_ptrs,
@@ -318,7 +319,7 @@ def _check(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtyp
 def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
               out: torch.Tensor | None = None, config: MMConfig | None = None,
               autotune: bool = False, scale_a: torch.Tensor | None = None,
-              scale_b: torch.Tensor | None = None) -> torch.Tensor:
+              scale_b: torch.Tensor | None = None, dispatch: str | None = None) -> torch.Tensor:
     """A_dense @ B for A a 2:4 SparseTensor (M x K) and B dense (K x N) of A's dtype.
 
     fp16 and bf16 are described here; int8 and fp8 (float8_e4m3fn, float8_e5m2) operands, and
@@ -338,7 +339,16 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
     B may have any strides. Row-major B is read as is; column-major B (`x.T`) and B with fewer
     than 8 columns are read K-major (no padding); a wide column-major B on sm_90a and a B or
     `out` that starts off a 16-byte boundary are first copied (the kernel's vectors need it).
+
+    fp16/bf16 A without a `config` or `autotune` goes through the dispatcher
+    (`sparsecc.ops.dispatch`, A read as a layer's N x K weight and B's columns as its tokens):
+    the 2:4 kernel, or A decompressed and `torch.mm` where the measured table says that is
+    faster (on CUDA; the CPU runs the interpreter unless forced); `dispatch` ("auto", "sparse",
+    "dense"; None: the global setting) forces one. int8,
+    fp8 and tf32 A always run the 2:4 kernel (`dispatch="dense"` is an error for them).
     """
+    if _mm_mode(a, b, config, autotune, dispatch) == "dense":
+        return _dense_mm(a, b, out_dtype, out)
     scaled = scale_a is not None or scale_b is not None
     if isinstance(a, SparseTensor) and (a.dtype in EIGHT_BIT_DTYPES or a.encoding == "NV12" or scaled):
         # int8, fp8 and tf32 (NV12): the kernel that reads B K-major (sparse_mm_8bit)
@@ -410,3 +420,39 @@ def sparse_mm(a: Any, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
 
 _HOT: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 """Operand description -> (launch function, grid, kwargs, M, N, K, B plan) of an earlier checked call."""
+
+
+def _mm_mode(a: Any, b: Any, config: MMConfig | None, autotune: bool, dispatch: str | None) -> str:
+    """The dispatcher's path for `sparse_mm(a, b)`: "dense" or "sparse" (the kernel)."""
+    setting = _dispatch.resolve(dispatch)
+    if not isinstance(a, SparseTensor) or not isinstance(b, torch.Tensor) or b.dim() != 2:
+        return "sparse"  # the kernel path's checks say what is wrong
+    sixteen = a.dtype in (torch.float16, torch.bfloat16) and a.encoding == "NV24"
+    if dispatch in ("dense", "sparse16") and not sixteen:
+        raise ValueError(f"sparse_mm: dispatch={dispatch!r}: only fp16/bf16 2:4 A has a dense path, A is {a.dtype} "
+                         f"({a.encoding})")
+    if not sixteen or config is not None or autotune or setting == "sparse":
+        return "sparse"
+    m, k = a.shape
+    return _dispatch.choose(b.shape[1], m, k, a.dtype, "nv24", b.device, setting).mode
+
+
+def _dense_mm(a: SparseTensor, b: torch.Tensor, out_dtype: torch.dtype | None,
+              out: torch.Tensor | None) -> torch.Tensor:
+    """`sparse_mm` the dense way: A decompressed, then torch.mm (fp32 accumulation as the
+    kernel's; the result in `out_dtype` / `out`'s dtype)."""
+    from sparsecc.ops.densify import dense_weight
+
+    if out is not None and out_dtype is None and isinstance(out, torch.Tensor):
+        out_dtype = out.dtype
+    dtype = _check(a, b, out_dtype)
+    m, k = a.shape
+    if out is not None:
+        _check_out(out, (m, b.shape[1]), dtype, b.device)
+    w = dense_weight(a.values, a.meta, k)
+    # an fp32 result is summed and kept in fp32 (as the kernel's), not rounded to 16 bits first
+    d = torch.mm(w.float(), b.float()) if dtype == torch.float32 else torch.mm(w, b).to(dtype)
+    if out is None:
+        return d
+    out.copy_(d)
+    return out

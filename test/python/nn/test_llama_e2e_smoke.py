@@ -23,11 +23,11 @@ def _load():
 
 def test_tiny_llama_sparsecc_matches_the_dense_pruned_reference(tmp_path):
     out = tmp_path / "llama-e2e-tiny.md"
-    run = _load().main(["--tiny", "--device", "cpu", "--variants", "dense,sparsecc,sparsecc-w4,dense-w4,torch-2:4", "--batches", "2",
+    run = _load().main(["--tiny", "--device", "cpu", "--variants", "dense,sparsecc,sparsecc-w4,dense-w4,sparsecc-w8,torch-2:4", "--batches", "2",
                         "--prompt", "4", "--steps", "1", "--prefill", "32", "--reps", "1", "--out", str(out)])
     by_name = {r["variant"]: r for r in run["results"]}
     dense, sparse = by_name["dense"], by_name["sparsecc"]
-    assert set(dense["logits"]) == set(sparse["logits"]) == {"decode_b2", "prefill"}
+    assert set(dense["logits"]) == set(sparse["logits"]) == {"decode_b2", "prefill_32"}
     assert "15/15 Linear layers SparseLinear (lm_head included)" in sparse["notes"][0]
     for key, ref in dense["logits"].items():
         got = sparse["logits"][key]
@@ -43,7 +43,24 @@ def test_tiny_llama_sparsecc_matches_the_dense_pruned_reference(tmp_path):
     for key, ref in by_name["dense-w4"]["logits"].items():  # the same values: fp16 tolerance
         got = w4["logits"][key]
         assert (got - ref).abs().max().item() <= 2e-2 * max(ref.abs().max().item(), 1.0), key
+    w8 = by_name["sparsecc-w8"]
+    assert "Linear layers SparseLinear with 8-bit weights (NV24.w8g128)" in w8["notes"][0]
+    for key, ref in dense["logits"].items():  # 8-bit codes: closer than 4-bit
+        assert (w8["logits"][key] - ref).norm() / ref.norm() < 0.1, key
     assert "to_sparse_semi_structured needs CUDA" in by_name["torch-2:4"]["skipped"]
     table = out.read_text()
     assert table == run["table"] and "| sparsecc |" in table and "| dense |" in table
     assert "logits against dense-w4" in table
+
+
+def test_the_default_matrix_and_the_quick_subset():
+    e2e = _load()
+    full = e2e.parse_args(["--device", "cpu"])
+    assert full.variants == ["dense", "sparsecc", "sparsecc-w4", "sparsecc-w8", "sparsecc-fp8"]
+    assert full.batches == [1, 4, 16, 64, 256] and full.prefill == [512, 2048, 8192]
+    assert e2e.positions(full) == 8192  # rotary positions for the longest prefill
+    quick = e2e.parse_args(["--device", "cpu", "--quick", "--steps", "5"])
+    assert quick.variants == ["dense", "sparsecc", "sparsecc-w4"] and quick.batches == [1, 16]
+    assert quick.prefill == [2048] and quick.steps == 5 and quick.reps == 3
+    assert e2e.parse_args(["--device", "cpu", "--variants", "all", "--prefill", "0"]).prefill == []
+    assert e2e.parse_args(["--device", "cpu", "--variants", "all"]).variants == list(e2e.VARIANTS)

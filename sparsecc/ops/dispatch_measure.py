@@ -1,0 +1,222 @@
+"""Measurements for the dispatcher's table (`bench/dispatch_table.py`, `sparsecc.ops.dispatch.tune`).
+
+Each path is timed as the layer runs it: inside a CUDA graph (several calls per replay, median of
+a few replays), on random 2:4 weights of the shape, per token count M:
+
+    mm        F.linear with the dense 16-bit weight
+    sparse16  the 16-bit 2:4 kernel (best of a few tile configs, split-K among them)
+    sparse    the scheme's own kernel (best config; an 8-bit layer's forward, x quantized per token)
+
+and per weight the cost of making its 16-bit kept values (`dequant_us`) and its dense weight
+(`densify_us`), as the dispatcher makes them (`sparsecc.ops.densify.weight16`: one fused kernel).
+
+    entries = measure_shape(["nv24", "w4g128"], torch.float16, 4096, 4096, [1, 16, 2048])
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import astuple, replace
+from typing import Any
+
+import torch
+
+from sparsecc.nn.quantize import quantize_rows
+from sparsecc.ops import dispatch
+from sparsecc.ops.densify import weight16
+
+__all__ = ["maybe_tune", "measure_entry", "measure_shape", "time_us", "tune_shapes"]
+
+
+def time_us(fn: Callable[[], Any], target_us: float = 3000.0, reps: int = 7) -> float:
+    """Microseconds per call of `fn` (CUDA): as many calls in one CUDA graph as fill about
+    `target_us` (1 to 20), median of `reps` replays; eager calls where capture fails."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up (compiles; cuBLAS sets up its workspace) off the capture
+        fn()
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    first = start.elapsed_time(end) * 1e3
+    calls = max(1, min(20, int(target_us / max(first, 1.0))))
+    try:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        run = graph.replay
+    except RuntimeError:  # not capturable: time eager calls (launch costs included)
+        graph = None
+
+        def run() -> None:
+            for _ in range(calls):
+                fn()
+    run()
+    times = []
+    for _ in range(reps):
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    del graph
+    return statistics.median(times)
+
+
+def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
+    """Tile configs to time for the 2:4 linear kernel: the default pick first, then split-K
+    variants at few tokens (more CTAs for long rows)."""
+    from sparsecc.ops.sparse_linear import (
+        default_linear_config,
+        quantized_decode_config,
+        quantized_linear_config,
+    )
+    from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
+
+    quantized = isinstance(w, QuantizedSparseTensor)
+    base = default_linear_config(m, n, k)
+    if quantized and m <= 64:
+        base = quantized_decode_config(m, n, k)
+    cands = [base]
+    if m <= 128:
+        cands += [replace(base, split_k=s) for s in (1, 2, 4) if s != base.split_k and k // s >= 1024]
+    if quantized:
+        cands = [quantized_linear_config(c, w) for c in cands]
+    out: list[Any] = []
+    for c in cands:
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def _best_linear(x: torch.Tensor, w: Any, log: Callable[[str], None]) -> tuple[float | None, list[int] | None]:
+    """(microseconds, config) of the fastest candidate config; config None when the default
+    pick wins (so that a better default later applies)."""
+    from sparsecc.ops.sparse_linear import sparse_linear
+
+    m, k = x.shape
+    cands = _linear_candidates(m, w.shape[0], k, w)
+    best: tuple[float | None, list[int] | None] = (None, None)
+    for i, cfg in enumerate(cands):
+        try:
+            t = time_us(lambda cfg=cfg: sparse_linear(x, w, config=cfg))
+        except Exception as e:  # noqa: BLE001 - a config that fails is skipped, said in the log
+            log(f"    config {cfg} failed: {type(e).__name__}: {str(e)[:120]}")
+            continue
+        if best[0] is None or t < best[0]:
+            best = (t, None if i == 0 else list(astuple(cfg)))
+    return best
+
+
+def _eight_bit_forward(x: torch.Tensor, w8: Any, w_scale: torch.Tensor) -> torch.Tensor:
+    """An 8-bit SparseLinear's 2:4 path (`SparseLinear.forward` with `weight_dtype`): x quantized
+    per token, W @ xq.T on the 8-bit kernel with both scales, transposed back to x's dtype."""
+    from sparsecc.ops.sparse_mm import sparse_mm
+
+    xq, x_scale = quantize_rows(x, w8.dtype)
+    return sparse_mm(w8, xq.t(), scale_a=w_scale, scale_b=x_scale).t().to(x.dtype)
+
+
+def measure_shape(schemes: list[str], dtype: torch.dtype, n: int, k: int, ms: list[int],
+                  device: torch.device | str = "cuda", log: Callable[[str], None] | None = None,
+                  deadline: float | None = None) -> list[dict]:
+    """Table entries (the JSON form `sparsecc.ops.dispatch.parse_entries` reads) for an N x K
+    weight of each scheme ("nv24", "w4g128", "w8g128", "fp8", "int8", ...) at the token counts
+    `ms`; F.linear and the 16-bit kernel are timed once and shared. Stops adding token counts
+    once `deadline` (time.monotonic()) has passed."""
+    import sparsecc
+
+    log = log or (lambda line: None)
+    device = torch.device(device)
+    gen = torch.Generator(device=device).manual_seed(n * 131 + k)
+    weight = sparsecc.prune_2to4(torch.randn(n, k, dtype=dtype, device=device, generator=gen) * 0.05)
+    s16 = sparsecc.compress(weight)
+    name = str(dtype).removeprefix("torch.")
+    kinds: dict[str, dict[str, Any]] = {}
+    for scheme in schemes:
+        entry: dict[str, Any] = {"scheme": scheme, "dtype": name, "n": n, "k": k, "m": {}}
+        if scheme == "nv24":
+            entry["dequant_us"] = None
+            entry["densify_us"] = time_us(lambda: weight16(s16.values, s16.meta, None, None, None, 16, k, dtype, True))
+            run = None
+        elif scheme in ("fp8", "int8"):
+            w8, w_scale = quantize_rows(weight, torch.float8_e4m3fn if scheme == "fp8" else torch.int8)
+            w8 = sparsecc.compress(w8)  # what SparseLinear(weight_dtype=...) stores
+            for key, dense in (("dequant_us", False), ("densify_us", True)):
+                entry[key] = time_us(lambda w8=w8, w_scale=w_scale, dense=dense: weight16(
+                    w8.values, w8.meta, None, None, w_scale, 8, k, dtype, dense))
+            run = ("8-bit", (w8, w_scale))
+        else:
+            q = sparsecc.compress(weight, quant=scheme)
+            for key, dense in (("dequant_us", False), ("densify_us", True)):
+                entry[key] = time_us(lambda q=q, dense=dense: weight16(
+                    q.values, q.meta, q.scales, q.zeros, None, q.scheme.bits, k, dtype, dense))
+            run = ("linear", q)
+        kinds[scheme] = {"entry": entry, "run": run}
+        log(f"  {scheme} {n}x{k}: make dense {entry['densify_us']:.1f} us"
+            + (f", 16-bit values {entry['dequant_us']:.1f} us" if entry["dequant_us"] else ""))
+    with torch.no_grad():
+        for m in ms:
+            if deadline is not None and time.monotonic() > deadline:
+                log(f"  {n}x{k}: time budget spent, M >= {m} not measured")
+                break
+            x = torch.randn(m, k, dtype=dtype, device=device, generator=gen)
+            mm = time_us(lambda x=x: torch.nn.functional.linear(x, weight))
+            s16_t, s16_cfg = _best_linear(x, s16, log)
+            parts = [f"F.linear {mm:.1f}", f"16-bit 2:4 {s16_t:.1f}" if s16_t else "16-bit 2:4 failed"]
+            for scheme, kind in kinds.items():
+                row: dict[str, Any] = {"mm": mm, "sparse16": s16_t}
+                run = kind["run"]
+                if run is None:
+                    row.update(sparse=s16_t, config=s16_cfg)
+                elif run[0] == "8-bit":
+                    try:
+                        row["sparse"] = time_us(lambda x=x, w=run[1]: _eight_bit_forward(x, *w))
+                    except Exception as e:  # noqa: BLE001
+                        log(f"    {scheme} failed: {type(e).__name__}: {str(e)[:120]}")
+                        row["sparse"] = None
+                    row["config"] = None
+                else:
+                    row["sparse"], row["config"] = _best_linear(x, run[1], log)
+                kind["entry"]["m"][str(m)] = row
+                if scheme != "nv24":
+                    parts.append(f"{scheme} {row['sparse']:.1f}" if row["sparse"] else f"{scheme} failed")
+            log(f"  {n}x{k} M={m}: " + ", ".join(parts) + " us")
+    torch.cuda.empty_cache()
+    return [kind["entry"] for kind in kinds.values()]
+
+
+def measure_entry(scheme: str, dtype: torch.dtype, n: int, k: int, ms: list[int],
+                  device: torch.device | str = "cuda") -> dict:
+    """One scheme's table entry (see `measure_shape`)."""
+    return measure_shape([scheme], dtype, n, k, ms, device)[0]
+
+
+def maybe_tune(n: int, k: int, dtype: torch.dtype, scheme: str, m: int, device: torch.device) -> None:
+    """With $SPARSECC_DISPATCH_TUNE on, time this shape at M's bucket unless the tables hold it
+    (`sparsecc.ops.dispatch.measured`); never while a CUDA graph is being captured."""
+    if device.type != "cuda" or not dispatch.tuning_enabled() or torch.cuda.is_current_stream_capturing():
+        return
+    if dispatch.measured(dispatch.gpu_name(device.index), scheme, str(dtype).removeprefix("torch."), n, k, m):
+        return
+    tune_shapes([(scheme, dtype, n, k)], [dispatch.bucket(m)], device)
+
+
+def tune_shapes(shapes: list[tuple[str, torch.dtype, int, int]], tokens: list[int],
+                device: torch.device | str = "cuda") -> Any:
+    """Measure each (scheme, dtype, N, K) at `tokens` on this GPU and keep the results in the
+    tuning file (`sparsecc.ops.dispatch.tuned_path`), which later plans read over the shipped
+    table; returns the file's path."""
+    device = torch.device(device)
+    entries = []
+    for scheme, dtype, n, k in shapes:
+        dispatch.logger.info("tuning %s %s %dx%d at M=%s", scheme, dtype, n, k, tokens)
+        entries.append(measure_entry(scheme, dtype, n, k, tokens, device))
+    return dispatch.save_tuned(dispatch.gpu_name(device.index), entries)
