@@ -41,6 +41,7 @@ from sparsecc.dialects.locations import inherit_locations
 from sparsecc.frontend import (  # noqa: F401 - register builtins
     atomic_builtins,
     debug_builtins,
+    libdevice_builtins,
     math_builtins,
     misc_builtins,  # noqa: F401 - registers tensor descriptors, add/sub/mul, ...
 )
