@@ -49,6 +49,7 @@ from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.bound import BoundBuiltin as _BoundBuiltin
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
+from sparsecc.frontend.pointer_casts import make_pointer_type
 from sparsecc.frontend.reduce_builtins import CALLS_JIT  # (registers the reduction builtins)
 from sparsecc.frontend.scan_builtins import (  # (registers the scans, sorts, gathers)
     SCAN_CALLS_JIT,
@@ -829,6 +830,11 @@ class CodeGenerator(ast.NodeVisitor):
             if name in CALLS_JIT or name in SCAN_CALLS_JIT:
                 return IMPLS[name](self.em, **bound.arguments, _inline=self.inline)
             return IMPLS[name](self.em, **bound.arguments)
+        if func is tl.pointer_type:  # a compile-time dtype, as in Triton
+            try:
+                return make_pointer_type(*args, **kwargs)
+            except TypeError as e:
+                raise SemanticError(f"tl.pointer_type(): {e}") from None
         if func in _PY_BUILTINS.values():
             if func is range:
                 raise SemanticError("range() can only be used as a for-loop iterator")
