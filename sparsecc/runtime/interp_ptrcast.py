@@ -20,7 +20,13 @@ from xdsl.ir import Operation
 
 from sparsecc.dialects.tt import PointerType, element_type
 from sparsecc.runtime.interp_ops import HANDLERS
-from sparsecc.runtime.interp_values import Buffer, InterpreterError, ScalarPtr, TensorPtr, torch_dtype
+from sparsecc.runtime.interp_values import (
+    Buffer,
+    InterpreterError,
+    ScalarPtr,
+    TensorPtr,
+    torch_dtype,
+)
 
 __all__ = ["write_back"]
 
