@@ -252,10 +252,7 @@ TUTORIALS: dict[str, tuple[Callable[[str], Outputs], str | None]] = {
     "07_libdevice_erf": (t07_libdevice_erf, None),
     "08_grouped_gemm": (t08_grouped_gemm, None),
     "09_persistent_matmul": (t09_persistent_matmul, None),
-    "09_persistent_matmul_sparse_a": (t09_persistent_matmul_sparse_a, "false refusal (issue 29): rows of the 2:4 A "
-                                      "wrapped with tl.where(offs_am < M, offs_am, 0) are refused although the store "
-                                      "is masked with offs_cm < M: the mask's rows come from a second _compute_pid "
-                                      "call (tile_id_c), which the check cannot match to the loaded rows"),
+    "09_persistent_matmul_sparse_a": (t09_persistent_matmul_sparse_a, None),
     "moe_grouped_gemm_sparse_experts": (moe_grouped_gemm_sparse_experts, None),
 }
 
