@@ -524,7 +524,8 @@ def _int_ext(e: _KernelEmitter, op: Operation) -> None:
     wi, wo = _width(src.type), _width(dst_ty)
     d = e.define(op.results[0])
     if wi == 1:
-        e.emit(f"selp.{'s' if signed else 'u'}{wo} {d}, {-1 if signed else 1}, 0, {e.use(src)};")
+        # an i8 lives in a b16 register (PTX has no selp.u8)
+        e.emit(f"selp.{'s' if signed else 'u'}{max(16, wo)} {d}, {-1 if signed else 1}, 0, {e.use(src)};")
     else:
         letter = "s" if signed else "u"
         e.emit(f"cvt.{letter}{wo}.{letter}{wi} {d}, {e.use(src)};")
