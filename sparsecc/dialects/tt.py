@@ -1621,6 +1621,34 @@ class ElementwiseInlineAsmOp(IRDLOperation):
                                      "pure": IntegerAttr(int(pure), i32), "packed_element": IntegerAttr(pack, i32)})
 
 
+@irdl_op_definition
+class MapElementwiseOp(IRDLOperation):
+    """`tl.map_elementwise(fn, *args, pack=P)`: the scalar region run on each group of `pack`
+    elements of the (same-shaped) operands. The region takes, for each operand, its `pack`
+    scalars; it ends with `tt.reduce.return` of, for each result, its `pack` scalars."""
+
+    name = "tt.map_elementwise"
+    args = var_operand_def()
+    res = var_result_def()
+    pack = prop_def(IntegerAttr)
+    scalar_op = region_def()
+
+    def __init__(self, args: Sequence[SSAValue], result_types: Sequence[Attribute], pack: int, region: Region):
+        super().__init__(operands=[list(args)], result_types=[list(result_types)],
+                         properties={"pack": IntegerAttr(pack, i32)}, regions=[region])
+
+    def verify_(self) -> None:
+        shapes = {shape_of(v.type) for v in (*self.args, *self.res)}
+        _require(len(shapes) == 1, "tt.map_elementwise: operands and results must have one shape")
+        pack = self.pack.value.data
+        block = self.scalar_op.block
+        _require(len(block.args) == pack * len(self.args),
+                 lambda: f"tt.map_elementwise: the region takes {pack} scalars per operand")
+        term = block.last_op
+        _require(term is not None and len(term.operands) == pack * len(self.res),
+                 lambda: f"tt.map_elementwise: the region returns {pack} scalars per result")
+
+
 def _verify_pointer_cast(op: IRDLOperation, src_ptr: bool, dst_ptr: bool) -> None:
     """A pointer cast keeps the shape; its sides are pointers or 64-bit integers as named."""
     src, dst = op.operands[0].type, op.results[0].type
@@ -1722,6 +1750,7 @@ TT = Dialect(
         IntToPtrOp,
         PtrToIntOp,
         PtrBitcastOp,
+        MapElementwiseOp,
     ],
     [SparseEncodingAttr, PointerType],
 )

@@ -25,6 +25,7 @@ from xdsl.printer import Printer
 from sparsecc.dialects import tt
 from sparsecc.runtime import (
     interp_debug,  # noqa: F401 - registers the debugging ops' rules
+    interp_map,  # noqa: F401 - registers tt.map_elementwise's rule
     interp_ptrcast,  # registers the pointer casts' rules
     interp_scan,  # noqa: F401 - registers the scan and gather rules
 )
