@@ -97,24 +97,25 @@ def _address(p: ScalarPtr | TensorPtr) -> Any:
 
 
 def _pointer(prog: Any, addr: torch.Tensor, pointee: torch.dtype) -> ScalarPtr | TensorPtr:
-    """Pointers to `pointee` elements at byte addresses `addr` (a scalar or a tensor of them:
-    all in one tensor's storage, as a tensor of pointers addresses one buffer here)."""
+    """Pointers to `pointee` elements at byte addresses `addr` (a scalar or a tensor of them), into
+    the storage of the first address's tensor: a tensor of pointers addresses one buffer here."""
     flat = addr.reshape(-1)
-    first = int(flat[0]) if flat.numel() else 0
+    nonzero = flat[flat != 0]  # 0: a masked-off lane's address (`other=0`), never accessed
+    if not nonzero.numel():
+        empty = Buffer(torch.empty(0, dtype=pointee), "the null address", strided=True)
+        return ScalarPtr(empty, 0) if addr.dim() == 0 else TensorPtr(empty, torch.zeros_like(addr))
+    first = int(nonzero[0])
     base, data = _storage_at(prog, first)
     size = torch.empty(0, dtype=pointee).element_size()
     rel = addr.to(torch.int64) - base
-    outside = (rel < 0) | (rel >= data.numel())
-    if bool(outside.any()):
-        bad = int(addr.reshape(-1)[outside.reshape(-1).nonzero()[0, 0]])
-        raise InterpreterError(f"tt.int_to_ptr: addresses {first:#x} and {bad:#x} are in different tensors' "
-                               "memory; the interpreter takes a tensor of pointers into one tensor only")
     if bool((rel % size != 0).any()):
         bad = int(flat[(rel.reshape(-1) % size != 0).nonzero()[0, 0]])
         raise InterpreterError(f"tt.int_to_ptr: address {bad:#x} is not aligned to its {pointee} elements "
                                f"({size} bytes)")
     usable = data.numel() // size * size
     buf = Buffer(data[:usable].view(pointee), f"the tensor at address {base:#x}", strided=True)
+    # addresses outside that storage (a masked-off lane's 0, another tensor's) are only an error
+    # where a load or store uses them: its bounds check names them
     offsets = torch.div(rel, size, rounding_mode="floor")
     return ScalarPtr(buf, int(offsets)) if addr.dim() == 0 else TensorPtr(buf, offsets)
 

@@ -146,3 +146,23 @@ def test_pointer_casts_interpreted_on_gpu_tensors(check, monkeypatch):
     """The interpreter on CUDA tensors: the addressed storages are copied and written back."""
     monkeypatch.setenv("SPARSECC_INTERPRET", "1")
     check("cuda")
+
+
+def test_masked_off_null_addresses_are_never_resolved(monkeypatch):
+    """`tl.load(addrs, mask=m, other=0)` gives masked-off lanes the address 0: the cast must accept
+    them (only an access through them would be an error), even in the first lane."""
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    src = torch.randn(64, generator=torch.Generator().manual_seed(4))
+    addrs = src.data_ptr() + torch.arange(64) * 4
+    addrs[:7] = 0
+    out = torch.full((64,), float("nan"))
+
+    @sparsecc.jit
+    def skip_nulls(Addrs, Out, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        a = tl.load(Addrs + offs, mask=offs < n)
+        ptrs = a.to(tl.pointer_type(tl.float32))
+        tl.store(Out + offs, tl.load(ptrs, mask=a != 0, other=-1.0), mask=offs < n)
+
+    skip_nulls[(1,)](addrs, out, 64, BLOCK=64)
+    assert (out[:7] == -1).all() and torch.equal(out[7:], src[7:])
