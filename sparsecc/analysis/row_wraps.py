@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.linear_index import J, clamp_wrap, linear
+from sparsecc.analysis.value_equality import same_linear
 from sparsecc.dialects import tt
 
 
@@ -85,7 +86,8 @@ def _row_condition(term: SSAValue, rows: int, bound: SSAValue, index: dict | Non
         return False
     if cmp.predicate.value.data != 2:  # slt
         return False
-    return linear(cmp.rhs) == {bound: 1} and index is not None and linear(cmp.lhs) == index
+    # the same rows: the same form, or one computed again the same way (value_equality)
+    return linear(cmp.rhs) == {bound: 1} and index is not None and same_linear(linear(cmp.lhs), index)
 
 
 def _block_store_checks_rows(store: tt.StoreOp, bound: SSAValue, index: dict | None) -> bool:
@@ -99,7 +101,7 @@ def _block_store_checks_rows(store: tt.StoreOp, bound: SSAValue, index: dict | N
     while isinstance(rows.owner, arith.ExtSIOp):
         rows = rows.owner.input
     start = {k: v for k, v in index.items() if k != J}
-    return rows is bound and index.get(J) == 1 and linear(make.offsets[0]) == start
+    return rows is bound and index.get(J) == 1 and same_linear(linear(make.offsets[0]), start)
 
 
 def _mask_terms(mask: SSAValue) -> list[SSAValue]:

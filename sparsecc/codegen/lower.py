@@ -47,6 +47,8 @@ def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 
     for arg, karg in zip(func.body.block.args, kernel.args):
         if arg.type == i32 and karg.type != i32:
             karg = em.to32(karg)
+        elif isinstance(arg.type, IntegerType) and arg.type.width.data == 1 and karg.type != arg.type:
+            karg = em.cmp("ne", karg, 0)  # a bool arrives as a 32-bit 0 or 1: the predicate
         args[arg] = karg
     L = LoweringState(cfg, kernel, em, _preamble(em, cfg), values=args,
                       barriers=Barriers(explicit=ttgd.EXPLICIT_BARRIERS in func.attributes))

@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
     Float8E5M2Type,
     Float16Type,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -79,10 +80,12 @@ def _compute_reg_class(ty: Attribute) -> tuple[str, str]:
         return "%rs", ".b16"
     elif isinstance(ty, Float32Type):
         return "%f", ".f32"
-    raise PtxEmitError(f"no PTX register class for type {ty} (use i1, i8, i16, i32, i64, f8, f16, bf16 or f32)")
+    elif isinstance(ty, Float64Type):
+        return "%fd", ".f64"
+    raise PtxEmitError(f"no PTX register class for type {ty} (use i1, i8, i16, i32, i64, f8, f16, bf16, f32 or f64)")
 
 
-_CLASS_ORDER = ("%p", "%rs", "%r", "%rd", "%f")
+_CLASS_ORDER = ("%p", "%rs", "%r", "%rd", "%f", "%fd")
 
 
 _WIDTH_CACHE: dict[Attribute, int] = {}
@@ -97,7 +100,7 @@ def _width(ty: Attribute) -> int:
 
 
 def _ftype(ty: Attribute) -> str:
-    """PTX type suffix of a float type the arithmetic takes (f32, f16, bf16)."""
+    """PTX type suffix of a float type the arithmetic takes (f64, f32, f16, bf16)."""
     name = ptx.type_name(ty) if _is_float(ty) else None
     if name is None:
         raise PtxEmitError(f"expected a float type, got {ty}")
@@ -105,7 +108,7 @@ def _ftype(ty: Attribute) -> str:
 
 
 def _is_float(ty: Attribute) -> bool:
-    return isinstance(ty, Float16Type | BFloat16Type | Float32Type)
+    return isinstance(ty, Float16Type | BFloat16Type | Float32Type | Float64Type)
 
 
 def _is_pred(ty: Attribute) -> bool:
@@ -158,6 +161,8 @@ def _float_bits(value: float, ty: Attribute) -> str:
     """A float immediate: `0fXXXXXXXX` for f32, the raw bits (for `mov.b16`) for f16/bf16."""
     if isinstance(ty, Float32Type):
         return f"0f{struct.unpack('<I', struct.pack('<f', value))[0]:08X}"
+    if isinstance(ty, Float64Type):
+        return f"0d{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
     if isinstance(ty, Float16Type):
         return f"0x{struct.unpack('<H', struct.pack('<e', value))[0]:04X}"
     if isinstance(ty, BFloat16Type):
@@ -288,7 +293,7 @@ class _KernelEmitter:
         out.append("{")
         for prefix in _CLASS_ORDER:
             if self.counts[prefix]:
-                decl = {"%p": ".pred", "%rs": ".b16", "%r": ".b32", "%rd": ".b64", "%f": ".f32"}[prefix]
+                decl = {"%p": ".pred", "%rs": ".b16", "%r": ".b32", "%rd": ".b64", "%f": ".f32", "%fd": ".f64"}[prefix]
                 out.append(f"\t.reg {decl} \t{prefix}<{self.counts[prefix] + 1}>;")
         shared = k.shared_bytes.value.data
         if shared:
@@ -361,8 +366,8 @@ def _constant(e: _KernelEmitter, op: arith.ConstantOp) -> None:
         else:
             e.emit(f"mov.b{max(16, ty.width.data)} {d}, {_int_imm(v, ty.width.data)};")
     elif isinstance(value, FloatAttr) and _is_float(ty):
-        if isinstance(ty, Float32Type):
-            e.emit(f"mov.f32 {d}, {_float_bits(value.value.data, ty)};")
+        if isinstance(ty, Float32Type | Float64Type):
+            e.emit(f"mov.{_ftype(ty)} {d}, {_float_bits(value.value.data, ty)};")
         else:
             e.emit(f"mov.b16 {d}, {_float_bits(value.value.data, ty)};")
     elif isinstance(value, FloatAttr) and isinstance(ty, Float8E4M3FNType | Float8E5M2Type) and value.value.data == 0.0:
@@ -421,7 +426,7 @@ def _float_binary(e: _KernelEmitter, op: Operation) -> None:
     lhs, rhs = op.operands
     ty = op.results[0].type
     opcode = _lookup(_FLOAT_BINARY, op)
-    if opcode.startswith("div") and not isinstance(ty, Float32Type):
+    if opcode.startswith("div") and not isinstance(ty, Float32Type | Float64Type):
         # 16-bit floats: div.rn.f32, then one rounding (exact: 24 >= 2*11 + 2 bits), as Triton
         # divides fp16 (LLVM promotes f16 fdiv to f32 on NVPTX)
         name = _ftype(ty)
@@ -459,10 +464,18 @@ _MATH_UNARY: dict[type[Operation], str] = {
     math.AbsFOp: "abs.f32", math.TruncOp: "cvt.rzi.f32.f32",
 }
 """f32 math ops with one PTX instruction (the approximations Triton also uses)."""
+_MATH_UNARY_F64: dict[type[Operation], str] = {
+    math.SqrtOp: "sqrt.rn.f64", math.FloorOp: "cvt.rmi.f64.f64", math.CeilOp: "cvt.rpi.f64.f64",
+    math.AbsFOp: "abs.f64", math.TruncOp: "cvt.rzi.f64.f64",
+}
+"""The f64 math ops with an exact PTX instruction (the approximations have no f64 form)."""
 
 
 def _math_unary(e: _KernelEmitter, op: Operation) -> None:
     src, res = op.operands[0], op.results[0]
+    if isinstance(res.type, Float64Type) and type(op) in _MATH_UNARY_F64:
+        e.emit(f"{_MATH_UNARY_F64[type(op)]} {e.define(res)}, {e.use(src)};")
+        return
     if not isinstance(res.type, Float32Type):
         raise PtxEmitError(f"{op.name}: only f32 is printed (widen 16-bit floats first)")
     e.emit(f"{_MATH_UNARY[type(op)]} {e.define(res)}, {e.use(src)};")
@@ -524,7 +537,8 @@ def _int_ext(e: _KernelEmitter, op: Operation) -> None:
     wi, wo = _width(src.type), _width(dst_ty)
     d = e.define(op.results[0])
     if wi == 1:
-        e.emit(f"selp.{'s' if signed else 'u'}{wo} {d}, {-1 if signed else 1}, 0, {e.use(src)};")
+        # an i8 lives in a b16 register (PTX has no selp.u8)
+        e.emit(f"selp.{'s' if signed else 'u'}{max(16, wo)} {d}, {-1 if signed else 1}, 0, {e.use(src)};")
     else:
         letter = "s" if signed else "u"
         e.emit(f"cvt.{letter}{wo}.{letter}{wi} {d}, {e.use(src)};")

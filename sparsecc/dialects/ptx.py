@@ -111,6 +111,7 @@ from xdsl.dialects.builtin import (
     Float8E5M2Type,
     Float16Type,
     Float32Type,
+    Float64Type,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -184,7 +185,8 @@ def mma_acc_type(ab_type: str) -> Attribute:
 
 
 _FLOAT_TYPE_NAMES: dict[type[Attribute], str] = {
-    Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32", Float8E4M3FNType: "e4m3", Float8E5M2Type: "e5m2"}
+    Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32", Float8E4M3FNType: "e4m3", Float8E5M2Type: "e5m2",
+    Float64Type: "f64"}
 
 
 def type_name(ty: Attribute) -> str | None:
@@ -231,6 +233,8 @@ def bit_width(ty: Attribute) -> int:
         return 8
     if isinstance(ty, Float32Type):
         return 32
+    if isinstance(ty, Float64Type):
+        return 64
     raise VerifyException(f"ptx: unsupported value type {ty}")
 
 

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
+    Float64Type,
     IntegerType,
     StringAttr,
     i1,
@@ -50,8 +51,8 @@ def _type_suffix(op: str, ty: Attribute, signed: bool) -> str | None:
         return None
     if op == "add" and isinstance(ty, Float16Type | BFloat16Type):
         return f"noftz.{'f16' if isinstance(ty, Float16Type) else 'bf16'}"
-    if op == "add" and isinstance(ty, Float32Type):
-        return "f32"
+    if op == "add" and isinstance(ty, Float32Type | Float64Type):
+        return "f32" if isinstance(ty, Float32Type) else "f64"
     if op in ("exch", "cas") and isinstance(ty, Float16Type | Float32Type):
         w = 16 if isinstance(ty, Float16Type) else 32
         return f"b{w}" if op == "cas" or w == 32 else None

@@ -1621,6 +1621,98 @@ class ElementwiseInlineAsmOp(IRDLOperation):
                                      "pure": IntegerAttr(int(pure), i32), "packed_element": IntegerAttr(pack, i32)})
 
 
+@irdl_op_definition
+class MapElementwiseOp(IRDLOperation):
+    """`tl.map_elementwise(fn, *args, pack=P)`: the scalar region run on each group of `pack`
+    elements of the (same-shaped) operands. The region takes, for each operand, its `pack`
+    scalars; it ends with `tt.reduce.return` of, for each result, its `pack` scalars."""
+
+    name = "tt.map_elementwise"
+    args = var_operand_def()
+    res = var_result_def()
+    pack = prop_def(IntegerAttr)
+    scalar_op = region_def()
+
+    def __init__(self, args: Sequence[SSAValue], result_types: Sequence[Attribute], pack: int, region: Region):
+        super().__init__(operands=[list(args)], result_types=[list(result_types)],
+                         properties={"pack": IntegerAttr(pack, i32)}, regions=[region])
+
+    def verify_(self) -> None:
+        shapes = {shape_of(v.type) for v in (*self.args, *self.res)}
+        _require(len(shapes) == 1, "tt.map_elementwise: operands and results must have one shape")
+        pack = self.pack.value.data
+        block = self.scalar_op.block
+        _require(len(block.args) == pack * len(self.args),
+                 lambda: f"tt.map_elementwise: the region takes {pack} scalars per operand")
+        term = block.last_op
+        _require(term is not None and len(term.operands) == pack * len(self.res),
+                 lambda: f"tt.map_elementwise: the region returns {pack} scalars per result")
+
+
+def _verify_pointer_cast(op: IRDLOperation, src_ptr: bool, dst_ptr: bool) -> None:
+    """A pointer cast keeps the shape; its sides are pointers or 64-bit integers as named."""
+    src, dst = op.operands[0].type, op.results[0].type
+    _require(shape_of(src) == shape_of(dst), lambda: f"{op.name} keeps the shape: {_type_str(src)} -> {_type_str(dst)}")
+    for ty, ptr in ((element_type(src), src_ptr), (element_type(dst), dst_ptr)):
+        ok = isinstance(ty, PointerType) if ptr else (isinstance(ty, IntegerType) and ty.width.data == 64)
+        _require(ok, lambda ty=ty, ptr=ptr: f"{op.name}: {_type_str(ty)} must be "
+                 f"{'a pointer' if ptr else 'i64'}")
+
+
+@irdl_op_definition
+class IntToPtrOp(IRDLOperation):
+    """`tt.int_to_ptr %a : i64 -> !tt.ptr<f16>`: an address as a pointer (`x.to(tl.pointer_type(
+    tl.float16))` on an int64 loaded from a table of data pointers, as grouped GEMMs do)."""
+
+    name = "tt.int_to_ptr"
+    src = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: Attribute):
+        super().__init__(operands=[src], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _verify_pointer_cast(self, False, True)
+
+
+@irdl_op_definition
+class PtrToIntOp(IRDLOperation):
+    """`tt.ptr_to_int %p : !tt.ptr<f16> -> i64`: a pointer's address (`p.to(tl.int64)`)."""
+
+    name = "tt.ptr_to_int"
+    src = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: Attribute):
+        super().__init__(operands=[src], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _verify_pointer_cast(self, True, False)
+
+
+@irdl_op_definition
+class PtrBitcastOp(IRDLOperation):
+    """`tt.bitcast %p : !tt.ptr<f16> -> !tt.ptr<i16>`: the same address, another pointee
+    (`p.to(tl.pointer_type(tl.int16))`)."""
+
+    name = "tt.bitcast"
+    src = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: Attribute):
+        super().__init__(operands=[src], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _verify_pointer_cast(self, True, True)
+
+
+
 TT = Dialect(
     "tt",
     [
@@ -1655,6 +1747,10 @@ TT = Dialect(
 
 
         ElementwiseInlineAsmOp,
+        IntToPtrOp,
+        PtrToIntOp,
+        PtrBitcastOp,
+        MapElementwiseOp,
     ],
     [SparseEncodingAttr, PointerType],
 )

@@ -41,6 +41,8 @@ from sparsecc.dialects.locations import inherit_locations
 from sparsecc.frontend import (  # noqa: F401 - register builtins
     atomic_builtins,
     debug_builtins,
+    dot_scaled,
+    libdevice_builtins,
     math_builtins,
     misc_builtins,  # noqa: F401 - registers tensor descriptors, add/sub/mul, ...
 )
@@ -48,6 +50,8 @@ from sparsecc.frontend import semantic as sem
 from sparsecc.frontend.bound import BoundBuiltin as _BoundBuiltin
 from sparsecc.frontend.builtins import IMPLS, to
 from sparsecc.frontend.errors import CompilationError, SemanticError
+from sparsecc.frontend.map_elementwise import MAP_CALLS_JIT  # (registers tl.map_elementwise)
+from sparsecc.frontend.pointer_casts import make_pointer_type
 from sparsecc.frontend.reduce_builtins import CALLS_JIT  # (registers the reduction builtins)
 from sparsecc.frontend.scan_builtins import (  # (registers the scans, sorts, gathers)
     SCAN_CALLS_JIT,
@@ -55,6 +59,7 @@ from sparsecc.frontend.scan_builtins import (  # (registers the scans, sorts, ga
 )
 from sparsecc.frontend.shape_ops import TENSOR_METHODS  # registers the shape ops too
 from sparsecc.frontend.types import describe
+from sparsecc.frontend.unsupported import WHY_NOT
 from sparsecc.language.core import BUILTINS, builtin_name
 
 if TYPE_CHECKING:
@@ -141,8 +146,9 @@ def _unsupported_name(module: types.ModuleType, attr: str) -> str:
     """The error for `tl.<attr>` (or `libdevice.<attr>`, ...) that sparsecc does not have."""
     path = module.__name__.replace("sparsecc.language", "tl", 1)
     triton = module.__name__.replace("sparsecc.language", "triton.language", 1)
-    return (f"{path}.{attr} ({triton}.{attr}) is not supported by sparsecc yet; docs/language.md lists the "
-            "names it supports")
+    why = WHY_NOT.get(f"{path}.{attr}")
+    return (f"{path}.{attr} ({triton}.{attr}) is not supported by sparsecc yet{': ' + why if why else ''}; "
+            "docs/language.md lists the names it supports")
 
 
 class CodeGenerator(ast.NodeVisitor):
@@ -825,9 +831,14 @@ class CodeGenerator(ast.NodeVisitor):
             except TypeError as e:
                 raise SemanticError(f"tl.{name}(): {e}") from None
             bound.apply_defaults()
-            if name in CALLS_JIT or name in SCAN_CALLS_JIT:
+            if name in CALLS_JIT or name in SCAN_CALLS_JIT or name in MAP_CALLS_JIT:
                 return IMPLS[name](self.em, **bound.arguments, _inline=self.inline)
             return IMPLS[name](self.em, **bound.arguments)
+        if func is tl.pointer_type:  # a compile-time dtype, as in Triton
+            try:
+                return make_pointer_type(*args, **kwargs)
+            except TypeError as e:
+                raise SemanticError(f"tl.pointer_type(): {e}") from None
         if func in _PY_BUILTINS.values():
             if func is range:
                 raise SemanticError("range() can only be used as a for-loop iterator")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from xdsl.dialects.builtin import bf16, f16, f32, i16, i32, i64
+from xdsl.dialects.builtin import bf16, f16, f32, f64, i16, i32, i64
 from xdsl.ir import Attribute, SSAValue
 
 from sparsecc.dialects import tt
@@ -23,7 +23,7 @@ from sparsecc.frontend.semantic import Emitter
 from sparsecc.frontend.types import describe
 
 _TYPES: dict[str, tuple[Attribute, ...]] = {
-    "add": (f32, i32, i64, f16, bf16),
+    "add": (f32, i32, i64, f16, bf16, f64),
     "max": (i32, i64, f32),
     "min": (i32, i64, f32),
     "and": (i32, i64),

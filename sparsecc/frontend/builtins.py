@@ -478,9 +478,11 @@ def minimum(em: Emitter, x: Any, y: Any, propagate_nan: Any = 0) -> Any:
 
 def to(em: Emitter, v: sem.SSAValue, dtype: Any, bitcast: Any = False) -> Any:
     """`x.to(dtype)`: an elementwise conversion."""
+    from sparsecc.frontend.pointer_casts import involves_pointers, pointer_cast
+
+    if isinstance(v, sem.SSAValue) and involves_pointers(v, dtype):
+        return pointer_cast(em, v, dtype, bitcast)
     sem.require_dense(v, "'.to()'")
-    if isinstance(v.type, PointerType) or isinstance(sem.elem(v), PointerType):
-        raise SemanticError(f"cannot convert pointer {describe(v.type)} with .to()")
     dst = ir_type(_dtype(dtype))
     if bitcast:
         return _bitcast(em, v, dst)

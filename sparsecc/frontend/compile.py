@@ -34,6 +34,7 @@ from sparsecc.frontend.types import (
     signature_string,
     signless_name,
 )
+from sparsecc.passes.bool_memory import bool_memory_as_bytes
 from sparsecc.runtime import cache
 
 
@@ -215,6 +216,7 @@ def _compile(kernel: KernelFunction, signature: dict[str, str], arg_types: dict[
     with compiling_for(options.target):  # what tl.target_info answers
         ttir = generate_ttir(kernel, arg_types, constexprs, _hints(signature))
     if options.target is not None:
+        bool_memory_as_bytes(ttir)  # torch.bool tensors as bytes (PTX has no 1-bit access)
         check_gpu_limits(kernel, ttir, options.num_warps, options.target)
     try:
         stages = compile_module(ttir, options)

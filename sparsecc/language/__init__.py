@@ -216,3 +216,8 @@ __all__ += ["TRITON_MAX_TENSOR_NUMEL", "PropagateNan", "add", "inline_asm_elemen
             "load_tensor_descriptor", "make_tensor_descriptor", "mul", "pi32_t", "slice",
             "store_tensor_descriptor", "sub", "swizzle2d", "target_info", "tensor", "tensor_descriptor", "tuple",
             "void"]
+
+from sparsecc.language.elementwise import map_elementwise  # noqa: E402
+from sparsecc.language.mx import dot_scaled  # noqa: E402
+
+__all__ += ["dot_scaled", "map_elementwise"]

@@ -210,7 +210,8 @@ class _Layouts:
 
 
 _SAME_LAYOUT_OPS = (tt.AddPtrOp, tt.SplatOp, tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AdvanceOp, tt.BroadcastOp,
-                    tt.MakeTensorPtrOp, tt.ElementwiseInlineAsmOp)
+                    tt.MakeTensorPtrOp, tt.ElementwiseInlineAsmOp, tt.MapElementwiseOp, tt.IntToPtrOp,
+                    tt.PtrToIntOp, tt.PtrBitcastOp)
 
 
 def _is_elementwise(op: Operation) -> bool:

@@ -25,6 +25,8 @@ from xdsl.printer import Printer
 from sparsecc.dialects import tt
 from sparsecc.runtime import (
     interp_debug,  # noqa: F401 - registers the debugging ops' rules
+    interp_map,  # noqa: F401 - registers tt.map_elementwise's rule
+    interp_ptrcast,  # registers the pointer casts' rules
     interp_scan,  # noqa: F401 - registers the scan and gather rules
 )
 from sparsecc.runtime.grid import check_grid
@@ -217,6 +219,7 @@ def run(module: ModuleOp, func_name: str, grid: tuple[int, int, int],
     for c in copies:
         if c is not None:
             c[0].copy_(c[2])
+    interp_ptrcast.write_back(prog)  # GPU storages reached through tt.int_to_ptr
 
 
 def _host_copy(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -10,8 +10,10 @@ from sparsecc.codegen.handlers import (  # noqa: F401  (each module registers it
     elementwise,
     inline_asm,
     layouts,
+    map_elementwise,
     math_ext,
     memory,
+    pointer_casts,
     reduce,
     scan,
     shapes,
@@ -26,8 +28,8 @@ from sparsecc.codegen.handlers.table import (
     handles_name,
 )
 
-FAMILIES = (async_ops, control, debug, dequantize, dot, elementwise, inline_asm, layouts, math_ext, memory, reduce,
-            scan, shared, shapes, views)
+FAMILIES = (async_ops, control, debug, dequantize, dot, elementwise, inline_asm, layouts, map_elementwise, math_ext,
+            memory, pointer_casts, reduce, scan, shared, shapes, views)
 """The handler modules, one per op family."""
 
 __all__ = ["FAMILIES", "HANDLERS", "NAMED_HANDLERS", "handler_for", "handles", "handles_name"]

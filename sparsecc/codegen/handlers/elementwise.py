@@ -14,6 +14,7 @@ from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IndexType,
     IntegerType,
@@ -44,6 +45,9 @@ SUPPORTED_ARITH = tuple(
 """arith ops the PTX printer has a form for (per element for tensors; arith.constant aside)."""
 MATH_DIRECT = tuple("math." + n for n in "exp2 log2 sqrt rsqrt sin cos tanh floor ceil absf absi fma".split())
 """math ops the PTX printer has an instruction for."""
+MATH_F64 = ("math.sqrt", "math.absf", "math.floor", "math.ceil", "math.fma")
+"""The math ops with an exact f64 PTX instruction (`sqrt.rn.f64`, ...): the approximations
+(ex2, lg2, sin, ...) have no f64 form."""
 _LOG2_E = 1.4426950408889634
 _LN_2 = 0.6931471805599453
 _CASTS = {"arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi",
@@ -147,9 +151,10 @@ def _math(L: LoweringState, op: Operation) -> None:
     exp and log through ex2/lg2 and a constant factor."""
     res_ty = op.results[0].type
     elt = res_ty.element_type if isinstance(res_ty, TensorType) else res_ty
-    if op.name != "math.absi" and not isinstance(elt, Float32Type):
-        raise LoweringError(f"{op.name} on {elt}: the PTX lowering computes math in f32 "
-                            "(the frontend widens 16-bit floats; f64 is not supported)")
+    if op.name != "math.absi" and not isinstance(elt, Float32Type) and not (
+            isinstance(elt, Float64Type) and op.name in MATH_F64):
+        raise LoweringError(f"{op.name} on {elt}: the GPU (PTX) lowering computes math in f32 "
+                            f"(the frontend widens 16-bit floats; f64 has {', '.join(MATH_F64)} only)")
     operands = [L.get(o) for o in op.operands]
     count = max((len(o.regs) for o in operands if isinstance(o, Regs)), default=0)
     em = L.em

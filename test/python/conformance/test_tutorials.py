@@ -250,13 +250,9 @@ TUTORIALS: dict[str, tuple[Callable[[str], Outputs], str | None]] = {
     "06_fused_attention_sparse_k": (t06_fused_attention_sparse_k, None),
     "07_libdevice_asin": (t07_libdevice_asin, _missing(tk.libdevice, "asin")),
     "07_libdevice_erf": (t07_libdevice_erf, None),
-    "08_grouped_gemm": (t08_grouped_gemm, "tl.load(ptrs + g).to(tl.pointer_type(tl.float16)): an address "
-                        "loaded as int64 and cast to a pointer is refused ('cannot call type pointer_type')"),
+    "08_grouped_gemm": (t08_grouped_gemm, None),
     "09_persistent_matmul": (t09_persistent_matmul, None),
-    "09_persistent_matmul_sparse_a": (t09_persistent_matmul_sparse_a, "false refusal (issue 29): rows of the 2:4 A "
-                                      "wrapped with tl.where(offs_am < M, offs_am, 0) are refused although the store "
-                                      "is masked with offs_cm < M: the mask's rows come from a second _compute_pid "
-                                      "call (tile_id_c), which the check cannot match to the loaded rows"),
+    "09_persistent_matmul_sparse_a": (t09_persistent_matmul_sparse_a, None),
     "moe_grouped_gemm_sparse_experts": (moe_grouped_gemm_sparse_experts, None),
 }
 

@@ -382,7 +382,7 @@ def five_d_tile(X):
 def fp64_tile(X):
     r = tl.arange(0, 16)
     x = tl.load(X + r).to(tl.float64)
-    tl.store(X + r, x * 2.0)
+    tl.store(X + r, tl.exp(x * 2.0))
 
 
 @sparsecc.jit
@@ -498,8 +498,8 @@ CASES: list[Case] = [
 ]
 
 GPU_ONLY_CASES: list[Case] = [
-    Case("fp64_tile", fp64_tile, lambda: [torch.zeros(16)], "fp64 arithmetic",
-         "fp64 values are not supported on the GPU", "x = tl.load(X + r).to"),
+    Case("fp64_tile", fp64_tile, lambda: [torch.zeros(16)], "fp64 math without a PTX instruction",
+         "math.exp on f64: the GPU (PTX) lowering computes math in f32", "tl.store(X + r, tl.exp(x * 2.0))"),
     Case("dot_fp16_out", dot_fp16_out, lambda: [sparse16(16, 32), f16(32, 16), torch.zeros(16, 16).half()],
          "a sparse tl.dot with out_dtype=tl.float16", "not supported on the GPU", "c = tl.dot(a, b, out_dtype"),
     Case("big_gpu_tile", big_gpu_tile, lambda: [torch.zeros(512 * 512)],
