@@ -9,3 +9,15 @@ they call).
 from sparsecc.nn.linear import LAYER_DTYPES, SparseLinear, SparsifySkipWarning, sparsify_
 
 __all__ = ["LAYER_DTYPES", "SparseLinear", "SparsifySkipWarning", "sparsify_"]
+
+# Tensor parallelism (sparsecc.nn.parallel) loads on first use: it imports torch.distributed.tensor
+# (~0.4 s), which a single-GPU user does not need, and which some torch builds lack.
+_PARALLEL = ("SparseColwiseParallel", "SparseRowwiseParallel", "shard_sparse_linear", "sparse_plan")
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module __getattr__ (PEP 562)
+    if name in _PARALLEL:
+        from sparsecc.nn import parallel
+
+        return getattr(parallel, name)
+    raise AttributeError(f"module 'sparsecc.nn' has no attribute {name!r}")
