@@ -258,6 +258,14 @@ def _local_input(x: Any, mesh: DeviceMesh, layouts: tuple[Placement, ...],
     return x.to_local()
 
 
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
 def _sharded(module: SparseLinear) -> None:
     if getattr(module, "tp_shard", None) is not None:
         raise RuntimeError(f"{_name(module)} is already tensor-parallel ({module.tp_shard}); "
@@ -292,10 +300,11 @@ class SparseColwiseParallel(ColwiseParallel):
         def hook(mod: nn.Module, inputs: tuple, y: torch.Tensor) -> Any:
             if output_layouts == (Shard(-1),) and use_local:  # the default: the local columns as they are
                 return y
-            shape = (*y.shape[:-1], full_out)
-            stride = torch.empty(shape, device="meta").stride()
-            out = DTensor.from_local(y, device_mesh, (Shard(y.dim() - 1),), run_check=False, shape=shape,
-                                     stride=stride)
+            uneven = {}
+            if full_out % world:  # from_local takes equal pieces unless told the global shape
+                shape = (*y.shape[:-1], full_out)
+                uneven = {"shape": shape, "stride": _contiguous_strides(shape)}
+            out = DTensor.from_local(y, device_mesh, (Shard(y.dim() - 1),), run_check=False, **uneven)
             out = out.redistribute(placements=output_layouts)
             return out.to_local() if use_local else out
 
