@@ -154,17 +154,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs torch.distributed with gloo")
-def test_two_gloo_processes_match_the_unsharded_model(tmp_path):
-    """tp_worker.py on 2 ranks (gloo, CPU): parallelize_module with the Sparse styles (MLP: fused
-    activations and biases on both sides, a ragged gathered output, a DTensor output, a dense
-    Linear in the plan) and with sparse_plan(torch's plan) (Llama-like block), fp16 and w4g128,
-    against the unsharded sparse model on the same input; rank 1 built its model from another
-    seed, so a match also shows the shards came from rank 0's weights."""
+def _run_two_ranks(tmp_path, device: str) -> None:
+    """tp_worker.py on 2 ranks (gloo on the CPU, or NCCL on 2 GPUs): parallelize_module with the
+    Sparse styles (MLP: fused activations and biases on both sides, a ragged gathered output, a
+    DTensor output, a dense Linear in the plan) and with sparse_plan(torch's plan) (Llama-like
+    block), fp16 and w4g128, against the unsharded sparse model on the same input; rank 1 built
+    its model from another seed, so a match also shows the shards came from rank 0's weights."""
     worker = os.path.join(os.path.dirname(__file__), "tp_worker.py")
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
-               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
+               TP_DEVICE=device)
     procs = [subprocess.Popen([sys.executable, worker, str(tmp_path / f"rank{r}.json")], env=dict(env, RANK=str(r)),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
     logs = []
@@ -193,3 +193,34 @@ def test_two_gloo_processes_match_the_unsharded_model(tmp_path):
             assert res[f"block-{name}-local"] == {"q_out": 128, "down_in": 256}
         error = res["bad-split"]["error"]
         assert error and "'mlp.down'" in error and "[192, 192]" in error and "quantization group 128" in error
+
+
+@pytest.mark.skipif(not dist.is_gloo_available(), reason="needs torch.distributed with gloo")
+def test_two_gloo_processes_match_the_unsharded_model(tmp_path):
+    _run_two_ranks(tmp_path, "cpu")
+
+
+@pytest.mark.gpu
+def test_two_nccl_gpus_match_the_unsharded_model(tmp_path):
+    """The same on 2 GPUs with NCCL: the sparsecc kernels run on the shards' shapes."""
+    if torch.cuda.device_count() < 2 or not dist.is_nccl_available():
+        pytest.skip("needs 2 GPUs and NCCL")
+    _run_two_ranks(tmp_path, "cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", ["fp16", "w4g128"])
+@pytest.mark.parametrize("tokens", [1, 16])
+def test_shards_run_on_cuda(fmt, tokens):
+    """The pieces of a Llama-7B down_proj-shaped layer (K = 11008: 5504 a piece, not a multiple of
+    the kernels' K tiles) and a 3-way row split (96 -> 32 rows) on the GPU's kernels, against the
+    whole layer's output on the GPU."""
+    full = _layer(96, 11008, fmt).cuda()
+    x = torch.randn(tokens, 11008, dtype=torch.float16, device="cuda")
+    want = full(x).float()
+    cols = torch.cat([shard_sparse_linear(full, 0, r, 3)(x) for r in range(3)], -1).float()
+    torch.testing.assert_close(cols, want, rtol=1e-2, atol=1e-2 * want.abs().max().item())
+    pieces = [shard_sparse_linear(full, 1, r, 2) for r in range(2)]
+    assert [p.in_features for p in pieces] == [5504, 5504]
+    got = sum(p(x[:, p.tp_shard.offset:p.tp_shard.offset + 5504].contiguous()).float() for p in pieces)
+    torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2 * want.abs().max().item())

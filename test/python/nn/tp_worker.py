@@ -1,5 +1,6 @@
 """One rank of test_tensor_parallel's multi-process check (run as a script, one process per rank,
-torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment; gloo on the CPU).
+torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment; gloo on the CPU,
+or NCCL with one GPU a rank where TP_DEVICE=cuda).
 
 Every rank builds the same small models (seeded), sparsifies them, runs the unsharded model for
 the reference, then shards a copy with `parallelize_module` and runs it on the same input. Rank 1
@@ -29,6 +30,7 @@ from sparsecc.nn import SparseLinear, sparsify_
 from sparsecc.nn.parallel import SparseColwiseParallel, SparseRowwiseParallel, sparse_plan
 
 HIDDEN, HEADS, INTER = 256, 4, 512
+DEVICE = os.environ.get("TP_DEVICE", "cpu")
 
 
 class MLP(nn.Module):
@@ -89,17 +91,17 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> dict:
 
 
 def run(rank: int, world: int) -> dict:
-    mesh = init_device_mesh("cpu", (world,))
+    mesh = init_device_mesh(DEVICE, (world,))
     results: dict = {}
-    x = torch.randn(3, 5, HIDDEN, generator=torch.Generator().manual_seed(1)).half()
+    x = torch.randn(3, 5, HIDDEN, generator=torch.Generator().manual_seed(1)).half().to(DEVICE)
     for quant in (None, "w4g128"):
         name = quant or "fp16"
         torch.manual_seed(0)
-        model = MLP(quant)
+        model = MLP(quant).to(DEVICE)
         ref = model(x)
         if rank != 0:  # another rank's copy: parallelize_module must shard rank 0's
             torch.manual_seed(1234)
-            model = MLP(quant)
+            model = MLP(quant).to(DEVICE)
         sharded = parallelize_module(copy.deepcopy(model), mesh, MLP_PLAN)
         got = sharded(x)
         for part, a, b in zip(("fc3", "fc4", "dense"), got, ref):
@@ -112,6 +114,7 @@ def run(rank: int, world: int) -> dict:
         torch.manual_seed(0)
         block = Block().half()
         sparsify_(block, quant=quant)
+        block.to(DEVICE)
         ref = block(x)
         sharded = parallelize_module(copy.deepcopy(block), mesh, sparse_plan(BLOCK_PLAN))
         results[f"block-{name}"] = _diff(sharded(x), ref)
@@ -119,7 +122,7 @@ def run(rank: int, world: int) -> dict:
 
     # a row-parallel w4g128 layer whose K pieces (192) break a 128-column quantization group
     torch.manual_seed(0)
-    bad = nn.Sequential(SparseLinear.from_linear(nn.Linear(384, 64).half(), quant="w4g128"))
+    bad = nn.Sequential(SparseLinear.from_linear(nn.Linear(384, 64).half(), quant="w4g128")).to(DEVICE)
     bad[0].fqn = "mlp.down"
     try:
         parallelize_module(bad, mesh, {"0": SparseRowwiseParallel()})
@@ -132,7 +135,9 @@ def run(rank: int, world: int) -> dict:
 def main() -> int:
     out = sys.argv[1]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    if DEVICE == "cuda":
+        torch.cuda.set_device(rank)
+    dist.init_process_group("nccl" if DEVICE == "cuda" else "gloo", rank=rank, world_size=world)
     try:
         results = run(rank, world)
     except Exception as e:  # noqa: BLE001 - the test shows it
