@@ -15,7 +15,8 @@ rank's heads from the first keys it sees), then `--steps` one-token steps, each
 `torch.compile(fullgraph=True)` captured in one CUDA graph with its collectives and replayed;
 median of `--reps` runs; a rank's time is its CUDA events', the table's the slowest rank's.
 Where compiling fails (or would not fit the time budget) the step runs eagerly in the CUDA graph,
-and the table says so. Both variants of one batch size run one after the other in the same mode.
+and where that fails too, eagerly without a graph; the table says which. Both variants of one batch
+size run one after the other, in the same mode unless one of them had to fall back.
 
 `--single` also measures the unsharded models on rank 0 (the others wait) and compares the TP
 logits with them; `--cpu-check` turns it on and exits non-zero when sparse TP's logits differ
@@ -221,8 +222,8 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
         f"- Timing: llama_e2e's decode: eager prompt of {args.prompt} tokens into a StaticCache, then {args.steps} "
         f"one-token steps, each {first_mode.replace('compile', 'torch.compile(fullgraph=True)').replace('+graph', ' in one CUDA graph (collectives included)')}"
         f", median of {args.reps} runs, the slowest rank's time; tokens/s = batch × steps / time. A cell marked "
-        "(eager+graph) ran without torch.compile (it failed, or the time budget left no room; see below); † the "
-        "two numbers of a ratio ran in different modes.",
+        "(eager+graph) ran without torch.compile (it failed, or the time budget left no room; see below), (eager) "
+        "without the CUDA graph too; † the two numbers of a ratio ran in different modes.",
     ]
     if any(r.endswith("-1gpu") for r in rows):
         lines.append("- *-1gpu: the unsharded model on rank 0's device alone, same steps (the other ranks idle).")

@@ -4,6 +4,7 @@ they call).
 
     sparsify_(model)                      # fp16/bf16 2:4 weights
     sparsify_(model, quant="w4g128")      # 4-bit codes, a scale per 128 input features
+    parallelize_module(model, mesh, sparse_plan(plan))   # tensor parallelism (sparsecc.nn.parallel)
 """
 
 from sparsecc.nn.linear import LAYER_DTYPES, SparseLinear, SparsifySkipWarning, sparsify_
