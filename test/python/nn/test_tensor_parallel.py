@@ -157,7 +157,7 @@ def _free_port() -> int:
 def _run_two_ranks(tmp_path, device: str) -> None:
     """tp_worker.py on 2 ranks (gloo on the CPU, or NCCL on 2 GPUs): parallelize_module with the
     Sparse styles (MLP: fused activations and biases on both sides, a ragged gathered output, a
-    DTensor output, a dense Linear in the plan) and with sparse_plan(torch's plan) (Llama-like
+    DTensor output and a layer that takes it, a dense Linear in the plan) and with sparse_plan(torch's plan) (Llama-like
     block), fp16 and w4g128, against the unsharded sparse model on the same input; rank 1 built
     its model from another seed, so a match also shows the shards came from rank 0's weights."""
     worker = os.path.join(os.path.dirname(__file__), "tp_worker.py")
@@ -181,9 +181,10 @@ def _run_two_ranks(tmp_path, device: str) -> None:
     for rank, res in enumerate(results):
         assert "error" not in res, res.get("error")
         for name in ("fp16", "w4g128"):
-            for case in (f"mlp-{name}-fc3", f"mlp-{name}-fc4", f"mlp-{name}-dense", f"block-{name}"):
+            for case in (f"mlp-{name}-fc3", f"mlp-{name}-fc4", f"mlp-{name}-fc5", f"mlp-{name}-dense",
+                         f"block-{name}"):
                 d = res[case]
-                assert d["finite"] and d["ref"] > 0.1, (rank, case, d)
+                assert d["finite"] and d["ref"] > 0.05, (rank, case, d)  # not an all-zero output
                 assert d["err"] <= 1e-2 * max(d["ref"], 1.0), (rank, case, d)
             assert res[f"mlp-{name}-fc3"]["shape"] == [3, 5, 71]  # gathered from 36 + 35 rows
             shards = res[f"mlp-{name}-shards"]

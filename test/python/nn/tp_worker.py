@@ -36,7 +36,8 @@ DEVICE = os.environ.get("TP_DEVICE", "cpu")
 class MLP(nn.Module):
     """fc1 (bias, fused relu) -> fc2 (row-parallel: bias, fused gelu after the sum) -> fc3 (71
     outputs: uneven column shards, gathered) -> fc4 (row-parallel from a replicated input, DTensor
-    output), plus a dense nn.Linear the Sparse styles hand to torch's."""
+    output) -> fc5 (column-parallel from that DTensor), plus a dense nn.Linear the Sparse styles
+    hand to torch's."""
 
     def __init__(self, quant: str | None) -> None:
         super().__init__()
@@ -45,17 +46,19 @@ class MLP(nn.Module):
         self.fc2 = SparseLinear.from_linear(lin[1].half(), activation="gelu_tanh", quant=quant)
         self.fc3 = SparseLinear.from_linear(lin[2].half())
         self.fc4 = SparseLinear.from_linear(lin[3].half(), quant=quant)
+        self.fc5 = SparseLinear.from_linear(nn.Linear(128, 48).half(), activation="silu")
         self.dense = nn.Linear(256, 64).half()
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         h = self.fc2(self.fc1(x))
         y = self.fc4(h)
-        return self.fc3(h), y.full_tensor() if isinstance(y, DTensor) else y, self.dense(h)
+        return self.fc3(h), y.full_tensor() if isinstance(y, DTensor) else y, self.fc5(y), self.dense(h)
 
 
 MLP_PLAN = {"fc1": SparseColwiseParallel(), "fc2": SparseRowwiseParallel(),
             "fc3": SparseColwiseParallel(output_layouts=Replicate()),
             "fc4": SparseRowwiseParallel(input_layouts=Replicate(), use_local_output=False),
+            "fc5": SparseColwiseParallel(output_layouts=Replicate()),
             "dense": SparseColwiseParallel(output_layouts=Replicate())}
 
 
@@ -104,7 +107,7 @@ def run(rank: int, world: int) -> dict:
             model = MLP(quant).to(DEVICE)
         sharded = parallelize_module(copy.deepcopy(model), mesh, MLP_PLAN)
         got = sharded(x)
-        for part, a, b in zip(("fc3", "fc4", "dense"), got, ref):
+        for part, a, b in zip(("fc3", "fc4", "fc5", "dense"), got, ref, strict=True):
             results[f"mlp-{name}-{part}"] = _diff(a, b)
         results[f"mlp-{name}-shards"] = {"fc1_out": sharded.fc1.out_features, "fc2_in": sharded.fc2.in_features,
                                          "fc3_out": sharded.fc3.out_features,
