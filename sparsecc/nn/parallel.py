@@ -40,6 +40,7 @@ model to make a checkpoint.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -96,8 +97,8 @@ def _check_split(layer: SparseLinear, dim: int, world_size: int) -> None:
     2:4 metadata word or a quantization group, or leave a rank nothing."""
     n = layer.out_features if dim == 0 else layer.in_features
     what = "out_features" if dim == 0 else "in_features"
-    where = (f"{_name(layer)} ({layer.in_features} -> {layer.out_features}, "
-             f"{'NV24.' + layer.quant if layer.quant else 'NV24'})")
+    fmt = f"NV24.{layer.quant}" if layer.quant else "NV24" if layer.weight_dtype is None else f"NV24 {layer.weight_dtype}"
+    where = f"{_name(layer)} ({layer.in_features} -> {layer.out_features}, {fmt})"
     sizes = [_chunk(n, world_size, r)[1] for r in range(world_size)]
     if min(sizes) == 0:
         raise ValueError(f"{where}: {what} = {n} split {world_size} ways leaves a rank no "
@@ -106,8 +107,11 @@ def _check_split(layer: SparseLinear, dim: int, world_size: int) -> None:
         return
     unit, why = K_UNIT, "a multiple of 16 (one 2:4 metadata word covers 16 columns)"
     group = _quant_group(layer)
-    if group is not None and group % K_UNIT == 0 and group > K_UNIT:
-        unit, why = group, f"a multiple of the quantization group {group} ({layer.quant})"
+    if group is not None and math.lcm(K_UNIT, group) > K_UNIT:
+        unit = math.lcm(K_UNIT, group)
+        why = f"a multiple of {unit} (16 columns a metadata word, {group} a quantization group of {layer.quant})"
+        if unit == group:
+            why = f"a multiple of the quantization group {group} ({layer.quant})"
     bad = [s for s in sizes[:-1] if s % unit]
     if bad:
         raise ValueError(f"{where}: row-parallel over {world_size} ranks splits in_features = {n} into pieces "

@@ -35,7 +35,7 @@ from sparsecc.nn.parallel import (  # noqa: E402
 
 FORMATS = {  # name -> SparseLinear.from_linear keyword arguments
     "fp16": {}, "w4g128": {"quant": "w4g128"}, "w8c": {"quant": "w8c"}, "w4g64z": {"quant": "w4g64z"},
-    "int8": {"weight_dtype": torch.int8}, "fp8": {"weight_dtype": torch.float8_e4m3fn},
+    "int8": {"weight_dtype": torch.int8}, "fp8": {"weight_dtype": torch.float8_e4m3fn}, "w4g32": {"quant": "w4g32"},
 }
 ACT = {"none": lambda y: y, "relu": torch.relu, "silu": F.silu, "gelu_tanh": lambda y: F.gelu(y, approximate="tanh")}
 
@@ -103,7 +103,8 @@ def test_pieces_recompose_the_layer(fmt, activation):
     (64, 48, "fp16", 1, 2, ["'mlp.down_proj'", "in_features = 48", "[24, 24]", "multiple of 16"]),
     (64, 512, "w4g128", 1, 8, ["[64, 64, 64, 64, 64, 64, 64, 64]", "quantization group 128"]),
     (3, 64, "fp16", 0, 4, ["out_features = 3", "leaves a rank no rows", "[1, 1, 1, 0]"]),
-    (64, 32, "int8", 1, 4, ["in_features = 32", "[8, 8, 8, 8]", "metadata word covers 16 columns"]),
+    (64, 32, "int8", 1, 4, ["in_features = 32", "[8, 8, 8, 8]", "metadata word covers 16 columns", "torch.int8"]),
+    (64, 96, "w4g32", 1, 2, ["[48, 48]", "quantization group 32 (w4g32)", "NV24.w4g32"]),
 ])
 def test_a_split_that_breaks_a_group_is_refused_naming_the_layer(n, k, fmt, dim, world, words):
     layer = _layer(n, k, fmt)
