@@ -248,7 +248,12 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
     return "\n".join(lines) + "\n"
 
 
+_MOVED: set[str] = set()  # tables of an earlier run already moved to history/ by this one
+
+
 def write(text: str, out: str | None, device_name: str, world: int) -> str | None:
+    """Write the table (again: after every measurement); a folder's llama-tp<N>-current-<GPU>.md
+    of an earlier run first moves to history/, named by its date, as llama_e2e's does."""
     if not out:
         return None
     if out.endswith(".md"):
@@ -256,6 +261,17 @@ def write(text: str, out: str | None, device_name: str, world: int) -> str | Non
     else:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in device_name.replace(" ", "_"))
         path = os.path.join(out, f"llama-tp{world}-current-{safe}.md")
+        if os.path.exists(path) and path not in _MOVED:
+            with open(path) as f:
+                date = f.readline().rsplit(",", 1)[-1].strip() or "undated"
+            os.makedirs(os.path.join(out, "history"), exist_ok=True)
+            stem, n = os.path.join(out, "history", f"llama-tp{world}-{date}-{safe}"), 1
+            target = f"{stem}.md"
+            while os.path.exists(target):
+                n += 1
+                target = f"{stem}-{n}.md"
+            os.replace(path, target)
+        _MOVED.add(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w") as f:
         f.write(text)
