@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -149,12 +148,6 @@ def test_sparse_plan_keeps_the_layouts_and_other_styles():
     assert type(sparse_plan(ColwiseParallel())) is SparseColwiseParallel
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run_two_ranks(tmp_path, device: str) -> None:
     """tp_worker.py on 2 ranks (gloo on the CPU, or NCCL on 2 GPUs): parallelize_module with the
     Sparse styles (MLP: fused activations and biases on both sides, a ragged gathered output, a
@@ -163,7 +156,7 @@ def _run_two_ranks(tmp_path, device: str) -> None:
     its model from another seed, so a match also shows the shards came from rank 0's weights."""
     worker = os.path.join(os.path.dirname(__file__), "tp_worker.py")
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-    env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
+    env = dict(os.environ, WORLD_SIZE="2", TP_INIT_FILE=str(tmp_path / "rendezvous"),
                PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
                TP_DEVICE=device)
     procs = [subprocess.Popen([sys.executable, worker, str(tmp_path / f"rank{r}.json")], env=dict(env, RANK=str(r)),

@@ -1,6 +1,7 @@
 """One rank of test_tensor_parallel's multi-process check (run as a script, one process per rank,
-torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment; gloo on the CPU,
-or NCCL with one GPU a rank where TP_DEVICE=cuda).
+torchrun-style: RANK, WORLD_SIZE in the environment, and TP_INIT_FILE, the file the ranks meet in
+(a file store: no port to pick, so none to lose to another process); gloo on the CPU, or NCCL with
+one GPU a rank where TP_DEVICE=cuda).
 
 Every rank builds the same small models (seeded), sparsifies them, runs the unsharded model for
 the reference, then shards a copy with `parallelize_module` and runs it on the same input. Rank 1
@@ -140,7 +141,8 @@ def main() -> int:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if DEVICE == "cuda":
         torch.cuda.set_device(rank)
-    dist.init_process_group("nccl" if DEVICE == "cuda" else "gloo", rank=rank, world_size=world)
+    dist.init_process_group("nccl" if DEVICE == "cuda" else "gloo", init_method=f"file://{os.environ['TP_INIT_FILE']}",
+                            rank=rank, world_size=world)
     try:
         results = run(rank, world)
     except Exception as e:  # noqa: BLE001 - the test shows it
