@@ -4,8 +4,21 @@ they call).
 
     sparsify_(model)                      # fp16/bf16 2:4 weights
     sparsify_(model, quant="w4g128")      # 4-bit codes, a scale per 128 input features
+    parallelize_module(model, mesh, sparse_plan(plan))   # tensor parallelism (sparsecc.nn.parallel)
 """
 
 from sparsecc.nn.linear import LAYER_DTYPES, SparseLinear, SparsifySkipWarning, sparsify_
 
 __all__ = ["LAYER_DTYPES", "SparseLinear", "SparsifySkipWarning", "sparsify_"]
+
+# Tensor parallelism (sparsecc.nn.parallel) loads on first use: it imports torch.distributed.tensor
+# (~0.4 s), which a single-GPU user does not need, and which some torch builds lack.
+_PARALLEL = ("SparseColwiseParallel", "SparseRowwiseParallel", "shard_sparse_linear", "sparse_plan")
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module __getattr__ (PEP 562)
+    if name in _PARALLEL:
+        from sparsecc.nn import parallel
+
+        return getattr(parallel, name)
+    raise AttributeError(f"module 'sparsecc.nn' has no attribute {name!r}")

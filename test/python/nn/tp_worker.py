@@ -1,0 +1,158 @@
+"""One rank of test_tensor_parallel's multi-process check (run as a script, one process per rank,
+torchrun-style: RANK, WORLD_SIZE in the environment, and TP_INIT_FILE, the file the ranks meet in
+(a file store: no port to pick, so none to lose to another process); gloo on the CPU, or NCCL with
+one GPU a rank where TP_DEVICE=cuda).
+
+Every rank builds the same small models (seeded), sparsifies them, runs the unsharded model for
+the reference, then shards a copy with `parallelize_module` and runs it on the same input. Rank 1
+builds its copy from another seed: the shards must still come out of rank 0's weights
+(`src_data_rank=0`, the default), as torch's styles broadcast theirs. Writes a JSON of
+{case: {"err": max |sharded - unsharded|, "ref": max |unsharded|, ...}} (or {"error": message})
+to argv[1]; the test asserts on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor, Replicate
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+from sparsecc.nn import SparseLinear, sparsify_
+from sparsecc.nn.parallel import SparseColwiseParallel, SparseRowwiseParallel, sparse_plan
+
+HIDDEN, HEADS, INTER = 256, 4, 512
+DEVICE = os.environ.get("TP_DEVICE", "cpu")
+
+
+class MLP(nn.Module):
+    """fc1 (bias, fused relu) -> fc2 (row-parallel: bias, fused gelu after the sum) -> fc3 (71
+    outputs: uneven column shards, gathered) -> fc4 (row-parallel from a replicated input, DTensor
+    output) -> fc5 (column-parallel from that DTensor), plus a dense nn.Linear the Sparse styles
+    hand to torch's."""
+
+    def __init__(self, quant: str | None) -> None:
+        super().__init__()
+        lin = [nn.Linear(256, 512), nn.Linear(512, 256), nn.Linear(256, 71), nn.Linear(256, 128, bias=False)]
+        self.fc1 = SparseLinear.from_linear(lin[0].half(), activation="relu", quant=quant)
+        self.fc2 = SparseLinear.from_linear(lin[1].half(), activation="gelu_tanh", quant=quant)
+        self.fc3 = SparseLinear.from_linear(lin[2].half())
+        self.fc4 = SparseLinear.from_linear(lin[3].half(), quant=quant)
+        self.fc5 = SparseLinear.from_linear(nn.Linear(128, 48).half(), activation="silu")
+        self.dense = nn.Linear(256, 64).half()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        h = self.fc2(self.fc1(x))
+        y = self.fc4(h)
+        return self.fc3(h), y.full_tensor() if isinstance(y, DTensor) else y, self.fc5(y), self.dense(h)
+
+
+MLP_PLAN = {"fc1": SparseColwiseParallel(), "fc2": SparseRowwiseParallel(),
+            "fc3": SparseColwiseParallel(output_layouts=Replicate()),
+            "fc4": SparseRowwiseParallel(input_layouts=Replicate(), use_local_output=False),
+            "fc5": SparseColwiseParallel(output_layouts=Replicate()),
+            "dense": SparseColwiseParallel(output_layouts=Replicate())}
+
+
+class Block(nn.Module):
+    """A Llama-like decoder block (RMSNorm, causal attention without rotary, SwiGLU MLP) whose
+    head count comes from q_proj's width, so that it runs on its heads' shard as it is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(HIDDEN, HIDDEN, bias=False) for _ in range(4))
+        self.gate_proj, self.up_proj = (nn.Linear(HIDDEN, INTER, bias=False) for _ in range(2))
+        self.down_proj = nn.Linear(INTER, HIDDEN, bias=False)
+        self.norm1, self.norm2 = nn.RMSNorm(HIDDEN), nn.RMSNorm(HIDDEN)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        h = self.norm1(x)
+        q, k, v = (p(h).view(b, t, -1, HIDDEN // HEADS).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        a = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True).to(x.dtype)
+        x = x + self.o_proj(a.transpose(1, 2).reshape(b, t, -1))
+        h = self.norm2(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+BLOCK_PLAN = {"q_proj": ColwiseParallel(), "k_proj": ColwiseParallel(), "v_proj": ColwiseParallel(),
+              "o_proj": RowwiseParallel(), "gate_proj": ColwiseParallel(), "up_proj": ColwiseParallel(),
+              "down_proj": RowwiseParallel()}
+
+
+def _diff(a: torch.Tensor, b: torch.Tensor) -> dict:
+    return {"err": (a.float() - b.float()).abs().max().item(), "ref": b.float().abs().max().item(),
+            "shape": list(a.shape), "finite": bool(torch.isfinite(a).all())}
+
+
+def run(rank: int, world: int) -> dict:
+    mesh = init_device_mesh(DEVICE, (world,))
+    results: dict = {}
+    x = torch.randn(3, 5, HIDDEN, generator=torch.Generator().manual_seed(1)).half().to(DEVICE)
+    for quant in (None, "w4g128"):
+        name = quant or "fp16"
+        torch.manual_seed(0)
+        model = MLP(quant).to(DEVICE)
+        ref = model(x)
+        if rank != 0:  # another rank's copy: parallelize_module must shard rank 0's
+            torch.manual_seed(1234)
+            model = MLP(quant).to(DEVICE)
+        sharded = parallelize_module(copy.deepcopy(model), mesh, MLP_PLAN)
+        got = sharded(x)
+        for part, a, b in zip(("fc3", "fc4", "fc5", "dense"), got, ref, strict=True):
+            results[f"mlp-{name}-{part}"] = _diff(a, b)
+        results[f"mlp-{name}-shards"] = {"fc1_out": sharded.fc1.out_features, "fc2_in": sharded.fc2.in_features,
+                                         "fc3_out": sharded.fc3.out_features,
+                                         "fc2_bias": sharded.fc2.bias is not None,
+                                         "fc1_bias": None if sharded.fc1.bias is None else list(sharded.fc1.bias.shape)}
+
+        torch.manual_seed(0)
+        block = Block().half()
+        sparsify_(block, quant=quant)
+        block.to(DEVICE)
+        ref = block(x)
+        sharded = parallelize_module(copy.deepcopy(block), mesh, sparse_plan(BLOCK_PLAN))
+        results[f"block-{name}"] = _diff(sharded(x), ref)
+        results[f"block-{name}-local"] = {"q_out": sharded.q_proj.out_features, "down_in": sharded.down_proj.in_features}
+
+    # a row-parallel w4g128 layer whose K pieces (192) break a 128-column quantization group
+    torch.manual_seed(0)
+    bad = nn.Sequential(SparseLinear.from_linear(nn.Linear(384, 64).half(), quant="w4g128")).to(DEVICE)
+    bad[0].fqn = "mlp.down"
+    try:
+        parallelize_module(bad, mesh, {"0": SparseRowwiseParallel()})
+        results["bad-split"] = {"error": None}
+    except ValueError as e:
+        results["bad-split"] = {"error": str(e)}
+    return results
+
+
+def main() -> int:
+    out = sys.argv[1]
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    if DEVICE == "cuda":
+        torch.cuda.set_device(rank)
+    dist.init_process_group("nccl" if DEVICE == "cuda" else "gloo", init_method=f"file://{os.environ['TP_INIT_FILE']}",
+                            rank=rank, world_size=world)
+    try:
+        results = run(rank, world)
+    except Exception as e:  # noqa: BLE001 - the test shows it
+        results = {"error": f"rank {rank}: {type(e).__name__}: {e}\n{traceback.format_exc()}"}
+    finally:
+        dist.destroy_process_group()
+    with open(out, "w") as f:
+        json.dump(results, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
