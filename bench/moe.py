@@ -153,9 +153,12 @@ def max_error(y: Any, ref: Any) -> float:
 
 
 def sparsecc_signature(sparse: bool = True) -> dict[str, str]:
-    return {"w_ptr": "*fp16:NV24" if sparse else "*fp16", "x_ptr": "*fp16", "y_ptr": "*fp16",
-            "expert_offs_ptr": "*i32", "N": "i32", "K": "i32", "stride_wn": "i32",
-            "stride_xm": "i32", "stride_ym": "i32"}
+    """The signature `sparsecc.jit` specializes the GPU launches to (Mixtral's shapes: 16-byte
+    aligned tensors, every size and stride a multiple of 16), so that the CPU's PTX is the
+    GPU's."""
+    return {"w_ptr": "*fp16:NV24" if sparse else "*fp16:16", "x_ptr": "*fp16:16", "y_ptr": "*fp16:16",
+            "expert_offs_ptr": "*i32:16", "N": "i32:16", "K": "i32:16", "stride_wn": "i32:16",
+            "stride_xm": "i32:16", "stride_ym": "i32:16"}
 
 
 def sparsecc_ptx(tile: Tile, target: str = "sm_90a") -> str:

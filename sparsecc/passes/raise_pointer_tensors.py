@@ -63,6 +63,13 @@ from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PADDING_OPTIONS
 
 
+UNBOUNDED = 1 << 40
+"""The shape a raised block pointer gets along a dim its load neither masks nor wraps: the
+load does not bounds-check that dim (its addresses are in bounds, as the unmasked pointer load
+promised). It exceeds the largest tensor-map dim (`sparsecc.analysis.tma.MAX_DIM`), so no TMA
+copy is planned for such a pointer: a box would be zero-filled past a made-up extent."""
+
+
 @dataclass
 class _Axis:
     """One tile axis of a pointer tensor: index = start + j (maybe `% wrap`), times `stride`."""
@@ -303,6 +310,7 @@ class _Plan:
     bounds: list[Linear | SSAValue | None]
     step: tuple[int, int]
     order: tuple[int, int]
+    checked: list[int]         # the dims the load bounds-checks (masked or wrapped ones)
 
 
 def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
@@ -360,6 +368,7 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
     if bounds_lin is None:
         return None
     bounds: list[Linear | SSAValue | None] = list(bounds_lin)
+    checked = [d for d, b in enumerate(bounds) if b is not None]
     for dim, axis in enumerate(tile.axes):
         if bounds[dim] is not None:
             if any(isinstance(k, SSAValue) and not _defined_outside(k, loop) for k in bounds[dim]):
@@ -368,17 +377,21 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
                 return None
             continue
         if axis.wrap is None:
-            return None  # an unbounded dim: leave the pointers as they are
+            # neither masked nor wrapped: every address is in bounds (as the pointer load
+            # promised), so the dim needs no check; UNBOUNDED stands for its unknown extent
+            bounds[dim] = {ONE: UNBOUNDED}
+            continue
         if per_iter[dim]:
             return None
         found = _dot_result_dim(load, loop, dim)
         if found is None or not _stores_mask_dim(found[0], found[1], axis.wrap):
             return None
         bounds[dim] = axis.wrap
+        checked.append(dim)
     if any(isinstance(k, SSAValue) and not _defined_outside(k, loop)
            for axis in tile.axes for k in axis.start):
         return None
-    return _Plan(index, load, tile, shape, bounds, (per_iter[0], per_iter[1]), order)
+    return _Plan(index, load, tile, shape, bounds, (per_iter[0], per_iter[1]), order, sorted(checked))
 
 
 def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
@@ -394,7 +407,8 @@ def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
         assert isinstance(elem, tt.PointerType)
         enc = init.type.encoding if tt.is_sparse(init.type) else None
         tile_ty = TensorType(elem.pointee, list(plan.shape), enc) if enc is not None else TensorType(elem.pointee, list(plan.shape))
-        shape = [m.i64(b if isinstance(b, SSAValue) else m.linear(b)) for b in plan.bounds]
+        shape = [m.const(UNBOUNDED, i64) if b == {ONE: UNBOUNDED}
+                 else m.i64(b if isinstance(b, SSAValue) else m.linear(b)) for b in plan.bounds]
         strides = [m.i64(a.stride) for a in plan.tile.axes]
         offsets = [m.linear(a.start) for a in plan.tile.axes]
         bp = tt.MakeTensorPtrOp(plan.tile.base, shape, strides, offsets, plan.order, tt.PointerType(tile_ty))
@@ -433,9 +447,8 @@ def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
         add.detach()
         add.erase(safe_erase=False)
         load = plan.load
-        checked = [d for d, b in enumerate(plan.bounds) if b is not None]
         ml = _Materializer(load)
-        new_load = tt.LoadOp(arg, boundary_check=checked, padding=PADDING_OPTIONS["zero"])
+        new_load = tt.LoadOp(arg, boundary_check=plan.checked, padding=PADDING_OPTIONS["zero"])
         new_load.result.name_hint = load.result.name_hint
         ml.insert(new_load)
         load.result.replace_all_uses_with(new_load.result)
