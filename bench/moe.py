@@ -135,10 +135,13 @@ def reference(w: Any, x: Any, offs: Any, n: int) -> Any:
     return y
 
 
-def launch(kernel: Any, w: Any, x: Any, y: Any, offs: Any, n: int, k: int, tile: Tile, experts: int) -> None:
+def launch(kernel: Any, w: Any, x: Any, y: Any, offs: Any, n: int, k: int, tile: Tile, experts: int,
+           **switches: bool) -> None:
+    """One launch of `kernel` (either compiler's); `switches` are sparsecc compile switches
+    (`sparsecc.switches.SWITCHES`, e.g. mbarriers=True), for sparsecc's kernel only."""
     grid = (n // tile.block_n, experts)
     kernel[grid](w, x, y, offs, n, k, w.stride(0), x.stride(0), y.stride(0), **tile.constexprs,
-                 num_warps=tile.warps, num_stages=tile.stages)
+                 num_warps=tile.warps, num_stages=tile.stages, **switches)
 
 
 def max_error(y: Any, ref: Any) -> float:

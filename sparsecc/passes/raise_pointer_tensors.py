@@ -6,12 +6,15 @@ Accepts: tt IR (before decompose-sparse-tensors). Guarantees afterwards: every `
     ptrs = base + rows[:, None] * stride_r + cols[None, :] * stride_c   (one stride the constant 1)
     rows = start_r + tl.arange(0, R)   (or `(...) % M`, or `tl.where(rows < M, rows, 0)`)
     cols = start_c + tl.arange(0, C)
-    loaded with masks `index < bound` on rows and/or columns and `other = 0`,
+    loaded with masks `index < bound` on rows and/or columns and `other = 0` (a dim without
+    a mask only in a tl.dot operand: e.g. the weights of a grouped GEMM, whose N and K
+    tile exactly),
     advanced by a loop-invariant step each iteration (`ptrs += BLOCK_K * stride_k`)
 
 — is a `tt.load` of a `tt.make_tensor_ptr` (shape = the bounds, strides, offsets = the starts,
 order = the contiguous dim first) advanced by `tt.advance`, with `boundary_check` on the bounded
-dims and zero padding. Everything else is left as it was.
+dims and zero padding; an unmasked dim is not checked and gets the extent `UNBOUNDED`.
+Everything else is left as it was.
 
 Why: block pointers are what the GPU pipeline turns into TMA boxes or 16-byte cp.async rings
 feeding wgmma/mma.sp; a tensor of pointers is otherwise loaded element by element into registers.
@@ -301,6 +304,12 @@ def _dot_result_dim(load: tt.LoadOp, loop: scf.ForOp, wrapped_dim: int) -> tuple
     return None
 
 
+def _feeds_dot(load: tt.LoadOp) -> bool:
+    """Whether the load's tile is only an operand of tt.dot (a GEMM K loop's A or B)."""
+    users = [u.operation for u in load.result.uses]
+    return len(users) == 1 and isinstance(users[0], tt.DotOp) and load.result in (users[0].a, users[0].b)
+
+
 @dataclass
 class _Plan:
     index: int                 # iter_arg position of the pointer
@@ -378,7 +387,10 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
             continue
         if axis.wrap is None:
             # neither masked nor wrapped: every address is in bounds (as the pointer load
-            # promised), so the dim needs no check; UNBOUNDED stands for its unknown extent
+            # promised), so the dim needs no check; UNBOUNDED stands for its unknown extent.
+            # Only for a dot's operand tile, which the pipeline then copies asynchronously
+            if not _feeds_dot(load):
+                return None
             bounds[dim] = {ONE: UNBOUNDED}
             continue
         if per_iter[dim]:
