@@ -65,7 +65,6 @@ from sparsecc.analysis.linear_index import (
 from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PADDING_OPTIONS
 
-
 UNBOUNDED = 1 << 40
 """The shape a raised block pointer gets along a dim its load neither masks nor wraps: the
 load does not bounds-check that dim (its addresses are in bounds, as the unmasked pointer load
