@@ -90,9 +90,9 @@ class Tile:
         return {"BLOCK_N": self.block_n, "BLOCK_T": self.block_t, "BLOCK_K": self.block_k}
 
 
-DECODE_TILES = [Tile(64, 16, 128, 4, 4), Tile(128, 16, 128, 4, 4), Tile(128, 16, 64, 4, 4)]
+DECODE_TILES = [Tile(64, 16, 128, 4, 4), Tile(128, 16, 128, 4, 4), Tile(128, 16, 64, 4, 4), Tile(64, 16, 64, 4, 6)]
 PREFILL_TILES = [Tile(128, 128, 64, 4, 3), Tile(128, 128, 64, 8, 3), Tile(128, 256, 64, 8, 3),
-                 Tile(256, 128, 64, 8, 3)]
+                 Tile(256, 128, 64, 8, 3), Tile(128, 256, 64, 8, 4)]
 
 
 def route(tokens: int, experts: int, top_k: int, d_model: int, device: str, seed: int = 0) -> tuple[Any, Any, Any]:

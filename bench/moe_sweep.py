@@ -34,16 +34,29 @@ DECODE_SWEEP = [moe.Tile(64, 16, 128, 4, 4), moe.Tile(128, 16, 128, 4, 4), moe.T
                 moe.Tile(128, 16, 128, 8, 4)]
 """Decode tiles, most promising first: BLOCK_T = 16 (a decode step routes a few rows per
 expert), BLOCK_N x BLOCK_K weight tiles streamed from DRAM, deeper rings for more bytes in flight."""
-PREFILL_SWEEP = [moe.Tile(128, 256, 64, 8, 3), moe.Tile(256, 128, 64, 8, 3), moe.Tile(128, 128, 64, 8, 3),
-                 moe.Tile(128, 128, 64, 4, 3), moe.Tile(128, 256, 64, 8, 4), moe.Tile(256, 128, 64, 8, 4),
-                 moe.Tile(128, 128, 64, 8, 4), moe.Tile(128, 128, 128, 8, 3), moe.Tile(256, 128, 32, 8, 5),
-                 moe.Tile(128, 256, 32, 8, 5)]
+PREFILL_SWEEP = [moe.Tile(128, 256, 64, 8, 3), moe.Tile(128, 128, 64, 8, 3), moe.Tile(256, 128, 64, 8, 3),
+                 moe.Tile(128, 256, 64, 8, 4), moe.Tile(128, 128, 64, 8, 4), moe.Tile(128, 128, 64, 4, 3),
+                 moe.Tile(128, 256, 32, 8, 5), moe.Tile(128, 128, 128, 8, 3)]
 """Prefill tiles, most promising first (Triton's best of bench/moe.md first)."""
-SPARSECC_VARIANTS: list[dict[str, bool]] = [{}, {"mbarriers": True}, {"wgmma_a_smem": True}]
-"""sparsecc compile switches tried per tile (`sparsecc.switches.SWITCHES`): the defaults; the
-K loop synchronised through per-slot mbarriers (wgmma loops: one wgmma group stays in flight
-across iterations instead of draining at each CTA barrier); wgmma's A (the 2:4 values) read
-from shared memory through a descriptor instead of registers."""
+SPARSECC_VARIANTS: list[dict[str, bool]] = [
+    {}, {"mbarriers": True}, {"mbarriers": True, "wgmma_unroll": True},
+    {"mbarriers": True, "wgmma_unroll": True, "wgmma_a_smem": True}]
+"""sparsecc compile switches tried per tile (`sparsecc.switches.SWITCHES`): the defaults (CTA
+barriers: each iteration drains the wgmma group before the barrier); per-slot mbarriers (no CTA
+barrier, but the ldmatrix of the next fragments still waits for the group in flight, whose
+registers it overwrites); mbarriers with the loop unrolled by two (each half has its own
+fragment and metadata registers: one wgmma group stays in flight while the next is loaded);
+the same with wgmma's A (the 2:4 values) read from shared memory (fewer registers). A switch
+that does not apply to a tile (mma.sp loops) gives the default's PTX: not re-timed."""
+
+
+SHORT = {"mbarriers": "mbar", "wgmma_unroll": "unroll", "wgmma_a_smem": "asmem"}
+"""Switch names as the result lines print them."""
+
+
+def switch_label(switches: dict[str, bool]) -> str:
+    """{'mbarriers': True, 'wgmma_unroll': True} -> 'mbar+unroll' ('-': the defaults)."""
+    return "+".join(SHORT.get(k, k) + ("" if v else "=0") for k, v in switches.items()) or "-"
 
 
 @dataclass
@@ -58,10 +71,10 @@ class Result:
     note: str = ""
 
     def line(self) -> str:
-        sw = ",".join(f"{k}={int(v)}" for k, v in self.switches.items()) or "-"
+        sw = switch_label(self.switches)
         ms = f"{self.ms:8.4f} ms" if self.ms is not None else "       - ms"
         err = f"err {self.err:.1e}" if self.err is not None else "err    -"
-        return (f"{self.phase:7s} {self.tokens:5d} {self.side:8s} {moe._tile_name(self.tile):18s} {sw:18s} "
+        return (f"{self.phase:7s} {self.tokens:5d} {self.side:8s} {moe._tile_name(self.tile):18s} {sw:17s} "
                 f"{ms}  {err}  {self.note}")
 
 
@@ -124,7 +137,7 @@ def summary(phase: str, tokens: int, results: list[Result]) -> str:
     target = 1.5 if phase == "decode" else 1.3
     parts = [f"best {phase} {tokens}:"]
     for name, r in (("triton", t), ("sparsecc", s)):
-        sw = ",".join(f"{k}={int(v)}" for k, v in r.switches.items()) if r else ""
+        sw = switch_label(r.switches) if r and r.switches else ""
         parts.append(f"{name} {r.ms:.4f} ms ({moe._tile_name(r.tile)}{' ' + sw if sw else ''})" if r else f"{name} -")
     if t and s and t.ms and s.ms:
         sp = t.ms / s.ms
@@ -221,8 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         digest = sparsecc_ptx_hash(r) if r.side == "sparsecc" else None
         same = timed_ptx.get((r.phase, digest)) if digest else None
         if same is not None:
-            sw = ",".join(f"{k}={int(v)}" for k, v in same.switches.items()) or "the defaults"
-            r.note = f"same PTX as {moe._tile_name(same.tile)} with {sw}: not re-timed"
+            r.note = f"same PTX as {moe._tile_name(same.tile)} {switch_label(same.switches)}: not re-timed"
             print(r.line(), flush=True)
             continue
         run_config(kernels[r.side], weights[r.side], x, offs, ref, r, a.rep)

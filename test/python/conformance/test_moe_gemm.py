@@ -8,8 +8,8 @@ sm_80, for every tile bench/moe.py tries; before, each element was an ld.global.
 64-bit address (2x Triton's instructions, spills at 255 registers). An unmasked dim has no
 extent a TMA tensor map could take: such a loop keeps cp.async, its masked twin takes TMA.
 GPU part (`gpu` marker): those tiles against torch on ragged routings (an empty expert, an
-expert whose rows end inside a token tile), written into NaN-poisoned outputs; also with the
-mbarrier pipeline (a switch bench/moe_sweep.py tries).
+expert whose rows end inside a token tile), written into NaN-poisoned outputs; also under the
+compile switches bench/moe_sweep.py tries (mbarriers, unrolled by two, A from shared memory).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import sparsecc.language as tl
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
 import moe  # noqa: E402
+import moe_sweep  # noqa: E402
 
 TILES = moe.DECODE_TILES + moe.PREFILL_TILES
 KERNEL = moe.pk.sparsecc_kernel(moe.moe_gemm_kernel)
@@ -148,12 +149,16 @@ def test_moe_gemm_on_the_gpu_matches_torch(tile, tokens, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("tile", [moe.DECODE_TILES[0], moe.PREFILL_TILES[-1]], ids=moe._tile_name)
-def test_moe_gemm_with_mbarriers_on_the_gpu_matches_torch(tile):
-    experts, n, k = 8, 512, 1024
+@pytest.mark.parametrize("switches", moe_sweep.SPARSECC_VARIANTS[1:], ids=moe_sweep.switch_label)
+@pytest.mark.parametrize("tile", [moe.Tile(64, 16, 64, 4, 6), moe.Tile(128, 256, 64, 8, 3), moe.Tile(128, 128, 64, 8, 4)],
+                         ids=moe._tile_name)
+def test_moe_gemm_under_the_sweeps_switches_on_the_gpu_matches_torch(tile, switches):
+    """The pipelines bench/moe_sweep.py also times (mbarriers, the loop unrolled by two, A from
+    shared memory), on a routing whose experts take several token tiles of odd count."""
+    experts, n, k = 8, 512, 1088  # 1088 / 64 = 17 K steps: the unrolled loop's odd last trip
     x, offs, _ = moe.route(150, experts, moe.TOP_K, k, "cuda", seed=3)
     w = moe.make_weights(experts, n, k, "cuda", seed=4)
     y = torch.full((x.shape[0], n), float("nan"), dtype=torch.float16, device="cuda")
-    moe.launch(KERNEL, sparsecc.compress(w), x, y, offs, n, k, tile, experts, mbarriers=True)
+    moe.launch(KERNEL, sparsecc.compress(w), x, y, offs, n, k, tile, experts, **switches)
     torch.cuda.synchronize()
     torch.testing.assert_close(y.float(), moe.reference(w, x, offs, n), rtol=1e-2, atol=1e-2)
