@@ -85,6 +85,7 @@ from sparsecc.dialects.ttg import (
     AsyncCopyGlobalToLocalOp,
     AsyncTmaCopyOp,
     AsyncWaitOp,
+    BarrierOp,
     DotOperandEncodingAttr,
     DotWaitOp,
     InitBarrierOp,
@@ -198,6 +199,20 @@ def _find_streams(loop: scf.ForOp) -> list[_Stream]:
             continue
         streams.append(_Stream(idx, load, alloc, lls, adv, offset_ops))  # type: ignore[arg-type]
     return streams
+
+
+def _in_a_loop(loop: scf.ForOp) -> bool:
+    """Whether `loop` runs inside another loop (a grouped GEMM's K loop in the `while` over an
+    expert's token tiles). Its prologue copies then follow the previous outer trip's shared
+    reads (this ring's, the epilogue's scratch): tritongpu-insert-barriers, which starts an outer
+    loop's body from an unknown state, would give each copy (one scf.if per stream and stage)
+    a barrier of its own; one `ttg.barrier` before the prologue orders them all."""
+    op = loop.parent_op()
+    while op is not None and not isinstance(op, tt.FuncOp):
+        if isinstance(op, scf.ForOp | scf.WhileOp):
+            return True
+        op = op.parent_op()
+    return False
 
 
 def _wgmma_loop(loop: scf.ForOp) -> bool:
@@ -643,6 +658,8 @@ class PipelinePass(ModulePass):
         before = InsertPoint.before(loop)
         rings = self._rings(loop, streams)
         self._hoist_invariant_offsets(loop, streams)
+        if _in_a_loop(loop):
+            _insert(BarrierOp(), before)  # one barrier for the whole prologue (`_in_a_loop`)
 
         def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
             for j, st in enumerate(streams):
