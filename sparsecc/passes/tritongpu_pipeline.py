@@ -626,7 +626,37 @@ class PipelinePass(ModulePass):
         iv_ahead = self._release_and_refill(loop, streams, body, rings, (full, empty), step, at, tma, multicast)
         carried = self._advance_and_rotate(streams, body, iv_ahead, at)
         Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried))
-        self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
+        lb, ub, step_v = loop.lb, loop.ub, loop.step
+        new_loop = self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
+        if _in_a_loop(new_loop):
+            self._retire_barriers(new_loop, (lb, ub, step_v), full, tma)
+
+    def _retire_barriers(self, loop: scf.ForOp, bounds: tuple[SSAValue, SSAValue, SSAValue], full: SSAValue,
+                         tma: bool) -> None:
+        """After a ring loop that runs inside another loop, whose next trip initialises the
+        same barriers again: wait until nothing can still arrive on them, then a CTA barrier.
+
+        cp.async arrivals (`cp.async.mbarrier.arrive.noinc`) land asynchronously, and the last
+        S-1 iterations (or the prologue, for short loops) issue them for steps n .. n+S-2 that
+        no iteration waits for; one landing after the re-initialisation would complete the new
+        phase early. Waiting for those steps' phases (slot (n+t) % S, parity ((n+t) / S) & 1)
+        proves every arrival landed. The CTA barrier then keeps thread 0 from initialising the
+        barriers while another warp still waits on one of them. (TMA rings issue nothing past
+        the last step: the barrier alone.)"""
+        S = self.num_stages
+        at = InsertPoint.after(loop)
+        if not tma:
+            lb, ub, step = bounds
+            span = _insert(arith.SubiOp(ub, lb), at).results[0]
+            span = _insert(arith.AddiOp(span, _insert(arith.SubiOp(step, _const(1, i32, at)), at).results[0]),
+                           at).results[0]
+            n = _insert(arith.DivSIOp(span, step), at).results[0]
+            n = _insert(arith.MaxSIOp(n, _const(0, i32, at)), at).results[0]  # trip count
+            for t in range(S - 1):
+                stage = _insert(arith.AddiOp(n, _const(t, i32, at)), at).results[0] if t else n
+                slot = _insert(arith.RemUIOp(stage, _const(S, i32, at)), at).results[0]
+                _insert(WaitBarrierOp(full, slot, _parity(stage, S, at)), at)
+        _insert(BarrierOp(), at)
 
     def _release_and_refill(self, loop: scf.ForOp, streams: list[_Stream], body: _Body, rings: list[SSAValue],
                             barriers: tuple[SSAValue, SSAValue], step: SSAValue, at: InsertPoint, tma: bool,

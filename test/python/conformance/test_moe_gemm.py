@@ -158,9 +158,10 @@ def test_moe_gemm_on_the_gpu_matches_torch(tile, tokens, seed):
                          ids=moe._tile_name)
 def test_moe_gemm_under_the_sweeps_switches_on_the_gpu_matches_torch(tile, switches):
     """The pipelines bench/moe_sweep.py also times (mbarriers, the loop unrolled by two, A from
-    shared memory), on a routing whose experts take several token tiles of odd count."""
+    shared memory), on a routing whose experts take several token tiles each (~275 rows: the
+    next tile's K loop initialises the mbarriers again), with an odd count of K steps."""
     experts, n, k = 8, 512, 1088  # 1088 / 64 = 17 K steps: the unrolled loop's odd last trip
-    x, offs, _ = moe.route(150, experts, moe.TOP_K, k, "cuda", seed=3)
+    x, offs, _ = moe.route(1100, experts, moe.TOP_K, k, "cuda", seed=3)
     w = moe.make_weights(experts, n, k, "cuda", seed=4)
     y = torch.full((x.shape[0], n), float("nan"), dtype=torch.float16, device="cuda")
     moe.launch(KERNEL, sparsecc.compress(w), x, y, offs, n, k, tile, experts, **switches)
