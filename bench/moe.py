@@ -90,9 +90,9 @@ class Tile:
         return {"BLOCK_N": self.block_n, "BLOCK_T": self.block_t, "BLOCK_K": self.block_k}
 
 
-DECODE_TILES = [Tile(64, 16, 128, 4, 4), Tile(128, 16, 128, 4, 4), Tile(128, 16, 64, 4, 4)]
+DECODE_TILES = [Tile(64, 16, 128, 4, 4), Tile(128, 16, 128, 4, 4), Tile(128, 16, 64, 4, 4), Tile(64, 16, 64, 4, 6)]
 PREFILL_TILES = [Tile(128, 128, 64, 4, 3), Tile(128, 128, 64, 8, 3), Tile(128, 256, 64, 8, 3),
-                 Tile(256, 128, 64, 8, 3)]
+                 Tile(256, 128, 64, 8, 3), Tile(128, 256, 64, 8, 4)]
 
 
 def route(tokens: int, experts: int, top_k: int, d_model: int, device: str, seed: int = 0) -> tuple[Any, Any, Any]:
@@ -135,10 +135,13 @@ def reference(w: Any, x: Any, offs: Any, n: int) -> Any:
     return y
 
 
-def launch(kernel: Any, w: Any, x: Any, y: Any, offs: Any, n: int, k: int, tile: Tile, experts: int) -> None:
+def launch(kernel: Any, w: Any, x: Any, y: Any, offs: Any, n: int, k: int, tile: Tile, experts: int,
+           **switches: bool) -> None:
+    """One launch of `kernel` (either compiler's); `switches` are sparsecc compile switches
+    (`sparsecc.switches.SWITCHES`, e.g. mbarriers=True), for sparsecc's kernel only."""
     grid = (n // tile.block_n, experts)
     kernel[grid](w, x, y, offs, n, k, w.stride(0), x.stride(0), y.stride(0), **tile.constexprs,
-                 num_warps=tile.warps, num_stages=tile.stages)
+                 num_warps=tile.warps, num_stages=tile.stages, **switches)
 
 
 def max_error(y: Any, ref: Any) -> float:
@@ -153,9 +156,12 @@ def max_error(y: Any, ref: Any) -> float:
 
 
 def sparsecc_signature(sparse: bool = True) -> dict[str, str]:
-    return {"w_ptr": "*fp16:NV24" if sparse else "*fp16", "x_ptr": "*fp16", "y_ptr": "*fp16",
-            "expert_offs_ptr": "*i32", "N": "i32", "K": "i32", "stride_wn": "i32",
-            "stride_xm": "i32", "stride_ym": "i32"}
+    """The signature `sparsecc.jit` specializes the GPU launches to (Mixtral's shapes: 16-byte
+    aligned tensors, every size and stride a multiple of 16), so that the CPU's PTX is the
+    GPU's."""
+    return {"w_ptr": "*fp16:NV24" if sparse else "*fp16:16", "x_ptr": "*fp16:16", "y_ptr": "*fp16:16",
+            "expert_offs_ptr": "*i32:16", "N": "i32:16", "K": "i32:16", "stride_wn": "i32:16",
+            "stride_xm": "i32:16", "stride_ym": "i32:16"}
 
 
 def sparsecc_ptx(tile: Tile, target: str = "sm_90a") -> str:

@@ -37,10 +37,13 @@ SWIZZLE_BYTES = (*MODES, 0)
 """TMA swizzle modes by row width in bytes (0: none), most preferred first."""
 MAX_BOX = 256
 """Largest box extent per dimension, in elements."""
-UNBOUNDED_DIM = 2**31 - 1
-"""The `tt.make_tensor_ptr` shape raise-pointer-tensors gives a dim that no mask bounds (an
-unmasked load feeding a dot, such as attention's K and V tiles): the load has no boundary
-check on it, and no tensor map is built from it (`host_recipe`), so it is never read."""
+MAX_DIM = 1 << 32
+"""Largest tensor-map dim (`cuTensorMapEncodeTiled`'s globalDim), in elements."""
+UNBOUNDED_DIM = 1 << 40
+"""The `tt.make_tensor_ptr` extent raise-pointer-tensors gives a dim that no mask bounds (an
+unmasked load feeding a dot, such as attention's K and V tiles or a grouped GEMM's weights, or
+a dot epilogue's unmasked store): that dim is never bounds-checked, and it exceeds MAX_DIM, so
+no tensor map is built from it (`host_recipe`)."""
 DTYPE_NAMES = {"f16": "fp16", "bf16": "bf16", "i16": "u16", "f32": "fp32", "i8": "u8", "f8E4M3FN": "u8", "f8E5M2": "u8",
                "i32": "u32"}
 
@@ -231,10 +234,16 @@ def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_na
         return None
     rows, cols = (host_expr(root.shape[d], func) for d in (slow, fast))
     stride = host_expr(root.strides[slow], func)
-    if rows is None or cols is None or stride is None or ["const", UNBOUNDED_DIM] in (rows, cols):
+    if rows is None or cols is None or stride is None or _too_large(rows) or _too_large(cols):
         return None
     return TensorMapRecipe(base.index, DTYPE_NAMES[elt_name], (cols, rows), (["mul", stride, ["const", plan.esize]],),
                            (plan.width, plan.rows), plan.swizzle, plan.esize)
+
+
+def _too_large(dim: Any) -> bool:
+    """A dim the compiler knows (no argument in it) that no tensor map may have: above
+    MAX_DIM (raise-pointer-tensors' UNBOUNDED extent of a dim its load never checks)."""
+    return not arguments_of(dim) and evaluate(dim, []) > MAX_DIM
 
 
 def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any

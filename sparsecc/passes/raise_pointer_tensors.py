@@ -13,7 +13,8 @@ Accepts: tt IR (before decompose-sparse-tensors). Guarantees afterwards: every `
 
 — is a `tt.load` of a `tt.make_tensor_ptr` (shape = the bounds, strides, offsets = the starts,
 order = the contiguous dim first) advanced by `tt.advance`, with `boundary_check` on the bounded
-dims and zero padding. Everything else is left as it was.
+dims and zero padding; an unmasked dim is not checked and gets the extent `UNBOUNDED`.
+Everything else is left as it was.
 
 Why: block pointers are what the GPU pipeline turns into TMA boxes or 16-byte cp.async rings
 feeding wgmma/mma.sp; a tensor of pointers is otherwise loaded element by element into registers.
@@ -64,6 +65,12 @@ from sparsecc.analysis.linear_index import (
 from sparsecc.analysis.tma import UNBOUNDED_DIM
 from sparsecc.dialects import tt
 from sparsecc.dialects.tt import PADDING_OPTIONS
+
+UNBOUNDED = UNBOUNDED_DIM
+"""The shape a raised block pointer gets along a dim its load neither masks nor wraps: the
+load does not bounds-check that dim (its addresses are in bounds, as the unmasked pointer load
+promised). It exceeds the largest tensor-map dim (`sparsecc.analysis.tma.MAX_DIM`), so no TMA
+copy is planned for such a pointer: a box would be zero-filled past a made-up extent."""
 
 
 @dataclass
@@ -277,12 +284,6 @@ def _stores_mask_dim(value: SSAValue, dim: int, bound: SSAValue, seen: set[SSAVa
     return True
 
 
-def _feeds_dot_only(load: tt.LoadOp) -> bool:
-    """Whether the loaded tile's one use is a `tt.dot` operand (what the pipeline streams)."""
-    uses = list(load.result.uses)
-    return len(uses) == 1 and isinstance(uses[0].operation, tt.DotOp) and uses[0].index in (0, 1)
-
-
 def _dot_result_dim(load: tt.LoadOp, loop: scf.ForOp, wrapped_dim: int) -> tuple[SSAValue, int] | None:
     """(the loop result holding the dot the load feeds, the dim of it the wrapped dim becomes)."""
     users = [u.operation for u in load.result.uses]
@@ -303,6 +304,12 @@ def _dot_result_dim(load: tt.LoadOp, loop: scf.ForOp, wrapped_dim: int) -> tuple
     return None
 
 
+def _feeds_dot(load: tt.LoadOp) -> bool:
+    """Whether the load's tile is only an operand of tt.dot (a GEMM K loop's A or B)."""
+    users = [u.operation for u in load.result.uses]
+    return len(users) == 1 and isinstance(users[0], tt.DotOp) and load.result in (users[0].a, users[0].b)
+
+
 @dataclass
 class _Plan:
     index: int                 # iter_arg position of the pointer
@@ -312,6 +319,7 @@ class _Plan:
     bounds: list[Linear | SSAValue | None]
     step: tuple[int, int]
     order: tuple[int, int]
+    checked: list[int]         # the dims the load bounds-checks (masked or wrapped ones)
 
 
 def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
@@ -369,6 +377,7 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
     if bounds_lin is None:
         return None
     bounds: list[Linear | SSAValue | None] = list(bounds_lin)
+    checked = [d for d, b in enumerate(bounds) if b is not None]
     for dim, axis in enumerate(tile.axes):
         if bounds[dim] is not None:
             if any(isinstance(k, SSAValue) and not _defined_outside(k, loop) for k in bounds[dim]):
@@ -377,19 +386,24 @@ def _plan(loop: scf.ForOp, index: int) -> _Plan | None:
                 return None
             continue
         if axis.wrap is None:
-            if _feeds_dot_only(load) and not tt.is_sparse(ty):
-                continue  # read as it is written: a dim no mask bounds keeps no boundary check
-            return None  # an unbounded dim: leave the pointers as they are
+            # neither masked nor wrapped: every address is in bounds (as the pointer load
+            # promised), so the dim needs no check; UNBOUNDED stands for its unknown extent.
+            # Only for a dot's operand tile, which the pipeline then copies asynchronously
+            if not _feeds_dot(load):
+                return None
+            bounds[dim] = {ONE: UNBOUNDED}
+            continue
         if per_iter[dim]:
             return None
         found = _dot_result_dim(load, loop, dim)
         if found is None or not _stores_mask_dim(found[0], found[1], axis.wrap):
             return None
         bounds[dim] = axis.wrap
+        checked.append(dim)
     if any(isinstance(k, SSAValue) and not _defined_outside(k, loop)
            for axis in tile.axes for k in axis.start):
         return None
-    return _Plan(index, load, tile, shape, bounds, (per_iter[0], per_iter[1]), order)
+    return _Plan(index, load, tile, shape, bounds, (per_iter[0], per_iter[1]), order, sorted(checked))
 
 
 def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
@@ -405,8 +419,8 @@ def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
         assert isinstance(elem, tt.PointerType)
         enc = init.type.encoding if tt.is_sparse(init.type) else None
         tile_ty = TensorType(elem.pointee, list(plan.shape), enc) if enc is not None else TensorType(elem.pointee, list(plan.shape))
-        shape = [m.const(UNBOUNDED_DIM, i64) if b is None else m.i64(b if isinstance(b, SSAValue) else m.linear(b))
-                 for b in plan.bounds]
+        shape = [m.const(UNBOUNDED, i64) if b == {ONE: UNBOUNDED}
+                 else m.i64(b if isinstance(b, SSAValue) else m.linear(b)) for b in plan.bounds]
         strides = [m.i64(a.stride) for a in plan.tile.axes]
         offsets = [m.linear(a.start) for a in plan.tile.axes]
         bp = tt.MakeTensorPtrOp(plan.tile.base, shape, strides, offsets, plan.order, tt.PointerType(tile_ty))
@@ -445,9 +459,8 @@ def _rewrite(loop: scf.ForOp, plans: list[_Plan]) -> None:
         add.detach()
         add.erase(safe_erase=False)
         load = plan.load
-        checked = [d for d, b in enumerate(plan.bounds) if b is not None]
         ml = _Materializer(load)
-        new_load = tt.LoadOp(arg, boundary_check=checked, padding=PADDING_OPTIONS["zero"])
+        new_load = tt.LoadOp(arg, boundary_check=plan.checked, padding=PADDING_OPTIONS["zero"])
         new_load.result.name_hint = load.result.name_hint
         ml.insert(new_load)
         load.result.replace_all_uses_with(new_load.result)

@@ -85,6 +85,7 @@ from sparsecc.dialects.ttg import (
     AsyncCopyGlobalToLocalOp,
     AsyncTmaCopyOp,
     AsyncWaitOp,
+    BarrierOp,
     DotOperandEncodingAttr,
     DotWaitOp,
     InitBarrierOp,
@@ -198,6 +199,20 @@ def _find_streams(loop: scf.ForOp) -> list[_Stream]:
             continue
         streams.append(_Stream(idx, load, alloc, lls, adv, offset_ops))  # type: ignore[arg-type]
     return streams
+
+
+def _in_a_loop(loop: scf.ForOp) -> bool:
+    """Whether `loop` runs inside another loop (a grouped GEMM's K loop in the `while` over an
+    expert's token tiles). Its prologue copies then follow the previous outer trip's shared
+    reads (this ring's, the epilogue's scratch): tritongpu-insert-barriers, which starts an outer
+    loop's body from an unknown state, would give each copy (one scf.if per stream and stage)
+    a barrier of its own; one `ttg.barrier` before the prologue orders them all."""
+    op = loop.parent_op()
+    while op is not None and not isinstance(op, tt.FuncOp):
+        if isinstance(op, scf.ForOp | scf.WhileOp):
+            return True
+        op = op.parent_op()
+    return False
 
 
 def _wgmma_loop(loop: scf.ForOp) -> bool:
@@ -611,7 +626,37 @@ class PipelinePass(ModulePass):
         iv_ahead = self._release_and_refill(loop, streams, body, rings, (full, empty), step, at, tma, multicast)
         carried = self._advance_and_rotate(streams, body, iv_ahead, at)
         Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried))
-        self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
+        lb, ub, step_v = loop.lb, loop.ub, loop.step
+        new_loop = self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
+        if _in_a_loop(new_loop):
+            self._retire_barriers(new_loop, (lb, ub, step_v), full, tma)
+
+    def _retire_barriers(self, loop: scf.ForOp, bounds: tuple[SSAValue, SSAValue, SSAValue], full: SSAValue,
+                         tma: bool) -> None:
+        """After a ring loop that runs inside another loop, whose next trip initialises the
+        same barriers again: wait until nothing can still arrive on them, then a CTA barrier.
+
+        cp.async arrivals (`cp.async.mbarrier.arrive.noinc`) land asynchronously, and the last
+        S-1 iterations (or the prologue, for short loops) issue them for steps n .. n+S-2 that
+        no iteration waits for; one landing after the re-initialisation would complete the new
+        phase early. Waiting for those steps' phases (slot (n+t) % S, parity ((n+t) / S) & 1)
+        proves every arrival landed. The CTA barrier then keeps thread 0 from initialising the
+        barriers while another warp still waits on one of them. (TMA rings issue nothing past
+        the last step: the barrier alone.)"""
+        S = self.num_stages
+        at = InsertPoint.after(loop)
+        if not tma:
+            lb, ub, step = bounds
+            span = _insert(arith.SubiOp(ub, lb), at).results[0]
+            span = _insert(arith.AddiOp(span, _insert(arith.SubiOp(step, _const(1, i32, at)), at).results[0]),
+                           at).results[0]
+            n = _insert(arith.DivSIOp(span, step), at).results[0]
+            n = _insert(arith.MaxSIOp(n, _const(0, i32, at)), at).results[0]  # trip count
+            for t in range(S - 1):
+                stage = _insert(arith.AddiOp(n, _const(t, i32, at)), at).results[0] if t else n
+                slot = _insert(arith.RemUIOp(stage, _const(S, i32, at)), at).results[0]
+                _insert(WaitBarrierOp(full, slot, _parity(stage, S, at)), at)
+        _insert(BarrierOp(), at)
 
     def _release_and_refill(self, loop: scf.ForOp, streams: list[_Stream], body: _Body, rings: list[SSAValue],
                             barriers: tuple[SSAValue, SSAValue], step: SSAValue, at: InsertPoint, tma: bool,
@@ -643,6 +688,8 @@ class PipelinePass(ModulePass):
         before = InsertPoint.before(loop)
         rings = self._rings(loop, streams)
         self._hoist_invariant_offsets(loop, streams)
+        if _in_a_loop(loop):
+            _insert(BarrierOp(), before)  # one barrier for the whole prologue (`_in_a_loop`)
 
         def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
             for j, st in enumerate(streams):

@@ -1,0 +1,169 @@
+"""The MoE grouped GEMM of bench/moe.py (2:4 experts, a `while` loop over each expert's token
+tiles around the K loop), as the GPU compiles it, and a GEMM whose weight tile is loaded
+without a mask.
+
+CPU part: the K loop's operands (the 2:4 weights, loaded unmasked, and x, masked on its token
+dim only) are raised to block pointers and pipelined as 16-byte cp.async copies, on sm_90a and
+sm_80, for every tile bench/moe.py tries; before, each element was an ld.global.b16 of its own
+64-bit address (2x Triton's instructions, spills at 255 registers). An unmasked dim has no
+extent a TMA tensor map could take: such a loop keeps cp.async, its masked twin takes TMA.
+GPU part (`gpu` marker): those tiles against torch on ragged routings (an empty expert, an
+expert whose rows end inside a token tile), written into NaN-poisoned outputs; also under the
+compile switches bench/moe_sweep.py tries (mbarriers, unrolled by two, A from shared memory).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+import torch
+
+import sparsecc
+import sparsecc.language as tl
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+import moe  # noqa: E402
+import moe_sweep  # noqa: E402
+
+TILES = moe.DECODE_TILES + moe.PREFILL_TILES
+KERNEL = moe.pk.sparsecc_kernel(moe.moe_gemm_kernel)
+
+
+def _compile(tile: moe.Tile, target: str = "sm_90a", **switches: bool):
+    return sparsecc.compile(KERNEL, moe.sparsecc_signature(), tile.constexprs, target=target,
+                            num_warps=tile.warps, num_stages=tile.stages, **switches)
+
+
+def _k_loop(ptx: str) -> str:
+    """The body of the (only) scf.for of the kernel: the K loop."""
+    m = re.search(r"\$L__loop\d+:(.*?)\$L__loop_end", ptx, re.S)
+    assert m, "no K loop in the PTX"
+    return m.group(1)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("tile", TILES, ids=moe._tile_name)
+def test_k_loop_copies_tiles_with_cp_async(tile, target):
+    if target == "sm_80" and tile == moe.Tile(128, 256, 64, 8, 4):
+        with pytest.raises(sparsecc.CompilationError, match="at most 3 stages fit"):
+            _compile(tile, target)  # 164 KiB of rings: an H100/H200 tile (228 KiB), one sm_80 refuses
+        return
+    ck = _compile(tile, target)
+    ptx = ck.asm["ptx"]
+    body = _k_loop(ptx)
+    assert "ld.global" not in body, "the K loop loads operands element by element into registers"
+    # values, metadata and x: 16-byte copies into the next ring slot (x zero-filled past `end`)
+    assert body.count("cp.async.cg.shared.global") >= 3 and "cp.async.commit_group" in body
+    assert "cp.async.bulk.tensor" not in ptx  # no tensor map: the weights' extent is unknown
+    assert not ck.metadata.get("tensor_maps")
+    assert ck.asm.get("cubin"), "ptxas did not assemble it"
+    if tile.block_t == 16:  # decode tiles: few registers, far from spilling
+        (res,) = ck.metadata["ptxas"].values()
+        assert res.registers <= 128 and (res.spill_stores, res.spill_loads) == (0, 0), res
+
+
+@pytest.mark.parametrize("tile", [t for t in TILES if t.block_t >= 128], ids=moe._tile_name)
+def test_prefill_tiles_use_sparse_wgmma_without_spilling_in_the_k_loop(tile):
+    from sparsecc.codegen.ptxas import ToolNotFoundError, dump_sass
+
+    ck = _compile(tile)
+    assert "wgmma.mma_async.sp" in _k_loop(ck.asm["ptx"])
+    try:
+        sass = dump_sass(ck.asm["cubin"])
+    except ToolNotFoundError:
+        pytest.skip("cuobjdump not found")
+    # the K loop is the backward branch's range: no local-memory traffic inside it
+    lines = sass.splitlines()
+    addr = [(int(m.group(1), 16), ln) for ln in lines if (m := re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", ln))]
+    back = [(a, int(t.group(1), 16)) for a, ln in addr
+            if (t := re.search(r"BRA (?:\S+ )?0x([0-9a-f]+)", ln)) and int(t.group(1), 16) < a]
+    assert back, "no backward branch in the SASS"
+    hgmma = [a for a, ln in addr if "HGMMA.SP" in ln]
+    # the innermost loop around the MMAs (the while loop around it holds the epilogue too)
+    end, start = min(((a, t) for a, t in back if any(t <= h <= a for h in hgmma)), key=lambda p: p[0] - p[1])
+    assert not [ln for a, ln in addr if start <= a <= end and re.search(r"\b(STL|LDL)\b", ln)]
+
+
+@sparsecc.jit
+def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MASKED: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        if MASKED:
+            a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+        else:
+            a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :]
+    tl.store(c_ptrs, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+GEMM_SIG = {"a_ptr": "*fp16:NV24", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16", "N": "i32:16",
+            "K": "i32:16", "stride_am": "i32:16", "stride_bk": "i32:16", "stride_cm": "i32:16"}
+
+
+def test_an_unmasked_weight_tile_keeps_cp_async_where_its_masked_twin_takes_tma():
+    """Masks bound every dim of the masked kernel's tiles by arguments: TMA tensor maps. The
+    unmasked A has no extent a tensor map could take (raise-pointer-tensors gives it
+    UNBOUNDED, above the largest tensor-map dim): the whole loop stays on cp.async."""
+    consts = {"BM": 128, "BN": 128, "BK": 64}
+    masked = sparsecc.compile(gemm_kernel, GEMM_SIG, consts | {"MASKED": True}, target="sm_90a")
+    assert len(masked.metadata["tensor_maps"]) == 3  # values, metadata, B
+    unmasked = sparsecc.compile(gemm_kernel, GEMM_SIG, consts | {"MASKED": False}, target="sm_90a")
+    assert not unmasked.metadata.get("tensor_maps")
+    ptx = unmasked.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async.sp" in ptx
+    assert "ld.global" not in _k_loop(ptx)
+
+
+# --------------------------------------------------------------------------------------
+# GPU
+# --------------------------------------------------------------------------------------
+
+ROUTINGS = [(1, 0), (16, 1), (150, 2)]
+"""(tokens, seed): a single token (6 of 8 experts empty), decode, and a prefill-like batch
+whose experts end inside token tiles."""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tokens,seed", ROUTINGS)
+@pytest.mark.parametrize("tile", TILES, ids=moe._tile_name)
+def test_moe_gemm_on_the_gpu_matches_torch(tile, tokens, seed):
+    experts, n, k = 8, 512, 1024
+    x, offs, _ = moe.route(tokens, experts, moe.TOP_K, k, "cuda", seed=seed)
+    w = moe.make_weights(experts, n, k, "cuda", seed=seed + 7)
+    y = torch.full((x.shape[0] + 5, n), float("nan"), dtype=torch.float16, device="cuda")
+    moe.launch(KERNEL, sparsecc.compress(w), x, y, offs, n, k, tile, experts)
+    torch.cuda.synchronize()
+    ref = moe.reference(w, x, offs, n)
+    assert torch.isfinite(y[:x.shape[0]]).all(), "rows left unwritten"
+    assert torch.isnan(y[x.shape[0]:]).all(), "rows past the routed ones were written"
+    torch.testing.assert_close(y[:x.shape[0]].float(), ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("switches", moe_sweep.SPARSECC_VARIANTS[1:], ids=moe_sweep.switch_label)
+@pytest.mark.parametrize("tile", [moe.Tile(64, 16, 64, 4, 6), moe.Tile(128, 256, 64, 8, 3), moe.Tile(128, 128, 64, 8, 4)],
+                         ids=moe._tile_name)
+def test_moe_gemm_under_the_sweeps_switches_on_the_gpu_matches_torch(tile, switches):
+    """The pipelines bench/moe_sweep.py also times (mbarriers, the loop unrolled by two, A from
+    shared memory), on a routing whose experts take several token tiles each (~275 rows: the
+    next tile's K loop initialises the mbarriers again), with an odd count of K steps."""
+    experts, n, k = 8, 512, 1088  # 1088 / 64 = 17 K steps: the unrolled loop's odd last trip
+    x, offs, _ = moe.route(1100, experts, moe.TOP_K, k, "cuda", seed=3)
+    w = moe.make_weights(experts, n, k, "cuda", seed=4)
+    y = torch.full((x.shape[0], n), float("nan"), dtype=torch.float16, device="cuda")
+    moe.launch(KERNEL, sparsecc.compress(w), x, y, offs, n, k, tile, experts, **switches)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y.float(), moe.reference(w, x, offs, n), rtol=1e-2, atol=1e-2)
