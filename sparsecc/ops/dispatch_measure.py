@@ -70,10 +70,15 @@ def time_us(fn: Callable[[], Any], target_us: float = 3000.0, reps: int = 7) -> 
     return statistics.median(times)
 
 
+_MEDIUM_TILES = [(64, 128, 64, 4), (128, 128, 64, 4), (128, 256, 64, 8), (64, 64, 128, 4)]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, warps) tried at 17-1023 tokens, 4 stages each."""
+
+
 def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     """Tile configs to time for the 2:4 linear kernel: the default pick first, then split-K
     variants at few tokens (more CTAs for long rows)."""
     from sparsecc.ops.sparse_linear import (
+        LinearConfig,
         default_linear_config,
         quantized_decode_config,
         quantized_linear_config,
@@ -87,6 +92,9 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     cands = [base]
     if m <= 128:
         cands += [replace(base, split_k=s) for s in (1, 2, 4) if s != base.split_k and k // s >= 1024]
+    if 16 < m < 1024:  # the tile family bench/linear_mid_sweep.py found best there, both splits
+        cands += [LinearConfig(bm, bn, bk, w, 4, s) for (bm, bn, bk, w) in _MEDIUM_TILES for s in (1, 2)
+                  if bm <= max(32, m) and k // s >= 1024]
     if quantized:
         cands = [quantized_linear_config(c, w) for c in cands]
     out: list[Any] = []

@@ -147,11 +147,33 @@ def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> 
         if n >= 8192:
             return LinearConfig(16, 64, 256, 4, 3)
         return LinearConfig(16, 32, 512, 4, 4) if k >= 8192 else LinearConfig(16, 32, 1024, 4, 3)
-    if m <= 64:
-        return LinearConfig(32, 64, 128, 4, 4)
     if m >= 1024:  # prefill: 1.17-1.33x F.linear at 2048 tokens on Llama-2-7B shapes
         return LinearConfig(128, 256, 64, 8, 4)
-    return LinearConfig(64, 128, 128, 4, 3)
+    return _medium_m_config(m, n, k)
+
+
+SM_COUNT = 132
+"""Streaming multiprocessors of an H100 SXM / H200: the CTA count one wave fills."""
+
+
+def _medium_m_config(m: int, n: int, k: int) -> LinearConfig:
+    """17-1023 tokens: 128 weight rows a CTA over 64-token tiles, or 128-token tiles once they
+    alone make about a wave of CTAs (32-token tiles up to 32 tokens); K split in two where the
+    tiles make well under a wave (under one for K >= 8192) and K is long enough for each half. `bench/linear_mid_sweep.py` (NOTES stop 20 run 5, H200)
+    measured this family best on the Llama shapes at M = 64-512: 0.85-1.76x F.linear, where
+    the earlier 32x64x128 / 64x128x128 tiles ran 0.51-1.02x.
+
+        >>> _medium_m_config(128, 4096, 4096)
+        LinearConfig(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4, split_k=2)
+        >>> _medium_m_config(512, 11008, 4096)
+        LinearConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=4, split_k=1)
+    """
+    row_tiles = -(-n // 128)
+    block_m = 128 if m >= 128 and -(-m // 128) * row_tiles >= 100 else 64 if m > 32 else 32
+    ctas = -(-m // block_m) * row_tiles
+    few = ctas < 100 or (ctas < SM_COUNT and k >= 8192)
+    split_k = 2 if few and k >= 2048 else 1
+    return LinearConfig(block_m, 128, 64, 4, 4, split_k)
 
 
 def quantized_decode_config(m: int, n: int, k: int) -> LinearConfig:
