@@ -263,6 +263,7 @@ class _Offset:
 def _split_offset(offset: SSAValue, shape: tuple[int, ...], b: _TensorBuilder, op: Operation) -> _Offset:
     parts = _Offset([], [], [])
     for term in _terms(offset, shape, arith.AddiOp):
+        term = _hoist_extension(term, b)
         step = _splat_constant(term)
         if step is not None:  # `a_ptrs += BLOCK_K` arrives as a dense splat constant
             parts.scalars.append(b.scalar.const(int(step), tt.element_type(term.type)))
@@ -283,6 +284,24 @@ def _split_offset(offset: SSAValue, shape: tuple[int, ...], b: _TensorBuilder, o
                                 "1; with sparsecc.compile, declare it 'i32:1'")
         {"scalar": parts.scalars, "row": parts.rows, "col": parts.cols}[kind].append(value)
     return parts
+
+
+def _hoist_extension(term: SSAValue, b: _TensorBuilder) -> SSAValue:
+    """A term widened after its broadcast, `extsi(broadcast(rows[:, None]))` (an i32 index added
+    to an i64 one, as `tl.program_id(0).to(tl.int64)` offsets make), as the same term widened
+    before it: `extsi(rows[:, None])`, or `splat(extsi(s))` for a scalar, which classify as a
+    row, a column or a scalar step like the unwidened term."""
+    owner = term.owner
+    if not isinstance(owner, arith.ExtSIOp | arith.ExtUIOp):
+        return term
+    src = _strip_broadcast(owner.operands[0])
+    elt = tt.element_type(term.type)
+    if isinstance(src.owner, tt.SplatOp) and not isinstance(src.owner.src.type, TensorType):
+        wide = b._insert(type(owner)(src.owner.src, elt))
+        return b.splat(wide, tt.shape_of(term.type), elt)
+    if src is owner.operands[0]:
+        return term  # nothing to see through
+    return b._insert(type(owner)(src, TensorType(elt, tt.shape_of(src.type))))
 
 
 def _runtime_factor(term: SSAValue) -> SSAValue | None:
