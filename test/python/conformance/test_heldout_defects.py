@@ -289,3 +289,71 @@ def test_heldout_defects_on_the_gpu():
     torch.testing.assert_close(c.float().cpu(), ref, rtol=1e-2, atol=2e-2)
     y, ref = _linear_case(40, 64, 96, "cuda")
     torch.testing.assert_close(y.float().cpu(), ref, rtol=1e-2, atol=3e-2)
+
+
+# -- a dense int8 dot on the GPU -----------------------------------------------------------
+
+
+@sparsecc.jit
+def int8_gemm(C, A, B, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C (int32) = A (int8, M x K) @ B (int8, K x N), both dense, through block pointers."""
+    a_blk = tl.make_block_ptr(A, (M, K), (K, 1), (tl.program_id(0) * BM, 0), (BM, BK), (1, 0))
+    b_blk = tl.make_block_ptr(B, (K, N), (N, 1), (0, tl.program_id(1) * BN), (BK, BN), (1, 0))
+    acc = tl.zeros((BM, BN), dtype=tl.int32)
+    for _ in range(0, K, BK):
+        acc += tl.dot(tl.load(a_blk, boundary_check=(0, 1)), tl.load(b_blk, boundary_check=(0, 1)))
+        a_blk = tl.advance(a_blk, (0, BK))
+        b_blk = tl.advance(b_blk, (BK, 0))
+    c_blk = tl.make_block_ptr(C, (M, N), (N, 1), (tl.program_id(0) * BM, tl.program_id(1) * BN), (BM, BN), (1, 0))
+    tl.store(c_blk, acc, boundary_check=(0, 1))
+
+
+INT8_SIG = {"C": "*i32", "A": "*i8", "B": "*i8", "M": "i32", "N": "i32", "K": "i32"}
+
+
+def _int8_problem(m, n, k, worst, device="cpu"):
+    if worst:  # every product 2^14: a tile's sum is K * 2^14, the largest the fp16 path must hold
+        a = torch.full((m, k), -128, dtype=torch.int8)
+        b = torch.full((k, n), -128, dtype=torch.int8)
+    else:
+        g = _gen(m + n + k)
+        a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
+        b = torch.randint(-128, 128, (k, n), generator=g, dtype=torch.int8)
+    c = torch.full((m, n), -7, dtype=torch.int32, device=device)
+    return a.to(device), b.to(device), c, a.int() @ b.int()
+
+
+@pytest.mark.parametrize("m, n, k, bk, worst", [(40, 48, 160, 32, False), (32, 32, 2048, 1024, True)])
+def test_dense_int8_dot_rewrite_is_exact(m, n, k, bk, worst):
+    # the GPU path's rewrite (convert-tt-to-ttg: fp16 dot + fptosi + addi), run on the interpreter
+    import sparsecc.runtime.interpreter as interpreter
+    from sparsecc.passes.convert_tt_to_ttg import dense_int8_dots_on_fp16
+
+    ck = sparsecc.compile(int8_gemm, INT8_SIG, {"BM": 32, "BN": 32, "BK": bk})
+    module = ck.module.clone()
+    dense_int8_dots_on_fp16(module)
+    text = str(module)
+    assert "xi8> * tensor" not in text and "xf16> * tensor" in text
+    a, b, c, ref = _int8_problem(m, n, k, worst)
+    interpreter.run(module, ck.name, ((m + 31) // 32, (n + 31) // 32, 1), [c, a, b, m, n, k])
+    assert torch.equal(c, ref)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dense_int8_dot_compiles(target):
+    ck = sparsecc.compile(int8_gemm, INT8_SIG, {"BM": 32, "BN": 32, "BK": 64}, target=target)
+    assert "f16" in ck.asm["ptx"] and "cubin" in ck.asm
+
+
+def test_dense_int8_dot_longer_than_exact_is_still_refused():
+    with pytest.raises(sparsecc.CompilationError, match="dense i8 tl.dot"):
+        sparsecc.compile(int8_gemm, INT8_SIG, {"BM": 32, "BN": 32, "BK": 2048}, target="sm_90a")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k, bk, worst", [(40, 48, 160, 32, False), (64, 64, 2048, 1024, True)])
+def test_dense_int8_dot_on_the_gpu(m, n, k, bk, worst):
+    a, b, c, ref = _int8_problem(m, n, k, worst, "cuda")
+    int8_gemm[((m + 31) // 32, (n + 31) // 32)](c, a, b, m, n, k, BM=32, BN=32, BK=bk)
+    torch.cuda.synchronize()
+    assert torch.equal(c.cpu(), ref.cpu())
