@@ -286,6 +286,14 @@ def _split_offset(offset: SSAValue, shape: tuple[int, ...], b: _TensorBuilder, o
     return parts
 
 
+def _constant_through_extension(v: SSAValue) -> int | None:
+    """The integer constant `v` is, looking through sign/zero extensions (a block pointer's i64
+    stride is `extsi` of the i32 argument, which a stride of 1 specializes to the constant 1)."""
+    while isinstance(v.owner, arith.ExtSIOp | arith.ExtUIOp):
+        v = v.owner.operands[0]
+    return _Builder.constant_of(v)
+
+
 def _hoist_extension(term: SSAValue, b: _TensorBuilder) -> SSAValue:
     """A term widened after its broadcast, `extsi(broadcast(rows[:, None]))` (an i32 index added
     to an i64 one, as `tl.program_id(0).to(tl.int64)` offsets make), as the same term widened
@@ -522,9 +530,12 @@ class _Decomposer:
         self.dead.append(op)
 
     def rewrite_make_tensor_ptr(self, op: tt.MakeTensorPtrOp) -> None:
-        if op.order.get_values() != (1, 0):
+        stride_k = _constant_through_extension(op.strides[1])
+        if op.order.get_values() != (1, 0) and stride_k != 1:
             raise _fail(op, "a sparse block pointer needs order = [1, 0] (K, the sparse dim, contiguous)")
-        stride_k = _Builder.constant_of(op.strides[1])
+        # `order` is a layout hint (Triton computes the same values whatever it says): with K's
+        # stride the constant 1 the tile is K-contiguous, whatever order the kernel declared
+        # (torchao's int8 matmul says [1, 0] for a B that is W.T)
         if stride_k is not None and stride_k != 1:
             raise _fail(op, f"a sparse block pointer needs unit stride along K, got {stride_k}")
         types = _split_ptr_type(op.result.type, op)
@@ -534,7 +545,7 @@ class _Decomposer:
         m, k = op.shape
         sm, sk = op.strides
         om, ok = op.offsets
-        order = list(op.order.get_values())
+        order = [1, 0]
         parts = []
         for array, ptr, ty in zip(fmt.arrays, base.arrays, types, strict=True):
             shape = list(array.shape(b, m, k))

@@ -357,3 +357,59 @@ def test_dense_int8_dot_on_the_gpu(m, n, k, bk, worst):
     int8_gemm[((m + 31) // 32, (n + 31) // 32)](c, a, b, m, n, k, BM=32, BN=32, BK=bk)
     torch.cuda.synchronize()
     assert torch.equal(c.cpu(), ref.cpu())
+
+
+# -- a 2:4 right operand through a block pointer whose declared order is a hint ------------
+
+
+@sparsecc.jit
+def linear_block_ptr_row_order(Y, X, W, M, N, K, stride_wk, stride_wn,
+                               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """y = x @ W.T with W (N x K) 2:4 along K, read as the K x N operand (stride_wk = 1) through a
+    block pointer that declares order (1, 0) anyway, as kernels written for a row-major B do."""
+    x_blk = tl.make_block_ptr(X, (M, K), (K, 1), (tl.program_id(0) * BM, 0), (BM, BK), (1, 0))
+    w_blk = tl.make_block_ptr(W, (K, N), (stride_wk, stride_wn), (0, tl.program_id(1) * BN), (BK, BN), (1, 0))
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, K, BK):
+        acc += tl.dot(tl.load(x_blk, boundary_check=(0, 1)), tl.load(w_blk, boundary_check=(0, 1)))
+        x_blk = tl.advance(x_blk, (0, BK))
+        w_blk = tl.advance(w_blk, (BK, 0))
+    y_blk = tl.make_block_ptr(Y, (M, N), (N, 1), (tl.program_id(0) * BM, tl.program_id(1) * BN), (BM, BN), (1, 0))
+    tl.store(y_blk, acc.to(tl.float16), boundary_check=(0, 1))
+
+
+def _row_order_case(m, n, k, device):
+    g = _gen(5 * m + n + k)
+    x = torch.randn(m, k, generator=g).half()
+    w = sparsecc.prune_2to4(torch.randn(n, k, generator=g).half())
+    y = _nan(m, n, dtype=torch.float16, device=device)
+    linear_block_ptr_row_order[((m + 31) // 32, (n + 31) // 32)](y, x.to(device), sparsecc.compress(w.to(device)),
+                                                                 m, n, k, 1, k, BM=32, BN=32, BK=32)
+    return y, x.float() @ w.float().T
+
+
+@pytest.mark.parametrize("m, n, k", [(40, 64, 96), (16, 32, 64)])
+def test_sparse_rhs_block_pointer_order_is_a_hint(m, n, k, interpret):
+    y, ref = _row_order_case(m, n, k, "cpu")
+    torch.testing.assert_close(y.float(), ref, rtol=1e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_sparse_rhs_block_pointer_order_is_a_hint_compiles(target):
+    sig = {"Y": "*fp16", "X": "*fp16", "W": "*fp16:NV24", "M": "i32", "N": "i32", "K": "i32",
+           "stride_wk": "i32:1", "stride_wn": "i32"}
+    sparsecc.compile(linear_block_ptr_row_order, sig, {"BM": 32, "BN": 32, "BK": 32}, target=target)
+
+
+def test_sparse_rhs_block_pointer_with_a_runtime_k_stride_is_refused():
+    # K's stride unknown (not specialized to 1) and the order says N is contiguous: refused
+    sig = {"Y": "*fp16", "X": "*fp16", "W": "*fp16:NV24", "M": "i32", "N": "i32", "K": "i32",
+           "stride_wk": "i32", "stride_wn": "i32"}
+    with pytest.raises(sparsecc.CompilationError, match="order"):
+        sparsecc.compile(linear_block_ptr_row_order, sig, {"BM": 32, "BN": 32, "BK": 32})
+
+
+@pytest.mark.gpu
+def test_sparse_rhs_block_pointer_order_on_the_gpu():
+    y, ref = _row_order_case(40, 64, 96, "cuda")
+    torch.testing.assert_close(y.float().cpu(), ref, rtol=1e-2, atol=3e-2)
