@@ -132,6 +132,11 @@ class _Cloner:
         elem = tt.element_type(v.type)
         if isinstance(owner, tt.SplatOp):
             return self.insert(tt.SplatOp(owner.src, TensorType(elem, shape)))
+        if isinstance(owner, _ELEMENTWISE):  # e.g. extsi(splat(stride)): its operands rebuilt, then itself
+            operands = [self._rebuild(o, shape) for o in owner.operands]
+            return self.insert(type(owner).create(operands=operands, result_types=[TensorType(elem, shape)],
+                                                  properties=dict(owner.properties),
+                                                  attributes=dict(owner.attributes)))
         assert isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr)
         value = owner.value.get_values()[0]
         return self.insert(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(TensorType(elem, shape), [value])))

@@ -105,10 +105,10 @@ def shared_size(op: Operation) -> int:
     if isinstance(op, SHUFFLE_OPS):
         return shuffle_bytes(op)
     if isinstance(op, ttgd.ConvertLayoutOp):
-        ty = op.operands[0].type
+        ty = op.operands[0].type  # an i1 tensor round-trips as i16 (the lowering's stored type)
         if is_mma_to_a_rename(ty, op.result.type):
             return 0  # attention's P: the accumulator's registers become the next dot's A
-        return math.prod(ty.get_shape()) * esize(ty.element_type)
+        return math.prod(ty.get_shape()) * (2 if ty.element_type == i1 else esize(ty.element_type))
     if isinstance(op, tt.DequantizeOp):
         return sum(dequantize_padded_bytes(v) for v in op.operands if not dequantize_reads_in_place(v))
     if isinstance(op, tt.AtomicRMWOp) and atomic_needs_broadcast(op):

@@ -669,6 +669,10 @@ class CodeGenerator(ast.NodeVisitor):
         try:
             return _unwrap(getattr(base, attr))
         except AttributeError:
+            if attr == "value" and not isinstance(base, types.ModuleType):
+                # Triton hands a jit function its compile-time arguments as tl.constexpr, so
+                # `dtype.value` is the dtype itself; here they arrive unwrapped
+                return base
             if isinstance(base, types.ModuleType) and base.__name__.startswith("sparsecc.language"):
                 raise SemanticError(_unsupported_name(base, attr)) from None
             raise SemanticError(f"{sem.py_desc(base)} has no attribute '{attr}'") from None
@@ -752,11 +756,13 @@ class CodeGenerator(ast.NodeVisitor):
                 result = self.visit(expr)
                 continue
             rhs = self.visit(expr)
-            for v in (result, rhs):
-                if isinstance(v, SSAValue) and sem.is_tensor(v):
-                    raise SemanticError("'and'/'or' on tensors is not supported; use '&' and '|'")
             a = sem.to_bool(self.em, sem.to_value(self.em, result, i1))
             b = sem.to_bool(self.em, sem.to_value(self.em, rhs, i1))
+            if sem.is_tensor(a) or sem.is_tensor(b):
+                # as Triton (which deprecates it): elementwise on the truth values, both sides
+                # evaluated and broadcast, `m[:, None] < M and n[None, :] < N` is `&`
+                result = sem.binary(self.em, "&" if is_and else "|", a, b)
+                continue
             result = self.em.value((arith.AndIOp if is_and else arith.OrIOp)(a, b))
         return result
 
@@ -822,6 +828,16 @@ class CodeGenerator(ast.NodeVisitor):
             except TypeError as e:
                 raise SemanticError(f".to(): {e}") from None
             return to(**bound.arguments)
+        if inspect.ismethod(func) and isinstance(func.__self__, tl.dtype):
+            # a dtype's own methods (`x.dtype.is_bf16()`, `.is_int64()`): answered at compile time
+            if any(isinstance(a, SSAValue) for a in [*args, *kwargs.values()]):
+                raise SemanticError(f"{func.__self__!r}.{func.__name__}() takes compile-time arguments only")
+            return _unwrap(func(*args, **kwargs))
+        if func is tl.constexpr:  # `tl.constexpr(expr)` in a kernel: the compile-time value itself
+            if len(args) != 1 or kwargs or isinstance(args[0], SSAValue):
+                raise SemanticError("tl.constexpr(x) takes one compile-time value (a number, bool, str, "
+                                    "dtype or None), not a runtime tensor or scalar")
+            return _unwrap(args[0])
         name = builtin_name(func)
         if name is not None:
             if name == "static_range":

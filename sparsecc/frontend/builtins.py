@@ -508,6 +508,8 @@ def _bitcast(em: Emitter, v: sem.SSAValue, dst: Any) -> Any:
 def cast(em: Emitter, input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: Any = False) -> Any:
     if fp_downcast_rounding not in (None, "rtne"):
         raise SemanticError(f"tl.cast: fp_downcast_rounding={fp_downcast_rounding!r} is not supported (only 'rtne')")
-    v = sem.require_value(input, "tl.cast's input")
+    # a Python number or constexpr becomes a scalar first, as Triton's `to_tensor` makes it
+    # (an int in int32's range is an i32, a float an fp32), then converts like any value
+    v = sem.to_value(em, input, what="tl.cast's input")
     sem.require_dense(v, "tl.cast")
     return to(em, v, dtype, bitcast)

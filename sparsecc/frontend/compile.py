@@ -87,8 +87,14 @@ def to_ttir(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[
     return generate_ttir(kernel, arg_types, constexprs, _hints(signature))
 
 
+NONE_SIGNATURE = "none"
+"""The signature type of a runtime parameter passed None: as in Triton, the kernel is compiled
+with the parameter bound to the constant None (`if BIAS is None:` folds) and the launch passes
+nothing for it. `sparsecc.compile(k, signature={"BIAS": "none", ...})` asks for it explicitly."""
+
+
 def _hints(signature: dict[str, str]) -> dict[str, str | None]:
-    return {n: signature_hint(s) for n, s in signature.items()}
+    return {n: signature_hint(s) for n, s in signature.items() if s != NONE_SIGNATURE}
 
 
 def check_args(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
@@ -116,9 +122,13 @@ def check_args(kernel: KernelFunction, signature: dict[str, str], constexprs: di
                                       "constexprs, not in the signature")
         if name not in kernel.arg_names:
             raise kernel.error(where, f"signature names '{name}', which is not a parameter of {params}")
+    none_params = {}
     for name in kernel.runtime_names:
         if name not in signature:
             raise kernel.error(where, f"signature is missing parameter '{name}' of {params}")
+        if signature[name].strip() == NONE_SIGNATURE:
+            none_params[name] = None  # no IR argument: the body sees the constant None
+            continue
         try:
             arg_types[name] = parse_signature_type(signature[name])
         except ValueError as e:
@@ -140,7 +150,7 @@ def check_args(kernel: KernelFunction, signature: dict[str, str], constexprs: di
             if default is kernel.signature.parameters[name].empty:
                 raise kernel.error(where, f"missing constexpr '{name}' of {params}")
             constexprs[name] = default
-    return arg_types, constexprs
+    return arg_types, {**constexprs, **none_params}
 
 
 def _constexpr_ok(value: Any) -> bool:
@@ -298,7 +308,7 @@ def _source_of(kernel: KernelFunction) -> str:
 def _flat_params(ck: CompiledKernel) -> tuple[list[str], list[str]]:
     """Parameter kinds and names of the decomposed kernel (a sparse `A` becomes the arrays its
     format names, `A.values` and `A.meta`), checked against the decomposed module."""
-    flat = [p for n, s in ck.signature.items() for p in formats.flat_params(n, s)]
+    flat = [p for n, s in ck.signature.items() if s != NONE_SIGNATURE for p in formats.flat_params(n, s)]
     names = [n for n, _ in flat]
     kinds: list[str] = []
     if ck.module is not None:

@@ -32,7 +32,7 @@ import sparsecc.language as tl
 from sparsecc import formats
 from sparsecc.compiler import CompileOptions
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
-from sparsecc.frontend.compile import compile_with_options
+from sparsecc.frontend.compile import NONE_SIGNATURE, compile_with_options
 from sparsecc.frontend.kernel import KernelFunction
 from sparsecc.frontend.tracebacks import hide_compiler_frames
 from sparsecc.runtime.grid import GRID_MAX, check_grid
@@ -302,6 +302,8 @@ class JITFunction(KernelFunction):
         for i, n in enumerate(self.arg_names):
             if n in self.constexpr_names:
                 continue
+            if compiled.signature[n] == NONE_SIGNATURE:  # compiled in: nothing to pass
+                continue
             fmt = formats.of_signature(compiled.signature[n])
             parts += [f"args[{i}].{a.suffix}" for a in fmt.arrays] if fmt else [f"args[{i}]"]
         if interpret:
@@ -428,6 +430,8 @@ def specialize(v: Any, param: str, kernel: str) -> str:
         # 128-bit vectors; the interpreter reads no alignment, so CPU tensors carry no hint
         aligned = not v.is_cpu and v.data_ptr() & 15 == 0
         return f"*{_dtype_name(v.dtype, param, kernel)}" + (":16" if aligned else "")
+    if v is None:  # as Triton: the parameter is the constant None in the body (`if W is None:`)
+        return NONE_SIGNATURE
     if isinstance(v, bool):
         return "i1"
     if isinstance(v, int):
@@ -450,6 +454,8 @@ def flatten_args(values: Sequence[Any] | Any) -> list[Any]:
     its format decomposes into (NV24: values, meta)."""
     flat: list[Any] = []
     for v in values:
+        if v is None:  # a None argument is compiled in (NONE_SIGNATURE): the kernel takes no value
+            continue
         if _is_sparse_tensor(v):
             flat.extend(getattr(v, a.suffix) for a in formats.lookup(v.encoding).arrays)
         else:

@@ -371,6 +371,8 @@ def cast(em: Emitter, v: SSAValue, dst: Attribute) -> SSAValue:
             return em.value(arith.TruncFOp(v, out_ty))
         return cast(em, cast(em, v, f32), dst)  # fp16 <-> bf16 through fp32
     if is_int(src):
+        if bitwidth(src) == 1:  # a mask as 0.0/1.0: widened first, PTX converts no predicate to a float
+            v = em.value(arith_ext.ExtUIOp(v, like(v.type, i32)))
         if bitwidth(src) == 1 or is_unsigned(src):
             return em.value(arith_ext.UIToFPOp(v, out_ty))
         return em.value(arith_ext.SIToFPOp(v, out_ty))

@@ -79,6 +79,68 @@ class dtype:  # noqa: N801
     def int_bitwidth(self) -> int:
         return self.primitive_bitwidth
 
+    # Triton's per-type predicates, which kernels branch on at compile time
+    # (`if x.dtype.is_bf16(): ...`, `tl.constexpr(x.dtype.is_int64())`)
+    def is_fp8(self) -> bool:
+        return self.name in ("fp8e4nv", "fp8e5")
+
+    def is_fp8e4nv(self) -> bool:
+        return self.name == "fp8e4nv"
+
+    def is_fp8e5(self) -> bool:
+        return self.name == "fp8e5"
+
+    def is_fp16(self) -> bool:
+        return self.name == "fp16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bf16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "fp32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "fp64"
+
+    def is_standard_floating(self) -> bool:
+        """fp16, bf16, fp32, fp64 (not the fp8 formats), as Triton's."""
+        return self.name in ("fp16", "bf16", "fp32", "fp64")
+
+    def is_int1(self) -> bool:
+        return self.name == "i1"
+
+    is_bool = is_int1
+
+    def is_int8(self) -> bool:
+        return self.name == "i8"
+
+    def is_int16(self) -> bool:
+        return self.name == "i16"
+
+    def is_int32(self) -> bool:
+        return self.name == "i32"
+
+    def is_int64(self) -> bool:
+        return self.name == "i64"
+
+    def is_uint8(self) -> bool:
+        return self.name == "u8"
+
+    def is_uint16(self) -> bool:
+        return self.name == "u16"
+
+    def is_uint32(self) -> bool:
+        return self.name == "u32"
+
+    def is_uint64(self) -> bool:
+        return self.name == "u64"
+
+    def is_block(self) -> bool:
+        return False
+
+    def is_void(self) -> bool:
+        return False
+
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.name == self.name  # type: ignore[attr-defined]
 

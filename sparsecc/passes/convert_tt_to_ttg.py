@@ -270,6 +270,7 @@ class ConvertTTToTTGPass(ModulePass):
                     raise ConvertError(
                         f"convert-tt-to-ttg: {o.name} still has a #tt.sparse type; run decompose-sparse-tensors first",
                         o)
+        dense_int8_dots_on_fp16(op)
         op.attributes["ttg.num-warps"] = IntegerAttr(self.num_warps, i32)
         op.attributes["ttg.threads-per-warp"] = IntegerAttr(THREADS_PER_WARP, i32)
         op.attributes["ttg.target"] = StringAttr(self.target)
@@ -644,3 +645,44 @@ def _convert_operand(op: Operation, idx: int, layout: Attribute) -> None:
 
 
 __all__ = ["ConvertTTToTTGPass", "default_blocked", "has_wgmma", "mma_warps"]
+
+
+DENSE_INT8_MAX_K = 1024
+"""The longest K of a dense int8 dot that `dense_int8_dots_on_fp16` rewrites: each product is at
+most 128 * 128 = 2^14, so K of them sum to at most 2^24, the last integer fp32 holds exactly."""
+
+
+def dense_int8_dots_on_fp16(module: ModuleOp) -> None:
+    """Rewrite each dense int8 `tt.dot` (no 2:4 operand; i32 accumulator) as an exact fp16 one:
+    int8 values are exact in fp16, their products and sums exact in the fp32 accumulator while K
+    is at most DENSE_INT8_MAX_K, so `c + fptosi(dot(sitofp(a), sitofp(b), 0.0))` is the integer
+    result. sparsecc has no dense 8-bit mma lowering; Triton accepts these dots (torchao's int8
+    matmul), and this keeps them correct (not as fast as int8 tensor cores). A longer K is left
+    for `_check_kmajor_types` to refuse."""
+    from xdsl.dialects.builtin import IntegerType, f16, f32
+
+    from sparsecc.dialects import arith as arith_ext
+
+    dots = [o for o in module.walk() if isinstance(o, tt.DotOp) and o.meta is None]
+    for d in dots:
+        a_ty, b_ty, c_ty = d.a.type, d.b.type, d.c.type
+        elt = tt.element_type(a_ty)
+        if not (isinstance(elt, IntegerType) and elt.width.data == 8 and tt.element_type(b_ty) == elt):
+            continue
+        if tt.element_type(c_ty) != i32 or tt.shape_of(b_ty)[0] > DENSE_INT8_MAX_K:
+            continue
+        shape_c = tt.shape_of(c_ty)
+        new: list[Operation] = [
+            a16 := arith_ext.SIToFPOp(d.a, TensorType(f16, tt.shape_of(a_ty))),
+            b16 := arith_ext.SIToFPOp(d.b, TensorType(f16, tt.shape_of(b_ty))),
+            zero := arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(TensorType(f32, shape_c), [0.0])),
+            dot := tt.DotOp(a16.results[0], b16.results[0], zero.results[0]),
+            ints := arith_ext.FPToSIOp(dot.results[0], TensorType(i32, shape_c)),
+            total := arith.AddiOp(d.c, ints.results[0]),
+        ]
+        for o in new:
+            o.location = getattr(d, "location", None) or o.location
+        Rewriter.insert_op(new, InsertPoint.before(d))
+        d.results[0].replace_all_uses_with(total.results[0])
+        d.detach()
+        d.erase()

@@ -263,6 +263,7 @@ class _Offset:
 def _split_offset(offset: SSAValue, shape: tuple[int, ...], b: _TensorBuilder, op: Operation) -> _Offset:
     parts = _Offset([], [], [])
     for term in _terms(offset, shape, arith.AddiOp):
+        term = _hoist_extension(term, b)
         step = _splat_constant(term)
         if step is not None:  # `a_ptrs += BLOCK_K` arrives as a dense splat constant
             parts.scalars.append(b.scalar.const(int(step), tt.element_type(term.type)))
@@ -283,6 +284,32 @@ def _split_offset(offset: SSAValue, shape: tuple[int, ...], b: _TensorBuilder, o
                                 "1; with sparsecc.compile, declare it 'i32:1'")
         {"scalar": parts.scalars, "row": parts.rows, "col": parts.cols}[kind].append(value)
     return parts
+
+
+def _constant_through_extension(v: SSAValue) -> int | None:
+    """The integer constant `v` is, looking through sign/zero extensions (a block pointer's i64
+    stride is `extsi` of the i32 argument, which a stride of 1 specializes to the constant 1)."""
+    while isinstance(v.owner, arith.ExtSIOp | arith.ExtUIOp):
+        v = v.owner.operands[0]
+    return _Builder.constant_of(v)
+
+
+def _hoist_extension(term: SSAValue, b: _TensorBuilder) -> SSAValue:
+    """A term widened after its broadcast, `extsi(broadcast(rows[:, None]))` (an i32 index added
+    to an i64 one, as `tl.program_id(0).to(tl.int64)` offsets make), as the same term widened
+    before it: `extsi(rows[:, None])`, or `splat(extsi(s))` for a scalar, which classify as a
+    row, a column or a scalar step like the unwidened term."""
+    owner = term.owner
+    if not isinstance(owner, arith.ExtSIOp | arith.ExtUIOp):
+        return term
+    src = _strip_broadcast(owner.operands[0])
+    elt = tt.element_type(term.type)
+    if isinstance(src.owner, tt.SplatOp) and not isinstance(src.owner.src.type, TensorType):
+        wide = b._insert(type(owner)(src.owner.src, elt))
+        return b.splat(wide, tt.shape_of(term.type), elt)
+    if src is owner.operands[0]:
+        return term  # nothing to see through
+    return b._insert(type(owner)(src, TensorType(elt, tt.shape_of(src.type))))
 
 
 def _runtime_factor(term: SSAValue) -> SSAValue | None:
@@ -503,9 +530,12 @@ class _Decomposer:
         self.dead.append(op)
 
     def rewrite_make_tensor_ptr(self, op: tt.MakeTensorPtrOp) -> None:
-        if op.order.get_values() != (1, 0):
+        stride_k = _constant_through_extension(op.strides[1])
+        if op.order.get_values() != (1, 0) and stride_k != 1:
             raise _fail(op, "a sparse block pointer needs order = [1, 0] (K, the sparse dim, contiguous)")
-        stride_k = _Builder.constant_of(op.strides[1])
+        # `order` is a layout hint (Triton computes the same values whatever it says): with K's
+        # stride the constant 1 the tile is K-contiguous, whatever order the kernel declared
+        # (torchao's int8 matmul says [1, 0] for a B that is W.T)
         if stride_k is not None and stride_k != 1:
             raise _fail(op, f"a sparse block pointer needs unit stride along K, got {stride_k}")
         types = _split_ptr_type(op.result.type, op)
@@ -515,7 +545,7 @@ class _Decomposer:
         m, k = op.shape
         sm, sk = op.strides
         om, ok = op.offsets
-        order = list(op.order.get_values())
+        order = [1, 0]
         parts = []
         for array, ptr, ty in zip(fmt.arrays, base.arrays, types, strict=True):
             shape = list(array.shape(b, m, k))

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xdsl.dialects.builtin import TensorType, i1
+from xdsl.ir import Attribute
+
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.swizzle import mma_swizzle_params
+from sparsecc.codegen.handlers.shapes import stored_type
 from sparsecc.codegen.handlers.shared import read_shared
 from sparsecc.codegen.handlers.table import handles
-from sparsecc.codegen.lower_base import Smem
-from sparsecc.codegen.lower_mem import store_shared
+from sparsecc.codegen.lower_base import Regs, Smem
+from sparsecc.codegen.lower_mem import load_shared, store_shared
 from sparsecc.codegen.mma_shortcut import is_mma_to_a_rename, mma_to_a_frags
 from sparsecc.dialects import ttg as ttgd
 
@@ -40,7 +44,25 @@ def _convert_layout(L: LoweringState, op: ttgd.ConvertLayoutOp) -> None:
         from sparsecc.analysis.dot_staging import shared_encoding_for
 
         enc = shared_encoding_for(dst, st)
+    if st.element_type == i1:
+        _convert_predicates(L, op, src, enc)
+        return
     mem_ty = ttgd.MemDescType(shape, st.element_type, enc, True)
     sm = Smem(L.scratch(op), mem_ty)
     store_shared(L, sm, src)
     L.set(op.result, read_shared(L, sm, op.result.type))
+
+
+def _convert_predicates(L: LoweringState, op: ttgd.ConvertLayoutOp, src: Regs, enc: Attribute) -> None:
+    """An i1 tensor (a mask) in another layout: predicates have no memory form, so the round
+    trip stores them as i16 0/1 (`stored_type`, as the shape ops do) and compares on the way back."""
+    em = L.em
+    st, rt = op.src.type, op.result.type
+    wide = stored_type(i1)
+    shape = st.get_shape()
+    one, zero = em.c(1, wide), em.c(0, wide)
+    words = Regs(TensorType(wide, shape, st.encoding), [em.select(v, one, zero) for v in src.regs])
+    sm = Smem(L.scratch(op), ttgd.MemDescType(shape, wide, enc, True))
+    store_shared(L, sm, words)
+    back = load_shared(L, sm, TensorType(wide, shape, rt.encoding))
+    L.set(op.result, Regs(rt, [em.cmp("ne", v, 0) for v in back.regs]))
