@@ -457,6 +457,8 @@ def _load_layer(files: _Files, name: str, linear: nn.Linear, kind: _Kind) -> Spa
         _expect_shape(bias, (n,), files.where[key], key, name, "out_features")
         layer.bias.data.copy_(_exact(bias, dtype, files.where[key], key, name))
     layer.fqn = name
+    if linear.weight.device.type not in ("cpu", "meta"):  # where the model is (read on the CPU)
+        layer.to(linear.weight.device)
     return layer
 
 

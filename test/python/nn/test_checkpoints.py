@@ -180,6 +180,7 @@ def _stored_dense(state: dict[str, torch.Tensor], name: str) -> torch.Tensor:
     return dense.view(raw.dtype)
 
 
+EIGHT_BIT = {"fp8": torch.float8_e4m3fn, "int8": torch.int8}
 TOKENS = torch.randint(0, 96, (2, 12), generator=torch.Generator().manual_seed(1))
 
 SCHEMES = {
@@ -192,10 +193,11 @@ SCHEMES = {
         num_bits=8, type="int", symmetric=False, strategy="channel")), "dense"),
     "fp8-dynamic": (preset_name_to_scheme("FP8_DYNAMIC", ["Linear"]), "dense"),
     "fp8-dynamic-bitmask": (preset_name_to_scheme("FP8_DYNAMIC", ["Linear"]), "sparse-24-bitmask"),
+    "int8-w8a8": (preset_name_to_scheme("W8A8", ["Linear"]), "dense"),
 }
 EXPECT = {"dense": "NV24", "sparse-24-bitmask": "NV24", "w4a16": "NV24.w4g128", "w4a16-zp": "NV24.w4g128z",
           "w8a16": "NV24.w8g128", "w8a16-zp-channel": "NV24.w8cz", "fp8-dynamic": "fp8",
-          "fp8-dynamic-bitmask": "fp8"}
+          "fp8-dynamic-bitmask": "fp8", "int8-w8a8": "int8"}
 
 
 def _checkpoint(tmp_path, layout: str, dtype: torch.dtype = torch.float16) -> str:
@@ -236,8 +238,8 @@ def test_every_layout_loads_bit_exact_and_matches_the_dense_logits(tmp_path, lay
         assert layer.fqn == name
         fmt = EXPECT[layout]
         got = _layer_dense(layer)
-        if fmt == "fp8":  # the fp8 bytes are the checkpoint's; values * scale in fp32 round once to fp16
-            assert layer.weight_dtype == torch.float8_e4m3fn
+        if fmt in EIGHT_BIT:  # the 8-bit values are the checkpoint's; values * scale in fp32 round once to fp16
+            assert layer.weight_dtype == EIGHT_BIT[fmt]
             assert torch.equal(layer.weight().to_dense().view(torch.uint8),
                                _stored_dense(state, name).view(torch.uint8)), name
             assert torch.equal(layer.weight_scale, state[f"{name}.weight_scale"].float().flatten())
@@ -253,10 +255,10 @@ def test_every_layout_loads_bit_exact_and_matches_the_dense_logits(tmp_path, lay
         assert torch.equal(model.state_dict()[key], state[key])
     with torch.no_grad():
         got, want = model(TOKENS).logits, reference(TOKENS).logits
-    if EXPECT[layout] != "fp8":
+    if EXPECT[layout] not in EIGHT_BIT:
         _logits_close(got, want)
         return
-    # fp8: each forward quantizes x per token, sparsecc in fp32 and compressed-tensors in fp16, so
+    # 8-bit: each forward quantizes x per token, sparsecc in fp32 and compressed-tensors in fp16, so
     # a few codes round the other way; layer by layer that is fp8's tolerance ...
     # (batch, tokens, features): compressed-tensors' per-token scales take 3-D inputs (one scale for a 2-D one)
     x = torch.randn(2, 6, 384, dtype=torch.float16, generator=torch.Generator().manual_seed(2))
@@ -300,6 +302,30 @@ def test_the_packed_codes_are_the_checkpoints(tmp_path):
     codes = sparsecc.runtime.quant_codec.unpack_codes(layer.values, 4)
     assert torch.equal(codes, torch.gather(q.to(torch.int32) + 8, 1, pos))
     assert len(set(codes.flatten().tolist())) > 8
+
+
+def test_unpacked_zero_points_and_identity_group_order(tmp_path):
+    """Checkpoints before compressed-tensors 0.10 store zero points unpacked (rows x groups,
+    signed); a `weight_g_idx` that keeps the groups in column order (actorder=weight) loads, one
+    that permutes them (actorder=group) is refused, naming the scheme."""
+    from compressed_tensors.compressors.pack_quantized.helpers import unpack_from_int32
+    path = _checkpoint(tmp_path, "w4a16-zp")
+    packed = load_compressed_tensors(path, LlamaForCausalLM(_config()).half())
+    name = "model.layers.0.mlp.gate_proj"
+
+    def unpack(state):
+        for key in [k for k in state if k.endswith(".weight_zero_point")]:
+            rows = int(state[key.replace("weight_zero_point", "weight_shape")][0])
+            state[key] = unpack_from_int32(state[key], 4, torch.Size((rows, state[key].shape[1])), packed_dim=0).contiguous()
+        state[f"{name}.weight_g_idx"] = torch.arange(256, dtype=torch.int32) // 128
+    _edit_state(path, unpack)
+    assert load_file(f"{path}/model.safetensors")[f"{name}.weight_zero_point"].dtype == torch.int8
+    unpacked = load_compressed_tensors(path, LlamaForCausalLM(_config()).half())
+    for key, value in packed.state_dict().items():
+        assert torch.equal(unpacked.state_dict()[key], value), key
+    file = _edit_state(path, lambda s: s.update({f"{name}.weight_g_idx": torch.arange(256, dtype=torch.int32) % 2}))
+    assert _load_error(path) == (f"{file}: layer '{name}': '{name}.weight_g_idx' permutes the groups "
+                                 "(actorder=group): a scheme sparsecc cannot hold (its groups are consecutive columns)")
 
 
 def test_bf16_checkpoint_loads_into_a_bf16_model(tmp_path):
@@ -510,6 +536,29 @@ def test_unexpected_keys_and_missing_files(tmp_path):
                                 "is a folder with config.json and safetensors weights)"
 
 
+def test_sharded_checkpoint_and_a_missing_shard(tmp_path):
+    """A checkpoint in several safetensors files (model.safetensors.index.json) loads as one; a
+    shard the index names but the folder lacks is named."""
+    path = str(tmp_path / "sharded")
+    _tiny_llama().save_pretrained(path, max_shard_size="300KB")
+    cfg = json.load(open(f"{path}/config.json"))
+    cfg["quantization_config"] = {"quant_method": "compressed-tensors", "format": "dense",
+                                  "sparsity_config": _sparsity()}
+    json.dump(cfg, open(f"{path}/config.json", "w"))
+    shards = sorted(f for f in os.listdir(path) if f.endswith(".safetensors"))
+    assert len(shards) > 2 and os.path.exists(f"{path}/model.safetensors.index.json")
+    model = load_compressed_tensors(path, LlamaForCausalLM(_config()).half().eval())
+    reference = _tiny_llama()
+    assert isinstance(model.model.layers[1].self_attn.v_proj, SparseLinear)
+    with torch.no_grad():
+        _logits_close(model(TOKENS).logits, reference(TOKENS).logits)
+    os.remove(os.path.join(path, shards[-1]))
+    assert _load_error(path) == (f"{os.path.join(path, shards[-1])}: no such file (named by "
+                                 "model.safetensors.index.json)")
+    os.remove(f"{path}/model.safetensors.index.json")
+    assert "no model.safetensors or model.safetensors.index.json (found " in _load_error(path)
+
+
 def test_a_cast_that_would_round_is_refused(tmp_path):
     """A bf16 checkpoint loads into an fp16 model where every value converts exactly; one that
     does not (1e5 overflows fp16) is refused, naming the tensor."""
@@ -610,7 +659,7 @@ def test_every_layout_runs_on_the_gpu(tmp_path, layout):
     reference = _ct_model(path).cuda()  # compressed-tensors' own forward, on the GPU
     with torch.no_grad():
         got, want = model(TOKENS.cuda()).logits, reference(TOKENS.cuda()).logits
-        if EXPECT[layout] != "fp8":
+        if EXPECT[layout] not in EIGHT_BIT:
             _logits_close(got, want)
             return
         x = torch.randn(2, 6, 384, dtype=torch.float16, device="cuda")
