@@ -490,7 +490,9 @@ def _load_packed(files: _Files, name: str, layer: SparseLinear, scheme: QuantSch
         zp = files.get(zkey, name)
         if zp.dtype == torch.int32 and tuple(zp.shape) == (-(-n * bits // 32), groups):  # packed down dim 0
             zeros = _unpack_rows(zp.t(), bits, n).t()
-        else:  # compressed-tensors < 0.10: rows x groups signed integers
+        else:  # compressed-tensors < 0.10, or a per-tensor zero point: signed integers, unpacked
+            if zp.numel() == 1:
+                zp = zp.reshape(1, 1).expand(n, groups)
             zp = zp.reshape(n, groups) if zp.numel() == n * groups else zp
             _expect_shape(zp, (n, groups), file, zkey, name, "a zero point per row and group")
             if zp.is_floating_point() and not bool((zp == zp.round()).all()):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 import torch
@@ -200,10 +201,28 @@ EXPECT = {"dense": "NV24", "sparse-24-bitmask": "NV24", "w4a16": "NV24.w4g128", 
           "fp8-dynamic-bitmask": "fp8", "int8-w8a8": "int8"}
 
 
+_WRITTEN: dict[tuple[str, torch.dtype], str] = {}  # (layout, dtype) -> a checkpoint written once
+_CACHE: list = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _written_once(tmp_path_factory):
+    """Each layout is written by compressed-tensors once per module; tests get a copy to change."""
+    _CACHE.append(tmp_path_factory.mktemp("written"))
+    yield
+    _CACHE.clear()
+    _WRITTEN.clear()
+
+
 def _checkpoint(tmp_path, layout: str, dtype: torch.dtype = torch.float16) -> str:
-    scheme, fmt = SCHEMES[layout]
+    """A fresh copy of the tiny Llama written in `layout` by compressed-tensors."""
+    key = (layout, dtype)
+    if key not in _WRITTEN:
+        scheme, fmt = SCHEMES[layout]
+        _WRITTEN[key] = str(_CACHE[0] / f"{layout}-{str(dtype).rpartition('.')[2]}")
+        _write(_tiny_llama(dtype), _WRITTEN[key], scheme.model_copy(deep=True) if scheme is not None else None, fmt)
     path = str(tmp_path / layout)
-    _write(_tiny_llama(dtype), path, scheme.model_copy(deep=True) if scheme is not None else None, fmt)
+    shutil.copytree(_WRITTEN[key], path)
     return path
 
 
