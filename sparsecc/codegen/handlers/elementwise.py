@@ -136,6 +136,8 @@ def _scalar_arith(L: LoweringState, op: Operation, cls: type[Operation], args: l
         return em.sub(args[0], args[1])
     if name == "arith.muli":
         return em.mul(args[0], args[1])
+    if name == "arith.divf":  # keeps fastmath<afn>: Triton's '/' (div.full.f32), not div_rn
+        return em.val(arith.DivfOp(args[0], args[1], op.fastmath))
     if len(args) == 2:
         return em.val(cls(args[0], args[1]))
     raise LoweringError(f"{name}: not supported by the PTX lowering")
