@@ -21,7 +21,7 @@ from sparsecc.analysis.axis_info import AxisAnalysis
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import contiguous_run, distributed
 from sparsecc.codegen.lower_base import LoweringError, Regs, cast
-from sparsecc.codegen.lower_mem import fast_dim, first_replica, pack_words, unpack_words, word_type
+from sparsecc.codegen.lower_mem import fast_dim, first_replica, pack_words, pad_value, unpack_words, word_type
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects.ptx_atomics import AtomGlobalOp
 
@@ -48,6 +48,22 @@ def _pointee(ptr_type: object) -> object:
     return pt.pointee
 
 
+def byte_offset(L: LoweringContext, off: SSAValue, nbytes: int) -> SSAValue:
+    """sext(off) * nbytes as a 64-bit byte offset. An i32 offset takes one `mul.wide.s32` (one
+    IMAD.WIDE; `cvt.s64.s32` + `mul.lo.s64` cost ptxas a 32-bit multiply and a sign fix-up,
+    and a register for the high half), made once per block for every pointer it offsets
+    (`x_ptr + cols`, `w_ptr + cols`, ...)."""
+    em = L.em
+    if off.type != i32 or nbytes == 1 or em.known(off) is not None:
+        return em.mul(em.ext64(off), nbytes)
+    cache: dict = L.caches.wide_offsets  # type: ignore[attr-defined]
+    key = (off, nbytes, id(em.block))
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = em.val(ptx.AsmOp(f"mul.wide.s32 $0, $1, {nbytes};", [off], [i64], pure=True))
+    return hit
+
+
 def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element."""
     em = L.em
@@ -55,11 +71,11 @@ def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     ptr, off = L.get(op.ptr), L.get(op.offset)
     if not isinstance(ptr, Regs) and not isinstance(off, Regs):
         assert isinstance(ptr, SSAValue) and isinstance(off, SSAValue)
-        L.set(op.result, em.add(ptr, em.mul(em.ext64(off), nbytes)))
+        L.set(op.result, em.add(ptr, byte_offset(L, off, nbytes)))
         return
     n = len((ptr if isinstance(ptr, Regs) else off).regs)
     ptrs, offs = _per_reg(ptr, n, "tt.addptr pointer"), _per_reg(off, n, "tt.addptr offset")
-    out = [em.add(p, em.mul(em.ext64(o), nbytes)) for p, o in zip(ptrs, offs)]
+    out = [em.add(p, byte_offset(L, o, nbytes)) for p, o in zip(ptrs, offs)]
     L.set(op.result, Regs(op.result.type, out))
 
 
@@ -89,7 +105,15 @@ def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
     n = len(ptrs.regs)
     elt = _pointee(op.ptr.type)
     masks = _per_reg(L.get(op.mask), n, "load mask") if op.mask is not None else [None] * n
-    others = _per_reg(L.get(op.other), n, "load other") if op.other is not None else [None] * n
+    if op.other is not None:
+        others = _per_reg(L.get(op.other), n, "load other")
+    elif op.mask is not None and elt != i1:
+        # masked-off elements without `other` are undefined; zero them as Triton does, or ptxas
+        # sees the destination registers possibly read uninitialized and keeps them live from
+        # the kernel's entry (16 registers for a w16 layer norm's `w` and `b`)
+        others = [pad_value(L, elt, None)] * n
+    else:
+        others = [None] * n
     vec = vector_width(L, op)
     if vec > 1:
         L.set(op.result, Regs(op.result.type, _load_vectors(L, ptrs.regs, masks, others, elt, vec)))
@@ -213,20 +237,24 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
 
 
 def drop_dead_arith(kernel: Operation) -> int:
-    """Erase the `arith` ops (side-effect free; xDSL's DCE does not know that of its casts)
-    whose results nothing uses, last to first so that a dead chain goes in one pass; returns
-    how many. What a vectorized pointer access leaves behind: the addresses and predicates of
-    the registers after each vector's first."""
+    """Erase the `arith` ops and pure `ptx.asm` (side-effect free; xDSL's DCE does not know
+    that of casts) whose results nothing uses, last to first so that a dead chain goes in one
+    pass; returns how many. What a vectorized pointer access leaves behind: the addresses and
+    predicates of the registers after each vector's first."""
     dropped = 0
     for region in kernel.regions:
         for block in region.blocks:
             for op in reversed(list(block.ops)):
                 if op.regions:
                     dropped += drop_dead_arith(op)
-                elif op.dialect_name() == "arith" and all(r.first_use is None for r in op.results):
+                elif _side_effect_free(op) and op.results and all(r.first_use is None for r in op.results):
                     block.erase_op(op)
                     dropped += 1
     return dropped
+
+
+def _side_effect_free(op: Operation) -> bool:
+    return op.dialect_name() == "arith" or (isinstance(op, ptx.AsmOp) and op.pure is not None)
 
 
 _PTX_OP = {"add": "add", "max": "max", "min": "min", "umax": "max", "umin": "min", "and": "and", "or": "or",

@@ -126,6 +126,8 @@ class LoweringCaches:
     """(layout, block id) -> per-register element coordinates."""
     ldsm_refs: dict = field(default_factory=dict)
     """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
+    wide_offsets: dict = field(default_factory=dict)
+    """(i32 offset, element bytes, block id) -> its 64-bit byte offset (`lower_ptrs.byte_offset`)."""
     axes: object = None
     """The function's AxisAnalysis (analysis/axis_info.py), made at the first pointer-tensor access."""
     vector_ptrs: int = 0

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from sparsecc.analysis.layouts import distributed
+from sparsecc.codegen.constancy import equal_registers
 from sparsecc.codegen.handlers.table import handles, handles_name
 from sparsecc.codegen.lower_base import LoweringError, Regs, cast
 from sparsecc.dialects import tt
@@ -103,8 +104,15 @@ def _arith(L: LoweringState, op: Operation) -> None:
         if isinstance(o, Regs):
             n = len(o.regs)
     elt = res_ty.element_type if isinstance(res_ty, TensorType) else res_ty
+    # registers the axis analysis proves equal (a mask constant over each vector) are computed once
+    reps = equal_registers(L, op.results[0])
+    if reps is not None and len(reps) != n:
+        reps = None
     out = []
     for r in range(n):
+        if reps is not None and reps[r] != r:
+            out.append(out[reps[r]])
+            continue
         args = [o.regs[r] if isinstance(o, Regs) else o for o in operands]
         out.append(_scalar_arith(L, op, cls, args, elt))
     L.set(op.results[0], Regs(res_ty, out))

@@ -126,13 +126,17 @@ def shfl_xor(L: LoweringState, v: SSAValue, mask: int) -> SSAValue:
 
 
 def reduce_in_thread(srcs: Sequence[Regs], plan: ReducePlan, combine: Combine) -> list[Values]:
-    """Per result group of the thread, its registers combined in register order."""
+    """Per result group of the thread, its registers combined as a balanced tree of neighbours
+    ((r0 . r1) . (r2 . r3)), as Triton does: the operands keep their order (an associative
+    combine gives the chain's result) and the dependency chain is log2 of the group, not its
+    length."""
     out = []
     for group in plan.groups:
-        acc = [s.regs[group[0]] for s in srcs]
-        for r in group[1:]:
-            acc = combine(acc, [s.regs[r] for s in srcs])
-        out.append(acc)
+        level = [[s.regs[r] for s in srcs] for r in group]
+        while len(level) > 1:
+            pairs = [combine(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+            level = pairs + level[len(level) - len(level) % 2:]
+        out.append(level[0])
     return out
 
 
@@ -206,6 +210,8 @@ def reduce_warps(L: LoweringState, op: tt.ReduceOp, parts: list[Values], plan: R
     counts = [value_words(t) for t in types]
     # the exchange's registers: an f32 stays f32 (to_words keeps it), anything else is b32
     word_types = [f32 if isinstance(t, Float32Type) else i32 for t, n in zip(types, counts) for _ in range(n)]
+    if wcount >= SHUFFLED_EXCHANGE:
+        return _combine_exchange_by_lanes(L, base, plane, wcount, result_index, types, counts, word_types, combine)
     out = []
     for lin in result_index:
         addr = em.add(base, em.mul(lin, wcount * WORD_BYTES))
@@ -226,6 +232,38 @@ def reduce_warps(L: LoweringState, op: tt.ReduceOp, parts: list[Values], plan: R
                 j += n
             acc = vals if acc is None else combine(acc, vals)
         assert acc is not None
+        out.append(acc)
+    return out
+
+
+SHUFFLED_EXCHANGE = 8
+"""From this many warps along the axis on, the exchange is read back one word per lane and
+combined with butterflies (`_combine_exchange_by_lanes`) instead of every thread reading all
+the words: one register per result instead of `warps_along` (16 for a w16 layer norm), and a
+log2 dependency chain."""
+
+
+def _combine_exchange_by_lanes(L: LoweringState, base: SSAValue, plane: int, wcount: int,
+                               result_index: list[SSAValue], types: list[Attribute], counts: list[int],
+                               word_types: list[Attribute], combine: Combine) -> list[Values]:
+    """The second half of `reduce_warps` as Triton does it: lane l reads the partial of warp
+    l % W of each result, then butterflies over the lane bits below W combine them, so that
+    every lane ends with all W (W <= 32 divides the warp: a lane's partners read the other
+    warps' partials of the same result)."""
+    em = L.em
+    slot = em.mul(em.remu(L.ids.lane, wcount), WORD_BYTES)
+    out = []
+    for lin in result_index:
+        addr = em.add(em.add(base, em.mul(lin, wcount * WORD_BYTES)), slot)
+        words = [em.op(ptx.LdSharedOp(addr, wty, 1, offset=j * plane)).results[0] for j, wty in enumerate(word_types)]
+        acc, j = [], 0
+        for t, n in zip(types, counts):
+            acc.append(from_words(L, words[j:j + n], t))
+            j += n
+        mask = wcount // 2
+        while mask:
+            acc = combine(acc, [shfl_xor(L, v, mask) for v in acc])
+            mask //= 2
         out.append(acc)
     return out
 
