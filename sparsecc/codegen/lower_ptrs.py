@@ -14,14 +14,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType, f32, i1, i32, i64
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from sparsecc.analysis.axis_info import AxisAnalysis
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import contiguous_run, distributed
 from sparsecc.codegen.lower_base import LoweringError, Regs, cast
-from sparsecc.codegen.lower_mem import fast_dim, first_replica, pack_words, pad_value, unpack_words, word_type
+from sparsecc.codegen.lower_mem import (
+    fast_dim,
+    first_replica,
+    pack_words,
+    pad_value,
+    unpack_words,
+    word_type,
+)
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects.ptx_atomics import AtomGlobalOp
 
@@ -48,20 +55,42 @@ def _pointee(ptr_type: object) -> object:
     return pt.pointee
 
 
+def _sum_terms(em: object, v: SSAValue) -> tuple[tuple[int, ...], int]:
+    """`v` as (the ids of its non-constant terms, the sum of its constant terms), through the
+    `arith.addi` tree that built it (a register's column `s + (base + 512)` is its thread's
+    first column `s + base` plus 512)."""
+    k = em.known(v)  # type: ignore[attr-defined]
+    if k is not None:
+        return (), k
+    owner = v.owner
+    if isinstance(owner, arith.AddiOp):
+        ta, ka = _sum_terms(em, owner.lhs)
+        tb, kb = _sum_terms(em, owner.rhs)
+        return tuple(sorted(ta + tb)), ka + kb
+    return (id(v),), 0
+
+
 def byte_offset(L: LoweringContext, off: SSAValue, nbytes: int) -> SSAValue:
     """sext(off) * nbytes as a 64-bit byte offset. An i32 offset takes one `mul.wide.s32` (one
     IMAD.WIDE; `cvt.s64.s32` + `mul.lo.s64` cost ptxas a 32-bit multiply and a sign fix-up,
     and a register for the high half), made once per block for every pointer it offsets
-    (`x_ptr + cols`, `w_ptr + cols`, ...)."""
+    (`x_ptr + cols`, `w_ptr + cols`, ...). An offset that is an earlier one plus a constant
+    (the thread's next vector along a row) is that one's byte offset plus a constant, which
+    ptxas folds into the address (`[R + 8192]`); as Triton, this takes the i32 sum not to
+    wrap (an offset past 2**31 elements)."""
     em = L.em
     if off.type != i32 or nbytes == 1 or em.known(off) is not None:
         return em.mul(em.ext64(off), nbytes)
     cache: dict = L.caches.wide_offsets  # type: ignore[attr-defined]
-    key = (off, nbytes, id(em.block))
+    terms, k = _sum_terms(em, off)
+    key = (terms, nbytes, id(em.block))
     hit = cache.get(key)
     if hit is None:
-        hit = cache[key] = em.val(ptx.AsmOp(f"mul.wide.s32 $0, $1, {nbytes};", [off], [i64], pure=True))
-    return hit
+        wide = em.val(ptx.AsmOp(f"mul.wide.s32 $0, $1, {nbytes};", [off], [i64], pure=True))
+        cache[key] = (wide, k)
+        return wide
+    wide, k0 = hit
+    return em.add(wide, em.c((k - k0) * nbytes, i64))
 
 
 def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
@@ -133,10 +162,14 @@ def _load_vectors(L: LoweringContext, addrs: list[SSAValue], masks: list, others
     predicates are left dead for the DCE at the end of the lowering."""
     wt, wn = word_type(elt, vec)
     out: list[SSAValue] = []
+    packed: dict[tuple[SSAValue, ...], list[SSAValue]] = {}  # a splat `other` is packed once
     for r0 in range(0, len(addrs), vec):
         _check_addr(addrs[r0])
         m = masks[r0]
-        other = pack_words(L, others[r0:r0 + vec]) if (m is not None and others[r0] is not None) else []
+        other = []
+        if m is not None and others[r0] is not None:
+            run = tuple(others[r0:r0 + vec])
+            other = packed.get(run) or packed.setdefault(run, pack_words(L, list(run)))
         ld = L.em.op(ptx.LdGlobalOp(addrs[r0], wt, wn, mask=m, other=other))
         out += unpack_words(L, list(ld.results), elt, vec)
     L.caches.vector_ptrs += 1  # type: ignore[attr-defined]
@@ -154,12 +187,30 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
     if vec > 1:
         for r0 in range(0, n, vec):
             _check_addr(ptrs.regs[r0])
-            L.em.op(ptx.StGlobalOp(ptrs.regs[r0], pack_words(L, vals[r0:r0 + vec]), mask=masks[r0]))
+            L.em.op(ptx.StGlobalOp(ptrs.regs[r0], _pack_rounded(L, vals[r0:r0 + vec]), mask=masks[r0]))
         L.caches.vector_ptrs += 1  # type: ignore[attr-defined]
         return
     for addr, v, m in zip(ptrs.regs, vals, masks):
         _check_addr(addr)
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
+
+
+def _pack_rounded(L: LoweringContext, vals: list[SSAValue]) -> list[SSAValue]:
+    """`pack_words`, but a pair of f32 values just rounded to f16 (bf16) is rounded and packed
+    by one `cvt.rn.f16x2.f32` (as Triton stores `y.to(tl.float16)`); the single roundings are
+    left dead (the same results, bit for bit)."""
+    pairs = [vals[i:i + 2] for i in range(0, len(vals), 2)]
+    srcs = []
+    for pair in pairs:
+        ops = [v.owner for v in pair]
+        if len(pair) != 2 or not all(isinstance(o, arith.TruncFOp) and o.input.type == f32 for o in ops):
+            return pack_words(L, vals)
+        srcs.append([o.input for o in ops])
+    elt = vals[0].type
+    if not isinstance(elt, Float16Type | BFloat16Type):
+        return pack_words(L, vals)
+    name = "f16" if isinstance(elt, Float16Type) else "bf16"
+    return [L.em.val(ptx.CvtPackOp(lo, hi, name)) for lo, hi in srcs]
 
 
 def _first_copies_only(L: LoweringContext, ty: Attribute, masks: list[SSAValue | None]) -> list[SSAValue | None]:

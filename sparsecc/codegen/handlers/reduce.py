@@ -151,6 +151,8 @@ def _warp_index(L: LoweringState, plan: ReducePlan) -> SSAValue:
     """This warp's place among the warps along the axis (its axis bits, packed)."""
     em, warp = L.em, L.ids.warp
     bits = plan.warp_bits
+    if list(bits) == list(range(len(bits))) and 1 << len(bits) >= L.cfg.num_warps and not L.cfg.producer_warps:
+        return warp  # every warp id bit moves along the axis: the warp id is the place
     if list(bits) == list(range(bits[0], bits[0] + len(bits))):
         return em.remu(em.divu(warp, 1 << bits[0]), 1 << len(bits))
     idx = em.c(0)
@@ -168,7 +170,9 @@ def _writer(L: LoweringState, plan: ReducePlan) -> SSAValue | None:
     if L.cfg.num_warps > plan.warps:
         warp_bits |= (1 << 32) - plan.warps  # the warps from plan.warps on hold copies
     conds = []
-    if lane_bits:
+    if lane_bits == 31:  # every lane bit: lane 0 (the lane id is below 32)
+        conds.append(em.cmp("eq", L.ids.lane, 0))
+    elif lane_bits:
         conds.append(em.cmp("eq", em.band(L.ids.lane, em.c(lane_bits)), 0))
     if warp_bits:
         conds.append(em.cmp("eq", em.band(L.ids.warp, em.c(warp_bits)), 0))
