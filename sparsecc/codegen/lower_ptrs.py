@@ -90,7 +90,7 @@ def byte_offset(L: LoweringContext, off: SSAValue, nbytes: int) -> SSAValue:
         cache[key] = (wide, k)
         return wide
     wide, k0 = hit
-    return em.add(wide, em.c((k - k0) * nbytes, i64))
+    return wide if k == k0 else em.add(wide, em.c((k - k0) * nbytes, i64))
 
 
 def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:

@@ -1,7 +1,8 @@
 """Handler of `tt.reduce`, as Triton lowers it: combine the registers of each thread that hold
-one result, then the lanes along the reduced axis with `shfl.sync.bfly` butterflies, then the
-warps along the axis through a small shared-memory exchange (one value per warp and result,
-one barrier, a last combine). `sparsecc.analysis.reduce_plan` says which registers, lanes and
+one result (a tree of neighbours), then the lanes along the reduced axis with `shfl.sync.bfly`
+butterflies, then the warps along the axis through a small shared-memory exchange (one value
+per warp and result, one barrier, then a last combine: of all the warps' words in each thread
+for up to 4 warps, else of one word per lane and butterflies, as Triton). `sparsecc.analysis.reduce_plan` says which registers, lanes and
 warps take part; the PTX grows with a thread's registers, not with the tile.
 
 Layouts the plan does not cover (a lane or warp bit that moves two dimensions at once, a result
@@ -189,7 +190,8 @@ def reduce_warps(L: LoweringState, op: tt.ReduceOp, parts: list[Values], plan: R
     """Across the warps along the axis through the op's scratch: word j of operand value k of
     result i from the warp at place w goes to word ((plane * results + i) * W + w), the writer
     of each warp stores, a barrier, then every thread reads the W words of each of its results
-    (vectors of up to 4) and combines them in warp order."""
+    (vectors of up to 4) and combines them in warp order; from `SHUFFLED_EXCHANGE` warps on,
+    each lane reads one word and butterflies combine them (`_combine_exchange_by_lanes`)."""
     em = L.em
     wcount = plan.warps_along
     numel = op.src.type.get_shape()
