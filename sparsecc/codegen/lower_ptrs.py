@@ -14,14 +14,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType, f32, i1, i32, i64
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from sparsecc.analysis.axis_info import AxisAnalysis
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import contiguous_run, distributed
 from sparsecc.codegen.lower_base import LoweringError, Regs, cast
-from sparsecc.codegen.lower_mem import fast_dim, first_replica, pack_words, unpack_words, word_type
+from sparsecc.codegen.lower_mem import (
+    fast_dim,
+    first_replica,
+    pack_words,
+    pad_value,
+    unpack_words,
+    word_type,
+)
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects.ptx_atomics import AtomGlobalOp
 
@@ -48,6 +55,44 @@ def _pointee(ptr_type: object) -> object:
     return pt.pointee
 
 
+def _sum_terms(em: object, v: SSAValue) -> tuple[tuple[int, ...], int]:
+    """`v` as (the ids of its non-constant terms, the sum of its constant terms), through the
+    `arith.addi` tree that built it (a register's column `s + (base + 512)` is its thread's
+    first column `s + base` plus 512)."""
+    k = em.known(v)  # type: ignore[attr-defined]
+    if k is not None:
+        return (), k
+    owner = v.owner
+    if isinstance(owner, arith.AddiOp):
+        ta, ka = _sum_terms(em, owner.lhs)
+        tb, kb = _sum_terms(em, owner.rhs)
+        return tuple(sorted(ta + tb)), ka + kb
+    return (id(v),), 0
+
+
+def byte_offset(L: LoweringContext, off: SSAValue, nbytes: int) -> SSAValue:
+    """sext(off) * nbytes as a 64-bit byte offset. An i32 offset takes one `mul.wide.s32` (one
+    IMAD.WIDE; `cvt.s64.s32` + `mul.lo.s64` cost ptxas a 32-bit multiply and a sign fix-up,
+    and a register for the high half), made once per block for every pointer it offsets
+    (`x_ptr + cols`, `w_ptr + cols`, ...). An offset that is an earlier one plus a constant
+    (the thread's next vector along a row) is that one's byte offset plus a constant, which
+    ptxas folds into the address (`[R + 8192]`); as Triton, this takes the i32 sum not to
+    wrap (an offset past 2**31 elements)."""
+    em = L.em
+    if off.type != i32 or nbytes == 1 or em.known(off) is not None:
+        return em.mul(em.ext64(off), nbytes)
+    cache: dict = L.caches.wide_offsets  # type: ignore[attr-defined]
+    terms, k = _sum_terms(em, off)
+    key = (terms, nbytes, id(em.block))
+    hit = cache.get(key)
+    if hit is None:
+        wide = em.val(ptx.AsmOp(f"mul.wide.s32 $0, $1, {nbytes};", [off], [i64], pure=True))
+        cache[key] = (wide, k)
+        return wide
+    wide, k0 = hit
+    return wide if k == k0 else em.add(wide, em.c((k - k0) * nbytes, i64))
+
+
 def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element."""
     em = L.em
@@ -55,11 +100,11 @@ def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     ptr, off = L.get(op.ptr), L.get(op.offset)
     if not isinstance(ptr, Regs) and not isinstance(off, Regs):
         assert isinstance(ptr, SSAValue) and isinstance(off, SSAValue)
-        L.set(op.result, em.add(ptr, em.mul(em.ext64(off), nbytes)))
+        L.set(op.result, em.add(ptr, byte_offset(L, off, nbytes)))
         return
     n = len((ptr if isinstance(ptr, Regs) else off).regs)
     ptrs, offs = _per_reg(ptr, n, "tt.addptr pointer"), _per_reg(off, n, "tt.addptr offset")
-    out = [em.add(p, em.mul(em.ext64(o), nbytes)) for p, o in zip(ptrs, offs)]
+    out = [em.add(p, byte_offset(L, o, nbytes)) for p, o in zip(ptrs, offs)]
     L.set(op.result, Regs(op.result.type, out))
 
 
@@ -89,7 +134,15 @@ def load_ptrs(L: LoweringContext, op: tt.LoadOp, ptrs: Regs) -> None:
     n = len(ptrs.regs)
     elt = _pointee(op.ptr.type)
     masks = _per_reg(L.get(op.mask), n, "load mask") if op.mask is not None else [None] * n
-    others = _per_reg(L.get(op.other), n, "load other") if op.other is not None else [None] * n
+    if op.other is not None:
+        others = _per_reg(L.get(op.other), n, "load other")
+    elif op.mask is not None and elt != i1:
+        # masked-off elements without `other` are undefined; zero them as Triton does, or ptxas
+        # sees the destination registers possibly read uninitialized and keeps them live from
+        # the kernel's entry (16 registers for a w16 layer norm's `w` and `b`)
+        others = [pad_value(L, elt, None)] * n
+    else:
+        others = [None] * n
     vec = vector_width(L, op)
     if vec > 1:
         L.set(op.result, Regs(op.result.type, _load_vectors(L, ptrs.regs, masks, others, elt, vec)))
@@ -109,10 +162,14 @@ def _load_vectors(L: LoweringContext, addrs: list[SSAValue], masks: list, others
     predicates are left dead for the DCE at the end of the lowering."""
     wt, wn = word_type(elt, vec)
     out: list[SSAValue] = []
+    packed: dict[tuple[SSAValue, ...], list[SSAValue]] = {}  # a splat `other` is packed once
     for r0 in range(0, len(addrs), vec):
         _check_addr(addrs[r0])
         m = masks[r0]
-        other = pack_words(L, others[r0:r0 + vec]) if (m is not None and others[r0] is not None) else []
+        other = []
+        if m is not None and others[r0] is not None:
+            run = tuple(others[r0:r0 + vec])
+            other = packed.get(run) or packed.setdefault(run, pack_words(L, list(run)))
         ld = L.em.op(ptx.LdGlobalOp(addrs[r0], wt, wn, mask=m, other=other))
         out += unpack_words(L, list(ld.results), elt, vec)
     L.caches.vector_ptrs += 1  # type: ignore[attr-defined]
@@ -130,12 +187,30 @@ def store_ptrs(L: LoweringContext, op: tt.StoreOp, ptrs: Regs) -> None:
     if vec > 1:
         for r0 in range(0, n, vec):
             _check_addr(ptrs.regs[r0])
-            L.em.op(ptx.StGlobalOp(ptrs.regs[r0], pack_words(L, vals[r0:r0 + vec]), mask=masks[r0]))
+            L.em.op(ptx.StGlobalOp(ptrs.regs[r0], _pack_rounded(L, vals[r0:r0 + vec]), mask=masks[r0]))
         L.caches.vector_ptrs += 1  # type: ignore[attr-defined]
         return
     for addr, v, m in zip(ptrs.regs, vals, masks):
         _check_addr(addr)
         L.em.op(ptx.StGlobalOp(addr, [v], mask=m))
+
+
+def _pack_rounded(L: LoweringContext, vals: list[SSAValue]) -> list[SSAValue]:
+    """`pack_words`, but a pair of f32 values just rounded to f16 (bf16) is rounded and packed
+    by one `cvt.rn.f16x2.f32` (as Triton stores `y.to(tl.float16)`); the single roundings are
+    left dead (the same results, bit for bit)."""
+    pairs = [vals[i:i + 2] for i in range(0, len(vals), 2)]
+    srcs = []
+    for pair in pairs:
+        ops = [v.owner for v in pair]
+        if len(pair) != 2 or not all(isinstance(o, arith.TruncFOp) and o.input.type == f32 for o in ops):
+            return pack_words(L, vals)
+        srcs.append([o.input for o in ops])
+    elt = vals[0].type
+    if not isinstance(elt, Float16Type | BFloat16Type):
+        return pack_words(L, vals)
+    name = "f16" if isinstance(elt, Float16Type) else "bf16"
+    return [L.em.val(ptx.CvtPackOp(lo, hi, name)) for lo, hi in srcs]
 
 
 def _first_copies_only(L: LoweringContext, ty: Attribute, masks: list[SSAValue | None]) -> list[SSAValue | None]:
@@ -213,20 +288,24 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
 
 
 def drop_dead_arith(kernel: Operation) -> int:
-    """Erase the `arith` ops (side-effect free; xDSL's DCE does not know that of its casts)
-    whose results nothing uses, last to first so that a dead chain goes in one pass; returns
-    how many. What a vectorized pointer access leaves behind: the addresses and predicates of
-    the registers after each vector's first."""
+    """Erase the `arith` ops and pure `ptx.asm` (side-effect free; xDSL's DCE does not know
+    that of casts) whose results nothing uses, last to first so that a dead chain goes in one
+    pass; returns how many. What a vectorized pointer access leaves behind: the addresses and
+    predicates of the registers after each vector's first."""
     dropped = 0
     for region in kernel.regions:
         for block in region.blocks:
             for op in reversed(list(block.ops)):
                 if op.regions:
                     dropped += drop_dead_arith(op)
-                elif op.dialect_name() == "arith" and all(r.first_use is None for r in op.results):
+                elif _side_effect_free(op) and op.results and all(r.first_use is None for r in op.results):
                     block.erase_op(op)
                     dropped += 1
     return dropped
+
+
+def _side_effect_free(op: Operation) -> bool:
+    return op.dialect_name() == "arith" or (isinstance(op, ptx.AsmOp) and op.pure is not None)
 
 
 _PTX_OP = {"add": "add", "max": "max", "min": "min", "umax": "max", "umin": "min", "and": "and", "or": "or",

@@ -126,6 +126,9 @@ class LoweringCaches:
     """(layout, block id) -> per-register element coordinates."""
     ldsm_refs: dict = field(default_factory=dict)
     """(memdesc type, block) -> [(per-thread offsets, offset register)] of earlier ldmatrix."""
+    wide_offsets: dict = field(default_factory=dict)
+    """(an i32 offset's non-constant terms, element bytes, block id) -> (its 64-bit byte offset,
+    its constant term): `lower_ptrs.byte_offset`."""
     axes: object = None
     """The function's AxisAnalysis (analysis/axis_info.py), made at the first pointer-tensor access."""
     vector_ptrs: int = 0

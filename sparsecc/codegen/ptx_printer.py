@@ -422,18 +422,31 @@ def _shift(e: _KernelEmitter, op: Operation) -> None:
     e.emit(f"{opcode}{w} {e.define(op.results[0])}, {value}, {amount};")
 
 
+def approximate(op: Operation) -> bool:
+    """Whether `op` (an `arith.divf` or `math.sqrt`) carries `fastmath<afn>`: Triton's `/` on
+    floats and `tl.sqrt` (PTX `div.full.f32`, `sqrt.approx.ftz.f32`); without it the division
+    and the root are IEEE round-to-nearest (`tl.div_rn`, `tl.sqrt_rn`)."""
+    flags = op.properties.get("fastmath")
+    return isinstance(flags, arith.FastMathFlagsAttr) and arith.FastMathFlag.APPROX_FUNC in flags.data
+
+
 def _float_binary(e: _KernelEmitter, op: Operation) -> None:
     lhs, rhs = op.operands
     ty = op.results[0].type
     opcode = _lookup(_FLOAT_BINARY, op)
-    if opcode.startswith("div") and not isinstance(ty, Float32Type | Float64Type):
-        # 16-bit floats: div.rn.f32, then one rounding (exact: 24 >= 2*11 + 2 bits), as Triton
-        # divides fp16 (LLVM promotes f16 fdiv to f32 on NVPTX)
+    if opcode.startswith("div") and isinstance(ty, Float32Type | Float16Type | BFloat16Type):
+        # f32: div.full.f32 (full range, 2 ulp; Triton's '/') under fastmath<afn>, else div.rn.
+        # 16-bit floats are divided in f32 and rounded once (exact for div.rn: 24 >= 2*11 + 2
+        # bits), as Triton divides fp16 (its frontend promotes '/' to f32)
+        div = "div.full.f32" if approximate(op) else "div.rn.f32"
+        if isinstance(ty, Float32Type):
+            e.emit(f"{div} {e.define(op.results[0])}, {e.use(lhs)}, {e.use(rhs)};")
+            return
         name = _ftype(ty)
         wide = [e.fresh(Float32Type()) for _ in range(3)]
         e.emit(f"cvt.f32.{name} {wide[0]}, {e.use(lhs)};")
         e.emit(f"cvt.f32.{name} {wide[1]}, {e.use(rhs)};")
-        e.emit(f"div.rn.f32 {wide[2]}, {wide[0]}, {wide[1]};")
+        e.emit(f"{div} {wide[2]}, {wide[0]}, {wide[1]};")
         e.emit(f"cvt.rn.{name}.f32 {e.define(op.results[0])}, {wide[2]};")
         return
     if opcode in ("add", "sub", "mul") and isinstance(ty, BFloat16Type) and not e.bf16_alu:
@@ -458,7 +471,7 @@ def _fma(e: _KernelEmitter, op: math.FmaOp) -> None:
 
 _MATH_UNARY: dict[type[Operation], str] = {
     math.Exp2Op: "ex2.approx.ftz.f32", math.Log2Op: "lg2.approx.ftz.f32",
-    math.SqrtOp: "sqrt.rn.f32", math.RsqrtOp: "rsqrt.approx.ftz.f32",
+    math.SqrtOp: "sqrt.rn.f32", math.RsqrtOp: "rsqrt.approx.ftz.f32",  # sqrt with afn: sqrt.approx.ftz
     math.SinOp: "sin.approx.ftz.f32", math.CosOp: "cos.approx.ftz.f32",
     math.TanhOp: "tanh.approx.f32", math.FloorOp: "cvt.rmi.f32.f32", math.CeilOp: "cvt.rpi.f32.f32",
     math.AbsFOp: "abs.f32", math.TruncOp: "cvt.rzi.f32.f32",
@@ -478,7 +491,8 @@ def _math_unary(e: _KernelEmitter, op: Operation) -> None:
         return
     if not isinstance(res.type, Float32Type):
         raise PtxEmitError(f"{op.name}: only f32 is printed (widen 16-bit floats first)")
-    e.emit(f"{_MATH_UNARY[type(op)]} {e.define(res)}, {e.use(src)};")
+    opcode = "sqrt.approx.ftz.f32" if isinstance(op, math.SqrtOp) and approximate(op) else _MATH_UNARY[type(op)]
+    e.emit(f"{opcode} {e.define(res)}, {e.use(src)};")
 
 
 def _absi(e: _KernelEmitter, op: Operation) -> None:

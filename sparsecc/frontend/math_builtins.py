@@ -20,7 +20,7 @@ _UNARY: dict[str, type[Operation]] = {
     "exp": math.ExpOp, "exp2": math.Exp2Op, "log": math.LogOp, "log2": math.Log2Op,
     "sqrt": math.SqrtOp, "rsqrt": math.RsqrtOp, "sin": math.SinOp, "cos": math.CosOp,
     "tanh": math.TanhOp, "floor": math.FloorOp, "ceil": math.CeilOp, "erf": math.ErfOp,
-    "sqrt_rn": math.SqrtOp,  # tl.sqrt is already correctly rounded here (sqrt.rn.f32)
+    "sqrt_rn": math.SqrtOp,  # IEEE (sqrt.rn.f32); tl.sqrt is approximate, see `_unary`
 }
 
 
@@ -49,6 +49,8 @@ def _unary(name: str) -> Callable[..., Any]:
 
     def build(em: Emitter, x: Any) -> Any:
         v = _float_input(em, x, name)
+        if name == "sqrt":  # Triton's tl.sqrt: sqrt.approx.ftz.f32 (sem.APPROX)
+            return _in_fp32(em, v, lambda w: em.value(math.SqrtOp(w, sem.APPROX)))
         return _in_fp32(em, v, lambda w: em.value(cls(w)))
 
     build.__name__ = name
@@ -77,7 +79,7 @@ def sigmoid(em: Emitter, x: Any) -> Any:
     def body(w: SSAValue) -> SSAValue:
         one = sem.constant(em, 1.0, w.type)
         e = em.value(math.ExpOp(em.value(arith.NegfOp(w))))
-        return em.value(arith.DivfOp(one, em.value(arith.AddfOp(one, e))))
+        return sem.fast_div(em, one, em.value(arith.AddfOp(one, e)))  # Triton's 1 / (1 + exp(-x))
 
     return _in_fp32(em, v, body)
 
@@ -116,7 +118,7 @@ def _float_pair(em: Emitter, x: Any, y: Any, name: str) -> tuple[SSAValue, SSAVa
 @impl
 def div_rn(em: Emitter, x: Any, y: Any) -> Any:
     a, b = _float_pair(em, x, y, "div_rn")
-    # arith.divf prints div.rn.f32 (16-bit floats divide in f32, rounded once more: exact)
+    # an unflagged arith.divf prints div.rn.f32 (16-bit floats divide in f32, rounded once more: exact)
     return em.value(arith.DivfOp(a, b))
 
 
@@ -127,8 +129,8 @@ def fdiv(em: Emitter, x: Any, y: Any, ieee_rounding: Any = False, approx: Any = 
     a, b = _float_pair(em, x, y, "fdiv")
     if approx and sem.elem(a) != f32:
         raise SemanticError(f"tl.fdiv: approx=True needs float32 operands, got {describe(sem.elem(a))}")
-    # every float division here is IEEE round-to-nearest; approx may be more exact than asked
-    return em.value(arith.DivfOp(a, b))
+    # as Triton: IEEE round-to-nearest with ieee_rounding, else '/' (div.full.f32)
+    return em.value(arith.DivfOp(a, b)) if ieee_rounding else sem.fast_div(em, a, b)
 
 
 @impl

@@ -454,6 +454,16 @@ _INT_OPS: dict[str, type[Operation]] = {
 _FLOAT_OPS: dict[str, type[Operation]] = {
     "+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp,
 }
+APPROX = arith.FastMathFlagsAttr([arith.FastMathFlag.APPROX_FUNC])
+"""The flag of Triton's fast float forms: `arith.divf ... fastmath<afn>` is `/` (PTX
+`div.full.f32`, 2 ulp), `math.sqrt ... fastmath<afn>` is `tl.sqrt` (`sqrt.approx.ftz.f32`); the
+unflagged ops are IEEE round-to-nearest (`tl.div_rn`, `tl.sqrt_rn`). The interpreter computes
+both exactly."""
+
+
+def fast_div(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    """`a / b` of two floats of one type, as Triton's '/' (see `APPROX`)."""
+    return em.value(arith.DivfOp(a, b, APPROX))
 COMPARISONS = tuple(_CMP_I)
 
 
@@ -498,6 +508,8 @@ def binary(em: Emitter, op: str, a: Any, b: Any) -> SSAValue:
         if op == "//":
             raise SemanticError("operator '//' is not defined on floating-point values (as in Triton); "
                                 "use tl.floor(x / y), or convert to an integer type first")
+        if op == "/":
+            return fast_div(em, a, b)
         return em.value(_FLOAT_OPS[op](a, b))
     if op == "/":
         raise SemanticError("internal: integer '/' reached integer lowering")

@@ -2,8 +2,9 @@
 
 fp16/bf16 inputs are computed in fp32 and rounded back to the input's type (as Triton does); on
 the GPU `exp`/`exp2`/`log`/`log2`/`rsqrt`/`sin`/`cos`/`tanh` use the PTX approximations
-(`ex2.approx.ftz.f32` and friends: about 2 ulp, flushing denormals), `sqrt` is correctly
-rounded. Every name is also reachable as `tl.<name>`.
+(`ex2.approx.ftz.f32` and friends: about 2 ulp, flushing denormals) and `sqrt` is
+`sqrt.approx.ftz.f32`, as Triton's `tl.sqrt`; `sqrt_rn` and `div_rn` are IEEE round-to-nearest,
+`/` is `div.full.f32` (docs/language.md, "Float precision"). Every name is also reachable as `tl.<name>`.
 
     @sparsecc.jit
     def swish(X, Y, n: tl.constexpr):
@@ -40,7 +41,8 @@ def log2(x: Any) -> Any:
 
 @builtin
 def sqrt(x: Any) -> Any:
-    """Elementwise square root (correctly rounded): `tl.sqrt(var + eps)`."""
+    """Elementwise square root, approximate on the GPU (`sqrt.approx.ftz.f32`, as Triton; exact
+    on the interpreter): `tl.sqrt(var + eps)`. `tl.sqrt_rn` is the IEEE one."""
 
 
 @builtin
@@ -100,18 +102,19 @@ def erf(x: Any) -> Any:
 
 @builtin
 def sqrt_rn(x: Any) -> Any:
-    """Elementwise square root rounded to nearest (IEEE): `tl.sqrt_rn(var)`; tl.sqrt is too here."""
+    """Elementwise square root rounded to nearest (IEEE, `sqrt.rn.f32`): `tl.sqrt_rn(var)`."""
 
 
 @builtin
 def div_rn(x: Any, y: Any) -> Any:
-    """Elementwise x / y rounded to nearest (IEEE): `tl.div_rn(num, den)`; '/' is too here."""
+    """Elementwise x / y rounded to nearest (IEEE, `div.rn.f32`): `tl.div_rn(num, den)`; '/' is
+    `div.full.f32` (2 ulp), as in Triton."""
 
 
 @builtin
 def fdiv(x: Any, y: Any, ieee_rounding: Any = False, approx: Any = False) -> Any:
-    """Elementwise division of floats: `tl.fdiv(x, y)`. sparsecc always rounds it to nearest
-    (PTX `div.rn.f32`), the most exact of Triton's choices (`ieee_rounding`, `approx`)."""
+    """Elementwise division of floats: `tl.fdiv(x, y)`, as Triton: `div.full.f32` (as '/'), with
+    `ieee_rounding=True` rounded to nearest (`div.rn.f32`)."""
 
 
 @builtin

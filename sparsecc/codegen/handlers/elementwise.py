@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from sparsecc.analysis.layouts import distributed
+from sparsecc.codegen.constancy import equal_registers
 from sparsecc.codegen.handlers.table import handles, handles_name
 from sparsecc.codegen.lower_base import LoweringError, Regs, cast
 from sparsecc.dialects import tt
@@ -107,8 +108,15 @@ def _arith(L: LoweringState, op: Operation) -> None:
         if isinstance(o, Regs):
             n = len(o.regs)
     elt = res_ty.element_type if isinstance(res_ty, TensorType) else res_ty
+    # registers the axis analysis proves equal (a mask constant over each vector) are computed once
+    reps = equal_registers(L, op.results[0])
+    if reps is not None and len(reps) != n:
+        reps = None
     out = []
     for r in range(n):
+        if reps is not None and reps[r] != r:
+            out.append(out[reps[r]])
+            continue
         args = [o.regs[r] if isinstance(o, Regs) else o for o in operands]
         out.append(_scalar_arith(L, op, cls, args, elt))
     L.set(op.results[0], Regs(res_ty, out))
@@ -140,6 +148,8 @@ def _scalar_arith(L: LoweringState, op: Operation, cls: type[Operation], args: l
         return em.sub(args[0], args[1])
     if name == "arith.muli":
         return em.mul(args[0], args[1])
+    if name == "arith.divf":  # keeps fastmath<afn>: Triton's '/' (div.full.f32), not div_rn
+        return em.val(arith.DivfOp(args[0], args[1], op.fastmath))
     if len(args) == 2:
         return em.val(cls(args[0], args[1]))
     raise LoweringError(f"{name}: not supported by the PTX lowering")

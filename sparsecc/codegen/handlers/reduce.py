@@ -1,7 +1,8 @@
 """Handler of `tt.reduce`, as Triton lowers it: combine the registers of each thread that hold
-one result, then the lanes along the reduced axis with `shfl.sync.bfly` butterflies, then the
-warps along the axis through a small shared-memory exchange (one value per warp and result,
-one barrier, a last combine). `sparsecc.analysis.reduce_plan` says which registers, lanes and
+one result (a tree of neighbours), then the lanes along the reduced axis with `shfl.sync.bfly`
+butterflies, then the warps along the axis through a small shared-memory exchange (one value
+per warp and result, one barrier, then a last combine: of all the warps' words in each thread
+for up to 4 warps, else of one word per lane and butterflies, as Triton). `sparsecc.analysis.reduce_plan` says which registers, lanes and
 warps take part; the PTX grows with a thread's registers, not with the tile.
 
 Layouts the plan does not cover (a lane or warp bit that moves two dimensions at once, a result
@@ -126,13 +127,17 @@ def shfl_xor(L: LoweringState, v: SSAValue, mask: int) -> SSAValue:
 
 
 def reduce_in_thread(srcs: Sequence[Regs], plan: ReducePlan, combine: Combine) -> list[Values]:
-    """Per result group of the thread, its registers combined in register order."""
+    """Per result group of the thread, its registers combined as a balanced tree of neighbours
+    ((r0 . r1) . (r2 . r3)), as Triton does: the operands keep their order (an associative
+    combine gives the chain's result) and the dependency chain is log2 of the group, not its
+    length."""
     out = []
     for group in plan.groups:
-        acc = [s.regs[group[0]] for s in srcs]
-        for r in group[1:]:
-            acc = combine(acc, [s.regs[r] for s in srcs])
-        out.append(acc)
+        level = [[s.regs[r] for s in srcs] for r in group]
+        while len(level) > 1:
+            pairs = [combine(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+            level = pairs + level[len(level) - len(level) % 2:]
+        out.append(level[0])
     return out
 
 
@@ -147,6 +152,8 @@ def _warp_index(L: LoweringState, plan: ReducePlan) -> SSAValue:
     """This warp's place among the warps along the axis (its axis bits, packed)."""
     em, warp = L.em, L.ids.warp
     bits = plan.warp_bits
+    if list(bits) == list(range(len(bits))) and 1 << len(bits) >= L.cfg.num_warps and not L.cfg.producer_warps:
+        return warp  # every warp id bit moves along the axis: the warp id is the place
     if list(bits) == list(range(bits[0], bits[0] + len(bits))):
         return em.remu(em.divu(warp, 1 << bits[0]), 1 << len(bits))
     idx = em.c(0)
@@ -164,7 +171,9 @@ def _writer(L: LoweringState, plan: ReducePlan) -> SSAValue | None:
     if L.cfg.num_warps > plan.warps:
         warp_bits |= (1 << 32) - plan.warps  # the warps from plan.warps on hold copies
     conds = []
-    if lane_bits:
+    if lane_bits == 31:  # every lane bit: lane 0 (the lane id is below 32)
+        conds.append(em.cmp("eq", L.ids.lane, 0))
+    elif lane_bits:
         conds.append(em.cmp("eq", em.band(L.ids.lane, em.c(lane_bits)), 0))
     if warp_bits:
         conds.append(em.cmp("eq", em.band(L.ids.warp, em.c(warp_bits)), 0))
@@ -181,7 +190,8 @@ def reduce_warps(L: LoweringState, op: tt.ReduceOp, parts: list[Values], plan: R
     """Across the warps along the axis through the op's scratch: word j of operand value k of
     result i from the warp at place w goes to word ((plane * results + i) * W + w), the writer
     of each warp stores, a barrier, then every thread reads the W words of each of its results
-    (vectors of up to 4) and combines them in warp order."""
+    (vectors of up to 4) and combines them in warp order; from `SHUFFLED_EXCHANGE` warps on,
+    each lane reads one word and butterflies combine them (`_combine_exchange_by_lanes`)."""
     em = L.em
     wcount = plan.warps_along
     numel = op.src.type.get_shape()
@@ -206,6 +216,8 @@ def reduce_warps(L: LoweringState, op: tt.ReduceOp, parts: list[Values], plan: R
     counts = [value_words(t) for t in types]
     # the exchange's registers: an f32 stays f32 (to_words keeps it), anything else is b32
     word_types = [f32 if isinstance(t, Float32Type) else i32 for t, n in zip(types, counts) for _ in range(n)]
+    if wcount >= SHUFFLED_EXCHANGE:
+        return _combine_exchange_by_lanes(L, base, plane, wcount, result_index, types, counts, word_types, combine)
     out = []
     for lin in result_index:
         addr = em.add(base, em.mul(lin, wcount * WORD_BYTES))
@@ -226,6 +238,38 @@ def reduce_warps(L: LoweringState, op: tt.ReduceOp, parts: list[Values], plan: R
                 j += n
             acc = vals if acc is None else combine(acc, vals)
         assert acc is not None
+        out.append(acc)
+    return out
+
+
+SHUFFLED_EXCHANGE = 8
+"""From this many warps along the axis on, the exchange is read back one word per lane and
+combined with butterflies (`_combine_exchange_by_lanes`) instead of every thread reading all
+the words: one register per result instead of `warps_along` (16 for a w16 layer norm), and a
+log2 dependency chain."""
+
+
+def _combine_exchange_by_lanes(L: LoweringState, base: SSAValue, plane: int, wcount: int,
+                               result_index: list[SSAValue], types: list[Attribute], counts: list[int],
+                               word_types: list[Attribute], combine: Combine) -> list[Values]:
+    """The second half of `reduce_warps` as Triton does it: lane l reads the partial of warp
+    l % W of each result, then butterflies over the lane bits below W combine them, so that
+    every lane ends with all W (W <= 32 divides the warp: a lane's partners read the other
+    warps' partials of the same result)."""
+    em = L.em
+    slot = em.mul(em.remu(L.ids.lane, wcount), WORD_BYTES)
+    out = []
+    for lin in result_index:
+        addr = em.add(em.add(base, em.mul(lin, wcount * WORD_BYTES)), slot)
+        words = [em.op(ptx.LdSharedOp(addr, wty, 1, offset=j * plane)).results[0] for j, wty in enumerate(word_types)]
+        acc, j = [], 0
+        for t, n in zip(types, counts):
+            acc.append(from_words(L, words[j:j + n], t))
+            j += n
+        mask = wcount // 2
+        while mask:
+            acc = combine(acc, [shfl_xor(L, v, mask) for v in acc])
+            mask //= 2
         out.append(acc)
     return out
 

@@ -2,8 +2,9 @@
 // View and shape ops (covers handlers/views.py) on a 4x8 tile with one element per thread:
 // make_range + expand_dims + broadcast give each thread its (row, col) = (lane / 8 % 4,
 // lane % 8) with no data movement, splat reuses the scalar; the pointer tensor is one 64-bit
-// address per register, loaded and stored per element (covers handlers/memory.py's pointer
-// tensors), and the mulf is one scalar op per register.
+// address per register (one mul.wide.s32 per offset, shared by both pointers), loaded and
+// stored per element (covers handlers/memory.py's pointer tensors), and the mulf is one
+// scalar op per register.
 
 // CHECK:      [[TID:%.*]] = "ptx.sreg"() <{reg = "tid.x"}> : () -> i32
 // CHECK:      [[LANE:%.*]] = arith.andi [[TID]], %{{.*}} : i32
@@ -12,12 +13,11 @@
 // CHECK:      [[COL:%.*]] = arith.andi [[LANE]], %{{.*}} : i32
 // CHECK:      [[RO:%.*]] = arith.muli [[ROW]], %{{.*}} : i32
 // CHECK-NEXT: [[OFF:%.*]] = arith.addi [[RO]], [[COL]] : i32
-// CHECK-NEXT: [[OFF64:%.*]] = arith.extsi [[OFF]] : i32 to i64
-// CHECK:      [[BYTES:%.*]] = arith.muli [[OFF64]], %{{.*}} : i64
+// CHECK-NEXT: [[BYTES:%.*]] = "ptx.asm"([[OFF]]) <{template = "mul.wide.s32 $0, $1, 4;", pure}> : (i32) -> i64
 // CHECK-NEXT: [[P:%.*]] = arith.addi %arg0, [[BYTES]] : i64
 // CHECK-NEXT: [[V:%.*]] = "ptx.ld.global"([[P]])
 // CHECK-NEXT: [[W:%.*]] = arith.mulf [[V]], %arg2 : f32
-// CHECK:      [[Q:%.*]] = arith.addi %arg1, %{{.*}} : i64
+// CHECK:      [[Q:%.*]] = arith.addi %arg1, [[BYTES]] : i64
 // CHECK-NEXT: "ptx.st.global"([[Q]], [[W]])
 // CHECK-NOT:  ptx.st.global
 builtin.module attributes {"ttg.num-warps" = 1 : i32, "ttg.threads-per-warp" = 32 : i32, ttg.target = "sm_80"} {

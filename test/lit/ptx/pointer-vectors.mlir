@@ -9,8 +9,13 @@
 // CHECK-LABEL: .visible .entry add(
 // CHECK-COUNT-2: setp.lt.s32
 // CHECK-NOT:     setp
-// CHECK:         @%p1 ld.global.v4.b32 {%f1, %f2, %f3, %f4}, [%rd{{[0-9]+}}];
-// CHECK-NEXT:    @%p2 ld.global.v4.b32 {%f5, %f6, %f7, %f8}, [%rd{{[0-9]+}}];
+// A masked load without `other` zeroes its registers first (as Triton: else ptxas keeps them
+// live from the kernel's entry, in case the predicate is false).
+// CHECK:         mov.f32 [[Z:%f[0-9]+]], 0f00000000;
+// CHECK-COUNT-4: mov.b32 %f{{[0-9]+}}, [[Z]];
+// CHECK-NEXT:    @%p1 ld.global.v4.b32 {%f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}}, [%rd{{[0-9]+}}];
+// CHECK-COUNT-4: mov.b32 %f{{[0-9]+}}, [[Z]];
+// CHECK-NEXT:    @%p2 ld.global.v4.b32 {%f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}}, [%rd{{[0-9]+}}];
 // CHECK-COUNT-2: ld.global.v4.b32
 // CHECK-NOT:     ld.global.b32
 // CHECK-COUNT-2: st.global.v4.b32

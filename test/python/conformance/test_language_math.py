@@ -29,6 +29,10 @@ def binary_math(X, Y, Out, n, OP: tl.constexpr, BLOCK: tl.constexpr):
         r = tl.fdiv(x, y, ieee_rounding=True)
     elif OP == "sqrt_rn":
         r = tl.sqrt_rn(tl.abs(x))
+    elif OP == "sqrt":
+        r = tl.sqrt(tl.abs(x))
+    elif OP == "fdiv_fast":
+        r = tl.fdiv(x, y) + tl.sigmoid(y)
     elif OP == "mod":
         r = x % y
     elif OP == "div":
@@ -52,6 +56,8 @@ REFS = {
     "div_rn": lambda x, y: x / y,
     "fdiv": lambda x, y: x / y,
     "sqrt_rn": lambda x, y: x.abs().sqrt(),
+    "sqrt": lambda x, y: x.abs().sqrt(),
+    "fdiv_fast": lambda x, y: x / y + torch.sigmoid(y),
     "mod": lambda x, y: torch.fmod(x, y),
     "div": lambda x, y: x / y,
     "pow": _pow_ref,
@@ -80,7 +86,7 @@ def _check(op: str, dtype: torch.dtype, device: str, n: int = 1000) -> None:
     binary_math[((n + 127) // 128,)](x, y, out, n, OP=op, BLOCK=128)
     ref = REFS[op](x.float().cpu(), y.float().cpu()).float().to(dtype).float()
     tol = TOL[dtype]
-    scale = 1.0 if op not in ("pow", "pow_int", "libdevice") else 4.0  # ex2/lg2 approximations
+    scale = 1.0 if op not in ("pow", "pow_int", "libdevice", "fdiv_fast") else 4.0  # ex2/lg2 approximations
     torch.testing.assert_close(out.float().cpu(), ref, rtol=tol * scale, atol=tol * scale, equal_nan=True)
 
 
@@ -154,7 +160,7 @@ def test_math_assembles(target):
             assert isinstance(ck.asm["cubin"], bytes), (op, dt)
     ptx = sparsecc.compile(binary_math, {"X": "*fp16", "Y": "*fp16", "Out": "*fp16", "n": "i32"},
                            {"OP": "div", "BLOCK": 128}, target=target).asm["ptx"]
-    assert "div.rn.f32" in ptx and "cvt.rn.f16.f32" in ptx  # fp16 '/' in f32, rounded once
+    assert "div.full.f32" in ptx and "cvt.rn.f16.f32" in ptx  # fp16 '/' in f32, rounded once
     ptx = sparsecc.compile(binary_math, {"X": "*fp32", "Y": "*fp32", "Out": "*fp32", "n": "i32"},
                            {"OP": "mod", "BLOCK": 128}, target=target).asm["ptx"]
     assert "cvt.rzi.f32.f32" in ptx and "fma.rn.f32" in ptx
@@ -162,6 +168,26 @@ def test_math_assembles(target):
         ck = sparsecc.compile(int_math, {"X": f"*{it}", "Y": f"*{it}", "Hi": f"*{it}", "Q": f"*{it}",
                                          "R": f"*{it}", "n": "i32"}, {"BLOCK": 128}, target=target)
         assert f"mul.hi.u{it[1:]}" in ck.asm["ptx"] and isinstance(ck.asm["cubin"], bytes)
+
+
+def _div_sqrt_forms(op: str, dt: str) -> list[str]:
+    ptx = sparsecc.compile(binary_math, {"X": f"*{dt}", "Y": f"*{dt}", "Out": f"*{dt}", "n": "i32"},
+                           {"OP": op, "BLOCK": 128}, target="sm_90a").asm["ptx"]
+    return sorted({ln.split()[0] for ln in ptx.splitlines() if ln.strip().startswith(("div.", "sqrt."))})
+
+
+def test_division_and_sqrt_lower_as_tritons():
+    """Triton 3.9's forms: '/', tl.fdiv and tl.sigmoid divide with div.full.f32 (2 ulp), tl.sqrt is
+    sqrt.approx.ftz.f32; tl.div_rn, fdiv(ieee_rounding=True) and tl.sqrt_rn are IEEE. (A precise
+    div.rn.f32 is a ~10-instruction subroutine: a softmax row paid it per element.)"""
+    assert _div_sqrt_forms("div", "fp32") == ["div.full.f32"]
+    assert _div_sqrt_forms("div", "fp16") == ["div.full.f32"]  # in f32, rounded once
+    assert _div_sqrt_forms("fdiv_fast", "fp32") == ["div.full.f32"]
+    assert _div_sqrt_forms("div_rn", "fp32") == ["div.rn.f32"]
+    assert _div_sqrt_forms("fdiv", "fp32") == ["div.rn.f32"]
+    assert _div_sqrt_forms("sqrt", "fp32") == ["sqrt.approx.ftz.f32"]
+    assert _div_sqrt_forms("sqrt_rn", "fp32") == ["sqrt.rn.f32"]
+    assert _div_sqrt_forms("mod", "fp32") == ["div.rn.f32"]  # fmod's quotient stays exact
 
 
 def test_math_errors_name_the_problem():

@@ -23,7 +23,7 @@ from sparsecc.language.core import builtin
 tanh = _m.tanh
 erf = _m.erf
 rsqrt = _m.rsqrt
-sqrt = _m.sqrt
+sqrt = _m.sqrt  # sqrt.approx.ftz.f32, as Triton's libdevice (ftz, approximate sqrt)
 sqrt_rn = _m.sqrt_rn
 exp = _m.exp
 exp2 = _m.exp2
@@ -45,7 +45,7 @@ fast_log2f = _m.log2
 fast_tanhf = _m.tanh
 fast_sinf = _m.sin
 fast_cosf = _m.cos
-fast_dividef = _m.div_rn
+fast_dividef = _m.fdiv  # div.full.f32 (Triton: div.approx.ftz.f32, less exact)
 
 
 @builtin
