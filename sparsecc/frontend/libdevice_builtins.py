@@ -66,7 +66,10 @@ class _F32:
         return sem.binary(self.em, "*", a, b)
 
     def div(self, a: Any, b: Any) -> SSAValue:
-        return sem.binary(self.em, "/", a, b)
+        """IEEE division (div.rn), not '/''s div.full: the compositions' error bounds (and
+        rcp_rn's correct rounding) assume a correctly rounded quotient."""
+        a, b = sem._operands(self.em, a, b, "'/'")
+        return self.em.value(arith.DivfOp(a, b))
 
     def cmp(self, op: str, a: Any, b: Any) -> SSAValue:
         return sem.compare(self.em, op, a, b)

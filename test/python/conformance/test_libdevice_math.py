@@ -293,3 +293,16 @@ def test_binary_libdevice_on_the_gpu(op):
 @pytest.mark.gpu
 def test_libdevice_tests_on_the_gpu():
     _check_tests("cuda", 3000)
+
+
+@pytest.mark.parametrize("op", ["rcp_rn", "atan2", "acosh", "hypot"])
+def test_libdevice_divides_correctly_rounded(op):
+    """The compositions divide with div.rn, not '/''s div.full (which is 2 ulp): rcp_rn must be
+    correctly rounded, and the others' error bounds assume it (a GPU run caught rcp_rn off by an
+    ulp once '/' became div.full)."""
+    kernel, sig = (binary, {"X": "*fp32", "Y": "*fp32", "Out": "*fp32", "n": "i32"}) if op in BINARY else \
+        (unary, {"X": "*fp32", "Out": "*fp32", "n": "i32"})
+    ptx = str(sparsecc.compile(kernel, sig, {"OP": op, "BLOCK": 128}, target="sm_90a").asm["ptx"])
+    assert "div.full" not in ptx, op
+    if op == "rcp_rn":
+        assert "div.rn.f32" in ptx
