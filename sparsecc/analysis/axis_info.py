@@ -42,7 +42,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, Integer
 from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.divisibility import CAP, Divisibility
-from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.dtypes import pointee_bytes
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -168,7 +168,7 @@ class AxisAnalysis:
             return
         if not op.results or not isinstance(op.results[0].type, TensorType):
             if isinstance(op, tt.AddPtrOp):  # scalar pointer arithmetic
-                off = self.divs.of(op.offset) * esize(op.result.type.pointee)
+                off = self.divs.of(op.offset) * pointee_bytes(op.result.type.pointee)
                 self.ptr_div[op.result] = min(self.ptr_div.get(op.ptr, 1), min(CAP, off))
             return
         res = op.results[0]
@@ -220,7 +220,7 @@ class AxisAnalysis:
 
     def _add(self, op: Operation, rank: int) -> AxisInfo:
         a, b = self.of(op.operands[0]), self.of(op.operands[1])
-        scale = esize(op.result.type.element_type.pointee) if isinstance(op, tt.AddPtrOp) else 1
+        scale = pointee_bytes(op.result.type.element_type.pointee) if isinstance(op, tt.AddPtrOp) else 1
         contig, div, const = [], [], []
         for d in range(rank):
             if isinstance(op, arith.SubiOp):

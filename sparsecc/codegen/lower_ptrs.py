@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from sparsecc.analysis.axis_info import AxisAnalysis
-from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.dtypes import esize, pointee_bytes
 from sparsecc.analysis.layouts import contiguous_run, distributed
 from sparsecc.codegen.lower_base import LoweringError, Regs, cast
 from sparsecc.codegen.lower_mem import (
@@ -94,9 +94,10 @@ def byte_offset(L: LoweringContext, off: SSAValue, nbytes: int) -> SSAValue:
 
 
 def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
-    """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element."""
+    """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element (a bool
+    element is one byte: `pointee_bytes`)."""
     em = L.em
-    nbytes = esize(_pointee(op.result.type))
+    nbytes = pointee_bytes(_pointee(op.result.type))
     ptr, off = L.get(op.ptr), L.get(op.offset)
     if not isinstance(ptr, Regs) and not isinstance(off, Regs):
         assert isinstance(ptr, SSAValue) and isinstance(off, SSAValue)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import f32, i32
+from xdsl.dialects.builtin import f32, i32, i64
 from xdsl.ir import SSAValue
 
 from sparsecc.frontend import semantic as sem
@@ -350,10 +350,53 @@ def _hypot(f: _F32, x: SSAValue, y: SSAValue) -> SSAValue:
     return f.where(anyinf, f.inf(), r)
 
 
+_FMOD_STEP = 39
+"""Bits of the exponent difference `_fmod` consumes per step: a 24-bit remainder shifted by 39
+stays below 2**63 (an i64)."""
+
+
+def _fmod(f: _F32, x: SSAValue, y: SSAValue) -> SSAValue:
+    """C's fmodf, exact for every quotient (as CUDA's `__nv_fmodf`; `x % y` divides first, as
+    Triton's frem, and is exact only while |x / y| < 2**24).
+
+    With |x| = mx * 2**ex and |y| = my * 2**ey (24-bit integer significands, ex >= ey), the
+    remainder is ((mx * 2**(ex - ey)) mod my) * 2**ey: an integer long division that shifts in at
+    most `_FMOD_STEP` bits of the exponent difference (< 254) per step, in i64, so 7 fixed steps
+    (no loop: the GPU runs them per element). The result is below |y| and a multiple of 2**ey,
+    hence exact in f32; it takes x's sign. x = +-inf, y = 0 or a NaN give NaN; |x| < |y| gives x
+    (y = +-inf included)."""
+    em = f.em
+
+    def b(op: str, a: Any, c: Any) -> SSAValue:
+        return sem.binary(em, op, a, c)
+
+    def parts(v: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
+        """|v|'s bits, its significand (i64, the implicit bit set) and exponent field (>= 1)."""
+        mag = b("&", em.value(arith.BitcastOp(v, sem.like(v.type, i32))), 0x7FFFFFFF)
+        field = b(">>", mag, 23)
+        frac = b("&", mag, 0x7FFFFF)
+        sig = f.where(f.cmp(">", field, 0), b("|", frac, 0x800000), frac)
+        return mag, sem.cast(em, sig, i64), sem.minmax(em, "max", field, 1)
+
+    ax, mx, ex = parts(x)
+    ay, my, ey = parts(y)
+    my = f.where(f.cmp("==", my, 0), 1, my)  # y = +-0 gives NaN below; the integer '%' needs a divisor
+    diff = b("-", ex, ey)
+    rem = mx
+    for step in range(-(-253 // _FMOD_STEP)):
+        shift = sem.minmax(em, "min", sem.minmax(em, "max", b("-", diff, step * _FMOD_STEP), 0), _FMOD_STEP)
+        rem = b("%", b("<<", rem, sem.cast(em, shift, i64)), my)
+    scale = em.value(arith.BitcastOp(b("<<", ey, 23), sem.like(ey.type, f32)))  # 2**(ey - 127)
+    mag = f.mul(f.mul(sem.cast(em, rem, f32), 2.0**-23), scale)  # rem * 2**(ey - 150), exact
+    r = f.where(f.cmp("<", ax, ay), x, f.with_sign_of(mag, x))
+    nan = b("|", b("|", f.cmp("==", ay, 0), f.cmp(">=", ax, 0x7F800000)), f.cmp(">", ay, 0x7F800000))
+    return f.where(nan, f.nan(), r)
+
+
 _BINARY: dict[str, Callable[[_F32, SSAValue, SSAValue], SSAValue]] = {
     "hypot": _hypot,
     "copysign": lambda f, x, y: f.with_sign_of(f.abs(x), y),
-    "fmod": lambda f, x, y: sem.binary(f.em, "%", x, y),
+    "fmod": _fmod,
     "fmax": lambda f, x, y: sem.minmax(f.em, "max", x, y),
     "fmin": lambda f, x, y: sem.minmax(f.em, "min", x, y),
 }

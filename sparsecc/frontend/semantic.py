@@ -206,7 +206,7 @@ def constant(em: Emitter, py: PyScalar, ty: Attribute, fresh: bool = False) -> S
         return em.value(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(ty, [dense_val])))
     if fresh:
         return em.value(arith.ConstantOp(scalar, e))
-    key = (id(em.block), e, (type(dense_val), dense_val))
+    key = (id(em.block), e, (type(dense_val), repr(dense_val)))  # repr: -0.0 is not 0.0 (== is)
     if key not in em.constants:
         em.constants[key] = em.value(arith.ConstantOp(scalar, e))
     return em.constants[key]

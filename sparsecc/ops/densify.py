@@ -22,7 +22,7 @@ import warnings
 
 import torch
 
-__all__ = ["dense_weight", "dequantize_kept", "scale_kept", "weight16"]
+__all__ = ["dense_weight", "dequantize_kept", "reset_fused", "scale_kept", "weight16"]
 
 
 def dense_weight(values: torch.Tensor, meta: torch.Tensor, k: int) -> torch.Tensor:
@@ -72,7 +72,10 @@ def dequantize_kept(values: torch.Tensor, scales: torch.Tensor, zeros: torch.Ten
         codes = b
     groups = scales.shape[1]
     c = codes.reshape(n, groups, -1).float()
-    zero = zeros.float().unsqueeze(-1) if zeros is not None else float(1 << (bits - 1))
+    # the symmetric zero point 2^(bits-1), without int arithmetic on `bits`: the fused form
+    # (`weight16`, compiled dynamic) may see it as a symbolic int, and torch 2.11 fails on
+    # `1 << (s - 1)`; the comparison is a guard and leaves a constant
+    zero = zeros.float().unsqueeze(-1) if zeros is not None else (8.0 if bits == 4 else 128.0)
     # exact in float32 (an integer of at most 8 bits times a 16-bit float), rounded once
     return ((c - zero) * scales.float().unsqueeze(-1)).to(dtype).reshape(n, -1)
 
@@ -101,7 +104,20 @@ def _weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | N
 
 _FUSED: dict[str, object] = {}
 _COMPILED: set[tuple] = set()
+_UNFUSED: set[tuple] = set()
 FUSE_ENV = "SPARSECC_DISPATCH_FUSE"
+
+
+def reset_fused() -> None:
+    """Forget the fused kernel's compiled forms and failures; call it after
+    `torch._dynamo.reset()`, which drops the compiled code: `weight16` would otherwise count a
+    form as compiled and compile it again inside a CUDA graph capture.
+
+        >>> torch._dynamo.reset(); reset_fused()
+    """
+    _FUSED.clear()
+    _COMPILED.clear()
+    _UNFUSED.clear()
 
 
 def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | None, zeros: torch.Tensor | None,
@@ -112,9 +128,10 @@ def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | No
 
     In eager code on CUDA this runs as one inductor kernel (`torch.compile(dynamic=True)`, compiled
     on first use; $SPARSECC_DISPATCH_FUSE=0 keeps the separate torch ops, and so does a compile
-    that fails, with a warning); under torch.compile it is traced into the caller's graph, which
-    fuses it the same way; on the CPU, and in a CUDA graph capture that meets a combination of
-    arrays not compiled before, it runs as torch ops.
+    that fails, with a warning, for that combination of arrays alone: a form past dynamo's
+    recompile limit leaves the others fused); under torch.compile it is traced into the caller's
+    graph, which fuses it the same way; on the CPU, and in a CUDA graph capture that meets a
+    combination of arrays not compiled before, it runs as torch ops.
 
         >>> import sparsecc
         >>> q = sparsecc.compress(sparsecc.prune_2to4(torch.randn(16, 256)).half(), quant="w8g128")
@@ -130,12 +147,12 @@ def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | No
     # what the compiled code specializes on: a new combination compiles (and benchmarks), which a
     # CUDA graph capture must not see, so during a capture only combinations run before are fused
     key = (scales is None, zeros is None, weight_scale is None, bits, dtype, dense, values.dtype)
-    if fused is _weight16 or (key not in _COMPILED and torch.cuda.is_current_stream_capturing()):
+    if key in _UNFUSED or (key not in _COMPILED and torch.cuda.is_current_stream_capturing()):
         return _weight16(*args)
     try:
         out = fused(*args)  # type: ignore[operator]
     except Exception as e:  # noqa: BLE001 - inductor unavailable or failing here: the torch ops still work
-        _FUSED["weight16"] = _weight16
+        _UNFUSED.add(key)
         warnings.warn(f"sparsecc dispatch: fusing the weight's dequantization/decompression failed "
                       f"({type(e).__name__}: {str(e)[:200]}); using separate torch ops", RuntimeWarning, stacklevel=2)
         return _weight16(*args)

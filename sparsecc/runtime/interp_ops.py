@@ -227,10 +227,30 @@ HANDLERS["arith.addf"] = _binary(torch.add)
 HANDLERS["arith.subf"] = _binary(torch.sub)
 HANDLERS["arith.mulf"] = _binary(torch.mul)
 HANDLERS["arith.divf"] = _binary(torch.div)
-HANDLERS["arith.maximumf"] = _binary(torch.maximum)
-HANDLERS["arith.minimumf"] = _binary(torch.minimum)
-HANDLERS["arith.maxnumf"] = _binary(torch.fmax)
-HANDLERS["arith.minnumf"] = _binary(torch.fmin)
+
+
+def _zeros_ordered(fn: Callable[[Any, Any], Any], larger: bool) -> Callable[[Any, Any], Any]:
+    """`fn` (a torch max/min) with -0.0 < +0.0, as PTX `max`/`min.f32` (what the GPU runs for
+    these ops): torch returns its first operand when the two compare equal, so
+    `torch.fmax(-0.0, 0.0)` is -0.0 where the GPU gives +0.0."""
+
+    def ordered(a: Any, b: Any) -> Any:
+        r = fn(a, b)
+        a, b = torch.as_tensor(a), torch.as_tensor(b)
+        if not r.is_floating_point():
+            return r
+        both = (a == 0) & (b == 0)
+        # the max of two zeros is -0 only if both are; the min is +0 only if both are
+        pick = torch.where(torch.signbit(a), b, a) if larger else torch.where(torch.signbit(a), a, b)
+        return torch.where(both, pick.to(r.dtype), r)
+
+    return ordered
+
+
+HANDLERS["arith.maximumf"] = _binary(_zeros_ordered(torch.maximum, True))
+HANDLERS["arith.minimumf"] = _binary(_zeros_ordered(torch.minimum, False))
+HANDLERS["arith.maxnumf"] = _binary(_zeros_ordered(torch.fmax, True))
+HANDLERS["arith.minnumf"] = _binary(_zeros_ordered(torch.fmin, False))
 
 
 def _unary(fn: Callable[[torch.Tensor], torch.Tensor]) -> Handler:
@@ -557,6 +577,10 @@ def _reduce(prog: Any, op: Operation, v: list[Any]) -> Sequence[Any]:
         fill = float("-inf") if kind == "max" else float("inf")
         filled = x.masked_fill(nan, fill)
         r = filled.amax(dim=axis) if kind == "max" else filled.amin(dim=axis)
+        # -0.0 < +0.0 (PTX max/min.f32): a zero result is +0 for max, -0 for min, if any is
+        want_neg = kind != "max"
+        wanted_zero = ((x == 0) & (torch.signbit(x) == want_neg)).any(dim=axis)
+        r = torch.where((r == 0) & wanted_zero, torch.full_like(r, -0.0 if want_neg else 0.0), r)
         r = torch.where(nan.all(dim=axis), torch.full_like(r, float("nan")), r)
     else:
         r = x.amax(dim=axis) if kind == "max" else x.amin(dim=axis)

@@ -82,6 +82,8 @@ def binary(X, Y, Out, n, OP: tl.constexpr, BLOCK: tl.constexpr):
         r = libdevice.fmod(x, y)
     elif OP == "fmax":
         r = libdevice.fmax(x, y)
+    elif OP == "mod":
+        r = x % y
     else:
         r = libdevice.fmin(x, y)
     tl.store(Out + offs, r, mask=m)
@@ -148,13 +150,27 @@ EDGES = {
     "saturatef": [float("nan"), float("inf"), float("-inf"), 0.0, 1.0],
     "rcp_rn": [0.0, -0.0, float("inf"), 3.0],
 }
+
+
+def _ordered_zeros(fn, larger: bool):
+    """torch.fmax/fmin with -0.0 < +0.0, as libdevice's fmaxf/fminf (PTX max/min.f32: "if both
+    inputs are 0.0, +0.0 > -0.0"); torch returns its first operand when the two compare equal."""
+
+    def ref(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        both = (x == 0) & (y == 0)
+        neg = torch.signbit(x) & torch.signbit(y) if larger else torch.signbit(x) | torch.signbit(y)
+        return torch.where(both, torch.where(neg, -0.0, 0.0).to(x.dtype), fn(x, y))
+
+    return ref
+
+
 BINARY = {
     "atan2": (torch.atan2, 4e-6),
     "hypot": (torch.hypot, 2e-6),
     "copysign": (torch.copysign, 0.0),
     "fmod": (torch.fmod, 0.0),
-    "fmax": (torch.fmax, 0.0),
-    "fmin": (torch.fmin, 0.0),
+    "fmax": (_ordered_zeros(torch.fmax, True), 0.0),
+    "fmin": (_ordered_zeros(torch.fmin, False), 0.0),
 }
 _SPECIAL = [0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e30, -1e-30, 3.0]
 
@@ -194,15 +210,31 @@ def _binary_inputs(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat([xs.reshape(-1), x])[:n], torch.cat([ys.reshape(-1), y])[:n]
 
 
+_FMOD_HARD = [(2.0**30, 3.0), (3.4e38, 1.4e-45), (-3.4e38, 1.1754942e-38), (1e30, 7.0), (16777218.0, 3.0),
+              (1.4e-45, 3e-45), (-5e-39, 1e-45), (1e-38, 3e-39), (7.0, 7.0), (-8.0, 2.0), (3.0000002, 1.0000001)]
+"""Quotients far past 2**24 (where x - trunc(x / y) * y is wrong), subnormals, exact multiples."""
+
+
+def _fmod_inputs(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The special pairs and normal randoms, then random bit patterns (every exponent: huge
+    quotients, subnormals, the odd NaN and inf) and `_FMOD_HARD`."""
+    x, y = _binary_inputs(n)
+    g = torch.Generator().manual_seed(n + 1)
+    bits = torch.randint(-(2**31), 2**31, (2, n // 2), generator=g, dtype=torch.int64).to(torch.int32)
+    hx, hy = (torch.tensor(v) for v in zip(*_FMOD_HARD))
+    keep = n - n // 2 - len(_FMOD_HARD)
+    return (torch.cat([x[:keep], bits[0].view(torch.float32), hx]),
+            torch.cat([y[:keep], bits[1].view(torch.float32), hy]))
+
+
 def _check_binary(op: str, device: str, n: int) -> None:
     ref_fn, rtol = BINARY[op]
-    x, y = _binary_inputs(n)
+    x, y = _fmod_inputs(n) if op == "fmod" else _binary_inputs(n)
     out = torch.full((n,), float("nan"), device=device)
     binary[(triton_cdiv(n, 128),)](x.to(device), y.to(device), out, n, OP=op, BLOCK=128)
     ref = ref_fn(x.double(), y.double())
-    if op == "fmod":  # '%' (as Triton's frem) divides first: exact only while |x / y| < 2**24
-        exact = ~((x.double() / y.double()).abs() >= 2**24)
-        out, ref = out.cpu()[exact], ref[exact]
+    if op == "fmod":  # exact for every quotient (CUDA's __nv_fmodf), unlike '%'
+        assert ((x.double() / y.double()).abs() >= 2**24).sum() > n // 10
     _close(out, ref, rtol, f"libdevice.{op}")
 
 
@@ -276,6 +308,101 @@ def test_asin_is_accurate_to_an_ulp_or_two(monkeypatch):
     ulp = (out.double() - ref).abs() / torch.clamp(ref.abs(), min=1e-30) / 2**-24
     assert ulp.max().item() < 4, ulp.max().item()
     assert math.isclose(out[-1].item(), math.pi / 2, rel_tol=1e-7)
+
+
+def test_libdevice_fmod_is_exact_for_large_quotients(monkeypatch):
+    """libdevice.fmod is C's fmodf for every quotient, on both back ends: it is built from integer
+    steps (no division), which the interpreter runs as the GPU does; `%` (Triton's frem, a
+    division first) is another function on the GPU. Regression: libdevice.fmod was `%`."""
+    ck = sparsecc.compile(binary, {"X": "*fp32", "Y": "*fp32", "Out": "*fp32", "n": "i32"},
+                          {"OP": "fmod", "BLOCK": 128}, target="sm_90a")
+    assert "div.rn.f32" not in ck.asm["ptx"] and "cvt.rzi" not in ck.asm["ptx"] and "rem.s64" in ck.asm["ptx"]
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    x, y = (torch.tensor(v) for v in zip(*_FMOD_HARD))
+    out = torch.full_like(x, float("nan"))
+    binary[(1,)](x, y, out, len(x), OP="fmod", BLOCK=128)
+    assert out[0].item() == 1.0  # 2**30 = 3 * 357913941 + 1 (x - trunc(x / y) * y gives -32)
+    ref = torch.fmod(x.double(), y.double()).float()
+    assert torch.equal(out, ref) and torch.equal(torch.signbit(out), torch.signbit(ref))
+
+
+def _check_min_max_zeros(device: str) -> None:
+    """-0.0 < +0.0 for libdevice.fmin/fmax, tl.minimum/maximum (both NaN modes) and tl.min/max,
+    as the PTX min/max.f32 the GPU runs (torch returns the first of two equal operands)."""
+    z = torch.tensor([0.0, -0.0, 0.0, -0.0, 1.0, float("nan")])
+    x, y = z.repeat_interleave(6), z.repeat(6)  # every ordered pair
+    n = len(x)
+    for op in ("fmax", "fmin"):
+        out = torch.full((n,), float("nan"), device=device)
+        binary[(1,)](x.to(device), y.to(device), out, n, OP=op, BLOCK=128)
+        _close(out, BINARY[op][0](x.double(), y.double()), 0.0, op)
+    outs = [torch.full((n,), float("nan"), device=device) for _ in range(4)]
+    red = torch.full((4, 2), float("nan"), device=device)
+    min_max_zeros[(1,)](x.to(device), y.to(device), *outs, red, n, BLOCK=64)
+    big, small = BINARY["fmax"][0](x.double(), y.double()), BINARY["fmin"][0](x.double(), y.double())
+    nan = x.isnan() | y.isnan()
+    for o, ref, what in ((outs[0], big, "maximum"), (outs[1], small, "minimum"),
+                         (outs[2], torch.where(nan, float("nan"), big), "maximum(ALL)"),
+                         (outs[3], torch.where(nan, float("nan"), small), "minimum(ALL)")):
+        _close(o, ref, 0.0, f"tl.{what}")
+    # rows: (+0, -0), (-0, +0), (-0, -0), (+0, +0) and the max/min of each
+    want = torch.tensor([[0.0, -0.0], [0.0, -0.0], [-0.0, -0.0], [0.0, 0.0]])
+    assert torch.equal(torch.signbit(red.cpu()), torch.signbit(want)) and torch.equal(red.cpu(), want)
+
+
+@sparsecc.jit
+def min_max_zeros(X, Y, Max, Min, MaxN, MinN, Red, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(X + offs, mask=m, other=0.0)
+    y = tl.load(Y + offs, mask=m, other=0.0)
+    tl.store(Max + offs, tl.maximum(x, y), mask=m)
+    tl.store(Min + offs, tl.minimum(x, y), mask=m)
+    tl.store(MaxN + offs, tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL), mask=m)
+    tl.store(MinN + offs, tl.minimum(x, y, propagate_nan=tl.PropagateNan.ALL), mask=m)
+    rows = tl.arange(0, 4)[:, None]
+    cols = tl.arange(0, 32)[None, :]
+    pos = (cols % 2 == 0) & (rows != 2) | (rows == 3)  # row 0: +0 first, row 1: -0 first, 2: all -0, 3: all +0
+    pos = tl.where(rows == 1, cols % 2 == 1, pos)
+    zeros = tl.where(pos, 0.0, -0.0)
+    tl.store(Red + tl.arange(0, 4) * 2, tl.max(zeros, axis=1))
+    tl.store(Red + tl.arange(0, 4) * 2 + 1, tl.min(zeros, axis=1))
+
+
+def test_min_max_order_signed_zeros_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    _check_min_max_zeros("cpu")
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_min_max_zeros_kernel_assembles(target):
+    ck = sparsecc.compile(min_max_zeros, {"X": "*fp32", "Y": "*fp32", "Max": "*fp32", "Min": "*fp32",
+                                          "MaxN": "*fp32", "MinN": "*fp32", "Red": "*fp32", "n": "i32"},
+                          {"BLOCK": 64}, target=target)
+    assert isinstance(ck.asm["cubin"], bytes)
+
+
+@pytest.mark.gpu
+def test_min_max_order_signed_zeros_on_the_gpu():
+    _check_min_max_zeros("cuda")
+
+
+@pytest.mark.gpu
+def test_mod_operator_divides_first_on_the_gpu():
+    """`x % y` on floats is Triton's frem on the GPU, x - trunc(x / y) * y (one fma): exact only
+    while |x / y| < 2**24; libdevice.fmod is exact (test_binary_libdevice_on_the_gpu[fmod])."""
+    x, y = _fmod_inputs(3000)
+    q = torch.trunc(x / y)  # the fp32 quotient (div.rn), as the GPU
+    ok = x.isfinite() & y.isfinite() & (y != 0) & q.isfinite()
+    x, y, q = x[ok], y[ok], q[ok]
+    n = len(x)
+    out = torch.full((n,), float("nan"), device="cuda")
+    binary[(triton_cdiv(n, 128),)](x.cuda(), y.cuda(), out, n, OP="mod", BLOCK=128)
+    frem = (x.double() - q.double() * y.double()).float()  # the fma's one rounding, to within an ulp
+    torch.testing.assert_close(out.cpu(), frem, rtol=2**-23, atol=1e-45)
+    large = (x.double() / y.double()).abs() >= 2**24
+    exact = torch.fmod(x.double(), y.double()).float()  # (torch.fmod in fp32 on the CPU is not exact either)
+    assert (out.cpu()[large] != exact[large]).any()  # where it is not fmod
 
 
 @pytest.mark.gpu

@@ -7,6 +7,7 @@ builder's measurements come back in the form the dispatcher reads."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ from torch import nn
 import sparsecc
 from sparsecc.nn import SparseLinear
 from sparsecc.nn.quantize import quantize_rows
-from sparsecc.ops import dispatch, sparse_linear, sparse_mm
+from sparsecc.ops import densify, dispatch, sparse_linear, sparse_mm
 from sparsecc.ops.dispatch_measure import measure_shape
 
 pytestmark = pytest.mark.gpu
@@ -74,6 +75,19 @@ def test_forced_paths_agree_with_torch(scheme, m):
         _assert_close(outs["dense"], outs["sparse"].float(), f"{scheme} M={m} dense vs sparse")
 
 
+@pytest.fixture
+def fresh_dynamo():
+    """No compiled code from the earlier cases: the 12 (scheme, mode) forms of SparseLinear.forward
+    would pass dynamo's recompile limit (8), where fullgraph=True fails (FailOnRecompileLimitHit)
+    from the 9th on (compiled-dense-*). The fused weight forms are forgotten with them."""
+    torch._dynamo.reset()
+    densify.reset_fused()
+    yield
+    torch._dynamo.reset()
+    densify.reset_fused()
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("mode", ["sparse", "sparse16", "dense"])
 @pytest.mark.parametrize("compile", [True, False], ids=["compiled", "eager"])
@@ -189,3 +203,40 @@ def test_the_fused_weight_is_the_torch_ops_weight(scheme, monkeypatch):
 def _reference_weight(layer: SparseLinear) -> torch.Tensor:
     w = layer.weight().to_dense()
     return (w.float() * layer.weight_scale[:, None]).half() if layer.weight_dtype is not None else w
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_the_fused_weight_stays_fused_across_schemes():
+    """fp16, then w4, then w8 weights (the third compile sees `bits` as a symbolic int): each
+    fused, none falling back to torch ops with a warning, each equal to the torch ops."""
+    from sparsecc.nn.dispatch import weight16
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for scheme in ("fp16", "w4g128", "w8g128"):
+            layer = _layer(scheme, n=136, k=512)
+            fused = [weight16(layer, dense) for dense in (False, True)]
+            assert torch.equal(fused[1], _reference_weight(layer)), scheme
+    assert len(densify._COMPILED) == 6 and not densify._UNFUSED
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_a_form_that_fails_to_fuse_leaves_the_others_fused(monkeypatch):
+    from sparsecc.nn.dispatch import weight16
+
+    w4, w8 = _layer("w4g128", n=136, k=512), _layer("w8g128", n=136, k=512)
+    weight16(w4, True)
+    compiled = densify._FUSED["weight16"]
+
+    def failing(*args):
+        if args[5] == 8:
+            raise RuntimeError("a compile failing for one form")
+        return compiled(*args)
+
+    monkeypatch.setitem(densify._FUSED, "weight16", failing)
+    with pytest.warns(RuntimeWarning, match="fusing the weight's dequantization/decompression failed"):
+        assert torch.equal(weight16(w8, True), _reference_weight(w8))
+    plain = densify._weight16(w4.values, w4.meta, w4.scales, getattr(w4, "zeros", None), None, 4, 512,
+                              torch.float16, False)
+    assert torch.equal(weight16(w4, False), plain)
+    assert [k[3] for k in densify._UNFUSED] == [8] and {k[3] for k in densify._COMPILED} == {4}

@@ -201,7 +201,10 @@ def copysign(x: Any, y: Any) -> Any:
 
 @builtin
 def fmod(x: Any, y: Any) -> Any:
-    """Elementwise remainder with the dividend's sign (C's fmodf, as x % y): `libdevice.fmod(x, y)`."""
+    """Elementwise remainder with the dividend's sign, exact for every quotient (C's fmodf, as
+    CUDA's `__nv_fmodf`): `libdevice.fmod(x, y)`. `x % y` instead divides first, as Triton's
+    frem, and is exact only while |x / y| < 2**24: `libdevice.fmod(2.0**30, 3.0)` is 1.0 where
+    `2.0**30 % 3.0` is -32.0 on the GPU."""
 
 
 @builtin
