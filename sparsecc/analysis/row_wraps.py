@@ -47,9 +47,13 @@ class Wrap:
 
 
 def _scalar_of(v: SSAValue) -> SSAValue:
-    """The scalar a splat (through broadcasts) was made from, else `v`."""
-    while isinstance(v.owner, tt.BroadcastOp | tt.ExpandDimsOp):
-        v = v.owner.src
+    """The scalar a splat (through broadcasts and integer widenings) was made from, else `v`.
+
+    A 64-bit row term widens its bound: FlagGems' `rn % N` with an i64 program id is
+    `rn % extsi(splat(N))`. Widening keeps the value and so its divisibility; the bound is `N`.
+    """
+    while isinstance(v.owner, tt.BroadcastOp | tt.ExpandDimsOp | arith.ExtSIOp | arith.ExtUIOp):
+        v = v.owner.operands[0]
     if isinstance(v.owner, tt.SplatOp) and not isinstance(v.owner.src.type, TensorType):
         return v.owner.src
     return v
