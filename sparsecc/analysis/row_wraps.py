@@ -81,17 +81,21 @@ def find_wraps(rows: SSAValue) -> list[Wrap]:
 
 
 def _row_condition(term: SSAValue, rows: int, bound: SSAValue, index: dict | None) -> bool:
-    """`term` is `index[:, None] < bound` (broadcast to the tile)."""
+    """`term` is `index[:, None] < bound` or `(index < bound)[:, None]` (FlagGems' form),
+    broadcast to the tile."""
     while isinstance(term.owner, tt.BroadcastOp):
         term = term.owner.src
     shape = tt.shape_of(term.type)
-    cmp = term.owner
-    if len(shape) != 2 or shape != (rows, 1) or not isinstance(cmp, arith.CmpiOp):
+    if len(shape) != 2 or shape != (rows, 1):
         return False
-    if cmp.predicate.value.data != 2:  # slt
+    if isinstance(term.owner, tt.ExpandDimsOp):  # (rows,) -> (rows, 1): the rows' own condition
+        term = term.owner.src
+    cmp = term.owner
+    if not isinstance(cmp, arith.CmpiOp) or cmp.predicate.value.data != 2:  # slt
         return False
     # the same rows: the same form, or one computed again the same way (value_equality)
-    return linear(cmp.rhs) == {bound: 1} and index is not None and same_linear(linear(cmp.lhs), index)
+    return (linear(cmp.rhs, widen=True) == {bound: 1} and index is not None
+            and same_linear(linear(cmp.lhs, widen=True), index))
 
 
 def _block_store_checks_rows(store: tt.StoreOp, bound: SSAValue, index: dict | None) -> bool:
@@ -105,7 +109,7 @@ def _block_store_checks_rows(store: tt.StoreOp, bound: SSAValue, index: dict | N
     while isinstance(rows.owner, arith.ExtSIOp):
         rows = rows.owner.input
     start = {k: v for k, v in index.items() if k != J}
-    return rows is bound and index.get(J) == 1 and same_linear(linear(make.offsets[0]), start)
+    return rows is bound and index.get(J) == 1 and same_linear(linear(make.offsets[0], widen=True), start)
 
 
 def _mask_terms(mask: SSAValue) -> list[SSAValue]:
@@ -193,7 +197,7 @@ def rows_past_bound_unseen(ptr: SSAValue, bound: SSAValue, index: SSAValue) -> b
     (the same row index, before the wrap: `offs_cm` is `pid_m * BLOCK_M + tl.arange(...)`
     as `offs_am` was)."""
     loads = _loads_through(ptr, set())
-    form = linear(index)
+    form = linear(index, widen=True)
     if not loads or form is None:
         return False
     seen: set[SSAValue] = set()
