@@ -13,7 +13,9 @@ own result: harmless exactly when it is never stored. decompose-sparse-tensors a
     `pid % group_size_m` in the program-id swizzle is a scalar and no wrap), and
   - `rows_past_bound_unseen(ptr, bound, index)`: every tile loaded through `ptr` is operand A
     of a `tt.dot` whose result reaches memory only through stores masked by `index < bound`
-    (following the accumulator through the K loop, `acc += ...` and casts).
+    (following the accumulator through the K loop, `acc += ...` and casts). Index terms are
+    read through sign extensions, so FlagGems' mm (an i64 program id: `rn % extsi(N)`, stored
+    under `(rn < N)[None, :]`, which sparse-operand-to-lhs makes the rows of a 2:4 B) qualifies.
 
     wraps = find_wraps(row_term)                    # [Wrap(op, bound, index), ...]
     rows_past_bound_unseen(a_ptrs, w.bound, w.index)  # True for the tutorial's epilogue
