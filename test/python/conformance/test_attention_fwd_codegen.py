@@ -1,4 +1,4 @@
-"""bench/parity_kernels.py's fused attention forward (issue 30's parity row) on the mma.sync path.
+"""bench/parity_kernels.py's fused attention forward (issue 30's parity row) on sm_90a and sm_80.
 
 What made it 4-6x (then 2x) slower than Triton, each with its regression check on the PTX and ptxas:
 - K^T (`k_ptr + offs_n[None, :] * stride + offs_d[:, None]`) was loaded with scalar 16-bit loads:
@@ -12,7 +12,13 @@ What made it 4-6x (then 2x) slower than Triton, each with its regression check o
   dot's accumulators: no shared-memory round trip and no barrier for it), the unmasked K and V
   loads are raised to block pointers and streamed by the cp.async ring, and the unmasked
   epilogue store is a block-pointer store (16-byte vectors): 123 registers at D = 64 (was 188
-  with mma.sync), two CTAs per SM.
+  with mma.sync), two CTAs per SM;
+- at D = 128 too (was mma.sync for both dots: K^T's 256-byte K-major rows had no 16-bit wgmma
+  B layout, and a chain does not mix wgmma and mma.sync): K^T is staged K-major in two 128-byte
+  column blocks (as 8-bit B is) and Q, A through a descriptor, in two K-major column blocks
+  (test/python/codegen/test_wgmma_descriptor_reads.py checks which element every wgmma reads):
+  152 registers (196 with mma.sync), no spills; the row max and sum move from Q K^T's m64n64
+  layout to P @ V's m64n128 by renaming registers (analysis.mma_rename.is_mma_relabel).
 The GPU part (`gpu` marker) checks the kernel against torch's scaled_dot_product_attention.
 """
 
@@ -68,18 +74,33 @@ def test_attention_loop_streams_k_and_v_and_keeps_p_in_registers(head_dim, targe
     # the epilogue's unmasked store is a block-pointer store: 16-byte vectors after a quad transpose
     assert len(re.findall(r"st\.global\.v4\.b32", ptx)) == 128 * head_dim // 256 // 8
     assert not re.search(r"st\.global(\.b32|\.b16|\.v2)", ptx)
-    if target == "sm_90a" and head_dim == 64:
+    if target == "sm_90a":
         # both dots on wgmma (Triton's form): Q K^T with A and B from shared memory, P @ V with
         # P as the register A ({4 x b32} per k16 step), B (V) from shared memory
         assert "mma.sync" not in loop and "ldmatrix" not in loop
-        wg = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", loop)
-        assert len(wg) == 2 * 64 // 16 and wg.count("{") == 64 // 16
-        assert "warpsPerCTA = [8, 1], instrShape = [64, 64]" in ck.asm["ttgir"]
+        qk = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", loop)
+        pv = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{head_dim}k16\.f32\.f16\.f16 \{{[^}}]*\}}, (\{{|%rd)",
+                        loop)
+        if head_dim == 64:  # one instruction shape for both dots
+            assert len(qk) == 2 * 64 // 16 and qk.count("{") == 64 // 16
+        else:
+            # D = 128: Q K^T's K is 128 (8 k16 steps, A = Q through a descriptor over two
+            # 128-byte column blocks, B = K^T K-major over two column blocks); P @ V is m64n128
+            assert qk == ["%rd"] * (head_dim // 16) and pv == ["{"] * (64 // 16)
+            assert len(re.findall(r"wgmma\.mma_async", loop)) == head_dim // 16 + 64 // 16
+            ttgir = ck.asm["ttgir"]
+            assert "memdesc<128x128xf16, #ttg.shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0], " \
+                   "colBlock = 64}>>" in ttgir  # Q
+            assert "memdesc<3x128x64xf16, #ttg.shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [0, 1], " \
+                   "colBlock = 64}>" in ttgir  # the K^T ring
+        assert f"warpsPerCTA = [8, 1], instrShape = [64, {head_dim}]" in ck.asm["ttgir"]
         assert "versionMajor = 2" not in ck.asm["ttgir"]
-        assert res.registers <= 128, res  # two CTAs of 256 threads per SM, as Triton (109 regs)
+        if head_dim == 64:
+            assert res.registers <= 128, res  # two CTAs of 256 threads per SM, as Triton (109 regs)
+        else:
+            assert res.registers <= 160, res  # one CTA per SM (129 KiB of shared memory); 196 with mma.sync
     else:
-        # sm_80, and sm_90a at D = 128 (K^T's 256-byte K-major rows have no wgmma B layout yet,
-        # and the chain does not mix wgmma and mma.sync): mma.sync with every warp along M
+        # sm_80: mma.sync with every warp along M
         assert "wgmma" not in ptx
         assert loop.count("mma.sync.aligned.m16n8k16") == 2 * (128 // 8 // 16) * (64 // 8) * (head_dim // 16)
         assert "warpsPerCTA = [8, 1]" in ck.asm["ttgir"]
