@@ -209,8 +209,9 @@ def _global(shared: dict[int, object], addr: int) -> int:
 
 
 def _element(gaddr: int, name: str, d: int) -> tuple[int, int]:
+    """(row, col) of the element of `name` (rows of d elements) at global byte `gaddr`."""
     off = gaddr - BASES[name]
-    assert 0 <= off < N_CTX * d * 2 and off % 2 == 0, f"read {gaddr:#x}: not an element of {name}"
+    assert 0 <= off < (1 << 32) and off % 2 == 0, f"read {gaddr:#x}: not an element of {name}"
     return divmod(off // 2, d)
 
 
@@ -219,19 +220,25 @@ def _compile(d: int):
                             num_warps=8, num_stages=3)
 
 
-@pytest.mark.parametrize("d", [128, 64])
-def test_attention_wgmma_descriptors_read_the_elements_the_copies_wrote(d):
-    ptx = _compile(d).asm["ptx"]
+def _evaluate(ptx: str, args: list[int], threads: int) -> tuple[dict[int, object], list[list[tuple[str, list]]]]:
+    """(shared word -> Token, each thread's wgmmas) of program (0, 0) with these arguments."""
     lines = [ln.strip() for ln in ptx.splitlines()]
     names = re.findall(r"\.param \.\w+ (\w+)", ptx)
-    values = dict(BASES, sm_scale=0, stride_h=N_CTX * d, stride_m=d, n_ctx=N_CTX)
-    params = dict(zip(names, [values[k] for k in SIG], strict=True))
+    params = dict(zip(names, args, strict=True))
     shared: dict[int, object] = {}
-    per_thread = [_run(lines, tid, params, shared) for tid in range(THREADS)]
+    per_thread = [_run(lines, tid, params, shared) for tid in range(threads)]
+    for g in range(threads // 128):  # a warpgroup's threads name the same tiles
+        for tid in range(128 * g, 128 * (g + 1)):
+            assert [w[1][:2] for w in per_thread[tid]] == [w[1][:2] for w in per_thread[128 * g]], tid
+    return shared, per_thread
+
+
+@pytest.mark.parametrize("d", [128, 64])
+def test_attention_wgmma_descriptors_read_the_elements_the_copies_wrote(d):
+    values = dict(BASES, sm_scale=0, stride_h=N_CTX * d, stride_m=d, n_ctx=N_CTX)
+    shared, per_thread = _evaluate(_compile(d).asm["ptx"], [values[k] for k in SIG], THREADS)
     for g in range(THREADS // 128):
         mine = per_thread[128 * g]
-        for tid in range(128 * g, 128 * (g + 1)):  # the warpgroup's threads name the same tiles
-            assert [w[1][:2] for w in per_thread[tid]] == [w[1][:2] for w in mine], tid
         qk = [ops for op, ops in mine if isinstance(ops[0], int)]
         pv = [ops for op, ops in mine if isinstance(ops[0], str)]
         assert len(qk) == d // 16 and len(pv) == 64 // 16, [op for op, _ in mine]
@@ -251,6 +258,36 @@ def test_attention_wgmma_descriptors_read_the_elements_the_copies_wrote(d):
             for k in range(16):
                 for n in range(d):
                     assert _element(_global(shared, mnmajor_addr(ops[1], k, n)), "v_ptr", d) == (16 * s + k, n)
+
+
+def test_dense_gemm_with_256_byte_rows_reads_a_and_b_where_the_copies_wrote():
+    """Tutorial 03's matmul at BLOCK_K = 128 (A's rows 256 bytes: two K-major column blocks
+    read through the descriptor, as attention's Q; was ldmatrix into registers), B row-major
+    (MN-major, N = 128 over two column blocks: LBO), 4 warps: two m64 blocks per warpgroup.
+    Unaligned sizes, so the copies are cp.async (TMA's boxes are checked by analysis.tma)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
+    from tutorial_kernels import matmul_kernel
+
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_ak": "i32:1", "stride_bk": "i32", "stride_bn": "i32:1", "stride_cm": "i32",
+           "stride_cn": "i32:1"}
+    ck = sparsecc.compile(matmul_kernel, sig, {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
+                                               "GROUP_SIZE_M": 8}, target="sm_90a", num_warps=4, num_stages=2)
+    assert "colBlock = 64" in ck.asm["ttgir"] and "ldmatrix" not in ck.asm["ptx"]
+    size = 512
+    args = [BASES["q_ptr"], BASES["k_ptr"], BASES["out_ptr"], size, size, size, size, 1, size, 1, size, 1]
+    shared, per_thread = _evaluate(ck.asm["ptx"], args, 128)
+    steps = per_thread[0]
+    assert len(steps) == 2 * 128 // 16 and all(".m64n128k16." in op for op, _ in steps)
+    for idx, (_, ops) in enumerate(steps):
+        s, i = divmod(idx, 2)  # k16 step s, m64 block i
+        assert isinstance(ops[0], int) and isinstance(ops[1], int) and ops[-2:] == [0, 1]
+        for r in range(64):
+            for k in range(16):
+                assert _element(_global(shared, kmajor_addr(ops[0], r, k)), "q_ptr", size) == (64 * i + r, 16 * s + k)
+        for k in range(16):
+            for n in range(128):
+                assert _element(_global(shared, mnmajor_addr(ops[1], k, n)), "k_ptr", size) == (16 * s + k, n)
 
 
 def test_the_model_reads_a_canonical_tile_as_stored():
