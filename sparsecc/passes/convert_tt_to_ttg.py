@@ -441,8 +441,9 @@ class ConvertTTToTTGPass(ModulePass):
         for group in sorted(groups.values(), key=lambda g: -g.rank):
             group.layout = self._choose(group, uf, groups)
         if self._register_a and len({g.layout.version_major for g in groups.values() if g.dot_results}) > 1:
-            # a chain whose dots would mix wgmma and mma.sync (attention's K^T with 128-element
-            # K-major rows stays on mma.sync): all on mma.sync, as before register A existed
+            # a chain whose dots would mix wgmma and mma.sync (a K-major B whose rows are neither
+            # one 64/128-byte atom nor 128-byte column blocks stays on mma.sync): all on
+            # mma.sync, as before register A existed
             object.__setattr__(self, "_register_a", set())
             for group in sorted(groups.values(), key=lambda g: -g.rank):
                 group.layout = self._choose(group, uf, groups)
