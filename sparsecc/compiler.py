@@ -152,6 +152,7 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         f"tritongpu-pipeline{{{pipeline}}}",
         "canonicalize",
         "cse",
+        f"tritongpu-coalesce-mma-stores{{target={opts.target}}}",
         *ttgir_rewrites(opts),
     ]
 

@@ -18,6 +18,7 @@ from sparsecc.codegen.lower_base import Regs, Smem
 from sparsecc.codegen.lower_mem import load_shared, store_shared
 from sparsecc.codegen.mma_shortcut import is_mma_to_a_rename, mma_to_a_frags
 from sparsecc.dialects import ttg as ttgd
+from sparsecc.passes.tritongpu_coalesce_mma_stores import transposed_scratch_encoding
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower_state import LoweringState
@@ -44,6 +45,8 @@ def _convert_layout(L: LoweringState, op: ttgd.ConvertLayoutOp) -> None:
         from sparsecc.analysis.dot_staging import shared_encoding_for
 
         enc = shared_encoding_for(dst, st)
+    elif (transposed := transposed_scratch_encoding(st, dst)) is not None:
+        enc = transposed  # an MMA tile bound for a column-major store: 16-byte reads
     if st.element_type == i1:
         _convert_predicates(L, op, src, enc)
         return

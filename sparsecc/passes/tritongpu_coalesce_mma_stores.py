@@ -1,0 +1,158 @@
+"""`tritongpu-coalesce-mma-stores`: a transposed store of an MMA tile goes through shared memory.
+
+An MMA accumulator tile (`#ttg.mma`) puts a warp's lanes on the tile's rows 8 at a time and
+gives each thread pairs of adjacent *columns*. When the memory the tile is stored to is
+contiguous along the rows instead (a block pointer of `order = [0, 1]`: the product was
+computed transposed, as bench/moe.py's MoE GEMM does, W (features x K) times x^T (K x
+tokens) stored into y (tokens x features)), no two elements of a thread are adjacent in
+memory and every element is one `st.global.b16`: for a 128x128 fp16 tile, 128 stores per
+thread, each writing 2 bytes of a 32-byte sector.
+
+Triton's answer, which this pass reproduces: convert the value to a blocked layout with
+16-byte vectors along the memory's contiguous dim (`default_blocked` with that order) before
+the store. The conversion is a round trip through a shared scratch buffer (handlers/layouts.py),
+stored column-major and swizzled so that both the MMA-layout writes and the 16-byte reads are
+free of bank conflicts (`transposed_scratch_encoding`); the store then moves whole 16-byte
+vectors, one bounds check each (the boundary check is on the other dim, constant along a
+vector).
+
+    sparsecc-opt kernel.mlir -p tritongpu-coalesce-mma-stores
+
+Stores that already lie along the MMA's columns (a GEMM's usual row-major C) are left alone:
+their epilogue gets 16-byte stores from a quad transpose in registers (codegen/mma_store.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.shared_memory import WGMMA_ALIGN, plan_shared
+from sparsecc.dialects import ptx_targets, tt
+from sparsecc.dialects import ttg as ttgd
+
+VECTOR_BYTES = 16
+SWIZZLE_PHASES = 8  # 8 chunks of 16 bytes: one 128-byte row of banks
+
+
+def coalesced_layout(ty: TensorType, order: tuple[int, ...], num_warps: int) -> ttgd.BlockedEncodingAttr:
+    """The blocked layout a store of `ty` into memory of `order` is written from: 16-byte
+    vectors along order[0], lanes along it next.
+
+        >>> from xdsl.dialects.builtin import f16
+        >>> coalesced_layout(TensorType(f16, [128, 64]), (0, 1), 4).size_per_thread
+        (8, 1)
+    """
+    from sparsecc.passes.convert_tt_to_ttg import default_blocked
+
+    return default_blocked(tuple(ty.get_shape()), esize(ty.element_type), num_warps, order)
+
+
+def transposed_store_target(store: tt.StoreOp) -> tuple[tt.MakeTensorPtrOp, TensorType] | None:
+    """The block pointer and value type of a store this pass rewrites, or None: an unmasked
+    2-D block-pointer store of a 16- or 32-bit `#ttg.mma` tile whose pointer (made by a
+    `tt.make_tensor_ptr` used by this store only) is contiguous along dim 0, with at least a
+    16-byte vector of rows."""
+    ty = store.value.type
+    if store.mask is not None or not isinstance(ty, TensorType) or len(ty.get_shape()) != 2:
+        return None
+    if not isinstance(ty.encoding, ttgd.MmaEncodingAttr) or esize(ty.element_type) not in (2, 4):
+        return None
+    make = store.ptr.owner
+    if not isinstance(make, tt.MakeTensorPtrOp) or len(list(make.result.uses)) != 1:
+        return None
+    if tuple(make.order.get_values()) != (0, 1):
+        return None
+    if ty.get_shape()[0] * esize(ty.element_type) < VECTOR_BYTES:
+        return None
+    return make, ty
+
+
+def transposed_scratch_encoding(src: TensorType, dst: Attribute) -> ttgd.SharedEncodingAttr | None:
+    """The scratch layout of a `ttg.convert_layout` from an MMA tile to a blocked layout whose
+    fastest dim is 0 (what this pass inserts), or None for any other convert: column-major
+    (`order = [0, 1]`), so that the blocked side reads 16-byte vectors, with 16-byte chunks
+    swizzled by the column, so that the MMA side's writes (8 rows by 4 column pairs per warp
+    instruction: 4 columns at once) land in different banks.
+
+        >>> from xdsl.dialects.builtin import f16
+        >>> mma = ttgd.MmaEncodingAttr([4, 1], 3, [64, 128])
+        >>> dst = ttgd.BlockedEncodingAttr([8, 1], [16, 2], [1, 4], [0, 1])
+        >>> enc = transposed_scratch_encoding(TensorType(f16, [128, 128], mma), dst)
+        >>> enc.vec, enc.max_phase, enc.order
+        (8, 8, (0, 1))
+    """
+    if not isinstance(src.encoding, ttgd.MmaEncodingAttr) or not isinstance(dst, ttgd.BlockedEncodingAttr):
+        return None
+    if len(src.get_shape()) != 2 or tuple(dst.order) != (0, 1):
+        return None
+    vec = VECTOR_BYTES // esize(src.element_type)
+    chunks = max(1, src.get_shape()[0] // vec)
+    return ttgd.SharedEncodingAttr(vec, 1, min(SWIZZLE_PHASES, chunks), (0, 1))
+
+
+def _fits(store: tt.StoreOp, ty: TensorType, limit: int | None) -> bool:
+    """Whether the function's shared memory, with the convert's scratch added, stays within
+    `limit` bytes (None: no limit). Scratch buffers are not reused across ops
+    (allocate-shared-memory), so a large tile after a deep pipeline may not have room; its
+    store then stays as it was rather than failing to compile."""
+    if limit is None:
+        return True
+    func = store.parent_op()
+    while func is not None and not isinstance(func, tt.FuncOp):
+        func = func.parent_op()
+    if func is None:
+        return True
+    _, total = plan_shared(func)
+    scratch = math.prod(ty.get_shape()) * esize(ty.element_type)
+    return -(-total // WGMMA_ALIGN) * WGMMA_ALIGN + scratch + WGMMA_ALIGN <= limit
+
+
+def coalesce_mma_stores(root: Operation, smem_limit: int | None = None) -> int:
+    """Rewrite every qualifying store under `root` (see the module docstring) whose scratch
+    fits in `smem_limit` bytes of shared memory per block; the count."""
+    done = 0
+    for op in list(root.walk()):
+        if not isinstance(op, tt.StoreOp):
+            continue
+        target = transposed_store_target(op)
+        if target is None or not _fits(op, target[1], smem_limit):
+            continue
+        make, ty = target
+        layout = coalesced_layout(ty, (0, 1), ty.encoding.num_warps)
+        new_ty = TensorType(ty.element_type, ty.get_shape(), layout)
+        cvt = ttgd.ConvertLayoutOp(op.value, new_ty)
+        Rewriter.insert_op(cvt, InsertPoint.before(op))
+        op.operands[1] = cvt.result
+        # the block pointer's type carries the tile's layout: retype it (its only use is `op`)
+        object.__setattr__(make.result, "_type", tt.PointerType(new_ty))
+        done += 1
+    return done
+
+
+@dataclass(frozen=True)
+class CoalesceMmaStoresPass(ModulePass):
+    """Store MMA tiles whose memory is contiguous along the rows through a blocked layout of
+    16-byte vectors (see the module docstring).
+
+    Accepts: ttgir. Guarantees: each unmasked 2-D block-pointer store of a 16/32-bit `#ttg.mma`
+    tile into memory with `order = [0, 1]` (its pointer used by that store alone) stores a
+    `ttg.convert_layout` of the value to `coalesced_layout`, where the function's shared
+    memory leaves room for the convert's scratch on `target` (default: the module's
+    `ttg.target`); everything else is unchanged.
+    """
+
+    name = "tritongpu-coalesce-mma-stores"
+    target: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = self.target or ttgd.module_target(op)
+        limit = ptx_targets.MAX_SHARED_BYTES.get(ptx_targets.normalize_target(target)) if target else None
+        coalesce_mma_stores(op, limit)
