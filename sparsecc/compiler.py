@@ -152,7 +152,6 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         f"tritongpu-pipeline{{{pipeline}}}",
         "canonicalize",
         "cse",
-        f"tritongpu-coalesce-mma-stores{{target={opts.target}}}",
         *ttgir_rewrites(opts),
     ]
 
@@ -162,9 +161,10 @@ def ttgir_rewrites(opts: CompileOptions) -> list[str]:
     hand-built or partially lowered ttgir module runs before `make_ptx`.
 
         >>> ttgir_rewrites(CompileOptions(target="sm_90a", warp_specialize=False))
-        ['tritongpu-sink-local-loads']
+        ['tritongpu-coalesce-mma-stores{target=sm_90a}', 'tritongpu-sink-local-loads']
     """
     return [
+        f"tritongpu-coalesce-mma-stores{{target={opts.target}}}",
         *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
         "tritongpu-sink-local-loads",
         *(["tritongpu-warp-specialize"] if opts.warp_specialize else []),
