@@ -24,7 +24,10 @@ import sparsecc
 import sparsecc.language as tl
 from sparsecc.analysis.layouts import distributed, stored_coords
 from sparsecc.dialects.ttg import MmaEncodingAttr
-from sparsecc.passes.tritongpu_coalesce_mma_stores import coalesced_layout, transposed_scratch_encoding
+from sparsecc.passes.tritongpu_coalesce_mma_stores import (
+    coalesced_layout,
+    transposed_scratch_encoding,
+)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
 import moe  # noqa: E402
