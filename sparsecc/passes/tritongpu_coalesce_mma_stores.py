@@ -12,7 +12,8 @@ Triton's answer, which this pass reproduces: convert the value to a blocked layo
 16-byte vectors along the memory's contiguous dim (`default_blocked` with that order) before
 the store. The conversion is a round trip through a shared scratch buffer (handlers/layouts.py),
 stored column-major and swizzled so that both the MMA-layout writes and the 16-byte reads are
-free of bank conflicts (`transposed_scratch_encoding`); the store then moves whole 16-byte
+free of bank conflicts (`codegen.mma_stmatrix.transposed_scratch_encoding`; on sm_90 the
+writes are `stmatrix.trans`, four 8x8 blocks an instruction); the store then moves whole 16-byte
 vectors, one bounds check each (the boundary check is on the other dim, constant along a
 vector).
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -39,7 +40,6 @@ from sparsecc.dialects import ptx_targets, tt
 from sparsecc.dialects import ttg as ttgd
 
 VECTOR_BYTES = 16
-SWIZZLE_PHASES = 8  # 8 chunks of 16 bytes: one 128-byte row of banks
 
 
 def coalesced_layout(ty: TensorType, order: tuple[int, ...], num_warps: int) -> ttgd.BlockedEncodingAttr:
@@ -73,29 +73,6 @@ def transposed_store_target(store: tt.StoreOp) -> tuple[tt.MakeTensorPtrOp, Tens
     if ty.get_shape()[0] * esize(ty.element_type) < VECTOR_BYTES:
         return None
     return make, ty
-
-
-def transposed_scratch_encoding(src: TensorType, dst: Attribute) -> ttgd.SharedEncodingAttr | None:
-    """The scratch layout of a `ttg.convert_layout` from an MMA tile to a blocked layout whose
-    fastest dim is 0 (what this pass inserts), or None for any other convert: column-major
-    (`order = [0, 1]`), so that the blocked side reads 16-byte vectors, with 16-byte chunks
-    swizzled by the column, so that the MMA side's writes (8 rows by 4 column pairs per warp
-    instruction: 4 columns at once) land in different banks.
-
-        >>> from xdsl.dialects.builtin import f16
-        >>> mma = ttgd.MmaEncodingAttr([4, 1], 3, [64, 128])
-        >>> dst = ttgd.BlockedEncodingAttr([8, 1], [16, 2], [1, 4], [0, 1])
-        >>> enc = transposed_scratch_encoding(TensorType(f16, [128, 128], mma), dst)
-        >>> enc.vec, enc.max_phase, enc.order
-        (8, 8, (0, 1))
-    """
-    if not isinstance(src.encoding, ttgd.MmaEncodingAttr) or not isinstance(dst, ttgd.BlockedEncodingAttr):
-        return None
-    if len(src.get_shape()) != 2 or tuple(dst.order) != (0, 1):
-        return None
-    vec = VECTOR_BYTES // esize(src.element_type)
-    chunks = max(1, src.get_shape()[0] // vec)
-    return ttgd.SharedEncodingAttr(vec, 1, min(SWIZZLE_PHASES, chunks), (0, 1))
 
 
 def _fits(store: tt.StoreOp, ty: TensorType, limit: int | None) -> bool:

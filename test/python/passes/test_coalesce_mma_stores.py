@@ -23,11 +23,9 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.analysis.layouts import distributed, stored_coords
+from sparsecc.codegen.mma_stmatrix import transposed_scratch_encoding
 from sparsecc.dialects.ttg import MmaEncodingAttr
-from sparsecc.passes.tritongpu_coalesce_mma_stores import (
-    coalesced_layout,
-    transposed_scratch_encoding,
-)
+from sparsecc.passes.tritongpu_coalesce_mma_stores import coalesced_layout
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
 import moe  # noqa: E402
@@ -91,6 +89,38 @@ def test_scratch_is_a_bijection_written_without_bank_conflicts_and_read_in_whole
                 assert offs[0] % vec == 0 and offs == list(range(offs[0], offs[0] + vec))
 
 
+@pytest.mark.parametrize("mma, shape, elt_bytes", [x for x in LAYOUTS if x[2] == 2])
+def test_stmatrix_trans_writes_every_element_where_the_reads_expect_it(mma, shape, elt_bytes):
+    """Simulate `stmatrix.x4.trans` over every warp: block i's column j (8 elements, fragment
+    rows 0..7: lane 4*row + j/2, half j%2 of the block's register pair) lands at the 16 bytes
+    lane 8i+j addresses; each must be the scratch slots of exactly those elements."""
+    from xdsl.dialects.builtin import TensorType, f16
+
+    from sparsecc.codegen.mma_stmatrix import block_of_lane, stmatrix_groups
+
+    src = TensorType(f16, shape, mma)
+    enc = transposed_scratch_encoding(src, coalesced_layout(src, (0, 1), mma.num_warps))
+    dl = distributed(mma, shape)
+    groups = stmatrix_groups(dl, 2, enc)
+    assert groups is not None and len(groups) * 8 == dl.num_regs
+
+    def offset(i0: int, i1: int) -> int:
+        return enc.swizzled_offset(*stored_coords(enc, i0, i1, shape))
+
+    written = []
+    for warp in range(mma.num_warps):
+        base = dl.coord(warp, 0, 0)  # lane 0's register 0: the warp's corner (no lane terms)
+        for group in groups:
+            for lane in range(32):
+                i, j = block_of_lane(lane)
+                r = group[i]
+                addr = offset(base[0] + dl.regs[r][0], base[1] + dl.regs[r][1] + j)  # store_stmatrix's rule
+                column = [dl.coord(warp, 4 * row + j // 2, r + j % 2) for row in range(8)]
+                assert [offset(*e) for e in column] == list(range(addr, addr + 8))
+                written += column
+    assert sorted(written) == sorted((a, b) for a in range(shape[0]) for b in range(shape[1]))
+
+
 def test_other_converts_keep_the_row_major_scratch():
     from xdsl.dialects.builtin import TensorType, f16
 
@@ -128,6 +158,11 @@ def test_moe_store_is_16_byte_vectors_where_the_scratch_fits(tile, target):
         # one 16-byte vector per 8 elements, no scalar fallback path, no other store
         assert stores == Counter({"st.global.v4.b32": per_thread // 8}), stores
         assert ptx.count("ld.shared.v4.b32") >= per_thread // 8
+        if target == "sm_90a":  # the scratch written 4 blocks of 8x8 an instruction
+            assert ptx.count("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == per_thread // 8
+            assert "st.shared.b16" not in ptx
+        else:
+            assert ptx.count("st.shared.b16") == per_thread and "stmatrix" not in ptx
     else:  # the old per-element path, still compiling
         assert stores["st.global.b16"] == per_thread, stores
     assert ck.asm.get("cubin"), "ptxas did not assemble it"
