@@ -75,11 +75,27 @@ def transposed_store_target(store: tt.StoreOp) -> tuple[tt.MakeTensorPtrOp, Tens
     return make, ty
 
 
+CTA_RESERVED = 1024
+"""Shared memory the hardware reserves per CTA (sm_80 and later), besides what the kernel asks."""
+REGISTERS_PER_SM = 65536
+BASE_REGISTERS = 32
+"""Registers per thread a kernel needs besides its accumulator (addresses, indices, loop
+state): with the accumulator, a lower bound on what ptxas allocates."""
+
+
+def _resident_ctas(smem: int, per_sm: int, reg_bound: int) -> int:
+    """CTAs an SM can hold: by shared memory (each with its reserve) and by registers."""
+    return min(per_sm // (smem + CTA_RESERVED), reg_bound)
+
+
 def _fits(store: tt.StoreOp, ty: TensorType, limit: int | None) -> bool:
-    """Whether the function's shared memory, with the convert's scratch added, stays within
-    `limit` bytes (None: no limit). Scratch buffers are not reused across ops
-    (allocate-shared-memory), so a large tile after a deep pipeline may not have room; its
-    store then stays as it was rather than failing to compile."""
+    """Whether the convert's scratch keeps the function within `limit` bytes of shared memory
+    per block (None: no limit) and costs no resident CTA per SM: scratch buffers are not reused
+    across ops (allocate-shared-memory), so a large tile after a deep pipeline may have no
+    room, and a small kernel that ran two CTAs per SM could drop to one. An SM holds `limit`
+    plus one CTA's reserve; registers bound the CTAs too, estimated from the fp32 accumulator
+    the tile comes from (`BASE_REGISTERS` more per thread): a 256x128 tile on 8 warps runs one
+    CTA per SM whatever its shared memory. Such a store stays as it was."""
     if limit is None:
         return True
     func = store.parent_op()
@@ -88,8 +104,14 @@ def _fits(store: tt.StoreOp, ty: TensorType, limit: int | None) -> bool:
     if func is None:
         return True
     _, total = plan_shared(func)
-    scratch = math.prod(ty.get_shape()) * esize(ty.element_type)
-    return -(-total // WGMMA_ALIGN) * WGMMA_ALIGN + scratch + WGMMA_ALIGN <= limit
+    elements = math.prod(ty.get_shape())
+    scratch = elements * esize(ty.element_type)
+    after = -(-total // WGMMA_ALIGN) * WGMMA_ALIGN + scratch + (0 if total else WGMMA_ALIGN)
+    threads = 32 * ty.encoding.num_warps
+    regs = -(-(elements // threads + BASE_REGISTERS) // 8) * 8
+    reg_bound = max(1, REGISTERS_PER_SM // (regs * threads))
+    per_sm = limit + CTA_RESERVED
+    return after <= limit and _resident_ctas(after, per_sm, reg_bound) >= _resident_ctas(total, per_sm, reg_bound)
 
 
 def coalesce_mma_stores(root: Operation, smem_limit: int | None = None) -> int:

@@ -137,13 +137,13 @@ def test_other_converts_keep_the_row_major_scratch():
 # bench/moe.py's kernel: PTX
 # --------------------------------------------------------------------------------------
 
-FITS = {  # (tile, target): whether the 16-bit scratch fits next to the pipeline's rings
-    **{(t, tg): True for t in moe.DECODE_TILES for tg in ("sm_90a", "sm_80")},
-    (moe.PREFILL_TILES[0], "sm_90a"): True, (moe.PREFILL_TILES[0], "sm_80"): True,
-    (moe.PREFILL_TILES[1], "sm_90a"): True, (moe.PREFILL_TILES[1], "sm_80"): True,
-    (moe.PREFILL_TILES[2], "sm_90a"): True, (moe.PREFILL_TILES[2], "sm_80"): False,
-    (moe.PREFILL_TILES[3], "sm_90a"): True, (moe.PREFILL_TILES[3], "sm_80"): False,
-    (moe.PREFILL_TILES[4], "sm_90a"): False,  # 4 stages of 128x256: no room for 64 KiB more
+D, P = moe.DECODE_TILES, moe.PREFILL_TILES
+FITS = {  # (tile, target): whether the scratch fits next to the pipeline's rings without costing
+    # a resident CTA per SM (sm_80's 164 KiB: the 2-4 CTAs the small tiles run, one more
+    # 16-64 KiB buffer for the prefill tiles), else the store stays per element
+    **{(t, "sm_90a"): True for t in D + P[:4]}, (P[4], "sm_90a"): False,
+    (D[0], "sm_80"): False, (D[1], "sm_80"): True, (D[2], "sm_80"): True, (D[3], "sm_80"): False,
+    **{(t, "sm_80"): False for t in P[:4]},
 }
 
 
@@ -178,19 +178,29 @@ def test_row_major_gemm_store_is_left_alone():
     assert "shfl.sync.bfly" in ck.asm["ptx"]
 
 
-@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
-@pytest.mark.parametrize("f32", [False, True])
-def test_transposed_gemm_store_takes_the_new_path(target, f32):
-    """Cᵀ = (A @ B)ᵀ: 16-byte vectors along M (8 fp16 or 4 fp32), behind the run-time test of
-    the boundary-checked dim (M % vector), with the per-element path as its fallback."""
+@pytest.mark.parametrize("target, bm, bn, f32", [("sm_90a", 128, 128, False), ("sm_80", 64, 128, False)])
+def test_transposed_gemm_store_takes_the_new_path(target, bm, bn, f32):
+    """Cᵀ = (A @ B)ᵀ: 16-byte vectors along M, behind the run-time test of the boundary-checked
+    dim (M % 8), with the per-element path as its fallback. (An fp32 Cᵀ's scratch, 32-64 KiB
+    for these tiles, would cost a resident CTA: it keeps its stores; the scratch layout of
+    fp32 is checked by the simulation above.)"""
     sig = _SIG | {"c_ptr": "*fp32:16"} if f32 else _SIG
-    ck = sparsecc.compile(_gemm_kernel, sig, {"BM": 128, "BN": 128, "BK": 64, "TRANSPOSED": True, "F32_OUT": f32},
+    ck = sparsecc.compile(_gemm_kernel, sig, {"BM": bm, "BN": bn, "BK": 64, "TRANSPOSED": True, "F32_OUT": f32},
                           target=target)
     ttgir = str(ck.asm["ttgir"])
     assert "ttg.convert_layout" in ttgir and f"sizePerThread = [{4 if f32 else 8}, 1]" in ttgir
     stores = _stores(ck.asm["ptx"])
-    assert stores["st.global.v4.b32"] == 128 * 128 // 128 // (4 if f32 else 8), stores
+    assert stores["st.global.v4.b32"] == bm * bn // 128 // (4 if f32 else 8), stores
     assert ck.asm.get("cubin")
+
+
+def test_a_scratch_that_would_cost_a_resident_cta_is_not_taken():
+    """sm_80, 64x64: 38400 bytes of rings run four CTAs per SM (164 KiB); 8 KiB more would
+    leave three. The store keeps its per-element path and the kernel its shared memory."""
+    ck = sparsecc.compile(_gemm_kernel, _SIG, {"BM": 64, "BN": 64, "BK": 64, "TRANSPOSED": True}, target="sm_80")
+    assert "ttg.convert_layout" not in str(ck.asm["ttgir"])
+    assert ck.metadata["shared"] == 38400
+    assert _stores(ck.asm["ptx"])["st.global.b16"] == 64 * 64 // 128
 
 
 # --------------------------------------------------------------------------------------
