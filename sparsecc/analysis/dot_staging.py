@@ -43,6 +43,19 @@ def wgmma_swizzle(row_len: int, elem_bytes: int) -> SharedEncodingAttr:
     raise ValueError(f"a wgmma operand row of {row_len} elements fills no 32/64/128-byte swizzle")
 
 
+def kmajor_col_blocks(esz: int, order: tuple[int, int]) -> SharedEncodingAttr:
+    """wgmma's canonical K-major layout for rows of K longer than 128 bytes: the K extent cut
+    into 128-byte column blocks, each a (rows x 128 bytes) tile under the 128-byte swizzle, one
+    block after the other. A descriptor then names a k step by the start address of its block
+    plus the step's byte offset inside it (lower_dot's `_kmajor_step_offset`). `order` (1, 0)
+    for an A (M rows of K), (0, 1) for a B stored as N rows of K.
+
+        >>> kmajor_col_blocks(2, (1, 0)).col_block   # 16-bit: 64 elements a block
+        64
+    """
+    return SharedEncodingAttr(*element_mode(128, esz), order, col_block=128 // esz)
+
+
 def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> SharedEncodingAttr:
     """The shared layout a dot operand of this class and type is staged in."""
     shape = ty.get_shape()
@@ -56,11 +69,19 @@ def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> Share
     if dot_op.op_idx == 1 and isinstance(parent, MmaEncodingAttr) and parent.version_major == 3:
         if kmajor:  # N rows of K: the canonical K-major layout (a row is one swizzle atom)
             esz = elem_bytes(ty.element_type)
-            if esz != 2 and shape[0] * esz > 128 and (shape[0] * esz) % 128 == 0:
-                # longer rows: 128-byte column blocks of N rows each, one atom per block
-                return SharedEncodingAttr(*element_mode(128, esz), (0, 1), col_block=128 // esz)
+            if shape[0] * esz > 128 and (shape[0] * esz) % 128 == 0:
+                # longer rows: 128-byte column blocks of N rows each, one atom per block (8-bit
+                # and tf32 B; 16-bit B of a dense dot: attention's K^T at head dim 128)
+                return kmajor_col_blocks(esz, (0, 1))
             return mma_swizzle(shape[0], esz, order=(0, 1))
         return wgmma_swizzle(shape[1], elem_bytes(ty.element_type))
+    if (dot_op.op_idx == 0 and dot_op.meta == -1 and isinstance(parent, MmaEncodingAttr)
+            and parent.version_major == 3):
+        esz = elem_bytes(ty.element_type)
+        if shape[1] * esz > 128 and (shape[1] * esz) % 128 == 0:
+            # a dense A read through a descriptor (lower_dot.load_frag) with rows longer than one
+            # 128-byte atom (attention's Q at head dim 128): M x 128-byte column blocks
+            return kmajor_col_blocks(esz, (1, 0))
     if dot_op.is_sparse_meta:
         if shape[1] % META_GROUP_WORDS == 0:
             return SharedEncodingAttr(1, 1, 1, (1, 0), meta_pack=1)
@@ -72,4 +93,4 @@ def shared_encoding_for(dot_op: DotOperandEncodingAttr, ty: TensorType) -> Share
     return mma_swizzle(shape[1], elem_bytes(ty.element_type))
 
 
-__all__ = ["META_GROUP_WORDS", "elem_bytes", "mma_swizzle", "shared_encoding_for", "wgmma_swizzle"]
+__all__ = ["META_GROUP_WORDS", "elem_bytes", "kmajor_col_blocks", "mma_swizzle", "shared_encoding_for", "wgmma_swizzle"]

@@ -42,17 +42,24 @@ def strip_casts(v: SSAValue) -> SSAValue:
     return v
 
 
-def linear(v: SSAValue, depth: int = 0) -> Linear | None:
+def linear(v: SSAValue, depth: int = 0, *, widen: bool = False) -> Linear | None:
     """`v` as a linear form, or None. Scalars that are not sums/products of constants are atoms;
-    a tensor must be built from splats, constants and one `tl.arange`."""
+    a tensor must be built from splats, constants and one `tl.arange`.
+
+    `widen=True` also looks through sign extensions (`arith.extsi`, which keeps the value), so
+    that an i64 row term (`pid_n * BLOCK_N + tl.arange(...)` with an i64 program id, compared
+    with `extsi(splat(N))`) has the same form as its i32 parts; the row checks of sparse
+    operands use it, raise-pointer-tensors does not."""
     if depth > 40:
         return None
     owner = v.owner
     is_tensor = isinstance(v.type, TensorType)
     if isinstance(owner, tt.BroadcastOp | tt.ExpandDimsOp):
-        return linear(owner.src, depth + 1)
+        return linear(owner.src, depth + 1, widen=widen)
     if isinstance(owner, tt.SplatOp):
-        return linear(owner.src, depth + 1)
+        return linear(owner.src, depth + 1, widen=widen)
+    if widen and isinstance(owner, arith.ExtSIOp):
+        return linear(owner.input, depth + 1, widen=True)
     if isinstance(owner, tt.MakeRangeOp):
         start = owner.start.value.data
         return {J: 1, ONE: start} if start else {J: 1}
@@ -66,12 +73,12 @@ def linear(v: SSAValue, depth: int = 0) -> Linear | None:
                 return {ONE: vals[0]} if vals[0] else {}
         return None
     if isinstance(owner, arith.AddiOp | arith.SubiOp):
-        a, b = linear(owner.lhs, depth + 1), linear(owner.rhs, depth + 1)
+        a, b = linear(owner.lhs, depth + 1, widen=widen), linear(owner.rhs, depth + 1, widen=widen)
         if a is None or b is None:
             return None
         return add_linear(a, b, 1 if isinstance(owner, arith.AddiOp) else -1)
     if isinstance(owner, arith.MuliOp):
-        a, b = linear(owner.lhs, depth + 1), linear(owner.rhs, depth + 1)
+        a, b = linear(owner.lhs, depth + 1, widen=widen), linear(owner.rhs, depth + 1, widen=widen)
         if a is None or b is None:
             return None
         ca, cb = const_of(a), const_of(b)

@@ -13,7 +13,9 @@ own result: harmless exactly when it is never stored. decompose-sparse-tensors a
     `pid % group_size_m` in the program-id swizzle is a scalar and no wrap), and
   - `rows_past_bound_unseen(ptr, bound, index)`: every tile loaded through `ptr` is operand A
     of a `tt.dot` whose result reaches memory only through stores masked by `index < bound`
-    (following the accumulator through the K loop, `acc += ...` and casts).
+    (following the accumulator through the K loop, `acc += ...` and casts). Index terms are
+    read through sign extensions, so FlagGems' mm (an i64 program id: `rn % extsi(N)`, stored
+    under `(rn < N)[None, :]`, which sparse-operand-to-lhs makes the rows of a 2:4 B) qualifies.
 
     wraps = find_wraps(row_term)                    # [Wrap(op, bound, index), ...]
     rows_past_bound_unseen(a_ptrs, w.bound, w.index)  # True for the tutorial's epilogue
@@ -47,9 +49,13 @@ class Wrap:
 
 
 def _scalar_of(v: SSAValue) -> SSAValue:
-    """The scalar a splat (through broadcasts) was made from, else `v`."""
-    while isinstance(v.owner, tt.BroadcastOp | tt.ExpandDimsOp):
-        v = v.owner.src
+    """The scalar a splat (through broadcasts and integer widenings) was made from, else `v`.
+
+    A 64-bit row term widens its bound: FlagGems' `rn % N` with an i64 program id is
+    `rn % extsi(splat(N))`. Widening keeps the value and so its divisibility; the bound is `N`.
+    """
+    while isinstance(v.owner, tt.BroadcastOp | tt.ExpandDimsOp | arith.ExtSIOp | arith.ExtUIOp):
+        v = v.owner.operands[0]
     if isinstance(v.owner, tt.SplatOp) and not isinstance(v.owner.src.type, TensorType):
         return v.owner.src
     return v
@@ -77,17 +83,21 @@ def find_wraps(rows: SSAValue) -> list[Wrap]:
 
 
 def _row_condition(term: SSAValue, rows: int, bound: SSAValue, index: dict | None) -> bool:
-    """`term` is `index[:, None] < bound` (broadcast to the tile)."""
+    """`term` is `index[:, None] < bound` or `(index < bound)[:, None]` (FlagGems' form),
+    broadcast to the tile."""
     while isinstance(term.owner, tt.BroadcastOp):
         term = term.owner.src
     shape = tt.shape_of(term.type)
-    cmp = term.owner
-    if len(shape) != 2 or shape != (rows, 1) or not isinstance(cmp, arith.CmpiOp):
+    if len(shape) != 2 or shape != (rows, 1):
         return False
-    if cmp.predicate.value.data != 2:  # slt
+    if isinstance(term.owner, tt.ExpandDimsOp):  # (rows,) -> (rows, 1): the rows' own condition
+        term = term.owner.src
+    cmp = term.owner
+    if not isinstance(cmp, arith.CmpiOp) or cmp.predicate.value.data != 2:  # slt
         return False
     # the same rows: the same form, or one computed again the same way (value_equality)
-    return linear(cmp.rhs) == {bound: 1} and index is not None and same_linear(linear(cmp.lhs), index)
+    return (linear(cmp.rhs, widen=True) == {bound: 1} and index is not None
+            and same_linear(linear(cmp.lhs, widen=True), index))
 
 
 def _block_store_checks_rows(store: tt.StoreOp, bound: SSAValue, index: dict | None) -> bool:
@@ -101,7 +111,7 @@ def _block_store_checks_rows(store: tt.StoreOp, bound: SSAValue, index: dict | N
     while isinstance(rows.owner, arith.ExtSIOp):
         rows = rows.owner.input
     start = {k: v for k, v in index.items() if k != J}
-    return rows is bound and index.get(J) == 1 and same_linear(linear(make.offsets[0]), start)
+    return rows is bound and index.get(J) == 1 and same_linear(linear(make.offsets[0], widen=True), start)
 
 
 def _mask_terms(mask: SSAValue) -> list[SSAValue]:
@@ -189,7 +199,7 @@ def rows_past_bound_unseen(ptr: SSAValue, bound: SSAValue, index: SSAValue) -> b
     (the same row index, before the wrap: `offs_cm` is `pid_m * BLOCK_M + tl.arange(...)`
     as `offs_am` was)."""
     loads = _loads_through(ptr, set())
-    form = linear(index)
+    form = linear(index, widen=True)
     if not loads or form is None:
         return False
     seen: set[SSAValue] = set()

@@ -20,7 +20,7 @@ from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
-from sparsecc.analysis.mma_rename import is_mma_to_a_rename
+from sparsecc.analysis.mma_rename import renames_registers
 from sparsecc.analysis.reduce_plan import exchange_bytes, fast_reduce_plan, value_words
 from sparsecc.analysis.scan_plan import fast_scan_plan, scan_exchange_bytes
 from sparsecc.analysis.shuffles import SHUFFLE_OPS, is_free, shuffle_of
@@ -106,8 +106,8 @@ def shared_size(op: Operation) -> int:
         return shuffle_bytes(op)
     if isinstance(op, ttgd.ConvertLayoutOp):
         ty = op.operands[0].type  # an i1 tensor round-trips as i16 (the lowering's stored type)
-        if is_mma_to_a_rename(ty, op.result.type):
-            return 0  # attention's P: the accumulator's registers become the next dot's A
+        if renames_registers(ty, op.result.type):
+            return 0  # attention's P (the accumulator's registers become the next dot's A), alpha
         return math.prod(ty.get_shape()) * (2 if ty.element_type == i1 else esize(ty.element_type))
     if isinstance(op, tt.DequantizeOp):
         return sum(dequantize_padded_bytes(v) for v in op.operands if not dequantize_reads_in_place(v))
@@ -156,7 +156,7 @@ def shared_effects(op: Operation) -> tuple[str, ...]:
     if isinstance(op, SHUFFLE_OPS):
         return (ROUND_TRIP,) if shuffle_bytes(op) else ()
     if isinstance(op, ttgd.ConvertLayoutOp):
-        return () if is_mma_to_a_rename(op.src.type, op.result.type) else (ROUND_TRIP,)
+        return () if renames_registers(op.src.type, op.result.type) else (ROUND_TRIP,)
     if isinstance(op, tt.DequantizeOp):
         return (ROUND_TRIP,) if shared_size(op) else (READ,)
     if isinstance(op, tt.AtomicRMWOp):

@@ -321,22 +321,36 @@ _SWIZZLE_NAME = {width: name for name, width in wg.SWIZZLE_BYTES.items() if name
 def _canonical_k_major(sm: Smem) -> int | None:
     """Row width W in bytes when `sm` (rows x K values) is wgmma's canonical K-major layout with
     a W-byte swizzle: rows of exactly W bytes, 16-byte chunks XORed with (row / (128 / W)) mod
-    W / 16 (mma_swizzle's choice for such rows); None otherwise."""
+    W / 16 (mma_swizzle's choice for such rows), or longer rows cut into 128-byte column blocks
+    (dot_staging.kmajor_col_blocks: W = 128, the block's width); None otherwise."""
     enc = sm.ty.encoding
-    if not isinstance(enc, SharedEncodingAttr) or enc.meta_pack or enc.col_block or tuple(enc.order) != (1, 0):
+    if not isinstance(enc, SharedEncodingAttr) or enc.meta_pack or tuple(enc.order) != (1, 0):
         return None
     esz = esize(sm.ty.element_type)
-    width = sm.ty.get_shape()[1] * esz
+    width = (enc.col_block or sm.ty.get_shape()[1]) * esz
+    if enc.col_block and width != 128:
+        return None
     if width not in _SWIZZLE_NAME or (enc.vec * esz, enc.per_phase, enc.max_phase) != mode(width):
         return None
     return width
+
+
+def _kmajor_step_offset(step_bytes: int, width: int, rows: int) -> int:
+    """Byte offset, in a K-major tile of `rows` rows stored as column blocks of `width` bytes
+    (rows x width each, one after the other; a single block when K fits one), of the K step
+    starting `step_bytes` into a row: its block's start plus its offset inside the block. A
+    step never straddles two blocks (32 bytes of K a step, blocks of 32/64/128 bytes), so
+    the descriptor's start address alone names it and the hardware applies the swizzle."""
+    block, within = divmod(step_bytes, width)
+    return block * rows * width + within
 
 
 def _wgmma_a_desc(L: LoweringContext, a: SmemOperand, rep_m: int, steps: int) -> dict[tuple[int, int], SSAValue]:
     """The i64 descriptor of A's m64 block (i, s) of K step s for this thread's warpgroup: rows
     64 * warpgroup + 16 * num_warps * i (the rows the accumulator layout gives the warpgroup's
     four warps), K-major, SBO = 8 rows, the step's 32 bytes of values (a k32 step of 16-bit
-    values, a k64 step of 8-bit ones) added to the start address."""
+    values, a k64 step of 8-bit ones) added to the start address (past the column blocks
+    before the step's, for rows longer than 128 bytes)."""
     em = L.em
     width = _canonical_k_major(a.sm)
     assert width is not None
@@ -344,7 +358,8 @@ def _wgmma_a_desc(L: LoweringContext, a: SmemOperand, rep_m: int, steps: int) ->
     bits = wg.smem_desc_bits(0, lbo=rows * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
     const = em.c(wg.as_signed64(bits), i64)
     group_base = em.add(a.sm.addr, em.mul(em.divu(L.ids.warp, 4), 64 * width))
-    return {(i, s): _desc(L, em.add(group_base, 16 * L.cfg.num_warps * i * width + 32 * s), const)
+    return {(i, s): _desc(L, em.add(group_base, 16 * L.cfg.num_warps * i * width
+                                    + _kmajor_step_offset(32 * s, width, rows)), const)
             for i in range(rep_m) for s in range(steps)}
 
 
@@ -369,10 +384,8 @@ def _wgmma_b_desc(b: SmemOperand, kstep: int) -> tuple[int, Callable[[int], int]
             raise LoweringError(f"a K-major wgmma B must be N rows of 32/64/128-byte swizzle atoms, got {enc}")
         bits = wg.smem_desc_bits(0, lbo=n * width, sbo=8 * width, swizzle=_SWIZZLE_NAME[width])
 
-        def kmajor_offset(s: int) -> int:  # column block (N rows of one atom each), then within it
-            atom, within = divmod(s * kstep * esz, width)
-            return atom * n * width + within
-        return bits, kmajor_offset, 0
+        # column block (N rows of one atom each), then within it
+        return bits, lambda s: _kmajor_step_offset(s * kstep * esz, width, n), 0
     if esz != 2:
         raise LoweringError(f"wgmma reads {b.sm.ty.element_type} B K-major only (order [0, 1]), got {enc}")
     width = enc.col_block * esz

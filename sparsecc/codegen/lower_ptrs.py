@@ -93,6 +93,19 @@ def byte_offset(L: LoweringContext, off: SSAValue, nbytes: int) -> SSAValue:
     return wide if k == k0 else em.add(wide, em.c((k - k0) * nbytes, i64))
 
 
+def scalar_byte_offset(L: LoweringContext, off: SSAValue, nbytes: int) -> SSAValue:
+    """sext(off) * nbytes for a scalar pointer's offset (`q_ptr + head * stride_h`, a row's
+    base): `cvt.s64.s32` + `mul.lo.s64`, not `byte_offset`'s `mul.wide.s32`. The wide multiply
+    pays per register of a pointer tensor; a scalar offset is computed once per program, and
+    there the form only steers ptxas's allocation: with `mul.wide.s32` for the head offset the
+    fused attention kernel (128x64 tiles, 8 warps) took 130 registers, one block of 256 threads
+    per SM where up to 128 let two in (the likely cause of its 1.19x -> 1.49x of Triton's time
+    on the H200), against 119 with this form; the row kernels keep their register counts or need
+    one or two fewer (bench/parity.py --ptx). Made per pointer: one shared by a row's x and y pointers
+    stayed live across the row and cost layer norm and RMSNorm two registers."""
+    return L.em.mul(L.em.ext64(off), nbytes)
+
+
 def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     """result = ptr + offset * sizeof(pointee), as 64-bit byte addresses, per element (a bool
     element is one byte: `pointee_bytes`)."""
@@ -101,7 +114,7 @@ def lower_addptr(L: LoweringContext, op: tt.AddPtrOp) -> None:
     ptr, off = L.get(op.ptr), L.get(op.offset)
     if not isinstance(ptr, Regs) and not isinstance(off, Regs):
         assert isinstance(ptr, SSAValue) and isinstance(off, SSAValue)
-        L.set(op.result, em.add(ptr, byte_offset(L, off, nbytes)))
+        L.set(op.result, em.add(ptr, scalar_byte_offset(L, off, nbytes)))
         return
     n = len((ptr if isinstance(ptr, Regs) else off).regs)
     ptrs, offs = _per_reg(ptr, n, "tt.addptr pointer"), _per_reg(off, n, "tt.addptr offset")

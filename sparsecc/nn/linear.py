@@ -20,6 +20,7 @@ from sparsecc.formats import QuantScheme, SparseFormat
 from sparsecc.nn import dispatch as _dispatch
 from sparsecc.nn.quantize import QUANT_MAX, quantize_rows
 from sparsecc.nn.torch_ops import sparse_linear_op, sparse_linear_q_op, sparse_mm_op
+from sparsecc.ops.dispatch import activate as _activate
 from sparsecc.ops.dispatch import resolve as _resolve_dispatch
 from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.runtime.compress import compress, prune_2to4
@@ -247,16 +248,6 @@ def _input_width_error(layer: SparseLinear, x: torch.Tensor) -> ValueError:
     return ValueError(f"{name} (in_features={layer.in_features}, out_features={layer.out_features}): "
                       f"the input's last dimension is {width}, the layer takes {layer.in_features} "
                       f"(input shape {tuple(x.shape)})")
-
-
-def _activate(y: torch.Tensor, activation: str) -> torch.Tensor:
-    if activation == "relu":
-        return torch.relu(y)
-    if activation == "gelu_tanh":
-        return torch.nn.functional.gelu(y, approximate="tanh")
-    if activation == "silu":
-        return torch.nn.functional.silu(y)
-    return y
 
 
 def _quant_format(who: str, quant: str | QuantScheme | None, weight_dtype: torch.dtype | None) -> SparseFormat | None:

@@ -441,8 +441,9 @@ class ConvertTTToTTGPass(ModulePass):
         for group in sorted(groups.values(), key=lambda g: -g.rank):
             group.layout = self._choose(group, uf, groups)
         if self._register_a and len({g.layout.version_major for g in groups.values() if g.dot_results}) > 1:
-            # a chain whose dots would mix wgmma and mma.sync (attention's K^T with 128-element
-            # K-major rows stays on mma.sync): all on mma.sync, as before register A existed
+            # a chain whose dots would mix wgmma and mma.sync (a K-major B whose rows are neither
+            # one 64/128-byte atom nor 128-byte column blocks stays on mma.sync): all on
+            # mma.sync, as before register A existed
             object.__setattr__(self, "_register_a", set())
             for group in sorted(groups.values(), key=lambda g: -g.rank):
                 group.layout = self._choose(group, uf, groups)
@@ -592,8 +593,8 @@ def _dense_wgmma_ok(dots: list[tt.DotOp], kmajor_b: bool, register_a: set[tt.Dot
     """Whether dense dots (one accumulator group, its M x N already checked by `_use_wgmma`)
     become `wgmma.mma_async.m64nNk16`, as Triton's Hopper GEMMs do: 16-bit operands, K a
     multiple of 16, B a loaded tile (staged in shared memory, read through a descriptor,
-    MN-major in a colBlock layout or K-major when a row of K is one 64/128-byte swizzle atom),
-    A a loaded tile (through a descriptor or ldmatrix) or one of `register_a` (the accumulator
+    MN-major in a colBlock layout, K-major when a row of K is one 64/128-byte swizzle atom or
+    several 128-byte column blocks), A a loaded tile (through a descriptor or ldmatrix) or one of `register_a` (the accumulator
     of a dot before it, in registers: attention's P @ V), and every dot of the function so:
     a dot of other computed operands keeps mma.sync, and so do the others of its function,
     whose layouts would otherwise meet."""
@@ -610,7 +611,10 @@ def _dense_wgmma_ok(dots: list[tt.DotOp], kmajor_b: bool, register_a: set[tt.Dot
         if k % 16:
             return False
     for d in dots:
-        if kmajor_b and tt.shape_of(d.b.type)[0] * 2 not in (64, 128):
+        row = tt.shape_of(d.b.type)[0] * 2  # bytes of K in a K-major B row
+        if kmajor_b and row not in (64, 128) and row % 128:
+            # one 64/128-byte atom, or 128-byte column blocks (dot_staging.kmajor_col_blocks:
+            # attention's K^T at head dim 128)
             return False
     return True
 

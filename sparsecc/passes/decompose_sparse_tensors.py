@@ -861,8 +861,10 @@ def _wrap_message(wrap: Wrap, group: int) -> str:
     bound = wrap.bound
     name = f"'{bound.name_hint}'" if bound.name_hint else "the bound"
     form = f"% {name}" if wrap.is_rem else f"tl.where(rows < {name}, rows, 0)"
-    ways = [f"store the result only under a mask of the same rows below {name} (as Triton's "
-            f"tutorials do: `mask=offs_cm[:, None] < {bound.name_hint or 'M'}`)",
+    bound_text = bound.name_hint or "M"
+    ways = [f"store the result only under a mask of the same index, unwrapped, below {name} (as "
+            f"Triton's tutorials do: `mask=offs_cm[:, None] < {bound_text}` for a 2:4 A, "
+            f"`mask=offs_cn[None, :] < {bound_text}` for a 2:4 B)",
             "or mask the rows of the load instead of wrapping them"]
     if wrap.is_rem and isinstance(bound, BlockArgument):
         ways.append(f"or launch with {name} a multiple of {group} (kernel[grid] specializes it; "

@@ -57,3 +57,17 @@ def pointer_gemm(D, A, B, M, N, K, stride_am, stride_bk, stride_dm,
 
 POINTER_SIG = {"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16", "M": "i32", "N": "i32", "K": "i32",
                "stride_am": "i32", "stride_bk": "i32", "stride_dm": "i32"}
+
+
+@sparsecc.jit
+def bools(X, Y, A, And, Pick, Less, flag, n, BLOCK: tl.constexpr):
+    """Bool tensors and a bool argument through memory: `&`, `|`, `tl.where` on a bool, a
+    comparison stored as bool (test_argument_dtypes runs it, test_bool_memory_ptx reads its PTX)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(X + offs, mask=m, other=False)
+    y = tl.load(Y + offs, mask=m, other=True)
+    a = tl.load(A + offs, mask=m, other=0.0)
+    tl.store(And + offs, (x & y) | flag, mask=m)
+    tl.store(Pick + offs, tl.where(x, a, -a), mask=m)
+    tl.store(Less + offs, a < 0.5, mask=m)

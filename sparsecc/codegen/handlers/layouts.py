@@ -11,6 +11,7 @@ from xdsl.ir import Attribute
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import distributed
+from sparsecc.analysis.mma_rename import is_mma_relabel
 from sparsecc.analysis.swizzle import mma_swizzle_params
 from sparsecc.codegen.handlers.shapes import stored_type
 from sparsecc.codegen.handlers.shared import read_shared
@@ -36,6 +37,9 @@ def _convert_layout(L: LoweringState, op: ttgd.ConvertLayoutOp) -> None:
     st = op.src.type
     if is_mma_to_a_rename(st, op.result.type):  # attention's P: registers renamed, no round trip
         L.set(op.result, mma_to_a_frags(L, src, op.result.type))
+        return
+    if is_mma_relabel(st, op.result.type):  # the same registers under another instruction N
+        L.set(op.result, Regs(op.result.type, list(src.regs)))
         return
     shape = st.get_shape()
     order = tuple(range(len(shape) - 1, -1, -1))  # row-major

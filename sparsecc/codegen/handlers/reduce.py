@@ -2,7 +2,8 @@
 one result (a tree of neighbours), then the lanes along the reduced axis with `shfl.sync.bfly`
 butterflies, then the warps along the axis through a small shared-memory exchange (one value
 per warp and result, one barrier, then a last combine: of all the warps' words in each thread
-for up to 4 warps, else of one word per lane and butterflies, as Triton). `sparsecc.analysis.reduce_plan` says which registers, lanes and
+for up to 4 warps, else of one word per lane and butterflies over lanes that hold the same
+result, as Triton: `exchange_lanes`). `sparsecc.analysis.reduce_plan` says which registers, lanes and
 warps take part; the PTX grows with a thread's registers, not with the tile.
 
 Layouts the plan does not cover (a lane or warp bit that moves two dimensions at once, a result
@@ -30,7 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from sparsecc.analysis.layouts import distributed
+from sparsecc.analysis.layouts import WARP, distributed
 from sparsecc.analysis.reduce_plan import WORD_BYTES, ReducePlan, fast_reduce_plan, value_words
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.handlers.views import row_major
@@ -216,8 +217,9 @@ def reduce_warps(L: LoweringState, op: tt.ReduceOp, parts: list[Values], plan: R
     counts = [value_words(t) for t in types]
     # the exchange's registers: an f32 stays f32 (to_words keeps it), anything else is b32
     word_types = [f32 if isinstance(t, Float32Type) else i32 for t, n in zip(types, counts) for _ in range(n)]
-    if wcount >= SHUFFLED_EXCHANGE:
-        return _combine_exchange_by_lanes(L, base, plane, wcount, result_index, types, counts, word_types, combine)
+    lanes = exchange_lanes(plan)
+    if lanes is not None:
+        return _combine_exchange_by_lanes(L, base, plane, lanes, result_index, types, counts, word_types, combine)
     out = []
     for lin in result_index:
         addr = em.add(base, em.mul(lin, wcount * WORD_BYTES))
@@ -246,18 +248,62 @@ SHUFFLED_EXCHANGE = 8
 """From this many warps along the axis on, the exchange is read back one word per lane and
 combined with butterflies (`_combine_exchange_by_lanes`) instead of every thread reading all
 the words: one register per result instead of `warps_along` (16 for a w16 layer norm), and a
-log2 dependency chain."""
+log2 dependency chain. Only where `exchange_lanes` finds lanes to spread the words over."""
 
 
-def _combine_exchange_by_lanes(L: LoweringState, base: SSAValue, plane: int, wcount: int,
+def exchange_lanes(plan: ReducePlan) -> tuple[int, ...] | None:
+    """The lane-id bits over which `_combine_exchange_by_lanes` spreads the W = `warps_along`
+    partials of a result (lane bit i of the returned bits picks bit i of the warp slot, and the
+    butterflies run over these bits), or None where every thread reads all W words.
+
+    The butterflies combine the words of partner lanes, so the partners must hold the same
+    result: only lane bits along the reduced axis (after `reduce_lanes` those lanes hold the same
+    result) or lanes holding copies qualify, never a lane bit that moves to another result (a
+    reduction across rows whose lanes run along the row, or an mma accumulator's column lanes).
+    The lowest log2(W) such bits are taken; a row kernel's are bits 0.. (the slot is lane % W).
+
+        >>> from sparsecc.analysis.layouts import distributed
+        >>> from sparsecc.analysis.reduce_plan import plan_reduce
+        >>> from sparsecc.dialects.ttg import BlockedEncodingAttr, MmaEncodingAttr
+        >>> exchange_lanes(plan_reduce(distributed(BlockedEncodingAttr([8], [32], [8], [0]), (4096,)), 0))
+        (0, 1, 2)
+        >>> exchange_lanes(plan_reduce(distributed(MmaEncodingAttr((8, 1)), (128, 64)), 0))
+        (2, 3, 4)
+        >>> exchange_lanes(plan_reduce(distributed(BlockedEncodingAttr([1, 4], [1, 32], [8, 1], [1, 0]), (8, 256)), 0)) is None
+        True
+    """
+    wcount = plan.warps_along
+    if wcount < SHUFFLED_EXCHANGE:
+        return None
+    same = plan.lane_copies | sum(plan.lane_masks)
+    bits = tuple(b for b in range(WARP.bit_length() - 1) if same >> b & 1)
+    need = wcount.bit_length() - 1
+    return bits[:need] if len(bits) >= need else None
+
+
+def _exchange_slot(L: LoweringState, lanes: tuple[int, ...]) -> SSAValue:
+    """The warp place whose partial this lane reads: its `lanes` bits, packed."""
+    em, lane = L.em, L.ids.lane
+    if lanes == tuple(range(len(lanes))):
+        return em.remu(lane, 1 << len(lanes))
+    if lanes == tuple(range(lanes[0], lanes[0] + len(lanes))):
+        return em.remu(em.divu(lane, 1 << lanes[0]), 1 << len(lanes))
+    idx = em.c(0)
+    for i, b in enumerate(lanes):
+        idx = em.add(idx, em.mul(em.remu(em.divu(lane, 1 << b), 2), 1 << i))
+    return idx
+
+
+def _combine_exchange_by_lanes(L: LoweringState, base: SSAValue, plane: int, lanes: tuple[int, ...],
                                result_index: list[SSAValue], types: list[Attribute], counts: list[int],
                                word_types: list[Attribute], combine: Combine) -> list[Values]:
     """The second half of `reduce_warps` as Triton does it: lane l reads the partial of warp
-    l % W of each result, then butterflies over the lane bits below W combine them, so that
-    every lane ends with all W (W <= 32 divides the warp: a lane's partners read the other
-    warps' partials of the same result)."""
+    place `_exchange_slot` (its `lanes` bits) of each result, then butterflies over those lane
+    bits combine them, so that every lane ends with all W = 2**len(lanes) partials (the
+    partners hold the same result: `exchange_lanes`)."""
     em = L.em
-    slot = em.mul(em.remu(L.ids.lane, wcount), WORD_BYTES)
+    wcount = 1 << len(lanes)
+    slot = em.mul(_exchange_slot(L, lanes), WORD_BYTES)
     out = []
     for lin in result_index:
         addr = em.add(em.add(base, em.mul(lin, wcount * WORD_BYTES)), slot)
@@ -266,10 +312,8 @@ def _combine_exchange_by_lanes(L: LoweringState, base: SSAValue, plane: int, wco
         for t, n in zip(types, counts):
             acc.append(from_words(L, words[j:j + n], t))
             j += n
-        mask = wcount // 2
-        while mask:
-            acc = combine(acc, [shfl_xor(L, v, mask) for v in acc])
-            mask //= 2
+        for b in reversed(lanes):
+            acc = combine(acc, [shfl_xor(L, v, 1 << b) for v in acc])
         out.append(acc)
     return out
 

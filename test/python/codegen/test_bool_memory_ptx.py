@@ -11,24 +11,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from kernels import bools
 
 import sparsecc
 import sparsecc.language as tl
 
 BLOCK = 128
 BASES = [(k + 1) << 32 for k in range(8)]  # the pointer parameters: far apart, so each access names its tensor
-
-
-@sparsecc.jit
-def bools(X, Y, A, And, Pick, Less, flag, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(X + offs, mask=m, other=False)
-    y = tl.load(Y + offs, mask=m, other=True)
-    a = tl.load(A + offs, mask=m, other=0.0)
-    tl.store(And + offs, (x & y) | flag, mask=m)
-    tl.store(Pick + offs, tl.where(x, a, -a), mask=m)
-    tl.store(Less + offs, a < 0.5, mask=m)
 
 
 @sparsecc.jit

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from kernels import bools
 
 import sparsecc
 import sparsecc.language as tl
@@ -20,18 +21,6 @@ def select_add(X, Y, Out, s, n, BLOCK: tl.constexpr):
     x = tl.load(X + offs, mask=m)
     y = tl.load(Y + offs, mask=m)
     tl.store(Out + offs, tl.where(x > y, x - y, y + s), mask=m)
-
-
-@sparsecc.jit
-def bools(X, Y, A, And, Pick, Less, flag, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(X + offs, mask=m, other=False)
-    y = tl.load(Y + offs, mask=m, other=True)
-    a = tl.load(A + offs, mask=m, other=0.0)
-    tl.store(And + offs, (x & y) | flag, mask=m)
-    tl.store(Pick + offs, tl.where(x, a, -a), mask=m)
-    tl.store(Less + offs, a < 0.5, mask=m)
 
 
 @sparsecc.jit

@@ -83,7 +83,7 @@ def test_atomics_assemble(target):
 def test_atomic_add_errors_name_the_problem():
     from sparsecc.frontend.errors import CompilationError
 
-    with pytest.raises(CompilationError, match=r"tl.atomic_add supports fp32, i32, i64, fp16, bf16 memory, got i8"):
+    with pytest.raises(CompilationError, match=r"tl.atomic_add supports fp32, i32, i64, fp16, bf16, fp64 memory, got i8"):
         sparsecc.compile(histogram, {"X": "*i32", "H": "*i8", "n": "i32"}, {"BLOCK": 256})
 
 

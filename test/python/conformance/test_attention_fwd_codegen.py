@@ -1,4 +1,4 @@
-"""bench/parity_kernels.py's fused attention forward (issue 30's parity row) on the mma.sync path.
+"""bench/parity_kernels.py's fused attention forward (issue 30's parity row) on sm_90a and sm_80.
 
 What made it 4-6x (then 2x) slower than Triton, each with its regression check on the PTX and ptxas:
 - K^T (`k_ptr + offs_n[None, :] * stride + offs_d[:, None]`) was loaded with scalar 16-bit loads:
@@ -12,7 +12,13 @@ What made it 4-6x (then 2x) slower than Triton, each with its regression check o
   dot's accumulators: no shared-memory round trip and no barrier for it), the unmasked K and V
   loads are raised to block pointers and streamed by the cp.async ring, and the unmasked
   epilogue store is a block-pointer store (16-byte vectors): 123 registers at D = 64 (was 188
-  with mma.sync), two CTAs per SM.
+  with mma.sync), two CTAs per SM;
+- at D = 128 too (was mma.sync for both dots: K^T's 256-byte K-major rows had no 16-bit wgmma
+  B layout, and a chain does not mix wgmma and mma.sync): K^T is staged K-major in two 128-byte
+  column blocks (as 8-bit B is) and Q, A through a descriptor, in two K-major column blocks
+  (test/python/codegen/test_wgmma_descriptor_reads.py checks which element every wgmma reads):
+  152 registers (196 with mma.sync), no spills; the row max and sum move from Q K^T's m64n64
+  layout to P @ V's m64n128 by renaming registers (analysis.mma_rename.is_mma_relabel).
 The GPU part (`gpu` marker) checks the kernel against torch's scaled_dot_product_attention.
 """
 
@@ -68,18 +74,33 @@ def test_attention_loop_streams_k_and_v_and_keeps_p_in_registers(head_dim, targe
     # the epilogue's unmasked store is a block-pointer store: 16-byte vectors after a quad transpose
     assert len(re.findall(r"st\.global\.v4\.b32", ptx)) == 128 * head_dim // 256 // 8
     assert not re.search(r"st\.global(\.b32|\.b16|\.v2)", ptx)
-    if target == "sm_90a" and head_dim == 64:
+    if target == "sm_90a":
         # both dots on wgmma (Triton's form): Q K^T with A and B from shared memory, P @ V with
         # P as the register A ({4 x b32} per k16 step), B (V) from shared memory
         assert "mma.sync" not in loop and "ldmatrix" not in loop
-        wg = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", loop)
-        assert len(wg) == 2 * 64 // 16 and wg.count("{") == 64 // 16
-        assert "warpsPerCTA = [8, 1], instrShape = [64, 64]" in ck.asm["ttgir"]
+        qk = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", loop)
+        pv = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{head_dim}k16\.f32\.f16\.f16 \{{[^}}]*\}}, (\{{|%rd)",
+                        loop)
+        if head_dim == 64:  # one instruction shape for both dots
+            assert len(qk) == 2 * 64 // 16 and qk.count("{") == 64 // 16
+        else:
+            # D = 128: Q K^T's K is 128 (8 k16 steps, A = Q through a descriptor over two
+            # 128-byte column blocks, B = K^T K-major over two column blocks); P @ V is m64n128
+            assert qk == ["%rd"] * (head_dim // 16) and pv == ["{"] * (64 // 16)
+            assert len(re.findall(r"wgmma\.mma_async", loop)) == head_dim // 16 + 64 // 16
+            ttgir = ck.asm["ttgir"]
+            assert "memdesc<128x128xf16, #ttg.shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0], " \
+                   "colBlock = 64}>>" in ttgir  # Q
+            assert "memdesc<3x128x64xf16, #ttg.shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [0, 1], " \
+                   "colBlock = 64}>" in ttgir  # the K^T ring
+        assert f"warpsPerCTA = [8, 1], instrShape = [64, {head_dim}]" in ck.asm["ttgir"]
         assert "versionMajor = 2" not in ck.asm["ttgir"]
-        assert res.registers <= 128, res  # two CTAs of 256 threads per SM, as Triton (109 regs)
+        if head_dim == 64:
+            assert res.registers <= 128, res  # two CTAs of 256 threads per SM, as Triton (109 regs)
+        else:
+            assert res.registers <= 160, res  # one CTA per SM (129 KiB of shared memory); 196 with mma.sync
     else:
-        # sm_80, and sm_90a at D = 128 (K^T's 256-byte K-major rows have no wgmma B layout yet,
-        # and the chain does not mix wgmma and mma.sync): mma.sync with every warp along M
+        # sm_80: mma.sync with every warp along M
         assert "wgmma" not in ptx
         assert loop.count("mma.sync.aligned.m16n8k16") == 2 * (128 // 8 // 16) * (64 // 8) * (head_dim // 16)
         assert "warpsPerCTA = [8, 1]" in ck.asm["ttgir"]
@@ -164,6 +185,33 @@ def test_the_p_rename_takes_no_scratch_and_spans_mma_versions():
     assert shared_size(trip) == 128 * 64 * 2 and shared_effects(trip) != ()
 
 
+def test_row_vectors_of_two_wgmma_shapes_are_the_same_registers():
+    """At head dim 128 the row max / sum come from Q K^T (m64n64) and scale P @ V's accumulator
+    (m64n128): slices (and accumulators) of mma layouts that differ only in instruction N hold
+    the same elements in the same registers (the register maps agree element by element), so
+    their convert takes no scratch and no barrier. Other warps, another slice dim or another
+    mma version keep the round trip."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32
+
+    from sparsecc.analysis.layouts import distributed
+    from sparsecc.analysis.mma_rename import is_mma_relabel
+    from sparsecc.analysis.shared_memory import shared_effects, shared_size
+    from sparsecc.dialects.ttg import ConvertLayoutOp, MmaEncodingAttr, SliceEncodingAttr
+
+    n64, n128 = (MmaEncodingAttr((8, 1), version_major=3, instr_shape=(64, n)) for n in (64, 128))
+    row = lambda mma, dim=1: TensorType(f32, [128], SliceEncodingAttr(dim, mma))  # noqa: E731
+    assert is_mma_relabel(row(n64), row(n128)) and is_mma_relabel(TensorType(f32, [128, 64], n64),
+                                                                   TensorType(f32, [128, 64], n128))
+    assert distributed(row(n64).encoding, (128,)) == distributed(row(n128).encoding, (128,))
+    assert not is_mma_relabel(row(n64), row(n128, 0))
+    assert not is_mma_relabel(row(n64), row(MmaEncodingAttr((4, 1), version_major=3, instr_shape=(64, 128))))
+    assert not is_mma_relabel(row(n64), row(MmaEncodingAttr((8, 1))))
+    c = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(row(n64), [1.0]))
+    relabel = ConvertLayoutOp(c.result, row(n128))
+    assert shared_size(relabel) == 0 and shared_effects(relabel) == ()
+
+
 @sparsecc.jit
 def masked_attention(q_ptr, k_ptr, v_ptr, out_ptr, sm_scale, stride_h, stride_m, n_ctx,
                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -216,24 +264,27 @@ def _run_masked(q, k, v, out, block_m: int, num_warps: int) -> None:
                                              BLOCK_M=block_m, BLOCK_N=64, num_warps=num_warps, num_stages=3)
 
 
-@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
-def test_masked_attention_compiles_to_the_same_loop(target):
+@pytest.mark.parametrize("target, head_dim", [("sm_90a", 64), ("sm_80", 64), ("sm_90a", 128)])
+def test_masked_attention_compiles_to_the_same_loop(target, head_dim):
     """The masked kernel takes the same path (the masks become boundary checks of the ring's
-    copies and of the epilogue's store): on sm_90a both dots on wgmma with P in registers."""
+    copies and of the epilogue's store): on sm_90a both dots on wgmma with P in registers, at
+    head dim 128 too (Q and K^T over two 128-byte column blocks)."""
     sig = dict(SIG, stride_h="i32", stride_m="i32:16", n_ctx="i32")
-    ck = sparsecc.compile(masked_attention, sig, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64}, target=target,
-                          num_warps=8, num_stages=3)
+    ck = sparsecc.compile(masked_attention, sig, {"HEAD_DIM": head_dim, "BLOCK_M": 128, "BLOCK_N": 64},
+                          target=target, num_warps=8, num_stages=3)
     loop = _loop(ck.asm["ptx"])
     assert "st.shared" not in loop and "ld.global" not in loop
-    assert len(re.findall(r"cp\.async\.cg\.shared\.global", loop)) == 4
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global", loop)) == 4 * head_dim // 64
     if target == "sm_90a":
-        wg = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", loop)
-        assert len(wg) == 8 and wg.count("{") == 4
+        wg = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", loop)
+        # Q K^T: head_dim / 16 steps, A (Q) through a descriptor; P @ V: 4 steps, P in registers
+        assert sorted(wg) == sorted([("64", "%rd")] * (head_dim // 16) + [(str(head_dim), "{")] * 4)
         assert "mma.sync" not in loop
     else:
         assert "wgmma" not in loop and "mma.sync" in loop
     res = next(iter(ck.metadata["ptxas"].values()))
     assert (res.spill_stores, res.spill_loads) == (0, 0), res
+    assert res.registers <= 255
 
 
 def test_masked_attention_on_the_interpreter_matches_torch(monkeypatch):
@@ -245,10 +296,13 @@ def test_masked_attention_on_the_interpreter_matches_torch(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bh, n, d", [(3, 1000, 64), (4, 512, 64), (2, 200, 128)])
+@pytest.mark.parametrize("bh, n, d", [(3, 1000, 64), (4, 512, 64), (2, 200, 128), (3, 1000, 128), (4, 512, 128),
+                                     (2, 37, 128)])
 def test_masked_attention_matches_sdpa_on_the_gpu(bh, n, d):
-    """A ragged n_ctx (1000, 200: the last query block and key block partial) and a tile
-    multiple (512), against torch's scaled_dot_product_attention on random data."""
+    """A ragged n_ctx (1000, 200, 37: the last query block and key block partial) and a tile
+    multiple (512), against torch's scaled_dot_product_attention on random data; on the H100 /
+    H200 (sm_90a) both dots are wgmma at d = 64 and d = 128 (Q and K^T over 128-byte column
+    blocks at 128)."""
     q, k, v, out = _masked_args(bh, n, d, "cuda", bh + n + d)
     _run_masked(q, k, v, out, 128, 8)
     torch.cuda.synchronize()
@@ -258,7 +312,8 @@ def test_masked_attention_matches_sdpa_on_the_gpu(bh, n, d):
 
 
 @pytest.mark.gpu
-def test_attention_gpu_matches_the_interpreter(monkeypatch):
+@pytest.mark.parametrize("d", [64, 128])
+def test_attention_gpu_matches_the_interpreter(monkeypatch, d):
     """The differential check: the same inputs through the wgmma kernel and the interpreter."""
     outs = []
     for device in ("cpu", "cuda"):
@@ -266,7 +321,7 @@ def test_attention_gpu_matches_the_interpreter(monkeypatch):
             monkeypatch.setenv("SPARSECC_INTERPRET", "1")
         else:
             monkeypatch.delenv("SPARSECC_INTERPRET", raising=False)
-        q, k, v, out = _masked_args(2, 300, 64, device, 11)
+        q, k, v, out = _masked_args(2, 300, d, device, 11)
         _run_masked(q, k, v, out, 128, 8)
         outs.append(out.float().cpu())
     assert torch.isfinite(outs[1]).all()

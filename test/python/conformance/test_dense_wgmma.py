@@ -269,3 +269,45 @@ def test_tutorial_matmul_with_a_sparse_on_the_gpu(m, n, k, cfg):
     _launch(sparsecc.compress(dense), b, out, cfg)
     torch.cuda.synchronize()
     _check(out, dense.float() @ b.float())
+
+
+WIDE_K_CONFIGS = [(128, 128, 128, 8, 8, 3), (64, 128, 128, 8, 4, 3)]
+"""BLOCK_K = 128: A's rows (and a column-major B's) are 256 bytes, two 128-byte column blocks
+read through descriptors (dot_staging.kmajor_col_blocks); was ldmatrix / mma.sync."""
+
+
+@pytest.mark.parametrize("cfg", WIDE_K_CONFIGS, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("aligned, kmajor_b", [(True, False), (False, False), (True, True)])
+def test_wide_k_tiles_read_a_through_column_block_descriptors(cfg, aligned, kmajor_b):
+    sig = _sig(aligned=aligned)
+    if kmajor_b:  # a column-major B: K-major rows of 256 bytes, two column blocks as well
+        sig.update(stride_bk="i32:1", stride_bn="i32:16")
+    ck = _compile(cfg, sig)
+    ptx = ck.asm["ptx"]
+    assert "ldmatrix" not in ptx and "mma.sync" not in ptx
+    wg = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16 \{[^}]*\}, (%rd\d+|\{)[^;]*, (\d);",
+                    ptx)
+    # A through a descriptor; imm-trans-b 1 for a row-major (MN-major) B, 0 for a K-major one
+    assert wg and all(a.startswith("%rd") and t == str(int(not kmajor_b)) for a, t in wg)
+    ttgir = ck.asm["ttgir"]
+    assert "order = [1, 0], colBlock = 64" in ttgir and ("order = [0, 1], colBlock = 64" in ttgir) == kmajor_b
+    assert ("cp.async.bulk.tensor" in ptx) == aligned
+    _no_spills(ck)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", WIDE_K_CONFIGS, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("kmajor_b", [False, True])
+@pytest.mark.parametrize("m, n, k", GPU_SHAPES[:3])
+def test_wide_k_tiles_on_the_gpu(m, n, k, cfg, kmajor_b):
+    """BLOCK_K = 128 against torch: aligned (TMA: a box per column block), a K tail inside a
+    tile, ragged everything (cp.async), with B row-major (MN-major) or column-major (K-major
+    in two column blocks)."""
+    torch.manual_seed(m + 5 * n + 3 * k)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.float16).T if kmajor_b else \
+        torch.randn(k, n, device="cuda", dtype=torch.float16)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    _launch(a, b, out, cfg)
+    torch.cuda.synchronize()
+    _check(out, a.float() @ b.float())

@@ -88,7 +88,7 @@ def test_stored_clamped_rows_are_a_located_error():
     sig = {"a_ptr": "*fp16:NV24", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
            "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
     with pytest.raises(CompilationError, match=r"tl.where\(rows < 'M', rows, 0\).*store the result only under a "
-                                               r"mask of the same rows below 'M'") as info:
+                                               r"mask of the same index, unwrapped, below 'M'") as info:
         sparsecc.compile(stored_wrapped_rows_kernel, sig | {"M": "i32:16"}, {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 32})
     assert "a_ptrs = a_ptr + rm[:, None] * stride_am" in str(info.value)
     assert "i32:16" not in str(info.value)  # no multiple of 16 saves a clamp: not offered
