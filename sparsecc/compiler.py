@@ -81,6 +81,8 @@ class CompileOptions:
     """A dequantized dot's warps all along M."""
     dense_wgmma: bool = SWITCHES["dense_wgmma"].default
     """Dense 16-bit dots of loaded tiles as sm_90a wgmma (off: mma.sync)."""
+    coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
+    """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
 
     @classmethod
     def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
@@ -161,9 +163,10 @@ def ttgir_rewrites(opts: CompileOptions) -> list[str]:
     hand-built or partially lowered ttgir module runs before `make_ptx`.
 
         >>> ttgir_rewrites(CompileOptions(target="sm_90a", warp_specialize=False))
-        ['tritongpu-sink-local-loads']
+        ['tritongpu-coalesce-mma-stores{target=sm_90a}', 'tritongpu-sink-local-loads']
     """
     return [
+        *([f"tritongpu-coalesce-mma-stores{{target={opts.target}}}"] if opts.coalesce_mma_stores else []),
         *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
         "tritongpu-sink-local-loads",
         *(["tritongpu-warp-specialize"] if opts.warp_specialize else []),

@@ -53,6 +53,11 @@ SWITCHES: dict[str, Switch] = {
                           "B read from shared memory, pipelined like the sparse GEMMs (TMA where the "
                           "tiles allow it), as Triton's Hopper GEMMs do (convert-tt-to-ttg{dense-wgmma}; "
                           "off: mma.sync)"),
+    "coalesce_mma_stores": Switch("SPARSECC_COALESCE_MMA_STORES", True,
+                                  "store an MMA tile whose memory runs along its rows (a transposed "
+                                  "product: MoE and sparse_linear's W x^T into y) as 16-byte vectors "
+                                  "through a shared scratch (tritongpu-coalesce-mma-stores; off: one "
+                                  "st.global.b16 per element)"),
 }
 """CompileOptions field -> its switch."""
 

@@ -98,6 +98,12 @@ def _convert_ttg_to_ptx() -> type[ModulePass]:
     return ConvertTTGToPTXPass
 
 
+def _coalesce_mma_stores() -> type[ModulePass]:
+    from sparsecc.passes.tritongpu_coalesce_mma_stores import CoalesceMmaStoresPass
+
+    return CoalesceMmaStoresPass
+
+
 def _ptx_hoist() -> type[ModulePass]:
     from sparsecc.passes.ptx_hoist_loop_invariants import HoistLoopInvariantsPass
 
@@ -129,6 +135,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tritongpu-pipeline": _pipeline,
     "tritongpu-wgmma-unroll": _wgmma_unroll,
     "tritongpu-sink-local-loads": _sink_local_loads,
+    "tritongpu-coalesce-mma-stores": _coalesce_mma_stores,
     "tritongpu-warp-specialize": _warp_specialize,
     "tritongpu-insert-barriers": _insert_barriers,
     "allocate-shared-memory": _allocate_shared_memory,

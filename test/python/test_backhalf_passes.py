@@ -44,8 +44,9 @@ def test_stage_pass_lists_follow_the_options():
     always ran); make_ptx places the barriers and the shared memory, then converts."""
     default, other_opts = CompileOptions(target="sm_90a"), CompileOptions(
         target="sm_90a", wgmma_unroll=True, warp_specialize=False, wgmma_a_smem=True)
-    assert make_ttgir(default)[-3:] == ["cse", "tritongpu-sink-local-loads", "tritongpu-warp-specialize"]
-    assert make_ttgir(other_opts)[-3:] == ["cse", "tritongpu-wgmma-unroll", "tritongpu-sink-local-loads"]
+    coalesce = "tritongpu-coalesce-mma-stores{target=sm_90a}"
+    assert make_ttgir(default)[-4:] == ["cse", coalesce, "tritongpu-sink-local-loads", "tritongpu-warp-specialize"]
+    assert make_ttgir(other_opts)[-4:] == ["cse", coalesce, "tritongpu-wgmma-unroll", "tritongpu-sink-local-loads"]
     assert make_ptx(default) == ["tritongpu-insert-barriers", "allocate-shared-memory",
                                  "convert-ttg-to-ptx{target=sm_90a a-from-shared=false}",
                                  "ptx-hoist-loop-invariants", EMIT_PTX]

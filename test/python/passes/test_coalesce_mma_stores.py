@@ -1,0 +1,265 @@
+"""tritongpu-coalesce-mma-stores: an MMA tile stored into memory contiguous along its rows (the
+MoE GEMM's transposed product W·xᵀ stored into y, tokens x features) goes through a swizzled
+column-major scratch and leaves as 16-byte `st.global.v4`, where it was one `st.global.b16`
+per element.
+
+CPU: the scratch layout simulated over every lane (a bijection; the MMA side's writes free of
+bank conflicts; the blocked side's reads whole aligned 16-byte chunks), the PTX of bench/moe.py's
+tiles (stores, registers, ptxas on sm_90a and sm_80), and the stores the pass leaves alone.
+GPU (`gpu`): transposed-store GEMMs against torch at ragged sizes, fp16 and fp32 outputs, into
+NaN-poisoned buffers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections import Counter
+
+import pytest
+import torch
+
+import sparsecc
+import sparsecc.language as tl
+from sparsecc.analysis.layouts import distributed, stored_coords
+from sparsecc.codegen.mma_stmatrix import transposed_scratch_encoding
+from sparsecc.dialects.ttg import MmaEncodingAttr
+from sparsecc.passes.tritongpu_coalesce_mma_stores import coalesced_layout
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+import moe  # noqa: E402
+
+KERNEL = moe.pk.sparsecc_kernel(moe.moe_gemm_kernel)
+
+
+def _stores(ptx: str) -> Counter:
+    return Counter(m.group(0) for m in re.finditer(r"st\.global[.\w]*", ptx))
+
+
+# --------------------------------------------------------------------------------------
+# The scratch layout, simulated
+# --------------------------------------------------------------------------------------
+
+LAYOUTS = [
+    (MmaEncodingAttr((4, 1), 3, (64, 128)), (128, 128), 2),  # the 128x128 w4 prefill tile
+    (MmaEncodingAttr((8, 1), 3, (64, 128)), (128, 256), 2),  # 128x256 w8
+    (MmaEncodingAttr((8, 1), 3, (64, 128)), (256, 128), 2),
+    (MmaEncodingAttr((4, 1), 3, (64, 16)), (64, 16), 2),  # a decode tile
+    (MmaEncodingAttr((2, 2)), (128, 64), 2),  # mma.sp's sm_80 layout, warps along both dims
+    (MmaEncodingAttr((4, 1), 3, (64, 64)), (128, 64), 4),  # an fp32 output
+]
+
+
+@pytest.mark.parametrize("mma, shape, elt_bytes", LAYOUTS)
+def test_scratch_is_a_bijection_written_without_bank_conflicts_and_read_in_whole_chunks(mma, shape, elt_bytes):
+    from xdsl.dialects.builtin import TensorType, f16, f32
+
+    elt = f16 if elt_bytes == 2 else f32
+    src = TensorType(elt, shape, mma)
+    dst = coalesced_layout(src, (0, 1), mma.num_warps)
+    enc = transposed_scratch_encoding(src, dst)
+    assert enc is not None and tuple(enc.order) == (0, 1)
+
+    def offset(i0: int, i1: int) -> int:
+        return enc.swizzled_offset(*stored_coords(enc, i0, i1, shape))
+
+    offsets = {offset(i0, i1) for i0 in range(shape[0]) for i1 in range(shape[1])}
+    assert offsets == set(range(shape[0] * shape[1]))  # every element its own slot, no gaps
+
+    # the MMA side: one st.shared per register and lane; a warp instruction is conflict-free
+    # when no bank is asked for two different 32-bit words
+    src_dl = distributed(mma, shape)
+    for warp in range(mma.num_warps):
+        for r in range(src_dl.num_regs):
+            words_of_bank: dict[int, set[int]] = {}
+            for lane in range(32):
+                word = offset(*src_dl.coord(warp, lane, r)) * elt_bytes // 4
+                words_of_bank.setdefault(word % 32, set()).add(word)
+            assert max(len(w) for w in words_of_bank.values()) == 1, (warp, r)
+
+    # the blocked side: each thread's run of 16 bytes along dim 0 is one aligned chunk
+    vec = 16 // elt_bytes
+    dst_dl = distributed(dst, shape)
+    assert dst.size_per_thread[0] == vec
+    for warp in range(mma.num_warps):
+        for lane in range(32):
+            for r0 in range(0, dst_dl.num_regs, vec):
+                offs = [offset(*dst_dl.coord(warp, lane, r0 + k)) for k in range(vec)]
+                assert offs[0] % vec == 0 and offs == list(range(offs[0], offs[0] + vec))
+
+
+@pytest.mark.parametrize("mma, shape, elt_bytes", [x for x in LAYOUTS if x[2] == 2])
+def test_stmatrix_trans_writes_every_element_where_the_reads_expect_it(mma, shape, elt_bytes):
+    """Simulate `stmatrix.x4.trans` over every warp: block i's column j (8 elements, fragment
+    rows 0..7: lane 4*row + j/2, half j%2 of the block's register pair) lands at the 16 bytes
+    lane 8i+j addresses; each must be the scratch slots of exactly those elements."""
+    from xdsl.dialects.builtin import TensorType, f16
+
+    from sparsecc.codegen.mma_stmatrix import block_of_lane, stmatrix_groups
+
+    src = TensorType(f16, shape, mma)
+    enc = transposed_scratch_encoding(src, coalesced_layout(src, (0, 1), mma.num_warps))
+    dl = distributed(mma, shape)
+    groups = stmatrix_groups(dl, 2, enc)
+    assert groups is not None and len(groups) * 8 == dl.num_regs
+
+    def offset(i0: int, i1: int) -> int:
+        return enc.swizzled_offset(*stored_coords(enc, i0, i1, shape))
+
+    written = []
+    for warp in range(mma.num_warps):
+        base = dl.coord(warp, 0, 0)  # lane 0's register 0: the warp's corner (no lane terms)
+        for group in groups:
+            for lane in range(32):
+                i, j = block_of_lane(lane)
+                r = group[i]
+                addr = offset(base[0] + dl.regs[r][0], base[1] + dl.regs[r][1] + j)  # store_stmatrix's rule
+                column = [dl.coord(warp, 4 * row + j // 2, r + j % 2) for row in range(8)]
+                assert [offset(*e) for e in column] == list(range(addr, addr + 8))
+                written += column
+    assert sorted(written) == sorted((a, b) for a in range(shape[0]) for b in range(shape[1]))
+
+
+def test_other_converts_keep_the_row_major_scratch():
+    from xdsl.dialects.builtin import TensorType, f16
+
+    from sparsecc.dialects.ttg import BlockedEncodingAttr
+
+    src = TensorType(f16, (128, 128), MmaEncodingAttr((4, 1), 3, (64, 128)))
+    row_major = BlockedEncodingAttr([1, 8], [4, 8], [4, 1], [1, 0])
+    assert transposed_scratch_encoding(src, row_major) is None
+    blocked = TensorType(f16, (128, 128), row_major)
+    assert transposed_scratch_encoding(blocked, BlockedEncodingAttr([8, 1], [16, 2], [1, 4], [0, 1])) is None
+
+
+# --------------------------------------------------------------------------------------
+# bench/moe.py's kernel: PTX
+# --------------------------------------------------------------------------------------
+
+D, P = moe.DECODE_TILES, moe.PREFILL_TILES
+FITS = {  # (tile, target): whether the scratch fits next to the pipeline's rings without costing
+    # a resident CTA per SM (sm_80's 164 KiB: the 2-4 CTAs the small tiles run, one more
+    # 16-64 KiB buffer for the prefill tiles), else the store stays per element
+    **{(t, "sm_90a"): True for t in D + P[:4]}, (P[4], "sm_90a"): False,
+    (D[0], "sm_80"): False, (D[1], "sm_80"): True, (D[2], "sm_80"): True, (D[3], "sm_80"): False,
+    **{(t, "sm_80"): False for t in P[:4]},
+}
+
+
+@pytest.mark.parametrize("tile, target", list(FITS), ids=lambda x: moe._tile_name(x) if isinstance(x, moe.Tile) else x)
+def test_moe_store_is_16_byte_vectors_where_the_scratch_fits(tile, target):
+    ck = sparsecc.compile(KERNEL, moe.sparsecc_signature(), tile.constexprs, target=target,
+                          num_warps=tile.warps, num_stages=tile.stages)
+    ptx = ck.asm["ptx"]
+    stores = _stores(ptx)
+    per_thread = tile.block_n * tile.block_t // (32 * tile.warps)
+    if FITS[tile, target]:
+        # one 16-byte vector per 8 elements, no scalar fallback path, no other store
+        assert stores == Counter({"st.global.v4.b32": per_thread // 8}), stores
+        assert ptx.count("ld.shared.v4.b32") >= per_thread // 8
+        if target == "sm_90a":  # the scratch written 4 blocks of 8x8 an instruction
+            assert ptx.count("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == per_thread // 8
+            assert "st.shared.b16" not in ptx
+        else:
+            assert ptx.count("st.shared.b16") == per_thread and "stmatrix" not in ptx
+    else:  # the old per-element path, still compiling
+        assert stores["st.global.b16"] == per_thread, stores
+    assert ck.asm.get("cubin"), "ptxas did not assemble it"
+    (res,) = ck.metadata["ptxas"].values()
+    assert (res.spill_stores, res.spill_loads) == (0, 0), res
+
+
+def test_row_major_gemm_store_is_left_alone():
+    """A GEMM's usual C (contiguous along the MMA's columns) keeps its quad-transposed stores."""
+    ck = sparsecc.compile(_gemm_kernel, _SIG, {"BM": 128, "BN": 128, "BK": 64, "TRANSPOSED": False},
+                          target="sm_90a")
+    assert "ttg.convert_layout" not in str(ck.asm["ttgir"])
+    assert "shfl.sync.bfly" in ck.asm["ptx"]
+
+
+@pytest.mark.parametrize("target, bm, bn, f32", [("sm_90a", 128, 128, False), ("sm_80", 64, 128, False)])
+def test_transposed_gemm_store_takes_the_new_path(target, bm, bn, f32):
+    """Cᵀ = (A @ B)ᵀ: 16-byte vectors along M, behind the run-time test of the boundary-checked
+    dim (M % 8), with the per-element path as its fallback. (An fp32 Cᵀ's scratch, 32-64 KiB
+    for these tiles, would cost a resident CTA: it keeps its stores; the scratch layout of
+    fp32 is checked by the simulation above.)"""
+    sig = _SIG | {"c_ptr": "*fp32:16"} if f32 else _SIG
+    ck = sparsecc.compile(_gemm_kernel, sig, {"BM": bm, "BN": bn, "BK": 64, "TRANSPOSED": True, "F32_OUT": f32},
+                          target=target)
+    ttgir = str(ck.asm["ttgir"])
+    assert "ttg.convert_layout" in ttgir and f"sizePerThread = [{4 if f32 else 8}, 1]" in ttgir
+    stores = _stores(ck.asm["ptx"])
+    assert stores["st.global.v4.b32"] == bm * bn // 128 // (4 if f32 else 8), stores
+    assert ck.asm.get("cubin")
+
+
+def test_a_scratch_that_would_cost_a_resident_cta_is_not_taken():
+    """sm_80, 64x64: 38400 bytes of rings run four CTAs per SM (164 KiB); 8 KiB more would
+    leave three. The store keeps its per-element path and the kernel its shared memory."""
+    ck = sparsecc.compile(_gemm_kernel, _SIG, {"BM": 64, "BN": 64, "BK": 64, "TRANSPOSED": True}, target="sm_80")
+    assert "ttg.convert_layout" not in str(ck.asm["ttgir"])
+    assert ck.metadata["shared"] == 38400
+    assert _stores(ck.asm["ptx"])["st.global.b16"] == 64 * 64 // 128
+
+
+# --------------------------------------------------------------------------------------
+# GPU
+# --------------------------------------------------------------------------------------
+
+
+@sparsecc.jit
+def _gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, TRANSPOSED: tl.constexpr,
+                 F32_OUT: tl.constexpr = False):
+    """C = A @ B (A 2:4), stored as C (M x N) or, TRANSPOSED, as Cᵀ (N x M, row stride
+    stride_cm): the tile's memory then runs along its rows."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    if TRANSPOSED:
+        c_ptrs = c_ptr + rn[None, :] * stride_cm + rm[:, None]
+    else:
+        c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :]
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if F32_OUT:
+        tl.store(c_ptrs, acc, mask=mask)
+    else:
+        tl.store(c_ptrs, acc.to(tl.float16), mask=mask)
+
+
+_SIG = {"a_ptr": "*fp16:NV24", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16", "N": "i32:16",
+        "K": "i32:16", "stride_am": "i32:16", "stride_bk": "i32:16", "stride_cm": "i32:16"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize("m, n, k", [(256, 128, 128), (200, 136, 256), (72, 40, 64), (100, 50, 64)])
+@pytest.mark.parametrize("bm, bn, warps", [(128, 128, 4), (64, 64, 4), (128, 64, 8)])
+def test_transposed_gemm_store_on_the_gpu_matches_torch(dtype, m, n, k, bm, bn, warps):
+    g = torch.Generator(device="cpu").manual_seed(m * 7 + n)
+    a = sparsecc.prune_2to4((torch.randn(m, k, generator=g) / k**0.5).to(torch.float16).cuda())
+    b = torch.randn(k, n, generator=g).to(torch.float16).cuda()
+    c = torch.full((n + 3, m), float("nan"), dtype=dtype, device="cuda")  # Cᵀ, poisoned, 3 spare rows
+    grid = (triton_cdiv(m, bm), triton_cdiv(n, bn))
+    _gemm_kernel[grid](sparsecc.compress(a), b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0),
+                       BM=bm, BN=bn, BK=64, TRANSPOSED=True, F32_OUT=dtype == torch.float32, num_warps=warps)
+    torch.cuda.synchronize()
+    ref = (a.float() @ b.float()).T
+    assert torch.isnan(c[n:]).all(), "rows past N were written"
+    torch.testing.assert_close(c[:n].float(), ref, rtol=1e-2, atol=1e-2)
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
