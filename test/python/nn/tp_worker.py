@@ -145,13 +145,16 @@ def main() -> int:
                             rank=rank, world_size=world)
     try:
         results = run(rank, world)
+        dist.barrier()  # both ranks are done communicating before either leaves
     except Exception as e:  # noqa: BLE001 - the test shows it
         results = {"error": f"rank {rank}: {type(e).__name__}: {e}\n{traceback.format_exc()}"}
-    finally:
-        dist.destroy_process_group()
     with open(out, "w") as f:
         json.dump(results, f)
-    return 0
+    sys.stdout.flush()
+    # Leave without tearing the process group down: gloo's teardown at exit aborted one rank in
+    # about one run of ten on a loaded 2-core machine ("terminate called without an active
+    # exception", SIGABRT after the results were written); the results are on disk by now.
+    os._exit(0)
 
 
 if __name__ == "__main__":
