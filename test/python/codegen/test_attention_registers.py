@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-import pytest
+from ptxas_tools import needs_ptxas
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
 
@@ -21,15 +21,7 @@ import parity  # noqa: E402
 from sparsecc.codegen import ptxas  # noqa: E402
 
 
-def _have_ptxas() -> bool:
-    try:
-        ptxas.find_ptxas()
-        return True
-    except ptxas.ToolNotFoundError:
-        return False
-
-
-@pytest.mark.skipif(not _have_ptxas(), reason="no ptxas (CUDA toolkit or `pip install triton`)")
+@needs_ptxas
 def test_attention_fits_two_blocks_per_sm() -> None:
     case = next(c for c in parity.cases() if c.name == "fused attention fwd")
     shape = (32, 2048, 64)

@@ -16,6 +16,7 @@ import random
 import re
 
 import pytest
+from ptxas_tools import have_ptxas, needs_ptxas
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, bf16, f16, f32, i1, i16, i32, i64
@@ -174,17 +175,6 @@ def build_dense_tile() -> ModuleOp:
 VARIANTS = [("f16", "global"), ("f16", "shared"), ("bf16", "global"), ("bf16", "shared")]
 
 
-def _have_ptxas() -> bool:
-    try:
-        ptxas.find_ptxas()
-        return True
-    except ptxas.ToolNotFoundError:
-        return False
-
-
-needs_ptxas = pytest.mark.skipif(not _have_ptxas(), reason="no ptxas (CUDA toolkit or `pip install triton`)")
-
-
 # ------------------------------------------------------------------------------------------------
 # (1) The sparse tile: PTX text, ptxas for sm_80 and sm_90a, HMMA.SP in SASS
 
@@ -300,7 +290,7 @@ def _gpu_or_skip():
     major, minor = torch.cuda.get_device_capability()
     if major < 8:
         pytest.skip(f"mma.sp needs sm_80+, device is sm_{major}{minor}")
-    if not _have_ptxas():
+    if not have_ptxas():
         pytest.skip("no ptxas")
     return torch, f"sm_{major}{minor}" + ("a" if major == 9 else "")
 
@@ -391,7 +381,7 @@ def test_register_classes():
         "st.global.b16 [%rd1+10], %rs5;",
     ]:
         assert f"\t{line}\n" in text, line
-    if _have_ptxas():
+    if have_ptxas():
         ptxas.assemble(text, "sm_80")
 
 
@@ -443,7 +433,7 @@ def test_loop_with_carried_values():
     assert re.search(r"\s*".join(expected), body), body
     no_swap = emit_ptx(_loop_kernel(swap=False))
     assert "%f8" not in no_swap  # a non-permuting yield needs no temporary
-    if _have_ptxas():
+    if have_ptxas():
         ptxas.assemble(text, "sm_80")
 
 
@@ -470,7 +460,7 @@ def test_if_with_results_and_early_return():
         r"\1:\n\tmov.b32 %r6, 7;\n\tmov.b32 \2, %r6;\n\3:",
         text,
     ), text
-    if _have_ptxas():
+    if have_ptxas():
         ptxas.assemble(text, "sm_80")
 
 
@@ -526,7 +516,7 @@ def test_arith_coverage_assembles():
                  "setp.hs.u32", "setp.gtu.f32", "setp.nan.f32", "xor.pred", "selp.s32",
                  "cvt.f32.bf16", "cvt.rn.bf16x2.f32", "prmt.b32"]:  # fmt: skip
         assert frag in text, frag
-    if _have_ptxas():
+    if have_ptxas():
         ptxas.assemble(text, "sm_80")
 
 

@@ -14,6 +14,7 @@ import re
 
 import pytest
 import reduction_kernels
+from ptxas_tools import needs_ptxas
 from reduction_kernels import ROW_SIGS, dot_rowmax_kernel, reduce2d_kernel, row_stats_kernel
 
 import sparsecc
@@ -25,17 +26,6 @@ TRITON_LINES = {
     ("rmsnorm", 4): 1254, ("rmsnorm", 8): 804,
 }
 """PTX lines of Triton 3.6 for the row kernels with BLOCK = 4096, by (kernel, num_warps)."""
-
-
-def _have_ptxas() -> bool:
-    try:
-        ptxas.find_ptxas()
-        return True
-    except ptxas.ToolNotFoundError:
-        return False
-
-
-needs_ptxas = pytest.mark.skipif(not _have_ptxas(), reason="no ptxas (CUDA toolkit or `pip install triton`)")
 
 
 def _ptx(kernel, sig, consts, num_warps: int, target: str = "sm_90a") -> str:

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 import torch
+from ptxas_tools import needs_ptxas
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
 
@@ -38,17 +39,6 @@ TRITON = {
     ("cross-entropy fwd", 8192): (230, 29),
 }
 """(kernel, BLOCK_SIZE) -> Triton 3.9's (PTX instructions, ptxas registers) for sm_90a."""
-
-
-def _have_ptxas() -> bool:
-    try:
-        ptxas.find_ptxas()
-        return True
-    except ptxas.ToolNotFoundError:
-        return False
-
-
-needs_ptxas = pytest.mark.skipif(not _have_ptxas(), reason="no ptxas (CUDA toolkit or `pip install triton`)")
 
 
 def _configs() -> list[tuple[parity.Case, parity.Launch, tuple[int, ...]]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from ptxas_tools import have_ptxas, needs_ptxas
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, f32, i16, i32, i64
@@ -230,17 +231,6 @@ CASES = [
 CASE_IDS = ["-".join(map(str, c)) for c in CASES]
 
 
-def _have_ptxas() -> bool:
-    try:
-        ptxas.find_ptxas()
-        return True
-    except ptxas.ToolNotFoundError:
-        return False
-
-
-needs_ptxas = pytest.mark.skipif(not _have_ptxas(), reason="no ptxas (CUDA toolkit or `pip install triton`)")
-
-
 # ------------------------------------------------------------------------------------------------
 # CPU: descriptors, layouts, op verification, PTX text, ptxas + SASS
 
@@ -431,7 +421,7 @@ def _gpu_or_skip():
     major, minor = torch.cuda.get_device_capability()
     if major != 9:
         pytest.skip(f"wgmma needs sm_90a (Hopper), device is sm_{major}{minor}")
-    if not _have_ptxas():
+    if not have_ptxas():
         pytest.skip("no ptxas")
     return torch
 
