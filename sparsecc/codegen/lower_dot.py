@@ -433,13 +433,19 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
                                             acc=acc[i * per:(i + 1) * per], selector=selector, trans_b=trans_b,
                                             scale_d=scale_d if s == 0 else None))
             acc[i * per:(i + 1) * per] = list(op.results)
-    em.op(wg.WgmmaCommitGroupOp())
+    _commit_group(L, defer_wait)
+    return Regs(result_ty, acc)
+
+
+def _commit_group(L: LoweringContext, defer_wait: bool) -> None:
+    """Commit the wgmmas just issued as one group; wait for it now, or (`defer_wait`) leave it
+    in flight, pending, for the next shared write or register read to drain."""
+    L.em.op(wg.WgmmaCommitGroupOp())
     L.groups.drained.clear()
     if defer_wait:
         L.groups.pending = True
     else:
-        em.op(wg.WgmmaWaitGroupOp(0))
-    return Regs(result_ty, acc)
+        L.em.op(wg.WgmmaWaitGroupOp(0))
 
 
 DENSE_WGMMA_K = 16
@@ -482,12 +488,7 @@ def lower_wgmma_dense(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand,
             op = em.op(wg.WgmmaMmaAsyncOp(a_ops[(i, s)], desc, n=n, ab_type=t, acc=step_acc,
                                           trans_b=trans_b, scale_d=scale_d if s == 0 else None))
             acc[i * per:(i + 1) * per] = list(op.results)
-    em.op(wg.WgmmaCommitGroupOp())
-    L.groups.drained.clear()
-    if defer_wait:
-        L.groups.pending = True
-    else:
-        em.op(wg.WgmmaWaitGroupOp(0))
+    _commit_group(L, defer_wait)
     return Regs(result_ty, acc)
 
 
