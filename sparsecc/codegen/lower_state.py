@@ -88,6 +88,20 @@ class LoweringState:
         for op in block.ops:
             self.lower_op(op)
 
+    def inline_block(self, block: Block, args: list[SSAValue], what: str) -> list[SSAValue]:
+        """Lower a scalar region (a reduce's or scan's combine, map_elementwise's function) once
+        more, inline, with its arguments bound to `args`; its yielded scalars. `what` names the
+        region in the error for a yield of anything else."""
+        body = list(block.ops)
+        for arg, v in zip(block.args, args, strict=True):
+            self.set(arg, v)
+        for inner in body[:-1]:
+            self.lower_op(inner)
+        out = [self.get(v) for v in body[-1].operands]
+        if not all(isinstance(v, SSAValue) for v in out):
+            raise LoweringError(f"{what} must compute scalars")
+        return out  # type: ignore[return-value]
+
     def lower_op(self, op: Operation) -> None:
         """Lower `op` by its handler; errors name the op and where it came from."""
         if self.mode and skipped(self, op):

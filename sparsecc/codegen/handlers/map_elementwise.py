@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 def _map_elementwise(L: LoweringState, op: tt.MapElementwiseOp) -> None:
     pack = op.pack.value.data
     block = op.scalar_op.block
-    body = list(block.ops)
     operands = [L.get(v) for v in op.args]
     if not all(isinstance(o, Regs) for o in operands):
         raise LoweringError("tt.map_elementwise: expected register tensors")
@@ -31,13 +30,7 @@ def _map_elementwise(L: LoweringState, op: tt.MapElementwiseOp) -> None:
     results: list[list[SSAValue]] = [[] for _ in op.res]
     for start in range(0, count, pack):
         args = [o.regs[start + k] for o in operands for k in range(pack)]
-        for arg, v in zip(block.args, args, strict=True):
-            L.set(arg, v)
-        for inner in body[:-1]:
-            L.lower_op(inner)
-        out = [L.get(v) for v in body[-1].operands]
-        if not all(isinstance(v, SSAValue) for v in out):
-            raise LoweringError("tt.map_elementwise: the scalar function must compute scalars")
+        out = L.inline_block(block, args, "tt.map_elementwise: the scalar function")
         for j in range(len(op.res)):
             results[j].extend(out[j * pack:(j + 1) * pack])  # type: ignore[arg-type]
     for r, regs in zip(op.res, results, strict=True):

@@ -66,19 +66,7 @@ def combiner(L: LoweringState, op: tt.ReduceOp) -> Combine:
             raise LoweringError(f"tt.reduce {kind}: not supported by the PTX lowering")
         return lambda a, b: [L.em.val(cls(a[0], b[0]))]
     block = op.combine.block
-    body = list(block.ops)
-
-    def run(a: Values, b: Values) -> Values:
-        for arg, v in zip(block.args, [*a, *b], strict=True):
-            L.set(arg, v)
-        for inner in body[:-1]:
-            L.lower_op(inner)
-        out = [L.get(v) for v in body[-1].operands]
-        if not all(isinstance(v, SSAValue) for v in out):
-            raise LoweringError("a combine region must compute scalars")
-        return out  # type: ignore[return-value]
-
-    return run
+    return lambda a, b: L.inline_block(block, [*a, *b], "a combine region")
 
 
 # ---------------------------------------------------------------------------------------

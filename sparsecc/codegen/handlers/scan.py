@@ -43,19 +43,7 @@ Values = list[SSAValue]
 def _combiner(L: LoweringState, op: tt.ScanOp):  # noqa: ANN202 - a (Values, Values) -> Values
     """The combine region lowered inline once per use (earlier values first)."""
     block = op.combine.block
-    body = list(block.ops)
-
-    def run(a: Values, b: Values) -> Values:
-        for arg, v in zip(block.args, [*a, *b], strict=True):
-            L.set(arg, v)
-        for inner in body[:-1]:
-            L.lower_op(inner)
-        out = [L.get(v) for v in body[-1].operands]
-        if not all(isinstance(v, SSAValue) for v in out):
-            raise LoweringError("a scan's combine region must compute scalars")
-        return out  # type: ignore[return-value]
-
-    return run
+    return lambda a, b: L.inline_block(block, [*a, *b], "a scan's combine region")
 
 
 def _shfl(L: LoweringState, v: SSAValue, delta: int, down: bool) -> SSAValue:
