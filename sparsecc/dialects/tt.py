@@ -1649,68 +1649,57 @@ class MapElementwiseOp(IRDLOperation):
                  lambda: f"tt.map_elementwise: the region returns {pack} scalars per result")
 
 
-def _verify_pointer_cast(op: IRDLOperation, src_ptr: bool, dst_ptr: bool) -> None:
-    """A pointer cast keeps the shape; its sides are pointers or 64-bit integers as named."""
-    src, dst = op.operands[0].type, op.results[0].type
-    _require(shape_of(src) == shape_of(dst), lambda: f"{op.name} keeps the shape: {_type_str(src)} -> {_type_str(dst)}")
-    for ty, ptr in ((element_type(src), src_ptr), (element_type(dst), dst_ptr)):
-        ok = isinstance(ty, PointerType) if ptr else (isinstance(ty, IntegerType) and ty.width.data == 64)
-        _require(ok, lambda ty=ty, ptr=ptr: f"{op.name}: {_type_str(ty)} must be "
-                 f"{'a pointer' if ptr else 'i64'}")
+class _PointerCastOp(IRDLOperation):
+    """A shape-keeping cast whose sides are pointers or i64 as the subclass names them
+    (`SRC_PTR`, `DST_PTR`): `%r = <name> %src : <src type> -> <result type>`."""
+
+    SRC_PTR: ClassVar[bool]
+    DST_PTR: ClassVar[bool]
+    src = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: Attribute):
+        super().__init__(operands=[src], result_types=[result_type])
+
+    def verify_(self) -> None:
+        src, dst = self.src.type, self.result.type
+        _require(shape_of(src) == shape_of(dst),
+                 lambda: f"{self.name} keeps the shape: {_type_str(src)} -> {_type_str(dst)}")
+        for ty, ptr in ((element_type(src), self.SRC_PTR), (element_type(dst), self.DST_PTR)):
+            ok = isinstance(ty, PointerType) if ptr else (isinstance(ty, IntegerType) and ty.width.data == 64)
+            _require(ok, lambda ty=ty, ptr=ptr: f"{self.name}: {_type_str(ty)} must be "
+                     f"{'a pointer' if ptr else 'i64'}")
 
 
 @irdl_op_definition
-class IntToPtrOp(IRDLOperation):
+class IntToPtrOp(_PointerCastOp):
     """`tt.int_to_ptr %a : i64 -> !tt.ptr<f16>`: an address as a pointer (`x.to(tl.pointer_type(
     tl.float16))` on an int64 loaded from a table of data pointers, as grouped GEMMs do)."""
 
     name = "tt.int_to_ptr"
-    src = operand_def()
-    result = result_def()
-    traits = traits_def(Pure())
-    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
-
-    def __init__(self, src: SSAValue, result_type: Attribute):
-        super().__init__(operands=[src], result_types=[result_type])
-
-    def verify_(self) -> None:
-        _verify_pointer_cast(self, False, True)
+    SRC_PTR: ClassVar[bool] = False
+    DST_PTR: ClassVar[bool] = True
 
 
 @irdl_op_definition
-class PtrToIntOp(IRDLOperation):
+class PtrToIntOp(_PointerCastOp):
     """`tt.ptr_to_int %p : !tt.ptr<f16> -> i64`: a pointer's address (`p.to(tl.int64)`)."""
 
     name = "tt.ptr_to_int"
-    src = operand_def()
-    result = result_def()
-    traits = traits_def(Pure())
-    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
-
-    def __init__(self, src: SSAValue, result_type: Attribute):
-        super().__init__(operands=[src], result_types=[result_type])
-
-    def verify_(self) -> None:
-        _verify_pointer_cast(self, True, False)
+    SRC_PTR: ClassVar[bool] = True
+    DST_PTR: ClassVar[bool] = False
 
 
 @irdl_op_definition
-class PtrBitcastOp(IRDLOperation):
+class PtrBitcastOp(_PointerCastOp):
     """`tt.bitcast %p : !tt.ptr<f16> -> !tt.ptr<i16>`: the same address, another pointee
     (`p.to(tl.pointer_type(tl.int16))`)."""
 
     name = "tt.bitcast"
-    src = operand_def()
-    result = result_def()
-    traits = traits_def(Pure())
-    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
-
-    def __init__(self, src: SSAValue, result_type: Attribute):
-        super().__init__(operands=[src], result_types=[result_type])
-
-    def verify_(self) -> None:
-        _verify_pointer_cast(self, True, True)
-
+    SRC_PTR: ClassVar[bool] = True
+    DST_PTR: ClassVar[bool] = True
 
 
 TT = Dialect(
