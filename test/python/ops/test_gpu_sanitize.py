@@ -60,3 +60,31 @@ def test_sanitizer_is_clean_on_small_ragged_gemms(tool, variant, tmp_path):
     assert summary is not None, out[-4000:]
     errors = int(summary.group(4) or summary.group(2))
     assert errors == 0, out[-4000:]
+
+
+LANGUAGE_KERNEL_RUNS = [("memcheck", None), ("synccheck", None),
+                        ("racecheck", "test_row_kernels or test_dot_result_reductions or masked_attention and 200")]
+"""(tool, -k selection) over bench/sanitize_kernels.py; racecheck runs these kernels ~100x
+slower, so it takes the cross-warp exchanges and one attention ring (NOTES stop 21 run 4)."""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tool, select", LANGUAGE_KERNEL_RUNS, ids=[t for t, _ in LANGUAGE_KERNEL_RUNS])
+def test_sanitizer_is_clean_on_the_language_kernels(tool, select, tmp_path):
+    """Reductions, scans, attention, the MoE GEMM's nested K loop under each pipeline switch,
+    coalesced stores, tutorials and control flow (bench/sanitize_kernels.py runs their GPU
+    tests, which still check every result against torch) under a compute-sanitizer tool."""
+    sanitizer = shutil.which("compute-sanitizer")
+    if sanitizer is None:
+        pytest.skip("compute-sanitizer is not on PATH")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+               SPARSECC_CACHE_DIR=str(tmp_path))
+    args = ["-k", select] if select else []
+    proc = subprocess.run([sanitizer, "--tool", tool, "--report-api-errors", "no", sys.executable,
+                           str(REPO / "bench" / "sanitize_kernels.py"), *args], capture_output=True, text=True,
+                          env=env, timeout=1800, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    summary = re.search(r"(ERROR|RACECHECK) SUMMARY: (\d+) (errors|hazards displayed \((\d+) errors)", out)
+    assert summary is not None, out[-4000:]
+    assert int(summary.group(4) or summary.group(2)) == 0, out[-4000:]
