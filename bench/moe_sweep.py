@@ -40,13 +40,15 @@ PREFILL_SWEEP = [moe.Tile(128, 256, 64, 8, 3), moe.Tile(128, 128, 64, 8, 3), moe
 """Prefill tiles, most promising first (Triton's best of bench/moe.md first)."""
 SPARSECC_VARIANTS: list[dict[str, bool]] = [
     {}, {"mbarriers": True}, {"mbarriers": True, "wgmma_unroll": True},
-    {"mbarriers": True, "wgmma_unroll": True, "wgmma_a_smem": True}]
+    {"mbarriers": True, "wgmma_unroll": True, "wgmma_a_smem": True},
+    {"wgmma_in_flight": True, "wgmma_unroll": True}, {"wgmma_in_flight": True, "wgmma_unroll": True, "wgmma_a_smem": True}]
 """sparsecc compile switches tried per tile (`sparsecc.switches.SWITCHES`): the defaults (CTA
 barriers: each iteration drains the wgmma group before the barrier); per-slot mbarriers (no CTA
 barrier, but the ldmatrix of the next fragments still waits for the group in flight, whose
 registers it overwrites); mbarriers with the loop unrolled by two (each half has its own
 fragment and metadata registers: one wgmma group stays in flight while the next is loaded);
-the same with wgmma's A (the 2:4 values) read from shared memory (fewer registers). A switch
+the same with wgmma's A (the 2:4 values) read from shared memory (fewer registers); CTA barriers
+with one wgmma group kept in flight through them (copies one step less ahead), unrolled by two. A switch
 that does not apply to a tile (mma.sp loops) gives the default's PTX: not re-timed."""
 
 

@@ -75,6 +75,8 @@ class CompileOptions:
     """Per-slot mbarriers for cp.async wgmma loops too (`tritongpu-pipeline{mbarriers=true}`)."""
     wgmma_unroll: bool = SWITCHES["wgmma_unroll"].default
     """Unroll wgmma K loops by two."""
+    wgmma_in_flight: bool = SWITCHES["wgmma_in_flight"].default
+    """Keep one wgmma group in flight across a CTA-barrier K loop's barrier."""
     wgmma_a_smem: bool = SWITCHES["wgmma_a_smem"].default
     """wgmma reads A through a descriptor outside TMA kernels too."""
     dequant_warps_m: bool = SWITCHES["dequant_warps_m"].default
@@ -143,6 +145,8 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         pipeline += " mbarriers=true"
     if opts.tma:
         pipeline += " tma=true"
+    if opts.wgmma_in_flight:
+        pipeline += " wgmma-in-flight=true"
     layouts = f"num-warps={opts.num_warps} target={opts.target}"
     if not opts.dequant_warps_m:
         layouts += " dequant-warps-m=false"

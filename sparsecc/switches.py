@@ -41,6 +41,11 @@ SWITCHES: dict[str, Switch] = {
     "wgmma_unroll": Switch("SPARSECC_WGMMA_UNROLL", False,
                            "unroll every wgmma K loop by two, so each copy of the body has its own "
                            "fragment registers (+0.5-2.3% in TMA loops, ~0.35 s more compile time)"),
+    "wgmma_in_flight": Switch("SPARSECC_WGMMA_IN_FLIGHT", False,
+                              "in CTA-barrier wgmma K loops, keep the last wgmma group running through "
+                              "the barrier (copies run S-2 steps ahead instead of S-1; "
+                              "tritongpu-pipeline{wgmma-in-flight=true}; pays off with wgmma_unroll, "
+                              "whose two register copies keep the fragment reloads from draining it)"),
     "wgmma_a_smem": Switch("SPARSECC_WGMMA_A_SMEM", False,
                            "wgmma reads A through a shared-memory descriptor also outside TMA "
                            "kernels (TMA kernels always do; no gain in barrier-synchronised loops)"),

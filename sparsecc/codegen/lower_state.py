@@ -122,13 +122,16 @@ class LoweringState:
             raise located from None
 
     # ---------------------------------------------------------------- barriers
-    def bar(self) -> None:
+    def bar(self, keep: int = 0) -> None:
+        """A CTA barrier; in a wgmma kernel after draining the wgmma groups in flight down to
+        `keep` (1 only where the pipeline proved that the last group's slots stay unwritten
+        until the next barrier: `ttg.WGMMA_IN_FLIGHT`)."""
         if self.cfg.wgmma:
             # A barrier tells every warp that this one is done reading shared memory, but a wgmma
             # group in flight still reads it (B, and A from a descriptor) asynchronously: drain
             # first, or another warpgroup may overwrite a slot this one's group is reading
             # (wait_group only waits for the issuing warpgroup's own groups).
-            self.wgmma_drain()
+            self.wgmma_drain(keep)
             # shared stores and cp.async writes are generic-proxy writes; wgmma reads through
             # the async proxy: every writing thread fences before the barrier that publishes them
             self.em.op(FenceProxyAsyncOp())

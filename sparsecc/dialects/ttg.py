@@ -1138,6 +1138,10 @@ lowering needs no barrier before it (the reads since then target the next slot).
 SLOT_GUARDED = "ttg.slot_guarded"
 """On an async copy (mbarrier mode): a ttg.wait_barrier on the slot's empty barrier came
 first, so the lowering needs neither a CTA barrier nor a wgmma drain before it."""
+WGMMA_IN_FLIGHT = "ttg.wgmma_in_flight"
+"""On a ttg.async_wait (tritongpu-pipeline{wgmma-in-flight}): the wgmma group committed last may
+stay in flight across its CTA barrier (`wgmma.wait_group 1` before the `bar.sync`): the ring
+slots that group reads are not written until the next iteration's barrier."""
 PRODUCER_WARPS = "ttg.producer-warps"
 """On a `tt.func` (tritongpu-warp-specialize): the number of warps after the `ttg.num-warps`
 compute warps that only issue the function's TMA copies (1), e.g. `"ttg.producer-warps" = 1 : i32`."""
@@ -1436,6 +1440,7 @@ __all__ = [
     "SHARED_TOTAL",
     "SLOT_SAFE",
     "SLOT_GUARDED",
+    "WGMMA_IN_FLIGHT",
     "PRODUCER_WARPS",
     "PRODUCER",
     "CONSUMER_ONLY",

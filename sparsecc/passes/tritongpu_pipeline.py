@@ -80,6 +80,7 @@ from sparsecc.dialects.ttg import (
     MAX_STAGES,
     SLOT_GUARDED,
     SLOT_SAFE,
+    WGMMA_IN_FLIGHT,
     ArriveBarrierOp,
     AsyncCommitGroupOp,
     AsyncCopyGlobalToLocalOp,
@@ -333,6 +334,12 @@ class PipelinePass(ModulePass):
     """Pipeline a wgmma loop with TMA copies and mbarriers when every stream of the loop can
     be a TMA copy (`_tma_streams`; one thread issues the boxes, the full barrier counts their
     bytes); other loops keep the form the other options say."""
+    wgmma_in_flight: bool = False
+    """In the CTA-barrier form of a wgmma loop (num-stages >= 3), keep the wgmma group of
+    iteration i-1 running through iteration i's barrier: the copies run S-2 steps ahead (slot
+    (i-2) % S, whose group every warp retired with `wgmma.wait_group 1` before the barrier),
+    and the async_wait carries `ttg.wgmma_in_flight`. Without it each barrier drains the group,
+    so the tensor cores idle through the barrier and the next step's copy issue."""
     num_ctas: int = NUM_CTAS
     """2: the kernel runs in clusters of two CTAs (programs 2j and 2j+1) whose K loops read the
     same B tiles (the kernel's promise, as Triton's num_ctas). A TMA loop then multicasts B:
@@ -374,6 +381,12 @@ class PipelinePass(ModulePass):
             self._pipeline_mbarriers(loop, streams, warps, tma, multicast)
         elif streams:
             self._pipeline(loop, streams)
+
+    def _depth(self, loop: scf.ForOp) -> int:
+        """How many steps ahead a CTA-barrier loop's copies run: S-1, or S-2 where a wgmma group
+        stays in flight through the barrier (`wgmma_in_flight`)."""
+        keep = self.wgmma_in_flight and not self.prefetch and self.num_stages >= 3 and _wgmma_loop(loop)
+        return self.num_stages - (2 if keep else 1)
 
     def _check_shared_budget(self, module: ModuleOp) -> None:
         """Refuse, before rewriting anything, num-stages whose rings alone exceed the shared
@@ -488,12 +501,13 @@ class PipelinePass(ModulePass):
         return rings
 
     def _prologue(self, loop: scf.ForOp, streams: list[_Stream],
-                  issue: Callable[[list[SSAValue], SSAValue, SSAValue], None]) -> list[SSAValue]:
-        """Stages 0..S-2 before the loop: `issue(pointers, slot, step exists)` each, then the
-        pointers advance. Returns the pointers of stage S-1 (the loop's first prefetch)."""
+                  issue: Callable[[list[SSAValue], SSAValue, SSAValue], None], depth: int | None = None) -> list[SSAValue]:
+        """Stages 0..depth-1 (depth: S-1 unless given) before the loop: `issue(pointers, slot,
+        step exists)` each, then the pointers advance. Returns the pointers of stage `depth`
+        (the loop's first prefetch)."""
         before = InsertPoint.before(loop)
         ptrs = [loop.iter_args[st.arg_index] for st in streams]
-        for stage in range(self.num_stages - 1):
+        for stage in range(self.num_stages - 1 if depth is None else depth):
             k = _const(stage, loop.lb.type, before)
             iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
             iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
@@ -504,14 +518,14 @@ class PipelinePass(ModulePass):
                     for j, p in enumerate(ptrs)]
         return ptrs
 
-    def _new_body(self, loop: scf.ForOp, ptrs: list[SSAValue]) -> _Body:
+    def _new_body(self, loop: scf.ForOp, ptrs: list[SSAValue], depth: int | None = None) -> _Body:
         """The loop body moved into a block with the prefetch pointers and the read and write
-        slots as extra arguments."""
+        slots (the write slot `depth` steps ahead, S-1 unless given) as extra arguments."""
         before = InsertPoint.before(loop)
         old_body = loop.body.block
         n_old = len(loop.iter_args)
         rd0 = _const(0, i32, before)
-        wr0 = _const(self.num_stages - 1, i32, before)
+        wr0 = _const(self.num_stages - 1 if depth is None else depth, i32, before)
         block = Block(arg_types=[a.type for a in old_body.args] + [p.type for p in ptrs] + [i32, i32])
         for old, new in zip(old_body.args, block.args):
             old.replace_all_uses_with(new)
@@ -523,10 +537,11 @@ class PipelinePass(ModulePass):
         return _Body(block, list(block.args[1 + n_old: 1 + n_old + len(ptrs)]), block.args[-2], block.args[-1],
                      rd0, wr0, InsertPoint.before(first))
 
-    def _ahead(self, loop: scf.ForOp, iv: SSAValue, at: InsertPoint) -> tuple[SSAValue, SSAValue]:
-        """(whether iteration iv + (S-1)*step exists, that iteration's induction value): its
-        copies are issued in this one."""
-        k = _const(self.num_stages - 1, loop.lb.type, at)
+    def _ahead(self, loop: scf.ForOp, iv: SSAValue, at: InsertPoint,
+               depth: int | None = None) -> tuple[SSAValue, SSAValue]:
+        """(whether iteration iv + depth*step exists (depth: S-1 unless given), that iteration's
+        induction value): its copies are issued in this one."""
+        k = _const(self.num_stages - 1 if depth is None else depth, loop.lb.type, at)
         ahead = _insert(arith.MuliOp(k, loop.step), at).results[0]
         ahead = _insert(arith.AddiOp(iv, ahead), at).results[0]
         return _insert(arith_ext.CmpiOp(ahead, loop.ub, "slt"), at).results[0], ahead
@@ -696,8 +711,10 @@ class PipelinePass(ModulePass):
                 self._copy(st, ptrs[j], rings[j], slot, pred, before)
             _insert(AsyncCommitGroupOp(), before)
 
-        ptrs = self._prologue(loop, streams, issue)
-        body = self._new_body(loop, ptrs)
+        depth = self._depth(loop)
+        in_flight = depth == S - 2
+        ptrs = self._prologue(loop, streams, issue, depth)
+        body = self._new_body(loop, ptrs, depth)
         new_body, rd, wr, iv, top = body.block, body.rd, body.wr, body.block.args[0], body.top
         if self.prefetch:
             # Operands of iteration i arrive as iter_args, read at the end of iteration i-1
@@ -713,17 +730,20 @@ class PipelinePass(ModulePass):
             frag0 = self._read_slots(streams, rings, body.rd0, before)
         else:
             # Top of the body: wait, read the current slots.
-            _insert(AsyncWaitOp([], S - 2), top)
+            wait = _insert(AsyncWaitOp([], depth - 1), top)
+            if in_flight:
+                wait.attributes[WGMMA_IN_FLIGHT] = UnitAttr()
             self._read_slots(streams, rings, rd, top, replace=True)
-        # Prefetch iteration i + S-1.
-        pred, iv_ahead = self._ahead(loop, iv, top)
+        # Prefetch iteration i + depth.
+        pred, iv_ahead = self._ahead(loop, iv, top, depth)
         # (Copies go first also in wgmma loops: issuing them after the dot, so that the
         # asynchronous group runs under the copy issue, measured 13% slower on the H100 — the
         # data gets an iteration less to land.)
         for j, st in enumerate(streams):
             # slot wr = (i-1) % S was last read in iteration i-1, before this iteration's
-            # async_wait barrier: the copy needs no barrier of its own (in both modes)
-            self._copy(st, body.q_args[j], rings[j], wr, pred, top, slot_safe=True)
+            # async_wait barrier: the copy needs no barrier of its own (in both modes). In
+            # flight: slot (i-2) % S, whose wgmma group every warp retired before that barrier.
+            self._copy(st, body.q_args[j], rings[j], wr, pred, top, slot_safe=True, guarded=in_flight)
         _insert(AsyncCommitGroupOp(), top)
         self._erase_old_chains(streams)
         # Yield: advance prefetch pointers, rotate slots.

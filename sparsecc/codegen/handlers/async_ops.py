@@ -51,9 +51,10 @@ def _commit_group(L: LoweringState, op: ttgd.AsyncCommitGroupOp) -> None:
 
 @handles(ttgd.AsyncWaitOp)
 def _async_wait(L: LoweringState, op: ttgd.AsyncWaitOp) -> None:
-    """`cp.async.wait_group n` + a CTA barrier: the copies' data is visible to every thread."""
+    """`cp.async.wait_group n` + a CTA barrier: the copies' data is visible to every thread.
+    Marked `ttg.wgmma_in_flight`, the wgmma group committed last goes on through the barrier."""
     L.em.op(ptx.CpAsyncWaitGroupOp(op.num_))
-    L.bar()
+    L.bar(keep=1 if ttgd.WGMMA_IN_FLIGHT in op.attributes else 0)
 
 
 @handles(ttgd.DotWaitOp)

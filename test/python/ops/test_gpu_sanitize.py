@@ -23,6 +23,7 @@ VARIANTS = {
     "no-tma": {"SPARSECC_TMA": "0"},
     "no-warp-specialization": {"SPARSECC_WARP_SPECIALIZE": "0"},
     "mbarriers": {"SPARSECC_MBARRIERS": "1", "SPARSECC_TMA": "0"},
+    "wgmma-in-flight": {"SPARSECC_WGMMA_IN_FLIGHT": "1", "SPARSECC_WGMMA_UNROLL": "1", "SPARSECC_TMA": "0"},
 }
 """Pipeline forms (the CompileOptions switches' environment overrides); the script itself covers
 1-4 stages, mma.sp and wgmma tiles, CTA pairs, K-major B, and user kernels (tensors of
