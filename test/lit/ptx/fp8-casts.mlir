@@ -1,0 +1,53 @@
+// RUN: sparsecc-opt %s --split-input-file -p "convert-tt-to-ttg{num-warps=1 target=sm_80}" --emit ptx | filecheck %s
+// f32 / f16 -> fp8 casts print torch's rounding on the f32 bits (sparsecc/codegen/fp8_casts.py),
+// on any target (sm_80 has no fp8 cvt): sign split off, the denormal range through an f32 add of
+// 2^14 (e4m3fn) / 2^7 (e5m2), the normal range rebiased and rounded to nearest even, the
+// overflow code (e4m3fn NaN 0x7F; e5m2 inf 0x7C, NaN 0x7F) from 464 / 65536 on, the sign or-ed
+// back into the byte.
+
+// CHECK-LABEL: .visible .entry to_e4m3
+// CHECK:       and.b32 [[SGN:%r[0-9]+]], [[BITS:%r[0-9]+]], -2147483648;
+// CHECK-NEXT:  and.b32 [[MAG:%r[0-9]+]], [[BITS]], 2147483647;
+// CHECK-NEXT:  mov.b32 [[ABS:%f[0-9]+]], [[MAG]];
+// CHECK-NEXT:  add.rn.f32 [[T:%f[0-9]+]], [[ABS]], 0f46800000;
+// CHECK-NEXT:  mov.b32 [[DEN:%r[0-9]+]], [[T]];
+// CHECK-NEXT:  sub.s32 [[DEN]], [[DEN]], 1182793728;
+// CHECK-NEXT:  shr.u32 [[ODD:%r[0-9]+]], [[MAG]], 20;
+// CHECK-NEXT:  and.b32 [[ODD]], [[ODD]], 1;
+// CHECK-NEXT:  add.s32 [[NRM:%r[0-9]+]], [[MAG]], 3288858623;
+// CHECK-NEXT:  add.s32 [[NRM]], [[NRM]], [[ODD]];
+// CHECK-NEXT:  shr.u32 [[NRM]], [[NRM]], 20;
+// CHECK-NEXT:  setp.lt.u32 [[PD:%p[0-9]+]], [[MAG]], 1015021568;
+// CHECK-NEXT:  selp.b32 [[RES:%r[0-9]+]], [[DEN]], [[NRM]], [[PD]];
+// CHECK-NEXT:  setp.ge.u32 [[PO:%p[0-9]+]], [[MAG]], 1139802112;
+// CHECK-NEXT:  selp.b32 [[RES]], 127, [[RES]], [[PO]];
+// CHECK-NEXT:  shr.u32 [[SGN]], [[SGN]], 24;
+// CHECK-NEXT:  or.b32 [[RES]], [[RES]], [[SGN]];
+// CHECK-NEXT:  cvt.u16.u32 %rs{{[0-9]+}}, [[RES]];
+// CHECK:       st.global.b8
+builtin.module {
+  tt.func public @to_e4m3(%out: !tt.ptr<f8E4M3FN>, %x: f32) {
+    %q = arith.truncf %x : f32 to f8E4M3FN
+    tt.store %out, %q : !tt.ptr<f8E4M3FN>
+    tt.return
+  }
+}
+
+// -----
+
+// CHECK-LABEL: .visible .entry to_e5m2
+// CHECK:       cvt.f32.f16 [[X:%f[0-9]+]], %rs{{[0-9]+}};
+// CHECK-NEXT:  mov.b32 {{%r[0-9]+}}, [[X]];
+// CHECK:       add.rn.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, 0f43000000;
+// CHECK:       shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 21;
+// CHECK:       selp.b32 [[RES:%r[0-9]+]], 124, [[RES]], {{%p[0-9]+}};
+// CHECK-NEXT:  setp.gt.u32 [[PN:%p[0-9]+]], {{%r[0-9]+}}, 2139095040;
+// CHECK-NEXT:  selp.b32 [[RES]], 127, [[RES]], [[PN]];
+builtin.module {
+  tt.func public @to_e5m2(%out: !tt.ptr<f8E5M2>, %in: !tt.ptr<f16>) {
+    %x = tt.load %in : !tt.ptr<f16>
+    %q = arith.truncf %x : f16 to f8E5M2
+    tt.store %out, %q : !tt.ptr<f8E5M2>
+    tt.return
+  }
+}
