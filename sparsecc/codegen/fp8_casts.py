@@ -1,20 +1,20 @@
 """PTX for float -> fp8 casts (`x.to(tl.float8e4nv)`, `x.to(tl.float8e5)`), rounded as torch rounds.
 
-PTX's fp8 conversion (`cvt.rn.satfinite.e4m3x2.f32`) exists from sm_89 only and saturates,
-where torch (and so the interpreter, which casts with torch) turns an e4m3fn overflow into NaN
-and an e5m2 one into inf. So the cast is computed on the f32 bits, as torch's
-`fp8e4m3fn_from_fp32_value` / `fp8e5m2_from_fp32_value` do, on every target:
+PTX's fp8 conversion (`cvt.rn.satfinite.e4m3x2.f32`) exists from sm_89 on only; so the cast is
+computed on the f32 bits, with the steps of torch's `fp8e4m3fn_from_fp32_value` /
+`fp8e5m2_from_fp32_value` (c10/util), on every target, giving the bytes torch's `.to()` gives
+(and so the interpreter's, which casts with torch; torch 2.13):
 
-- |x| at or past the first value that rounds out of range (464 for e4m3fn, 65536 for e5m2, whose
-  values from 61440 on round up to inf on their own), or NaN: the overflow code (e4m3fn 0x7F,
-  NaN; e5m2 0x7C, inf, or 0x7F for NaN);
+- NaN: 0x7F with x's sign;
+- |x| from 448 on, infinities too: e4m3fn saturates to 448 (0x7E); from 65536 on e5m2 gives inf
+  (0x7C; its values from 61440 on round up to inf on their own);
 - |x| below the smallest normal fp8: an f32 add of a power of two that puts the fp8 denormal
   step at the f32 unit in the last place, so the add rounds to nearest even exactly where fp8
   does; its low bits are the code;
 - otherwise the exponent rebiased and the mantissa rounded to nearest even by adding half an
   fp8 step less one, plus the kept mantissa's lowest bit, and shifting.
 
-The sign is or-ed back in. About 17 integer instructions a value, for the memory-bound kernels
+The sign is or-ed back in. About 19 integer instructions a value, for the memory-bound kernels
 that quantize (sparsecc.ops.quantize_rows).
 """
 
@@ -43,14 +43,14 @@ class _Fp8Format:
     """The constants of torch's f32 -> fp8 rounding for one format (f32 bit patterns)."""
 
     overflow_bits: int  # |x| bits from which the result is the overflow code
-    overflow_code: int  # that code for non-NaN values (e4m3fn: NaN, e5m2: inf)
+    overflow_code: int  # that code for non-NaN values (e4m3fn: 448, e5m2: inf)
     normal_min_bits: int  # the smallest normal fp8 value's f32 bits
     denorm_magic_bits: int  # the power of two whose f32 ulp is the fp8 denormal step
     shift: int  # 23 - the fp8 mantissa width
     rebias: int  # added to the f32 bits: the exponent rebiased, plus half a step less one
 
 
-_E4M3FN = _Fp8Format(1087 << 20, 0x7F, 121 << 23, 141 << 23, 20, (((7 - 127) << 23) + 0x7FFFF) & 0xFFFFFFFF)
+_E4M3FN = _Fp8Format(0x43E00000, 0x7E, 121 << 23, 141 << 23, 20, (((7 - 127) << 23) + 0x7FFFF) & 0xFFFFFFFF)
 _E5M2 = _Fp8Format(143 << 23, 0x7C, 113 << 23, 134 << 23, 21, (((15 - 127) << 23) + 0xFFFFF) & 0xFFFFFFFF)
 
 
@@ -89,9 +89,8 @@ def emit_fp8_cast(e: _KernelEmitter, op: Operation) -> None:
     e.emit(f"selp.b32 {res}, {den}, {nrm}, {p_den};")
     e.emit(f"setp.ge.u32 {p_ovf}, {mag}, {fmt.overflow_bits};")
     e.emit(f"selp.b32 {res}, {fmt.overflow_code}, {res}, {p_ovf};")
-    if fmt is _E5M2:  # NaN (bits past inf's) is 0x7F, not inf's 0x7C
-        e.emit(f"setp.gt.u32 {p_ovf}, {mag}, 2139095040;")
-        e.emit(f"selp.b32 {res}, 127, {res}, {p_ovf};")
+    e.emit(f"setp.gt.u32 {p_ovf}, {mag}, 2139095040;")  # NaN: bits past inf's
+    e.emit(f"selp.b32 {res}, 127, {res}, {p_ovf};")
     e.emit(f"shr.u32 {sgn}, {sgn}, 24;")
     e.emit(f"or.b32 {res}, {res}, {sgn};")
     e.emit(f"cvt.u16.u32 {e.define(op.results[0])}, {res};")

@@ -2,8 +2,8 @@
 // f32 / f16 -> fp8 casts print torch's rounding on the f32 bits (sparsecc/codegen/fp8_casts.py),
 // on any target (sm_80 has no fp8 cvt): sign split off, the denormal range through an f32 add of
 // 2^14 (e4m3fn) / 2^7 (e5m2), the normal range rebiased and rounded to nearest even, the
-// overflow code (e4m3fn NaN 0x7F; e5m2 inf 0x7C, NaN 0x7F) from 464 / 65536 on, the sign or-ed
-// back into the byte.
+// overflow code from 448 / 65536 on (e4m3fn saturates to 0x7E, e5m2 is inf, 0x7C), NaN 0x7F,
+// the sign or-ed back into the byte.
 
 // CHECK-LABEL: .visible .entry to_e4m3
 // CHECK:       and.b32 [[SGN:%r[0-9]+]], [[BITS:%r[0-9]+]], -2147483648;
@@ -19,8 +19,10 @@
 // CHECK-NEXT:  shr.u32 [[NRM]], [[NRM]], 20;
 // CHECK-NEXT:  setp.lt.u32 [[PD:%p[0-9]+]], [[MAG]], 1015021568;
 // CHECK-NEXT:  selp.b32 [[RES:%r[0-9]+]], [[DEN]], [[NRM]], [[PD]];
-// CHECK-NEXT:  setp.ge.u32 [[PO:%p[0-9]+]], [[MAG]], 1139802112;
-// CHECK-NEXT:  selp.b32 [[RES]], 127, [[RES]], [[PO]];
+// CHECK-NEXT:  setp.ge.u32 [[PO:%p[0-9]+]], [[MAG]], 1138753536;
+// CHECK-NEXT:  selp.b32 [[RES]], 126, [[RES]], [[PO]];
+// CHECK-NEXT:  setp.gt.u32 [[PN:%p[0-9]+]], [[MAG]], 2139095040;
+// CHECK-NEXT:  selp.b32 [[RES]], 127, [[RES]], [[PN]];
 // CHECK-NEXT:  shr.u32 [[SGN]], [[SGN]], 24;
 // CHECK-NEXT:  or.b32 [[RES]], [[RES]], [[SGN]];
 // CHECK-NEXT:  cvt.u16.u32 %rs{{[0-9]+}}, [[RES]];
