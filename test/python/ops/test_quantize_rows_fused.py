@@ -15,7 +15,11 @@ from ptxas_tools import needs_ptxas
 import sparsecc
 from sparsecc.codegen import fp8_casts, ptxas
 from sparsecc.nn.quantize import quantize_rows
-from sparsecc.ops.quantize_rows import quantize_rows_config, quantize_rows_fused, quantize_rows_kernel
+from sparsecc.ops.quantize_rows import (
+    quantize_rows_config,
+    quantize_rows_fused,
+    quantize_rows_kernel,
+)
 
 EIGHT_BIT = [torch.int8, torch.float8_e4m3fn]
 X_DTYPES = [torch.float16, torch.bfloat16, torch.float32]
