@@ -15,7 +15,8 @@ computed on the f32 bits, with the steps of torch's `fp8e4m3fn_from_fp32_value` 
   fp8 step less one, plus the kept mantissa's lowest bit, and shifting.
 
 The sign is or-ed back in. About 19 integer instructions a value, for the memory-bound kernels
-that quantize (sparsecc.ops.quantize_rows).
+that quantize (sparsecc.ops.quantize_rows). Casts from fp8 to wider floats are exact (`_widen`);
+between the two fp8 types there is no cast (go through tl.float32).
 """
 
 from __future__ import annotations
@@ -63,9 +64,12 @@ def emit_fp8_cast(e: _KernelEmitter, op: Operation) -> None:
     from sparsecc.codegen.ptx_printer import PtxEmitError
 
     src, ty = op.operands[0], op.results[0].type
-    if not is_fp8(ty):
-        raise PtxEmitError(f"{op.name} {src.type} -> {ty}: casts from fp8 are not lowered to PTX yet "
-                           "(fp8 operands go to tl.dot as they are)", op)
+    if is_fp8(src.type) and is_fp8(ty):
+        raise PtxEmitError(f"{op.name} {src.type} -> {ty}: no PTX cast between fp8 types (cast through "
+                           "tl.float32)", op)
+    if is_fp8(src.type):
+        _widen(e, op)
+        return
     fmt = _E4M3FN if isinstance(ty, Float8E4M3FNType) else _E5M2
     x = _f32_register(e, src, op)
     absf, t = e.fresh(Float32Type()), e.fresh(Float32Type())
@@ -114,3 +118,43 @@ def _f32_register(e: _KernelEmitter, value, op: Operation) -> str:  # noqa: ANN0
     else:
         raise PtxEmitError(f"{op.name} {ty} -> fp8: no PTX cast between fp8 types", op)
     return wide
+
+
+def _widen(e: _KernelEmitter, op: Operation) -> None:
+    """fp8 -> f16 / bf16 / f32 / f64, exact. e5m2 is the high byte of an f16. An e4m3fn byte's
+    exponent and mantissa shifted into an f16 (sign apart) are its value / 2**8, denormals
+    included (the biases differ by 8), so the f16 widened to f32 times 256 is the value; 0x7F
+    is NaN."""
+    from sparsecc.codegen.ptx_printer import PtxEmitError
+
+    src, ty = op.operands[0], op.results[0].type
+    b16, f32 = IntegerType(16), Float32Type()
+    byte, half = e.fresh(b16), e.fresh(b16)
+    wide = e.fresh(f32)
+    e.emit(f"and.b16 {byte}, {e.use(src)}, 255;")  # the register's high byte is not kept defined
+    if isinstance(src.type, Float8E5M2Type):
+        e.emit(f"shl.b16 {half}, {byte}, 8;")
+        e.emit(f"cvt.f32.f16 {wide}, {half};")
+    else:
+        mag, sgn = e.fresh(b16), e.fresh(b16)
+        nan = e.fresh(IntegerType(1))
+        e.emit(f"and.b16 {mag}, {byte}, 127;")
+        e.emit(f"and.b16 {sgn}, {byte}, 128;")
+        e.emit(f"shl.b16 {sgn}, {sgn}, 8;")
+        e.emit(f"shl.b16 {half}, {mag}, 7;")
+        e.emit(f"or.b16 {half}, {half}, {sgn};")
+        e.emit(f"cvt.f32.f16 {wide}, {half};")
+        e.emit(f"mul.rn.f32 {wide}, {wide}, 0f43800000;")  # * 256: exact
+        e.emit(f"setp.eq.u16 {nan}, {mag}, 127;")
+        e.emit(f"selp.f32 {wide}, 0f7FC00000, {wide}, {nan};")
+    d = e.define(op.results[0])
+    if isinstance(ty, Float32Type):
+        e.emit(f"mov.f32 {d}, {wide};")
+    elif isinstance(ty, Float16Type):
+        e.emit(f"cvt.rn.f16.f32 {d}, {wide};")  # exact: every fp8 value is an f16 one
+    elif isinstance(ty, BFloat16Type):
+        e.emit(f"cvt.rn.bf16.f32 {d}, {wide};")  # exact: 2-3 mantissa bits, in bf16's range
+    elif isinstance(ty, Float64Type):
+        e.emit(f"cvt.f64.f32 {d}, {wide};")
+    else:
+        raise PtxEmitError(f"{op.name} {src.type} -> {ty}: no PTX cast for this type", op)

@@ -53,3 +53,28 @@ builtin.module {
     tt.return
   }
 }
+
+// -----
+
+// fp8 -> f32 is exact: e4m3fn's exponent and mantissa shifted into an f16 (sign apart) are its
+// value / 256, denormals included; 0x7F is NaN.
+// CHECK-LABEL: .visible .entry from_e4m3
+// CHECK:       ld.global.b8 [[B:%rs[0-9]+]]
+// CHECK-NEXT:  and.b16 [[BYTE:%rs[0-9]+]], [[B]], 255;
+// CHECK-NEXT:  and.b16 [[MAG:%rs[0-9]+]], [[BYTE]], 127;
+// CHECK-NEXT:  and.b16 [[SGN:%rs[0-9]+]], [[BYTE]], 128;
+// CHECK-NEXT:  shl.b16 [[SGN]], [[SGN]], 8;
+// CHECK-NEXT:  shl.b16 [[H:%rs[0-9]+]], [[MAG]], 7;
+// CHECK-NEXT:  or.b16 [[H]], [[H]], [[SGN]];
+// CHECK-NEXT:  cvt.f32.f16 [[W:%f[0-9]+]], [[H]];
+// CHECK-NEXT:  mul.rn.f32 [[W]], [[W]], 0f43800000;
+// CHECK-NEXT:  setp.eq.u16 [[NAN:%p[0-9]+]], [[MAG]], 127;
+// CHECK-NEXT:  selp.f32 [[W]], 0f7FC00000, [[W]], [[NAN]];
+builtin.module {
+  tt.func public @from_e4m3(%out: !tt.ptr<f32>, %in: !tt.ptr<f8E4M3FN>) {
+    %q = tt.load %in : !tt.ptr<f8E4M3FN>
+    %x = arith.extf %q : f8E4M3FN to f32
+    tt.store %out, %x : !tt.ptr<f32>
+    tt.return
+  }
+}

@@ -13,6 +13,7 @@ import torch
 from ptxas_tools import needs_ptxas
 
 import sparsecc
+import sparsecc.language as tl
 from sparsecc.codegen import fp8_casts, ptxas
 from sparsecc.nn.quantize import quantize_rows
 from sparsecc.ops.quantize_rows import (
@@ -181,6 +182,36 @@ def test_fp8_bit_sequence_rounds_as_torch(fmt, dtype):
     assert bad.numel() == 0, [(f[i].item(), got[i].item(), want[i].item()) for i in bad[:5, 0]]
 
 
+def test_fp8_widening_sequence_is_exact():
+    """The widening `fp8_casts._widen` prints, modelled: every e4m3fn byte shifted into an f16
+    (sign apart) times 256, 0x7F / 0xFF NaN; every e5m2 byte the high byte of an f16."""
+    byte = torch.arange(256, dtype=torch.int32)
+    mag, sgn = byte & 0x7F, (byte & 0x80) << 8
+    half = ((mag << 7) | sgn).to(torch.int16).view(torch.float16).float() * 256
+    e4m3 = torch.where(mag == 0x7F, float("nan"), half)
+    want = byte.to(torch.uint8).view(torch.float8_e4m3fn).float()
+    torch.testing.assert_close(e4m3, want, rtol=0, atol=0, equal_nan=True)
+    e5m2 = (byte << 8).to(torch.int16).view(torch.float16).float()
+    torch.testing.assert_close(e5m2, byte.to(torch.uint8).view(torch.float8_e5m2).float(), rtol=0, atol=0,
+                               equal_nan=True)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_fp8_casts_assemble_both_ways(target):
+    for src, dst in (("fp32", "fp8e4nv"), ("bf16", "fp8e5"), ("fp8e4nv", "fp32"), ("fp8e4nv", "bf16"),
+                     ("fp8e5", "fp16"), ("fp8e4nv", "fp8e5")):  # the last through f32 (the frontend's)
+        kernel = sparsecc.compile(_cast_kernel, {"Y": f"*{dst}", "X": f"*{src}", "n": "i32"}, {"BLOCK": 256},
+                                  target=target, num_warps=4)
+        ptxas.assemble(kernel.asm["ptx"], target)
+
+
+@sparsecc.jit
+def _cast_kernel(Y, X, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs, mask=offs < n).to(Y.dtype.element_ty), mask=offs < n)
+
+
 # -- the GPU ---------------------------------------------------------------------------------------
 
 
@@ -211,21 +242,19 @@ def test_quantize_rows_same_bits_on_cuda_and_cpu(dtype):
 
 @pytest.mark.gpu
 def test_fp8_casts_on_the_gpu_round_as_torch():
-    """A kernel that casts f32 / f16 / bf16 to e4m3fn and e5m2 on the GPU, against torch's cast:
-    the fp8 values' neighbourhoods, random f32 bits, infinities."""
-
-    @sparsecc.jit
-    def cast(Y, X, n, BLOCK: sparsecc.language.constexpr):
-        tl = sparsecc.language
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        tl.store(Y + offs, tl.load(X + offs, mask=offs < n).to(Y.dtype.element_ty), mask=offs < n)
-
+    """`_cast_kernel` casting f32 / f16 / bf16 to e4m3fn and e5m2 on the GPU, against torch's
+    cast (random f32 bits, NaN and infinities included, and a sweep across the fp8 range), and
+    every fp8 byte back to f32 / f16 / bf16."""
     rand = torch.randint(-2**31, 2**31 - 1, (1 << 20,), dtype=torch.int64,
                          generator=torch.Generator().manual_seed(1)).to(torch.int32).view(torch.float32)
-    rand = rand[~rand.isnan()]
     for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
         for xdtype in (torch.float32, torch.float16, torch.bfloat16):
             x = torch.cat([rand, torch.linspace(-600, 600, 100003)]).to(xdtype).cuda()
             y = torch.empty(x.shape, dtype=dtype, device="cuda")
-            cast[(-(-x.numel() // 1024),)](y, x, x.numel(), BLOCK=1024)
+            _cast_kernel[(-(-x.numel() // 256),)](y, x, x.numel(), BLOCK=256)
             assert torch.equal(y.view(torch.uint8), x.to(dtype).view(torch.uint8)), (dtype, xdtype)
+        codes = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dtype).cuda()
+        for wide in (torch.float32, torch.float16, torch.bfloat16):
+            out = torch.empty(256, dtype=wide, device="cuda")
+            _cast_kernel[(1,)](out, codes, 256, BLOCK=256)
+            torch.testing.assert_close(out, codes.to(wide), rtol=0, atol=0, equal_nan=True)
