@@ -23,7 +23,6 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.language.extra.cuda import libdevice
-from sparsecc.nn.quantize import QUANT_MAX
 
 __all__ = ["quantize_rows_config", "quantize_rows_fused", "quantize_rows_kernel"]
 
@@ -93,6 +92,8 @@ def quantize_rows_fused(x: torch.Tensor, dtype: torch.dtype, *, q: torch.Tensor 
         >>> q.tolist(), s.tolist()
         ([[64, -127], [0, 0]], [0.015748031437397003, 1.0])
     """
+    from sparsecc.nn.quantize import QUANT_MAX  # here: sparsecc.nn imports this module (through its ops)
+
     qmax = QUANT_MAX.get(dtype)
     if qmax is None:
         raise TypeError(f"quantize_rows_fused: dtype must be one of {list(QUANT_MAX)}, got {dtype}")
