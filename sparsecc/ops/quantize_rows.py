@@ -92,7 +92,9 @@ def quantize_rows_fused(x: torch.Tensor, dtype: torch.dtype, *, q: torch.Tensor 
         >>> q.tolist(), s.tolist()
         ([[64, -127], [0, 0]], [0.015748031437397003, 1.0])
     """
-    from sparsecc.nn.quantize import QUANT_MAX  # here: sparsecc.nn imports this module (through its ops)
+    from sparsecc.nn.quantize import (
+        QUANT_MAX,  # here: sparsecc.nn imports this module (through its ops)
+    )
 
     qmax = QUANT_MAX.get(dtype)
     if qmax is None:
