@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from sparsecc.codegen import fp8_casts
 from sparsecc.dialects import ptx, ptx_targets
 
 #: `.version` of the emitted PTX: `mma.sp::ordered_metadata` needs PTX ISA 8.5.
@@ -598,6 +599,9 @@ def _float_to_int(e: _KernelEmitter, op: Operation) -> None:
 
 def _float_cast(e: _KernelEmitter, op: Operation) -> None:
     src, ty = op.operands[0], op.results[0].type
+    if fp8_casts.is_fp8(ty) or fp8_casts.is_fp8(src.type):  # computed on the bits, as torch rounds
+        fp8_casts.emit_fp8_cast(e, op)
+        return
     fi, fo = _ftype(src.type), _ftype(ty)
     if {fi, fo} == {"f16", "bf16"} and not e.bf16_alu:
         # no cvt between f16 and bf16 before sm_90: through f32, which holds either exactly

@@ -19,8 +19,8 @@ from torch import nn
 from sparsecc.formats import QuantScheme, SparseFormat
 from sparsecc.nn import dispatch as _dispatch
 from sparsecc.nn.quantize import QUANT_MAX, quantize_rows
-from sparsecc.nn.torch_ops import sparse_linear_op, sparse_linear_q_op, sparse_mm_op
-from sparsecc.ops.dispatch import activate as _activate
+from sparsecc.nn.torch_ops import sparse_linear_8bit_op, sparse_linear_op, sparse_linear_q_op
+from sparsecc.ops.dispatch import activate as _activate  # noqa: F401 - sparsecc.nn.parallel imports it from here
 from sparsecc.ops.dispatch import resolve as _resolve_dispatch
 from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.runtime.compress import compress, prune_2to4
@@ -178,15 +178,10 @@ class SparseLinear(nn.Module):
                                       self.in_features, self.quant, self.bias, self.activation)
         if self.weight_dtype is None:
             return sparse_linear_op(x, self.values, self.meta, self.in_features, self.bias, self.activation)
-        lead = x.shape[:-1]
-        xq, x_scale = quantize_rows(x.reshape(-1, self.in_features), self.weight_dtype)
-        # W (out x in, sparse) @ xq.T (K-major: xq is row-major): out x tokens, both scales applied
-        y = sparse_mm_op(self.values, self.meta, self.in_features, xq.t(), self.weight_scale, x_scale)
-        y = y.t().to(x.dtype)
-        if self.bias is not None:
-            y = y + self.bias
-        y = _activate(y, self.activation)
-        return y.reshape(*lead, self.out_features)
+        # x quantized per token in one launch, then one GEMM whose epilogue applies both scales,
+        # the bias and the activation and writes y (tokens x out) in x's dtype
+        return sparse_linear_8bit_op(x, self.values, self.meta, self.weight_scale, self.in_features, self.bias,
+                                     self.activation)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:  # noqa: ANN001, ANN002, ANN003
         """A checkpoint of another format (fp16 values into an 8-bit layer, or the reverse; another

@@ -14,6 +14,7 @@ the op has no backward, and a call that would need one is an error that says so.
                                            "w4g128", bias, "silu")   # q: a QuantizedSparseTensor
     d = torch.ops.sparsecc.sparse_mm(values, meta, k, b)          # A (M x k, 2:4) @ b (k x N)
     y = torch.ops.sparsecc.sparse_mm(w8.values, w8.meta, k, x8.t(), sw, sx)   # int8/fp8, rowwise scales
+    y = torch.ops.sparsecc.sparse_linear_8bit(x, w8.values, w8.meta, sw, in_features, bias, "none")
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from sparsecc.ops.sparse_linear import ACTIVATIONS, reference_linear, sparse_linear
+from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit, sparse_linear_8bit
 from sparsecc.ops.sparse_mm import sparse_mm
 from sparsecc.ops.sparse_mm_8bit import EIGHT_BIT_DTYPES, default_out_dtype
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor, quant_format
@@ -127,3 +129,34 @@ def _(values: torch.Tensor, meta: torch.Tensor, k: int, b: torch.Tensor,
 
 
 sparse_mm_op.register_autograd(_no_backward)
+
+
+@torch.library.custom_op("sparsecc::sparse_linear_8bit", mutates_args=())
+def sparse_linear_8bit_op(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, weight_scale: torch.Tensor,
+                          in_features: int, bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+    """`act(quantized(x) @ (W * weight_scale[:, None]).T + bias)`, W an int8 / fp8 e4m3 2:4
+    weight given as its arrays, x quantized per token to W's dtype: the 8-bit SparseLinear's
+    forward. CUDA runs `sparsecc.ops.sparse_linear_8bit.sparse_linear_8bit` (two launches: the
+    fused quantization, the GEMM with its epilogue); the CPU computes the same in torch. One op,
+    so torch.compile keeps the quantization and the GEMM together and CUDA graphs capture both.
+
+        q, sw = quantize_rows(sparsecc.prune_2to4(weight), torch.float8_e4m3fn)
+        w8 = sparsecc.compress(q)
+        y = torch.ops.sparsecc.sparse_linear_8bit(x, w8.values, w8.meta, sw, w8.shape[1], bias, "silu")
+    """
+    w = SparseTensor(values, meta, (values.shape[0], in_features))
+    if x.device.type == "cuda":
+        return sparse_linear_8bit(x, w, weight_scale, bias, activation)
+    return reference_linear_8bit(x, w, weight_scale, bias, activation)
+
+
+@sparse_linear_8bit_op.register_fake
+def _(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, weight_scale: torch.Tensor, in_features: int,
+      bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+    torch._check(x.shape[-1] == in_features, lambda: f"sparse_linear_8bit: x has {x.shape[-1]} features, "
+                                                      f"the weight expects {in_features}")
+    torch._check(activation in ACTIVATIONS, lambda: f"sparse_linear_8bit: unknown activation {activation!r}")
+    return x.new_empty((*x.shape[:-1], values.shape[0]))
+
+
+sparse_linear_8bit_op.register_autograd(_no_backward)

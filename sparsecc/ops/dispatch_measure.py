@@ -125,11 +125,10 @@ def _best_linear(x: torch.Tensor, w: Any, log: Callable[[str], None]) -> tuple[f
 
 def _eight_bit_forward(x: torch.Tensor, w8: Any, w_scale: torch.Tensor) -> torch.Tensor:
     """An 8-bit SparseLinear's 2:4 path (`SparseLinear.forward` with `weight_dtype`): x quantized
-    per token, W @ xq.T on the 8-bit kernel with both scales, transposed back to x's dtype."""
-    from sparsecc.ops.sparse_mm import sparse_mm
+    per token in one launch, then the 8-bit kernel with both scales in its epilogue."""
+    from sparsecc.ops.sparse_linear_8bit import sparse_linear_8bit
 
-    xq, x_scale = quantize_rows(x, w8.dtype)
-    return sparse_mm(w8, xq.t(), scale_a=w_scale, scale_b=x_scale).t().to(x.dtype)
+    return sparse_linear_8bit(x, w8, w_scale)
 
 
 def measure_shape(schemes: list[str], dtype: torch.dtype, n: int, k: int, ms: list[int],

@@ -1,5 +1,5 @@
 """8-bit SparseLinear (int8, fp8 e4m3): per-channel weight scales, per-token activation scales,
-the 8-bit sparse tensor cores through `torch.ops.sparsecc.sparse_mm`. Checked against the same
+the 8-bit sparse tensor cores through `torch.ops.sparsecc.sparse_linear_8bit`. Checked against the same
 quantization computed in float64 (tight) and against the fp16 dense-pruned layer (the
 quantization error, loose); compile, export and state_dict on the CPU; the same on the H100."""
 
@@ -39,8 +39,8 @@ def _check(layer: SparseLinear, linear: nn.Linear, x: torch.Tensor) -> None:
         y = layer(x)
         assert y.dtype == x.dtype and y.shape == (*x.shape[:-1], linear.out_features)
         ref = _reference(layer, x)
-        # the kernel's bf16 output, then the layer's dtype: two roundings of the exact sum
-        torch.testing.assert_close(y.double(), ref, rtol=1.6e-2, atol=1.6e-2 * ref.abs().max().item())
+        # fp32 sums, scales and bias in the epilogue, one rounding to the layer's dtype
+        torch.testing.assert_close(y.double(), ref, rtol=1e-2, atol=4e-3 * ref.abs().max().item())
         pruned = nn.functional.linear(x.float(), sparsecc.prune_2to4(linear.weight).float(), linear.bias.float())
         rel = (y.float() - pruned).norm() / pruned.norm()
         assert rel < 0.06, f"relative error to the fp16 pruned layer {rel:.3f}"  # 8-bit quantization
@@ -83,7 +83,7 @@ def test_sparsify_compile_export_and_state_dict():
     sparsify_(model, weight_dtype=torch.float8_e4m3fn)
     assert "float8_e4m3fn" in repr(model)
     x = torch.randn(5, 64).half()
-    eager = assert_compiles_and_exports(model, x, "sparsecc.sparse_mm", torch.testing.assert_close)
+    eager = assert_compiles_and_exports(model, x, "sparsecc.sparse_linear_8bit", torch.testing.assert_close)
     state = model.state_dict()
     assert state["0.values"].dtype == torch.float8_e4m3fn and "0.weight_scale" in state
     buf = io.BytesIO()

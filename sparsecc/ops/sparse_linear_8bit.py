@@ -1,0 +1,172 @@
+"""`sparse_linear_8bit(x, w, weight_scale, bias, activation)`: the 8-bit (fp8 e4m3 / int8)
+`SparseLinear` forward in two launches: x quantized per token (`quantize_rows_fused`), then
+`act((xq @ W.T) * x_scale[:, None] * weight_scale[None, :] + bias)` in one kernel that writes
+y (tokens x out, x's dtype) directly.
+
+The kernel is `sparse_linear_kernel`'s: `tl.dot(xq_tile, w_tile)` with `w_tile` the K x N view
+of W, which the compiler turns into W @ xq.T with W on the left (the tensor cores' sparse
+operand), reading xq as stored (row-major: K-major, as 8-bit B must be). So neither xq nor y is
+transposed or copied, and both scales, the bias and the activation are applied to the fp32 (int8:
+int32) sums before the one rounding to x's dtype. It replaces quantize_rows' six to eight torch
+kernels, `sparse_mm` into an out x tokens bf16 buffer, and the transpose, cast, bias and
+activation passes over y after it.
+
+    w = sparsecc.compress(q)                                  # q, sw = quantize_rows(weight, torch.float8_e4m3fn)
+    y = sparse_linear_8bit(x, w, sw, bias, "silu")            # x: (..., K) fp16 / bf16 -> (..., N)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+
+import sparsecc
+import sparsecc.language as tl
+from sparsecc.ops.quantize_rows import quantize_rows_fused
+from sparsecc.ops.sparse_linear import ACTIVATIONS, LinearConfig, _activate
+from sparsecc.passes.convert_tt_to_ttg import has_wgmma
+from sparsecc.runtime.sparse_tensor import SparseTensor
+
+_jit = importlib.import_module("sparsecc.frontend.jit")
+
+__all__ = ["default_config_linear_8bit", "scaled_sparse_linear_kernel", "sparse_linear_8bit"]
+
+
+@sparsecc.jit
+def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym,
+                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                ACC_INT: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+                                K_32: tl.constexpr = False):
+    """Y[M, N] = act((X[M, K] @ W[N, K].T) * SCALE_X[M, None] * SCALE_W[None, N] + BIAS[N]): X
+    and W int8 or fp8 (W 2:4 along K), an int32 (ACC_INT) or fp32 sum, the epilogue in fp32.
+    K_32: the host saw K % 32 == 0, so W's values rows (K/2 bytes) and X's rows are 16-byte
+    aligned (TMA)."""
+    if K_32:
+        stride_wn = tl.multiple_of(stride_wn, 32)
+        stride_xm = tl.multiple_of(stride_xm, 32)
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, 0),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(0, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
+        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(x, w, acc)
+        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
+        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]
+    out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
+    if HAS_BIAS:
+        out += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    out = _activate(out, ACTIVATION)
+    y_ptr = tl.make_block_ptr(Y, shape=(M, N), strides=(stride_ym, 1), offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+    tl.store(y_ptr, out.to(Y.dtype.element_ty), boundary_check=(0, 1))
+
+
+# BLOCK_M over tokens, BLOCK_N over output features: sparse_mm_8bit's measured tiles (NOTES stop
+# 14) with their M and N swapped (that kernel put W's rows on M), BLOCK_K halved where the
+# swapped tile spilled or lost TMA under ptxas (decode 16x64x512: 255 registers and no TMA;
+# 16x64x256 takes 38 registers and TMA); not yet re-measured on the GPU.
+_DECODE = LinearConfig(16, 64, 256, num_warps=4, num_stages=4)
+_SMALL = LinearConfig(64, 128, 256, num_warps=4, num_stages=4)
+_LARGE = {True: LinearConfig(128, 256, 128, num_warps=8, num_stages=3),
+          False: LinearConfig(128, 128, 128, num_warps=4, num_stages=3)}
+_CPU = LinearConfig(16, 32, 64, num_warps=4, num_stages=1)
+
+
+def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda",
+                               target: str | None = "sm_90a") -> LinearConfig:
+    """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs.
+
+        >>> default_config_linear_8bit(1, 4096, 4096)
+        LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=4, split_k=1)
+    """
+    if device_type == "cpu":
+        return _CPU
+    if m <= 16:
+        return _DECODE
+    if m <= 256 or n <= 256:
+        return _SMALL
+    return _LARGE[has_wgmma(target)]
+
+
+def _check(x: Any, w: Any, weight_scale: Any, bias: Any, activation: str) -> None:
+    if not isinstance(w, SparseTensor) or w.dtype not in (torch.int8, torch.float8_e4m3fn):
+        raise TypeError("sparse_linear_8bit: w must be an int8 or float8_e4m3fn sparsecc.SparseTensor "
+                        f"(sparsecc.compress(codes)), got {getattr(w, 'dtype', type(w).__name__)}")
+    if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"sparse_linear_8bit: x must be an fp16, bf16 or fp32 tensor, got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}")
+    n, k = w.shape
+    if x.dim() == 0 or x.shape[-1] != k:
+        raise ValueError(f"sparse_linear_8bit: x has shape {tuple(x.shape)}, the weight ({n} x {k} = out x in) "
+                         f"takes {k} features")
+    if not isinstance(weight_scale, torch.Tensor) or tuple(weight_scale.shape) != (n,) \
+            or weight_scale.dtype != torch.float32:
+        raise ValueError(f"sparse_linear_8bit: weight_scale must be a float32 tensor of shape ({n},)")
+    if bias is not None and (not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (n,)):
+        raise ValueError(f"sparse_linear_8bit: bias must be a tensor of shape ({n},)")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"sparse_linear_8bit: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    for name, t in (("weight_scale", weight_scale), ("bias", bias)):
+        if t is not None and t.device != x.device:
+            raise ValueError(f"sparse_linear_8bit: {name} is on {t.device}, x on {x.device}")
+    if w.device != x.device:
+        raise ValueError(f"sparse_linear_8bit: x is on {x.device}, the weight on {w.device}")
+
+
+def sparse_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None,
+                       activation: str = "none", config: LinearConfig | None = None) -> torch.Tensor:
+    """`act(quantized(x) @ (W * weight_scale[:, None]).T + bias)` for an 8-bit 2:4 W (out x in,
+    int8 or fp8 e4m3 codes, one fp32 scale per output channel): x (..., in) is quantized per
+    token to W's dtype (`quantize_rows`' arithmetic, one launch), multiplied on the 8-bit sparse
+    tensor cores, and scaled, biased, activated and rounded to x's dtype in the kernel's
+    epilogue. CUDA tensors run the kernels, CPU tensors the interpreter (exact, slow).
+
+        q, sw = quantize_rows(weight, torch.float8_e4m3fn)       # weight: 2:4 pruned, out x in
+        y = sparse_linear_8bit(x, sparsecc.compress(q), sw, bias, "silu")
+    """
+    _check(x, w, weight_scale, bias, activation)
+    n, k = w.shape
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, k)
+    m = x2.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    if m == 0 or n == 0:
+        return y.reshape(*lead, n)
+    xq, x_scale = quantize_rows_fused(x2, w.dtype)
+    target = _jit.current_target() if x.is_cuda else None
+    cfg = config if config is not None else default_config_linear_8bit(m, n, k, x.device.type, target)
+    b = bias.to(x.dtype).contiguous() if bias is not None else y
+    grid = (-(-m // cfg.block_m), -(-n // cfg.block_n))
+    scaled_sparse_linear_kernel[grid](
+        y, xq, w, x_scale, weight_scale.contiguous(), b, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, ACC_INT=w.dtype == torch.int8,
+        HAS_BIAS=bias is not None, ACTIVATION=activation, K_32=k % 32 == 0,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    return y.reshape(*lead, n)
+
+
+def reference_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Tensor,
+                          bias: torch.Tensor | None = None, activation: str = "none") -> torch.Tensor:
+    """What `sparse_linear_8bit` computes, in torch: x quantized by `quantize_rows`, the exact
+    product of the codes (float64), both scales, the bias and the activation in fp32, one rounding
+    to x's dtype. The CPU path of the layer (the interpreter is for checking kernels)."""
+    from sparsecc.nn.quantize import quantize_rows
+    from sparsecc.ops.dispatch import activate
+
+    n, k = w.shape
+    xq, x_scale = quantize_rows(x.reshape(-1, k), w.dtype)
+    acc = (xq.double() @ w.to_dense().double().T).float()  # the codes' products summed in float64
+    y = acc * x_scale[:, None] * weight_scale.float()[None, :]
+    if bias is not None:
+        y = y + bias.float()
+    return activate(y, activation).to(x.dtype).reshape(*x.shape[:-1], n)

@@ -1,0 +1,177 @@
+"""`sparse_linear_8bit`: fused per-token quantization, then one 8-bit 2:4 kernel whose epilogue
+applies both scales, the bias and the activation and writes y (tokens x out) in x's dtype.
+The kernel on the interpreter against `reference_linear_8bit` (torch) on ragged shapes; its PTX
+for sm_90a (fp8, int8) and sm_80 (int8: fp8 tensor cores start at sm_89) at the default tiles;
+bad arguments; and on the GPU (`gpu`): the kernels against torch, the layer in a CUDA graph and
+under torch.compile, and the path's launches (no transposes or copies of x or y)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from ptxas_tools import needs_ptxas
+
+import sparsecc
+from sparsecc.codegen import ptxas
+from sparsecc.nn import SparseLinear
+from sparsecc.nn.quantize import quantize_rows
+from sparsecc.ops.sparse_linear_8bit import (
+    default_config_linear_8bit,
+    reference_linear_8bit,
+    scaled_sparse_linear_kernel,
+    sparse_linear_8bit,
+)
+
+EIGHT_BIT = [torch.int8, torch.float8_e4m3fn]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_interpreter():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # CPU tensors run on the interpreter here on purpose
+        yield
+
+
+def _weight(n: int, k: int, dtype: torch.dtype, device: str = "cpu", seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    w = sparsecc.prune_2to4(torch.randn(n, k, generator=g) * 0.05).to(device)
+    q, sw = quantize_rows(w, dtype)
+    return sparsecc.compress(q), sw
+
+
+@pytest.mark.parametrize("wdt", EIGHT_BIT, ids=str)
+@pytest.mark.parametrize("xdt", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("m, n, k, act, bias", [(1, 64, 64, "none", False), (5, 48, 96, "silu", True),
+                                                (17, 40, 128, "relu", True), (33, 72, 160, "gelu_tanh", False)])
+def test_interpreter_matches_torch(wdt, xdt, m, n, k, act, bias):
+    w, sw = _weight(n, k, wdt, seed=m)
+    g = torch.Generator().manual_seed(m + n)
+    x = (torch.randn(2, m, k, generator=g) * 3).to(xdt)
+    b = torch.randn(n, generator=g).to(xdt) if bias else None
+    y = sparse_linear_8bit(x, w, sw, b, act)
+    ref = reference_linear_8bit(x, w, sw, b, act)
+    assert y.shape == (2, m, n) and y.dtype == xdt
+    torch.testing.assert_close(y, ref)  # fp32 sums of the same codes, one rounding to x's dtype
+
+
+def test_bad_arguments():
+    w, sw = _weight(32, 64, torch.int8)
+    x = torch.randn(3, 64).half()
+    with pytest.raises(ValueError, match="takes 64 features"):
+        sparse_linear_8bit(torch.randn(3, 32).half(), w, sw)
+    with pytest.raises(ValueError, match=r"weight_scale must be a float32 tensor of shape \(32,\)"):
+        sparse_linear_8bit(x, w, sw[:4])
+    with pytest.raises(ValueError, match="bias must be"):
+        sparse_linear_8bit(x, w, sw, torch.zeros(5).half())
+    with pytest.raises(ValueError, match="activation must be one of"):
+        sparse_linear_8bit(x, w, sw, None, "tanh")
+    with pytest.raises(TypeError, match="int8 or float8_e4m3fn"):
+        sparse_linear_8bit(x, sparsecc.compress(sparsecc.prune_2to4(torch.randn(32, 64).half())), sw)
+    with pytest.raises(TypeError, match="fp16, bf16 or fp32"):
+        sparse_linear_8bit(x.double(), w, sw)
+
+
+def _sig(elt: str) -> dict[str, str]:
+    return {"Y": "*fp16", "X": f"*{elt}", "W": f"*{elt}:NV24", "SCALE_X": "*fp32", "SCALE_W": "*fp32",
+            "BIAS": "*fp16", "M": "i32", "N": "i32:16", "K": "i32:16", "stride_xm": "i32:16",
+            "stride_wn": "i32:16", "stride_ym": "i32:16"}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target, elt", [("sm_90a", "fp8e4nv"), ("sm_90a", "i8"), ("sm_80", "i8")])
+@pytest.mark.parametrize("m", [1, 64, 2048])
+def test_default_tiles_assemble(target, elt, m):
+    """The default tiles compile for each target and assemble; on sm_90a the operands come by
+    TMA and the decode and mid tiles keep their registers (no spills)."""
+    cfg = default_config_linear_8bit(m, 4096, 4096, "cuda", target)
+    kernel = sparsecc.compile(scaled_sparse_linear_kernel, _sig(elt),
+                              {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k,
+                               "ACC_INT": elt == "i8", "HAS_BIAS": True, "ACTIVATION": "silu", "K_32": True},
+                              target=target, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    ptx = kernel.asm["ptx"]
+    res = ptxas.assemble(ptx, target).kernel_resources()
+    if target == "sm_90a":
+        assert "cp.async.bulk.tensor" in ptx and "wgmma" in ptx
+        if m <= 256:
+            assert res.spill_stores == 0, res
+    assert ".sp" in ptx  # the sparse tensor cores (mma.sp / wgmma .sp)
+
+
+# -- the GPU ---------------------------------------------------------------------------------------
+
+
+def _layer(wdt: torch.dtype, n: int, k: int, activation: str = "none") -> SparseLinear:
+    torch.manual_seed(n + k)
+    linear = torch.nn.Linear(k, n, device="cuda", dtype=torch.float16)
+    with torch.no_grad():
+        linear.bias.normal_()
+    layer = SparseLinear.from_linear(linear, weight_dtype=wdt, activation=activation)
+    layer.dispatch = "sparse"  # this test is about the sparse path
+    return layer
+
+
+def _layer_reference(layer: SparseLinear, x: torch.Tensor) -> torch.Tensor:
+    return reference_linear_8bit(x, layer.weight(), layer.weight_scale, layer.bias, layer.activation)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wdt", EIGHT_BIT, ids=str)
+@pytest.mark.parametrize("xdt", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (4, 11008, 4096), (16, 4096, 11008), (64, 1000, 512),
+                                     (200, 512, 1024), (600, 4096, 4096), (2048, 14336, 4096), (7, 96, 64)])
+def test_gpu_matches_torch(wdt, xdt, m, n, k):
+    w, sw = _weight(n, k, wdt, "cuda", seed=m)
+    g = torch.Generator(device="cuda").manual_seed(m)
+    x = torch.randn(m, k, device="cuda", generator=g).to(xdt)
+    b = torch.randn(n, device="cuda", generator=g).to(xdt)
+    y = sparse_linear_8bit(x, w, sw, b, "silu")
+    ref = reference_linear_8bit(x, w, sw, b, "silu")
+    assert y.isfinite().all()
+    err = (y.float() - ref.float()).abs().max().item()
+    # the same codes (bit for bit: test_quantize_rows_fused), fp32 sums in another order
+    assert err <= 1e-2 * max(ref.float().abs().max().item(), 1.0), err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wdt", EIGHT_BIT, ids=str)
+@pytest.mark.parametrize("m", [1, 16, 300])
+def test_layer_in_a_cuda_graph_and_under_compile(wdt, m):
+    layer = _layer(wdt, 4096, 4096, "silu")
+    x = torch.randn(m, 4096, device="cuda", dtype=torch.float16)
+    with torch.no_grad():
+        eager = layer(x)
+        ref = _layer_reference(layer, x)
+        tol = 1e-2 * max(ref.float().abs().max().item(), 1.0)
+        assert (eager.float() - ref.float()).abs().max().item() <= tol
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static = layer(x)
+        x.copy_(torch.randn_like(x))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert (static.float() - _layer_reference(layer, x).float()).abs().max().item() <= tol
+        compiled = torch.compile(layer, fullgraph=True, mode="reduce-overhead")
+        for _ in range(3):  # warm-up, record, replay
+            out = compiled(x)
+        torch.testing.assert_close(out, layer(x), rtol=0, atol=0)  # the same kernels, the same bits
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wdt", EIGHT_BIT, ids=str)
+def test_the_path_launches_two_kernels(wdt):
+    """One quantization launch and one GEMM launch per forward: no torch kernels (casts,
+    transposes, copies, bias or activation passes) over x or y."""
+    layer = _layer(wdt, 4096, 4096, "silu")
+    x = torch.randn(16, 4096, device="cuda", dtype=torch.float16)
+    with torch.no_grad():
+        layer(x)  # compile the kernels
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            layer(x)
+            torch.cuda.synchronize()
+    kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    kernels = [k for k in kernels if "memset" not in k.lower() and "memcpy" not in k.lower()]
+    assert len(kernels) == 2, kernels
+    assert "quantize_rows_kernel" in kernels[0] and "scaled_sparse_linear_kernel" in kernels[1], kernels
