@@ -93,7 +93,7 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     cands = [base]
     if quantized and m >= 128 and has_quant_wgmma(w.device):
         # the register-A wgmma tiles, and the 16-bit kernel's prefill tile on mma.sp (the old default)
-        cands += [LinearConfig(bm, bn, 128, 8, 3, quant_wgmma=True) for bm, bn in ((128, 128), (128, 256), (64, 256))]
+        cands += [LinearConfig(bm, bn, 128, 8, ns, quant_wgmma=True) for bm, bn, ns in ((128, 128, 4), (64, 256, 3))]
         cands.append(default_linear_config(m, n, k))
     if m <= 128:
         cands += [replace(base, split_k=s) for s in (1, 2, 4) if s != base.split_k and k // s >= 1024]

@@ -38,6 +38,7 @@ from sparsecc.ops import dispatch as _dispatch
 from sparsecc.ops.densify import weight16
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
+from sparsecc.switches import env_overrides
 
 ACTIVATIONS = ("none", "relu", "gelu_tanh", "silu")
 
@@ -220,6 +221,14 @@ def quantized_decode_config(m: int, n: int, k: int) -> LinearConfig:
 QUANT_WGMMA_FROM = 256
 """Tokens from which a quantized weight on Hopper takes `quantized_prefill_config` (register-A
 wgmma); a first guess from the compile-time resources, to be tuned by measurement."""
+
+
+QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True}
+"""Compile options of `quant_wgmma` launches: the per-slot mbarrier ring and the K loop unrolled
+by two, so that each warp's dequantization of one K step overlaps the wgmmas of the step before
+(the two copies of the body have fragment registers of their own: `wgmma.wait_group 1` instead
+of 0). A switch set in the environment wins (`SPARSECC_WGMMA_UNROLL=0 SPARSECC_MBARRIERS=0`: the
+plain loop, for A/B runs). The default tile keeps to 255 registers without spills either way."""
 
 
 def quantized_prefill_config(m: int, n: int, k: int) -> LinearConfig:
@@ -413,6 +422,8 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
                   ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
         consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
+        env = env_overrides()
+        consts.update({name: on for name, on in QUANT_WGMMA_OPTIONS.items() if name not in env})
     if cfg.split_k <= 1:
         sparse_linear_kernel[(grid_m, grid_n)](y, x, w, bias, m, n, k, x.stride(0), w.stride(0), y.stride(0),
                                                **consts)

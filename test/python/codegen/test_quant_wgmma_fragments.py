@@ -26,12 +26,12 @@ import torch
 from test_wgmma_descriptor_reads import _BIN, _CMP, _INSN, _split, kmajor_addr
 
 import sparsecc
-from sparsecc.ops.sparse_linear import sparse_linear_kernel
+from sparsecc.ops.sparse_linear import QUANT_WGMMA_OPTIONS, sparse_linear_kernel
 from sparsecc.runtime.quant_codec import dequantize_tile
 
 BLOCK_M, BLOCK_K = 128, 128  # tokens, K: quantized_prefill_config's tile (BLOCK_N weight rows: 128 or 256)
 THREADS = 256
-M, N, K = 160, 256, 256  # program (0, 0) sees whole tiles; K two iterations (the first is evaluated)
+M, N, K = 160, 256, 512  # program (0, 0) sees whole tiles; K four iterations (one or two are evaluated)
 BASE = {"Y": 1 << 32, "X": 2 << 32, "W_values": 3 << 32, "W_meta": 4 << 32, "W_scales": 5 << 32,
         "W_zeros": 6 << 32, "BIAS": 7 << 32}
 _M32, _M64 = (1 << 32) - 1, (1 << 64) - 1
@@ -71,12 +71,28 @@ def _lop3(a: int, b: int, c: int, lut: int) -> int:
     return out & _M32
 
 
+class _Overlay(dict):
+    """Writes kept apart, reads falling through to `base`."""
+
+    def __init__(self, base: dict[int, int]):
+        super().__init__()
+        self.base = base
+
+    def get(self, key: int, default: int = 0) -> int:
+        return super().get(key, self.base.get(key, default))
+
+
 class _Thread:
     """One thread's registers; memories shared by the CTA."""
 
-    def __init__(self, tid: int, params: dict[str, int], glob: dict[int, int], shared: dict[int, int]):
+    def __init__(self, tid: int, params: dict[str, int], glob: dict[int, int], shared: dict[int, int],
+                 own: bool = False):
         self.env: dict[str, object] = {"%tid.x": tid, "%ctaid.x": 0, "%ctaid.y": 0, "%ctaid.z": 0, "smem": 0}
-        self.params, self.glob, self.shared = params, glob, shared
+        self.params, self.glob = params, glob
+        # `own`: this thread's shared writes go to a view of its own over the CTA's image, so
+        # a copy it issues for a later K step (into a slot another thread has yet to read in
+        # this sequential run) hides nothing from the others
+        self.shared = _Overlay(shared) if own else shared
 
     def val(self, tok: str) -> object:
         tok = tok.strip()
@@ -106,7 +122,7 @@ def _width(opcode: str) -> int:
 
 def _run(lines: list[str], t: _Thread, phase: str) -> list[tuple[str, list]]:
     """Run thread `t` from the start; phase "copy": up to the loop (the prologue's copies), phase
-    "loop": through the first iteration, returning its wgmmas (opcode, [A registers' values,
+    "loop": through the first pass of the loop body, returning its wgmmas (opcode, [A registers' values,
     B descriptor])."""
     env = t.env
     wgmmas: list[tuple[str, list]] = []
@@ -130,6 +146,9 @@ def _run(lines: list[str], t: _Thread, phase: str) -> list[tuple[str, list]]:
             p = env.get(guard.strip().lstrip("@!"))
             assert isinstance(p, bool), f"unknown predicate in {line!r}"
             taken = (not p) if guard.strip().startswith("@!") else p
+        if opcode.startswith("mbarrier.try_wait"):
+            env[args[0]] = True  # the sequential run has every copy landed already
+            continue
         if head == "bra":
             if not taken:
                 continue
@@ -221,17 +240,26 @@ def _global_image(arrays: dict[str, torch.Tensor]) -> dict[int, int]:
     return glob
 
 
-@pytest.mark.parametrize("scheme, block_n", [("w4g128", 128), ("w8g128", 128), ("w4g128z", 256), ("w8g64z", 128)])
-def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n):
+OVERLAP = QUANT_WGMMA_OPTIONS
+"""sparse_linear's compile options for these tiles: each pass of the loop body holds two K steps
+with fragment registers of their own."""
+
+
+@pytest.mark.parametrize("scheme, block_n, opts", [
+    ("w4g128", 128, {}), ("w8g128", 128, {}), ("w4g128z", 256, {}), ("w8g64z", 128, {}),
+    ("w4g128", 128, OVERLAP), ("w8g128z", 256, OVERLAP)], ids=str)
+def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n, opts):
     """BLOCK_N = 256: each warp dequantizes two m16 tiles, rows 16 w' and 128 + 16 w' (w' its
-    warp in the CTA), the warpgroup's two m64 blocks."""
+    warp in the CTA), the warpgroup's two m64 blocks. With `OVERLAP` the mbarrier ring and the
+    loop unrolled by two (the dequantization of one K step overlapping the wgmmas of the one
+    before): the first pass covers K steps 0 and 1."""
     w = _weight(scheme, torch.float16)
     x = torch.randn(M, K, dtype=torch.float16)
     sig = {"Y": "*fp16", "X": "*fp16", "W": f"*fp16:NV24.{scheme}", "BIAS": "*fp16", "M": "i32", "N": "i32",
            "K": "i32", "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32"}
     ck = sparsecc.compile(sparse_linear_kernel, sig, {"BLOCK_M": BLOCK_M, "BLOCK_N": block_n, "BLOCK_K": BLOCK_K,
                           "HAS_BIAS": False, "ACTIVATION": "none"}, target="sm_90a", num_warps=8, num_stages=3,
-                          quant_wgmma=True)
+                          quant_wgmma=True, **opts)
     ptx = ck.asm["ptx"]
     assert "prmt.b32 %fq0" in ptx and "wgmma.mma_async.sp" in ptx and "mma.sp." not in ptx
     arrays = {"X": x, "W_values": w.values, "W_meta": w.meta, "W_scales": w.scales}
@@ -245,7 +273,7 @@ def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n):
     threads = [_Thread(tid, params, glob, shared) for tid in range(THREADS)]
     for t in threads:  # every thread's prologue copies land before any thread reads (bar.sync)
         _run(lines, t, "copy")
-    threads = [_Thread(tid, params, glob, shared) for tid in range(THREADS)]
+    threads = [_Thread(tid, params, glob, shared, own=True) for tid in range(THREADS)]
     kept = dequantize_tile(w.values, w.scales, w.zeros, w.scheme.bits, torch.float16)  # N x K/2
     want = kept.view(torch.int16).numpy().astype(np.int64) & 0xFFFF
     xbits = x.view(torch.int16).numpy().astype(np.int64) & 0xFFFF
@@ -255,15 +283,18 @@ def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n):
     for tid, t in enumerate(threads):
         steps = _run(lines, t, "loop")
         rep = block_n // 128  # m64 blocks a warpgroup owns
-        assert [op for op, _ in steps] == [steps[0][0]] * (BLOCK_K // 32 * rep) and ".m64n128k32.f32.f16.f16" in steps[0][0]
+        per_k = BLOCK_K // 32 * rep  # wgmmas a K step
+        passes = 2 if opts.get("wgmma_unroll") else 1
+        assert [op for op, _ in steps] == [steps[0][0]] * (per_k * passes) and ".m64n128k32.f32.f16.f16" in steps[0][0]
         group, warp, lane = tid // 128, (tid // 32) % 4, tid % 32
         g, q = lane // 4, lane % 4
         for idx, (_, (a, b_desc)) in enumerate(steps):
-            s, i = divmod(idx, rep)  # k32 step s, m64 block i
+            j, within = divmod(idx, per_k)  # K step (BLOCK_K columns) j
+            s, i = divmod(within, rep)  # its k32 step s, m64 block i
             row = 64 * group + 16 * warp + 128 * i + g
             spots = [(row, 2 * q), (row + 8, 2 * q), (row, 2 * q + 8), (row + 8, 2 * q + 8)]
             for reg, (r, c) in zip(a, spots):
-                col = 16 * s + c
+                col = BLOCK_K // 2 * j + 16 * s + c
                 assert isinstance(reg, int), f"thread {tid} step {s}: an A register was not computed"
                 assert (reg & 0xFFFF, reg >> 16) == (want[r, col], want[r, col + 1]), \
                     f"{scheme}: thread {tid} step {s} A[{r}][{col}:{col + 2}]"
@@ -273,4 +304,4 @@ def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n):
                     for k in range(32):
                         addr = kmajor_addr(b_desc, n, k)
                         got = int(smem[addr]) | int(smem[addr + 1]) << 8
-                        assert got == xbits[n, 32 * s + k], f"B of step {s}: token {n}, k {k}"
+                        assert got == xbits[n, BLOCK_K * j + 32 * s + k], f"B of step {j}.{s}: token {n}, k {k}"

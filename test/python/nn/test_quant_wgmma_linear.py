@@ -31,7 +31,7 @@ from sparsecc.ops.sparse_linear import (
 
 sl = importlib.import_module("sparsecc.ops.sparse_linear")  # the module (sparsecc.ops.sparse_linear is the function)
 
-TILES = [(128, 128, 128, 8, 3), (128, 256, 128, 8, 3), (64, 256, 128, 8, 3)]
+TILES = [(128, 128, 128, 8, 3), (128, 128, 128, 8, 4), (64, 256, 128, 8, 3)]
 """The quant_wgmma tiles: quantized_prefill_config's and the other candidates dispatch_measure times."""
 
 
@@ -41,7 +41,9 @@ def _sig(dtype: str, scheme: str) -> dict[str, str]:
 
 
 def _compile(dtype: str, scheme: str, tile: tuple[int, ...], target: str, **opts: bool):
+    """The kernel as `launch_linear` compiles a quant_wgmma tile (QUANT_WGMMA_OPTIONS, unless `opts` say)."""
     bm, bn, bk, nw, ns = tile
+    opts = {**sl.QUANT_WGMMA_OPTIONS, **opts}
     return sparsecc.compile(sparse_linear_kernel, _sig(dtype, scheme),
                             {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": True, "ACTIVATION": "silu"},
                             target=target, num_warps=nw, num_stages=ns, **opts)
@@ -57,7 +59,9 @@ def test_the_prefill_tile_assembles_as_register_a_wgmma(dtype, scheme):
     ck = _compile(dtype, scheme, TILES[0], "sm_90a", quant_wgmma=True)
     ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
     assert "versionMajor = 3" in ttgir and "colBlock = 64" in ttgir  # x^T rows: two 128-byte blocks
-    assert ptx.count("wgmma.mma_async.sp.sync.aligned.m64n128k32") == 4  # 128 of K: 4 steps
+    # 128 of K: 4 k32 steps, the loop body twice (unrolled) and once after it (an odd count)
+    assert ptx.count("wgmma.mma_async.sp.sync.aligned.m64n128k32") == 3 * 4
+    assert "wgmma.wait_group.sync.aligned 1" in ptx  # one K step's wgmmas stay in flight
     assert "mma.sp" not in ptx.replace("wgmma.mma_async.sp", "")
     assert ("prmt.b32 %fq0" in ptx) == (dtype == "fp16")
     res = ck.metadata["ptxas"]["sparse_linear_kernel"]
@@ -75,14 +79,23 @@ def test_the_other_candidate_tiles_assemble(tile, scheme):
 
 
 @needs_ptxas
+def test_the_plain_loop_assembles_too():
+    """Without QUANT_WGMMA_OPTIONS (the A/B variant): one K step in flight at a time."""
+    ck = _compile("fp16", "w4g128", TILES[0], "sm_90a", quant_wgmma=True, mbarriers=False, wgmma_unroll=False)
+    ptx = ck.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sp") == 4 and "wgmma.wait_group.sync.aligned 1" not in ptx
+    assert ck.metadata["ptxas"]["sparse_linear_kernel"].spill_stores == 0
+
+
+@needs_ptxas
 def test_without_the_switch_or_on_sm_80_the_kernel_keeps_mma_sp():
     """The switch is what changes the kernel: off (the default), the same tile stays on
     mma.sp, and on sm_80 (no wgmma) the switch does nothing."""
     for target, opts in (("sm_90a", {}), ("sm_80", {"quant_wgmma": True})):
-        ck = _compile("fp16", "w4g128", TILES[0], target, **opts)
+        ck = _compile("fp16", "w4g128", TILES[0], target, **{"quant_wgmma": False, **opts})
         assert "versionMajor = 2" in ck.asm["ttgir"] and "wgmma" not in ck.asm["ptx"], target
         assert isinstance(ck.asm["cubin"], bytes)
-    plain = _compile("fp16", "w4g128", TILES[0], "sm_80")
+    plain = _compile("fp16", "w4g128", TILES[0], "sm_80", quant_wgmma=False)
     assert plain.asm["ptx"] == _compile("fp16", "w4g128", TILES[0], "sm_80", quant_wgmma=True).asm["ptx"]
 
 
