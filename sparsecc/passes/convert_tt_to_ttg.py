@@ -627,7 +627,7 @@ def _dense_wgmma_ok(dots: list[tt.DotOp], kmajor_b: bool, register_a: set[tt.Dot
 def _quant_wgmma_ok(dot: tt.DotOp) -> bool:
     """Whether a sparse dot of 16-bit values with a K-major B longer than one 128-byte atom can
     still run as wgmma (`quant-wgmma`): its A is a `tt.dequantize` (a quantized weight, whose
-    BLOCK_K covers whole groups of 128 or more columns) and B's rows are whole 128-byte column
+    BLOCK_K covers whole groups: 128 columns or more for w4g128 and kin) and B's rows are whole 128-byte column
     blocks (dot_staging.kmajor_col_blocks; the tokens x^T of `sparse_linear`). The lowering then
     dequantizes each warp's register-A fragments (codegen/lower_quant.py) and B is read through
     a descriptor per k32 step, as for the 16-bit kernel's one-atom rows."""
