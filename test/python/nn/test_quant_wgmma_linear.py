@@ -192,11 +192,13 @@ def _case(m: int, n: int, k: int, dtype: torch.dtype, scheme: str):
 @pytest.mark.parametrize("m, n, k", [(300, 384, 512), (1000, 640, 384), (2049, 4096, 4096)])
 def test_quant_wgmma_tiles_match_the_reference(m, n, k, scheme, dtype):
     """Each quant_wgmma tile, launched into a NaN-poisoned output, on token counts that end
-    inside a tile (and N = 640 inside a 256-row tile), with bias and silu in the epilogue."""
+    inside a tile (and N = 640 inside a 256-row tile), with bias and silu in the epilogue.
+    bf16 (whose values reach the fragments through a shared-memory convert, twice with the
+    unrolled loop) fits the default tile only: the others exceed 227 KiB of shared memory."""
     _on_hopper()
     w, x, bias = _case(m, n, k, dtype, scheme)
     want = reference_linear(x, w, bias, "silu")
-    for bm, bn, bk, nw, ns in TILES:
+    for bm, bn, bk, nw, ns in TILES if dtype == torch.float16 else TILES[:1]:
         cfg = sl.quantized_linear_config(LinearConfig(bm, bn, bk, nw, ns, quant_wgmma=True), w)
         y = torch.full((m, n), math.nan, dtype=dtype, device="cuda")
         launch_linear(y, x, w, bias, cfg, has_bias=True, activation="silu")
