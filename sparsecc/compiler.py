@@ -83,6 +83,8 @@ class CompileOptions:
     """A dequantized dot's warps all along M."""
     dense_wgmma: bool = SWITCHES["dense_wgmma"].default
     """Dense 16-bit dots of loaded tiles as sm_90a wgmma (off: mma.sync)."""
+    quant_wgmma: bool = SWITCHES["quant_wgmma"].default
+    """sm_90a: dots of dequantized A with B rows of whole 128-byte blocks as register-A wgmma."""
     coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
 
@@ -152,6 +154,8 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         layouts += " dequant-warps-m=false"
     if not opts.dense_wgmma:
         layouts += " dense-wgmma=false"
+    if opts.quant_wgmma:
+        layouts += " quant-wgmma=true"
     return [
         f"convert-tt-to-ttg{{{layouts}}}",
         "sparse-gpu-encoding",

@@ -58,6 +58,14 @@ SWITCHES: dict[str, Switch] = {
                           "B read from shared memory, pipelined like the sparse GEMMs (TMA where the "
                           "tiles allow it), as Triton's Hopper GEMMs do (convert-tt-to-ttg{dense-wgmma}; "
                           "off: mma.sync)"),
+    "quant_wgmma": Switch("SPARSECC_QUANT_WGMMA", False,
+                          "on sm_90a, a 2:4 dot whose A is an fp16/bf16 tt.dequantize and whose B rows "
+                          "(K-major 16-bit) span whole 128-byte column blocks (a quantized weight's "
+                          "BLOCK_K >= 128 covers its groups) runs as wgmma.mma_async.sp: each warp "
+                          "dequantizes its register-A fragments from the codes the pipeline streams "
+                          "into shared memory, B comes through a descriptor (convert-tt-to-ttg"
+                          "{quant-wgmma}; off: mma.sp; sparse_linear turns it on for its quantized "
+                          "prefill tiles, `LinearConfig.quant_wgmma`)"),
     "coalesce_mma_stores": Switch("SPARSECC_COALESCE_MMA_STORES", True,
                                   "store an MMA tile whose memory runs along its rows (a transposed "
                                   "product: MoE and sparse_linear's W x^T into y) as 16-byte vectors "

@@ -203,9 +203,11 @@ def parse_entries(obj: Any) -> list[Entry]:
             configs = []
             for _, r in rows:
                 c = r.get("config")
-                if c is not None and (not isinstance(c, list) or len(c) != 6
-                                      or not all(isinstance(v, int) and v > 0 for v in c)):
-                    raise ValueError(f"config must be 6 positive ints or null, got {c!r}")
+                if c is not None and (not isinstance(c, list) or len(c) not in (6, 7)
+                                      or not all(isinstance(v, int) and v > 0 for v in c)
+                                      or (len(c) == 7 and c[6] != 1)):
+                    raise ValueError(f"config must be 6 positive ints (a 7th, 1, for a quant_wgmma tile) "
+                                     f"or null, got {c!r}")
                 configs.append(tuple(c) if c is not None else None)
             out.append(Entry(str(e["scheme"]), str(e["dtype"]), int(e["n"]), int(e["k"]),
                              _num(e["densify_us"]) or 0.0, _num(e.get("dequant_us")) or 0.0,
@@ -323,24 +325,40 @@ def _modes_of(e: Entry, m: int, cached: bool) -> dict[str, float]:
     return out
 
 
-def default_mode(scheme: str, m: int, cached: bool = False) -> str:
+def default_mode(scheme: str, m: int, cached: bool = False, quant_wgmma: bool = False) -> str:
     """The rule without a table for this GPU (conservative: it keeps the 2:4 kernels where they
     were measured ahead on the H100, and never pays a transient decompression):
 
     - 16-bit 2:4 weights: the 2:4 kernel at every M;
     - quantized and 8-bit weights: their own kernel up to `DEFAULT_SPARSE_UP_TO` (256) tokens,
-      above that dequantize to 16-bit kept values and run the 16-bit 2:4 kernel (sparse16);
+      above that dequantize to 16-bit kept values and run the 16-bit 2:4 kernel (sparse16),
+      except quantized weights on a GPU with their register-A wgmma kernel (`quant_wgmma`:
+      Hopper, `sparse_linear.quantized_prefill_config`), which keep it at every M;
     - a layer that keeps a dense copy: its 2:4 kernel up to `CACHED_SPARSE_UP_TO` (16) tokens
       (decode, where halving the weight bytes wins), the cached dense weight above.
 
         >>> default_mode("nv24", 4096), default_mode("w4g128", 2048), default_mode("fp8", 16)
         ('sparse', 'sparse16', 'sparse')
+        >>> default_mode("w4g128", 2048, quant_wgmma=True)
+        'sparse'
     """
     if cached:
         return "sparse" if m <= CACHED_SPARSE_UP_TO else "dense"
     if scheme == "nv24" or m <= DEFAULT_SPARSE_UP_TO:
         return "sparse"
+    if quant_wgmma and scheme.startswith("w"):  # w4g128, w8c, ...: not the 8-bit fp8 / int8 weights
+        return "sparse"
     return "sparse16"
+
+
+@functools.cache
+def _quant_wgmma_gpu(gpu: str) -> bool:
+    """Whether the GPU model `gpu` (one of this machine's) runs the register-A wgmma kernel of
+    quantized weights: compute capability 9.0 (sm_90a)."""
+    if not torch.cuda.is_available():
+        return False
+    return any(torch.cuda.get_device_name(i) == gpu and torch.cuda.get_device_capability(i) == (9, 0)
+               for i in range(torch.cuda.device_count()))
 
 
 _GRID = tuple(sorted({int(b * f) for b in (2 ** i for i in range(18)) for f in (1, 1.5)} | set(BUCKETS)))
@@ -357,7 +375,8 @@ def _decide(gpu: str | None, scheme: str, dtype: str, n: int, k: int, setting: s
     est = estimate(entries, n, k, m, cached) if entries else {}
     if "sparse" not in est:
         where = f"table for {gpu}" if gpu else "GPU table"
-        return _allowed(default_mode(scheme, m, cached), scheme), f"default rule (no {where} for {scheme} {dtype})"
+        mode = default_mode(scheme, m, cached, quant_wgmma=bool(gpu) and _quant_wgmma_gpu(gpu))
+        return _allowed(mode, scheme), f"default rule (no {where} for {scheme} {dtype})"
     best = min(est, key=lambda mode: est[mode])
     mode = best if est[best] < MARGIN * est["sparse"] else "sparse"
     why = f"table {safe_name(gpu or '')} at M={m}: " + ", ".join(f"{key} {t:.1f} us" for key, t in sorted(est.items()))

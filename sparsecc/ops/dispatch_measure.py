@@ -80,16 +80,21 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     from sparsecc.ops.sparse_linear import (
         LinearConfig,
         default_linear_config,
-        quantized_decode_config,
+        has_quant_wgmma,
+        quantized_default_config,
         quantized_linear_config,
     )
     from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 
     quantized = isinstance(w, QuantizedSparseTensor)
     base = default_linear_config(m, n, k)
-    if quantized and m <= 64:
-        base = quantized_decode_config(m, n, k)
+    if quantized:
+        base = quantized_default_config(m, n, k, w, w.device)
     cands = [base]
+    if quantized and m >= 128 and has_quant_wgmma(w.device):
+        # the register-A wgmma tiles, and the 16-bit kernel's prefill tile on mma.sp (the old default)
+        cands += [LinearConfig(bm, bn, 128, 8, ns, quant_wgmma=True) for bm, bn, ns in ((128, 128, 4), (64, 256, 3))]
+        cands.append(default_linear_config(m, n, k))
     if m <= 128:
         cands += [replace(base, split_k=s) for s in (1, 2, 4) if s != base.split_k and k // s >= 1024]
     if 16 < m < 1024:  # the tile family bench/linear_mid_sweep.py found best there, both splits
@@ -119,7 +124,8 @@ def _best_linear(x: torch.Tensor, w: Any, log: Callable[[str], None]) -> tuple[f
             log(f"    config {cfg} failed: {type(e).__name__}: {str(e)[:120]}")
             continue
         if best[0] is None or t < best[0]:
-            best = (t, None if i == 0 else list(astuple(cfg)))
+            # a quant_wgmma tile adds a 7th entry, 1 (dispatch.parse_entries)
+            best = (t, None if i == 0 else [*astuple(cfg)[:6], *([1] if cfg.quant_wgmma else [])])
     return best
 
 

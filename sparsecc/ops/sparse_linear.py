@@ -12,6 +12,12 @@ W may also be a `QuantizedSparseTensor` (`sparsecc.compress(w, quant="w4g128")`:
 codes with a scale per group of K columns); the kernel is the same, the compiler dequantizes each
 W tile before the sparse dot, so BLOCK_K must then cover whole groups (a multiple of G).
 
+On Hopper (sm_90a), from `QUANT_WGMMA_FROM` tokens on, a quantized W runs the same kernel compiled
+with `quant_wgmma` (`LinearConfig.quant_wgmma`, `quantized_prefill_config`): the codes and scales
+stream into shared memory with the tokens tile, each warp dequantizes its rows of W straight into
+the register-A fragments of `wgmma.mma_async.sp`, and the tokens x^T are read by descriptor, as
+in the 16-bit kernel; below that (and on other GPUs) the dequantized tile feeds mma.sp.
+
 At decode a few tokens give few output tiles, too few CTAs to keep the SMs' loads in flight:
 `LinearConfig(split_k=S)` runs `sparse_linear_splitk_kernel`, S programs per tile, each over
 a contiguous S-th of K; the last of them to finish (a ticket counter) sums the S partial tiles
@@ -20,7 +26,7 @@ in a fixed order and runs the epilogue, in the same launch (`launch_linear`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -32,6 +38,7 @@ from sparsecc.ops import dispatch as _dispatch
 from sparsecc.ops.densify import weight16
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
+from sparsecc.switches import env_overrides
 
 ACTIVATIONS = ("none", "relu", "gelu_tanh", "silu")
 
@@ -127,6 +134,10 @@ class LinearConfig:
     """Tiles of one sparse_linear launch (BLOCK_M over tokens, BLOCK_N over output features);
     `split_k` > 1 splits K over that many programs per output tile (decode: more CTAs).
 
+    `quant_wgmma`: for a quantized W on sm_90a, compile with the `quant_wgmma` switch (the
+    dequantized W tile is wgmma's register A; needs 4 or 8 warps and BLOCK_M a multiple of 16);
+    it changes nothing for 16-bit weights or other GPUs.
+
         >>> LinearConfig(16, 32, 512, num_warps=4, num_stages=2, split_k=4)
         LinearConfig(block_m=16, block_n=32, block_k=512, num_warps=4, num_stages=2, split_k=4)
     """
@@ -137,6 +148,12 @@ class LinearConfig:
     num_warps: int = NUM_WARPS
     num_stages: int = NUM_STAGES
     split_k: int = 1
+    quant_wgmma: bool = False
+
+    def __repr__(self) -> str:
+        """The fields, `quant_wgmma` only where set (the tiles of other weights do not have it)."""
+        names = [f.name for f in fields(self) if f.name != "quant_wgmma" or self.quant_wgmma]
+        return f"LinearConfig({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
 
 def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> LinearConfig:
@@ -201,6 +218,68 @@ def quantized_decode_config(m: int, n: int, k: int) -> LinearConfig:
     return LinearConfig(8 if m <= 8 else 16, 64, 256, 4, 3, split_k=split)
 
 
+QUANT_WGMMA_FROM = 256
+"""Tokens from which a quantized weight on Hopper takes `quantized_prefill_config` (register-A
+wgmma); a first guess from the compile-time resources, to be tuned by measurement."""
+
+
+QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True}
+"""Compile options of `quant_wgmma` launches: the per-slot mbarrier ring and the K loop unrolled
+by two, so that each warp's dequantization of one K step overlaps the wgmmas of the step before
+(the two copies of the body have fragment registers of their own: `wgmma.wait_group 1` instead
+of 0). A switch set in the environment wins (`SPARSECC_WGMMA_UNROLL=0 SPARSECC_MBARRIERS=0`: the
+plain loop, for A/B runs). The default tile keeps to 255 registers without spills either way."""
+
+
+def quantized_prefill_config(m: int, n: int, k: int) -> LinearConfig:
+    """Tiles for a quantized weight at prefill on sm_90a: 128 tokens x 128 weight rows a CTA over
+    two warpgroups (each one m64n128k32 wgmma per k32 step of the dequantized tile), BLOCK_K
+    128 (one group of w4g128 / w8g128; `quantized_linear_config` widens it for larger groups)
+    and three stages (about 150-165 KB of shared memory, 230-250 registers, no spills per
+    ptxas). Not yet measured against other tiles: bench/dispatch_table.py times the
+    candidates of `dispatch_measure`.
+
+        >>> quantized_prefill_config(2048, 4096, 4096)
+        LinearConfig(block_m=128, block_n=128, block_k=128, num_warps=8, num_stages=3, split_k=1, quant_wgmma=True)
+    """
+    return LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True)
+
+
+def quantized_default_config(m: int, n: int, k: int, w: QuantizedSparseTensor, device: torch.device) -> LinearConfig:
+    """The default tiles of a quantized `w` at M tokens on `device`: the decode tiles up to 64
+    tokens, on Hopper the register-A wgmma tiles from `QUANT_WGMMA_FROM` tokens, else the 16-bit
+    kernel's; BLOCK_K fitted to the groups (`quantized_linear_config`).
+
+        >>> import sparsecc
+        >>> w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(64, 256).half()), quant="w4g128")
+        >>> quantized_default_config(4, 64, 256, w, torch.device("cpu")).block_k
+        128
+    """
+    cfg = default_linear_config(m, n, k, device.type)
+    if device.type == "cuda":
+        if m <= 64:
+            cfg = quantized_decode_config(m, n, k)
+        elif m >= QUANT_WGMMA_FROM and has_quant_wgmma(device):
+            cfg = quantized_prefill_config(m, n, k)
+    return quantized_linear_config(cfg, w)
+
+
+def has_quant_wgmma(device: torch.device) -> bool:
+    """Whether `device` runs the register-A wgmma kernel of quantized weights (compute
+    capability 9.0, compiled for sm_90a)."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
+
+
+def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:
+    """The LinearConfig of a dispatch table's config: 6 ints (block_m, block_n, block_k,
+    num_warps, num_stages, split_k) and a 7th, 1, for `quant_wgmma` tiles.
+
+        >>> table_linear_config((128, 128, 128, 8, 3, 1, 1)).quant_wgmma
+        True
+    """
+    return LinearConfig(*picked[:6], quant_wgmma=len(picked) > 6 and picked[6] == 1)
+
+
 def quantized_linear_config(cfg: LinearConfig, w: QuantizedSparseTensor) -> LinearConfig:
     """`cfg` with BLOCK_K fitted to the quantization groups of `w`: a default tile's BLOCK_K
     rounded up to a multiple of the group G (at least G), but no wider than W's K rounded up to
@@ -227,6 +306,8 @@ def _check_config(cfg: LinearConfig, w: SparseTensor | QuantizedSparseTensor) ->
     split_k is not a positive int, is an error."""
     if isinstance(cfg.split_k, bool) or not isinstance(cfg.split_k, int) or cfg.split_k < 1:
         raise ValueError(f"sparse_linear: config split_k must be a positive int, got {cfg.split_k!r}")
+    if not isinstance(cfg.quant_wgmma, bool):
+        raise ValueError(f"sparse_linear: config quant_wgmma must be a bool, got {cfg.quant_wgmma!r}")
     if isinstance(w, QuantizedSparseTensor):
         why = w.scheme.check_tile(cfg.block_k)
         if why is not None:
@@ -296,15 +377,14 @@ def sparse_linear(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
         if mode != "sparse":
             return _linear_other(x2, w, bias, activation, mode).reshape(*lead, n)
         picked = _dispatch.table_config(m, n, k, w.dtype, scheme, x.device)
-        cfg = LinearConfig(*picked) if picked is not None else None
+        cfg = table_linear_config(picked) if picked is not None else None
         if cfg is not None and isinstance(w, QuantizedSparseTensor):
             cfg = quantized_linear_config(cfg, w)
     if cfg is None:
-        cfg = default_linear_config(m, n, k, x.device.type)
         if isinstance(w, QuantizedSparseTensor):
-            if x.device.type == "cuda" and m <= 64:
-                cfg = quantized_decode_config(m, n, k)
-            cfg = quantized_linear_config(cfg, w)
+            cfg = quantized_default_config(m, n, k, w, x.device)
+        else:
+            cfg = default_linear_config(m, n, k, x.device.type)
     b = bias.to(x.dtype).contiguous() if bias is not None else y
     launch_linear(y, x2, w, b, cfg, has_bias=bias is not None, activation=activation)
     return y.reshape(*lead, n)
@@ -340,6 +420,10 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
     grid_m, grid_n = (m + cfg.block_m - 1) // cfg.block_m, (n + cfg.block_n - 1) // cfg.block_n
     consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
                   ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
+        consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
+        env = env_overrides()
+        consts.update({name: on for name, on in QUANT_WGMMA_OPTIONS.items() if name not in env})
     if cfg.split_k <= 1:
         sparse_linear_kernel[(grid_m, grid_n)](y, x, w, bias, m, n, k, x.stride(0), w.stride(0), y.stride(0),
                                                **consts)

@@ -15,7 +15,8 @@ of sparsecc/dialects/ttg.py):
   mma layout across the K loop and the epilogue (truncf, tt.store through a block pointer
   whose tile type then carries #mma) needs no conversion; a dot whose A is a tt.dequantize
   puts its warps along M (`dequant-warps-m`, on by default: each warp dequantizes only the
-  rows it multiplies);
+  rows it multiplies); on sm_90a with `quant-wgmma` such a dot whose K-major 16-bit B rows
+  span whole 128-byte column blocks becomes wgmma (#ttg.mma version 3) with register A;
 - the results of tt.join, tt.split and tt.cat (and of a reshape next to a join or a split) get
   the layout derived from their operand's that lets them rename registers (no shared memory:
   sparsecc/analysis/shuffles.py), unless a dot or a block pointer's order chose theirs;
@@ -251,6 +252,9 @@ class ConvertTTToTTGPass(ModulePass):
     rows); off: the usual warp grid."""
     dense_wgmma: bool = True
     """Dense 16-bit dots of loaded tiles become sm_90a wgmma (`_dense_wgmma_ok`); off: mma.sync."""
+    quant_wgmma: bool = False
+    """Sparse dots of a dequantized A whose K-major 16-bit B rows span whole 128-byte column
+    blocks become sm_90a wgmma (`_quant_wgmma_ok`); off: they keep mma.sp."""
 
     def __post_init__(self) -> None:
         """A bad `target` option is refused with the options (`sparsecc-opt`: "invalid options
@@ -424,7 +428,8 @@ class ConvertTTToTTGPass(ModulePass):
             # K-major B: N rows of one 64/128-byte atom; 8-bit and tf32 rows may also span several
             # 128-byte atoms (column blocks: more MMA per pipeline stage). 16-bit keeps one atom:
             # its longer K-major tiles (decode) stay on mma.sp, as measured
-            if kmajor_b and k * esz not in (64, 128) and (esz == 2 or (k * esz) % 128):
+            if kmajor_b and k * esz not in (64, 128) and (esz == 2 or (k * esz) % 128) \
+                    and not (self.quant_wgmma and _quant_wgmma_ok(d)):
                 return False
         return True
 
@@ -617,6 +622,16 @@ def _dense_wgmma_ok(dots: list[tt.DotOp], kmajor_b: bool, register_a: set[tt.Dot
             # attention's K^T at head dim 128)
             return False
     return True
+
+
+def _quant_wgmma_ok(dot: tt.DotOp) -> bool:
+    """Whether a sparse dot of 16-bit values with a K-major B longer than one 128-byte atom can
+    still run as wgmma (`quant-wgmma`): its A is a `tt.dequantize` (a quantized weight, whose
+    BLOCK_K covers whole groups: 128 columns or more for w4g128 and kin) and B's rows are whole 128-byte column
+    blocks (dot_staging.kmajor_col_blocks; the tokens x^T of `sparse_linear`). The lowering then
+    dequantizes each warp's register-A fragments (codegen/lower_quant.py) and B is read through
+    a descriptor per k32 step, as for the 16-bit kernel's one-atom rows."""
+    return isinstance(dot.a.owner, tt.DequantizeOp) and (tt.shape_of(dot.b.type)[0] * 2) % 128 == 0
 
 
 def _layout(ty: Attribute) -> Attribute:

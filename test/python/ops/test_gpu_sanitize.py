@@ -1,6 +1,7 @@
 """compute-sanitizer over small ragged launches (bench/sanitize_small.py: sparse_mm with cp.async
 rings of 1-4 stages, mma.sp and wgmma/TMA tiles, CTA pairs, K-major B, and user kernels with
-tensors of pointers and a sparse right operand), under each pipeline form (TMA off, warp
+tensors of pointers and a sparse right operand; on Hopper, sparse_linear's quantized quant_wgmma
+tile), under each pipeline form (TMA off, warp
 specialization off, mbarriers): no memory error, no shared-memory race, no barrier misuse. Each
 tool runs the script in a child process under the sanitizer."""
 
