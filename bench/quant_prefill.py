@@ -94,7 +94,13 @@ def row(m: int, n: int, k: int, scheme: str) -> tuple[list[str], dict[str, float
     return list(times), times
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
+    if not torch.cuda.is_available():
+        print("bench/quant_prefill.py times CUDA kernels: it needs a GPU", file=sys.stderr)
+        return 2
     ms = [256, 512, 2048, 8192]
     schemes = ["w4g128", "w8g128"]
     if "--m" in argv:
@@ -115,7 +121,8 @@ def main(argv: list[str]) -> None:
                     print("|---" * (len(head) + 2) + "|")
                 cells = [f"{t[c]:.1f} ({t['dense'] / t[c]:.2f}x)" if c in t else "-" for c in head]
                 print(f"| {m} | {n}x{k} | " + " | ".join(cells) + " |", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
