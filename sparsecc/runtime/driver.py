@@ -317,8 +317,9 @@ class CudaKernel:
         # captured into a CUDA graph, and unloading a module then invalidates the capture
         # (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at the next launch). The next kernel load
         # unloads it, outside any capture.
+        # (at interpreter exit the module's globals may already be None: nothing left to do)
         module, drv = getattr(self, "_module", None), getattr(self, "_drv", None)
-        if module is not None and drv is not None:
+        if module is not None and drv is not None and _RELEASED is not None:
             _RELEASED.append((drv, module))
 
 

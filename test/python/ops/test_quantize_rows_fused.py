@@ -242,8 +242,8 @@ def test_quantize_rows_same_bits_on_cuda_and_cpu(dtype):
 
 @pytest.mark.gpu
 def test_fp8_casts_on_the_gpu_round_as_torch():
-    """`_cast_kernel` casting f32 / f16 / bf16 to e4m3fn and e5m2 on the GPU, against torch's
-    cast (random f32 bits, NaN and infinities included, and a sweep across the fp8 range), and
+    """`_cast_kernel` casting f32 / f16 / bf16 to e4m3fn (saturating) and e5m2 on the GPU, against
+    torch's cast (random f32 bits, NaN and infinities included, and a sweep across the fp8 range), and
     every fp8 byte back to f32 / f16 / bf16."""
     rand = torch.randint(-2**31, 2**31 - 1, (1 << 20,), dtype=torch.int64,
                          generator=torch.Generator().manual_seed(1)).to(torch.int32).view(torch.float32)
@@ -252,7 +252,10 @@ def test_fp8_casts_on_the_gpu_round_as_torch():
             x = torch.cat([rand, torch.linspace(-600, 600, 100003)]).to(xdtype).cuda()
             y = torch.empty(x.shape, dtype=dtype, device="cuda")
             _cast_kernel[(-(-x.numel() // 256),)](y, x, x.numel(), BLOCK=256)
-            assert torch.equal(y.view(torch.uint8), x.to(dtype).view(torch.uint8)), (dtype, xdtype)
+            # e4m3fn has no infinity: the cast saturates at +-448 (torch's CPU cast, and PTX's
+            # cvt.satfinite that Triton emits); CUDA torch 2.11 gives NaN past 464 instead
+            want = (x.clamp(-448, 448) if dtype == torch.float8_e4m3fn else x).to(dtype)
+            assert torch.equal(y.view(torch.uint8), want.view(torch.uint8)), (dtype, xdtype)
         codes = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dtype).cuda()
         for wide in (torch.float32, torch.float16, torch.bfloat16):
             out = torch.empty(256, dtype=wide, device="cuda")
