@@ -173,6 +173,12 @@ def shard_sparse_linear(layer: SparseLinear, dim: int, rank: int, world_size: in
         raise ValueError(f"shard_sparse_linear: need 0 <= rank < world_size, got rank {rank}, world_size {world_size}")
     if getattr(layer, "tp_shard", None) is not None:
         raise ValueError(f"{_name(layer)} is already a tensor-parallel shard ({layer.tp_shard}); shard the full layer")
+    if layer.activation == "swiglu":
+        half = layer.out_features // 2
+        raise ValueError(f"{_name(layer)} has activation 'swiglu' (gate row i pairs with up row {half} + i): a plain "
+                         f"{'row' if dim == 0 else 'K'} split breaks the pairs; shard it with "
+                         f"FusedColwiseParallel(({half}, {half})) (shard_fused_sparse_linear), which gives each rank "
+                         "its own gate and up rows")
     _check_split(layer, dim, world_size)
     n, k = layer.out_features, layer.in_features
     r0, r1, k0, k1 = 0, n, 0, k
@@ -329,6 +335,9 @@ def fuse_linears(layers: list[nn.Module] | tuple[nn.Module, ...]) -> nn.Module:
                 fused.bias.copy_(torch.cat([m.bias.detach() for m in layers]))
         fused.requires_grad_(first.weight.requires_grad)
         return fused
+    if any(m.activation == "swiglu" for m in layers):
+        raise ValueError("fuse_linears: a layer with activation 'swiglu' is a fused gate/up pair already; fuse the "
+                         "gate and up layers, then set the fused layer's activation")
     for m in layers[1:]:
         ours = (m.dtype, m.weight_dtype, m.quant, m.activation, m.values.device)
         theirs = (first.dtype, first.weight_dtype, first.quant, first.activation, first.values.device)
@@ -373,6 +382,10 @@ def shard_fused_sparse_linear(layer: SparseLinear, parts: tuple[int, ...] | list
         raise ValueError(f"{_name(layer)} is already a tensor-parallel shard ({layer.tp_shard}); shard the full layer")
     parts = tuple(parts)
     _check_parts(_describe_layer(layer), layer.out_features, parts, world_size)
+    if layer.activation == "swiglu" and (len(parts) != 2 or parts[0] != parts[1]):
+        raise ValueError(f"{_describe_layer(layer)} has activation 'swiglu' ([gate | up] rows, two equal halves), "
+                         f"but parts {parts} are not its two halves ({layer.out_features // 2}, "
+                         f"{layer.out_features // 2})")
     piece = _take_rows(layer, fused_rows(parts, rank, world_size), "shard_fused_sparse_linear")
     piece.tp_shard = TPShard(0, rank, world_size, layer.out_features, layer.in_features,
                              rank * parts[0] // world_size, parts)
