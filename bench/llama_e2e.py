@@ -14,6 +14,8 @@ Variants (all from the same seeded weights, pruned 2:4 by magnitude):
              so its logits are sparsecc-w4's reference (and its own Δ to dense is the
              quantization error alone)
   dense-w8   the same for sparsecc-w8 (`quant="w8g128"`)
+  sparsecc-swiglu, sparsecc-w4-swiglu   sparsecc / sparsecc-w4 with the SwiGLU activation in the
+             fused gate_up kernel's epilogue (`swiglu_epilogue_`; needs `--fuse on`)
   torch-2:4  every Linear's weight as `to_sparse_semi_structured(weight)` (cuSPARSELt), its input
              flattened to 2-D (`SemiStructuredLinear`)
   torchao    `torchao.sparsity.sparsify_(model, semi_sparse_weight())`, only if torchao imports
@@ -80,11 +82,12 @@ import sparsecc  # noqa: E402
 from sparsecc.nn import SparseLinear, sparsify_  # noqa: E402
 
 VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "sparsecc-w4", "sparsecc-w8", "dense-w4", "dense-w8", "torch-2:4",
-            "torchao")
+            "torchao", "sparsecc-swiglu", "sparsecc-w4-swiglu")
 DEFAULT_VARIANTS = ("dense", "sparsecc", "sparsecc-w4", "sparsecc-w8", "sparsecc-fp8")  # issue 26's matrix
 QUICK = {"variants": "dense,sparsecc,sparsecc-w4", "batches": "1,16", "prefill": "2048", "steps": 64, "reps": 3}
-REFERENCE_OF = {"sparsecc-w4": "dense-w4", "sparsecc-w8": "dense-w8"}  # a variant's logits reference where it is not dense
-QUANT_OF = {"sparsecc-w4": "w4g128", "sparsecc-w8": "w8g128", "dense-w4": "w4g128", "dense-w8": "w8g128"}
+REFERENCE_OF = {"sparsecc-w4": "dense-w4", "sparsecc-w8": "dense-w8", "sparsecc-w4-swiglu": "dense-w4"}  # a variant's logits reference where it is not dense
+QUANT_OF = {"sparsecc-w4": "w4g128", "sparsecc-w8": "w8g128", "dense-w4": "w4g128", "dense-w8": "w8g128",
+            "sparsecc-w4-swiglu": "w4g128"}
 TAG = "[llama_e2e]"
 
 
@@ -198,6 +201,8 @@ def _fused_classes() -> tuple[type, type]:
         """LlamaMLP with gate/up from one fused layer: [gate | up] (per rank: [gate_r | up_r])."""
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if getattr(self.gate_up_proj, "activation", None) == "swiglu":  # silu(gate) * up in the layer
+                return self.down_proj(self.gate_up_proj(x))
             gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
             return self.down_proj(self.act_fn(gate) * up)
 
@@ -230,6 +235,20 @@ def fuse_llama_(model: nn.Module) -> list[str]:
     return [f"q/k/v fused (qkv_proj) and gate/up fused (gate_up_proj) in {len(layers)} layers"]
 
 
+def swiglu_epilogue_(model: nn.Module) -> list[str]:
+    """In place: every fused gate_up_proj that is a SparseLinear computes silu(gate) * up in its
+    kernel's epilogue (activation "swiglu": one launch, no separate activation kernel); the
+    model must be fuse_llama_'s, with SiLU MLPs. Returns a note for the table."""
+    if getattr(model.config, "hidden_act", None) != "silu":
+        raise ValueError(f"swiglu_epilogue_: the MLPs' activation is {model.config.hidden_act!r}, not silu")
+    layers = [layer.mlp.gate_up_proj for layer in model.model.layers if hasattr(layer.mlp, "gate_up_proj")]
+    if not layers or not all(isinstance(m, SparseLinear) for m in layers):
+        raise ValueError("swiglu_epilogue_: needs fused (--fuse on) gate_up_proj layers that are SparseLinear")
+    for layer in layers:
+        layer.activation = "swiglu"
+    return [f"SwiGLU in the gate_up kernel's epilogue ({len(layers)} layers)"]
+
+
 class SemiStructuredLinear(nn.Module):
     """A Linear whose weight is PyTorch's SparseSemiStructuredTensor. Its ops take 2-D inputs only
     (F.linear on a 3-D input needs `expand`, which the subclass refuses), so the input is
@@ -255,6 +274,11 @@ def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
         lm = "lm_head included" if isinstance(model.lm_head, SparseLinear) else "lm_head dense"
         return [f"{n}/{n_linear} Linear layers SparseLinear ({lm})"]
+    if variant in ("sparsecc-swiglu", "sparsecc-w4-swiglu"):
+        sparsify_(model, prune=False, quant=QUANT_OF.get(variant))
+        n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
+        return [f"{n}/{n_linear} Linear layers SparseLinear" + (" (NV24.w4g128)" if variant in QUANT_OF else ""),
+                *swiglu_epilogue_(model)]
     if variant == "sparsecc-fp8":
         if device != "cuda":
             raise Skip("fp8 tensor cores need CUDA (the CPU path is the same model in float64)")
@@ -678,7 +702,8 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
         notes += [f"{key}: {c['dispatch']}" for key, c in r["cells"].items() if c.get("dispatch")]
         rows.append([r["variant"]] + [cell(r, k) for k in cols] + diff + ["; ".join(notes)])
     speedups = [(f"{num} ÷ {den}", [ratio(num, den, k) for k in cols])
-                for num in ("sparsecc", "sparsecc-fp8", "sparsecc-w4", "sparsecc-w8")
+                for num in ("sparsecc", "sparsecc-fp8", "sparsecc-w4", "sparsecc-w8", "sparsecc-swiglu",
+                            "sparsecc-w4-swiglu")
                 for den in ("dense", "torch-2:4", "torchao")]
     speedups = [(name, vals) for name, vals in speedups if any(v != "—" for v in vals)]
 
@@ -806,6 +831,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
         p.error(f"unknown variants {unknown}; choose from {VARIANTS}")
+    if not args.fuse and any(v.endswith("-swiglu") for v in args.variants):
+        p.error("the -swiglu variants put the SwiGLU in the fused gate_up layer's epilogue: they need --fuse on")
     if args.graphs and not cuda:
         p.error("CUDA graphs need --device cuda")
     if args.device == "cuda" and not torch.cuda.is_available():

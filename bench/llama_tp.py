@@ -9,7 +9,9 @@ pruned weights), same run.
 
 The plan is Megatron's: q/k/v and gate/up column-parallel (each rank holds half the heads and half
 the MLP), o_proj and down_proj row-parallel (an all-reduce after each), lm_head column-parallel
-with its logits gathered; embeddings and norms replicated. By default (`--fuse on`) q/k/v run as
+with its logits gathered; embeddings and norms replicated. The -swiglu variants also compute
+silu(gate) * up in the sparse gate_up kernel's epilogue (one launch a layer fewer; the dense side
+has no such epilogue in cuBLAS). By default (`--fuse on`) q/k/v run as
 one fused layer and gate/up as one (llama_e2e's `fuse_llama_`), sharded with
 `FusedColwiseParallel` so that each rank's shard is its own q, k, v (gate, up) rows: 5 weight
 launches a layer instead of 7, for dense TP and sparse TP alike; `--fuse off` runs the separate
@@ -55,7 +57,7 @@ import llama_e2e as e2e  # noqa: E402
 
 from sparsecc.nn import SparseLinear, sparse_plan, sparsify_  # noqa: E402
 
-VARIANTS = ("dense", "sparse", "sparse-w4")
+VARIANTS = ("dense", "sparse", "sparse-w4", "sparse-swiglu", "sparse-w4-swiglu")
 TAG = "[llama_tp]"
 START = time.perf_counter()
 RANK = int(os.environ.get("RANK", "0"))
@@ -108,9 +110,12 @@ def build(variant: str, args: argparse.Namespace, mesh) -> tuple[torch.nn.Module
     if args.fuse:
         e2e.fuse_llama_(model)
     if variant.startswith("sparse"):
-        sparsify_(model, prune=False, quant="w4g128" if variant == "sparse-w4" else None)
+        w4 = variant.startswith("sparse-w4")
+        sparsify_(model, prune=False, quant="w4g128" if w4 else None)
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
-        notes.append(f"{n} SparseLinear" + (" (NV24.w4g128)" if variant == "sparse-w4" else " (NV24)"))
+        notes.append(f"{n} SparseLinear" + (" (NV24.w4g128)" if w4 else " (NV24)"))
+        if variant.endswith("-swiglu"):  # before sharding: FusedColwiseParallel keeps it on each rank's halves
+            notes += e2e.swiglu_epilogue_(model)
     if mesh is not None:
         plan = tp_plan(config, args.fuse)
         model = parallelize_module(model, mesh, sparse_plan(plan) if variant.startswith("sparse") else plan)
@@ -263,8 +268,10 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
         lg = "; ".join(f"vs {r}: {logits_vs(row, r)}" for r in refs) or "reference"
         lines.append(f"| {row} | " + " | ".join(cell(row, b) for b in args.batches) + f" | {lg} | "
                      + "; ".join(notes[row]) + " |")
-    for num, den in (("sparse-tp", "dense-tp"), ("sparse-w4-tp", "dense-tp"), ("sparse-1gpu", "dense-1gpu"),
-                     ("dense-tp", "dense-1gpu"), ("sparse-tp", "sparse-1gpu")):
+    for num, den in (("sparse-tp", "dense-tp"), ("sparse-w4-tp", "dense-tp"), ("sparse-swiglu-tp", "dense-tp"),
+                     ("sparse-w4-swiglu-tp", "dense-tp"), ("sparse-1gpu", "dense-1gpu"),
+                     ("sparse-swiglu-1gpu", "dense-1gpu"), ("dense-tp", "dense-1gpu"), ("sparse-tp", "sparse-1gpu"),
+                     ("sparse-swiglu-tp", "sparse-tp")):
         if num in notes and den in notes:
             lines.append(f"| {num} ÷ {den} | " + " | ".join(ratio(num, den, b) for b in args.batches) + " | | |")
     if footnotes:
@@ -503,6 +510,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
         p.error(f"unknown variants {unknown}; choose from {VARIANTS}")
+    if not args.fuse and any(v.endswith("-swiglu") for v in args.variants):
+        p.error("the -swiglu variants put the SwiGLU in the fused gate_up layer's epilogue: they need --fuse on")
     return args
 
 

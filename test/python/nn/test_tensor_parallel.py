@@ -274,13 +274,14 @@ def _run_two_ranks(tmp_path, device: str) -> None:
             assert shards["fc3_out"] == (36, 35)[rank]
             assert shards["fc2_bias"] == (rank == 0)
             assert res[f"block-{name}-local"] == {"q_out": 128, "down_in": 256}
-        for name in ("fp16", "w4g128", "dense"):  # fused q/k/v and gate/up, FusedColwiseParallel
+        for name in ("fp16", "w4g128", "dense", "swiglu-w4g128"):  # fused q/k/v and gate/up, FusedColwiseParallel
             d = res[f"fused-{name}"]
             assert d["finite"] and d["ref"] > 0.05, (rank, name, d)
             assert d["err"] <= 1e-2 * max(d["ref"], 1.0), (rank, name, d)
             local = res[f"fused-{name}-local"]
             assert (local["qkv_out"], local["gate_up_out"]) == (256, 512), local  # (256+128+128)/2, 2*512/2
             assert local["parts"] == ([256, 128, 128] if name != "dense" else None)
+            assert local["gate_up_activation"] == {"dense": None, "swiglu-w4g128": "swiglu"}.get(name, "none")
         error = res["bad-split"]["error"]
         assert error and "'mlp.down'" in error and "[192, 192]" in error and "quantization group 128" in error
 

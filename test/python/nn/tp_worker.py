@@ -115,9 +115,13 @@ class GQABlock(nn.Module):
         self.norm1, self.norm2 = nn.RMSNorm(HIDDEN), nn.RMSNorm(HIDDEN)
         self.fused = False
 
-    def fuse(self) -> GQABlock:
+    def fuse(self, swiglu: bool = False) -> GQABlock:
+        """Fused projections; `swiglu`: the gate/up layer (a SparseLinear) computes silu(gate) * up
+        in its kernel's epilogue."""
         self.qkv_proj = fuse_linears([self.q_proj, self.k_proj, self.v_proj])
         self.gate_up_proj = fuse_linears([self.gate_proj, self.up_proj])
+        if swiglu:
+            self.gate_up_proj.activation = "swiglu"
         del self.q_proj, self.k_proj, self.v_proj, self.gate_proj, self.up_proj
         self.fused = True
         return self
@@ -137,6 +141,8 @@ class GQABlock(nn.Module):
         a = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True).to(x.dtype)
         x = x + self.o_proj(a.transpose(1, 2).reshape(b, t, -1))
         h = self.norm2(x)
+        if self.fused and getattr(self.gate_up_proj, "activation", None) == "swiglu":
+            return x + self.down_proj(self.gate_up_proj(h))  # silu(gate) * up from the layer itself
         if self.fused:
             gate, up = self.gate_up_proj(h).chunk(2, -1)
         else:
@@ -197,17 +203,20 @@ def run(rank: int, world: int) -> dict:
     # fused q/k/v and gate/up (GQA: parts of 256, 128, 128 rows), sharded with FusedColwiseParallel,
     # against the unsharded unfused block: sparse fp16 and w4g128 (fused from the SparseLinears),
     # and dense (fused nn.Linear, torch's DTensor path under the same plan)
-    for name, quant, sparse in (("fp16", None, True), ("w4g128", "w4g128", True), ("dense", None, False)):
+    # (and w4g128 with the SwiGLU in the gate/up kernel's epilogue)
+    for name, quant, sparse in (("fp16", None, True), ("w4g128", "w4g128", True), ("dense", None, False),
+                                ("swiglu-w4g128", "w4g128", True)):
         ref = _gqa_block(0, quant, sparse)(x)
         # rank 1's copy from another seed: the shards must come from rank 0's weights
-        block = _gqa_block(0 if rank == 0 else 1234, quant, sparse).fuse()
+        block = _gqa_block(0 if rank == 0 else 1234, quant, sparse).fuse(swiglu=name.startswith("swiglu"))
         sharded = parallelize_module(block, mesh, sparse_plan(FUSED_PLAN) if sparse else FUSED_PLAN)
         results[f"fused-{name}"] = _diff(sharded(x), ref)
         qkv, gate_up = sharded.qkv_proj, sharded.gate_up_proj
         results[f"fused-{name}-local"] = {
             "qkv_out": qkv.out_features if sparse else qkv.weight.to_local().shape[0],
             "gate_up_out": gate_up.out_features if sparse else gate_up.weight.to_local().shape[0],
-            "parts": list(qkv.tp_shard.parts) if sparse else None}
+            "parts": list(qkv.tp_shard.parts) if sparse else None,
+            "gate_up_activation": getattr(gate_up, "activation", None)}
 
     # a row-parallel w4g128 layer whose K pieces (192) break a 128-column quantization group
     torch.manual_seed(0)
