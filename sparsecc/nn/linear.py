@@ -36,6 +36,9 @@ LAYER_ACTIVATIONS = (*ACTIVATIONS, "swiglu")
 """`SparseLinear` activations: the kernels' epilogue activations, and "swiglu" (the weight's rows
 are [gate | up], two equal halves; the output is silu(gate) * up, half as wide)."""
 
+SWIGLU_MAX_TOKENS = 64
+"""Tokens up to which a "swiglu" layer runs the fused-epilogue kernel (decode sizes)."""
+
 WEIGHT_DTYPES = (None, *QUANT_MAX)
 """`weight_dtype` choices: None (the weight in the layer's fp16/bf16) or an 8-bit type."""
 
@@ -67,9 +70,9 @@ class SparseLinear(nn.Module):
 
     `activation="swiglu"` makes the layer a fused gate/up projection: its weight's rows are the
     gate rows then as many up rows, and forward returns `silu(gate) * up` (out_features / 2
-    wide), computed in the 2:4 kernel's epilogue in one launch (`sparsecc.ops.sparse_glu`) where
-    the dispatcher takes the 2:4 path and each half is a multiple of 16 rows; otherwise the
-    product, then the activation in torch. 8-bit `weight_dtype` layers always take the latter.
+    wide), computed in the 2:4 kernel's epilogue in one launch (`sparsecc.ops.sparse_glu`) at up
+    to 64 tokens where the dispatcher takes the 2:4 path and each half is a multiple of 16 rows;
+    otherwise the product, then the activation in torch. 8-bit `weight_dtype` layers always take the latter.
 
         mlp.gate_up_proj = fuse_linears([gate_proj, up_proj])     # sparsecc.nn.parallel
         mlp.gate_up_proj.activation = "swiglu"                    # h = mlp.gate_up_proj(x)
@@ -196,14 +199,17 @@ class SparseLinear(nn.Module):
         return self._linear(x, self.activation)
 
     def _swiglu(self, x: torch.Tensor) -> torch.Tensor:
-        """silu(gate) * up of the [gate | up] rows: one launch on the 2:4 path (the activation
-        in the kernel's epilogue), else the product by the dispatcher's path, then torch."""
+        """silu(gate) * up of the [gate | up] rows: one launch on the 2:4 path at decode (the
+        activation in the kernel's epilogue), else the product by the dispatcher's path, then
+        torch (prefill: its launch count does not matter, and its big tiles would not fit twice)."""
         half, odd = divmod(self.out_features, 2)
         if odd:  # the activation was set after construction
             raise ValueError(f"{'SparseLinear ' + repr(self.fqn) if self.fqn else 'SparseLinear'}: activation "
                              f"'swiglu' takes [gate | up] rows, two equal halves; out_features = "
                              f"{self.out_features} is odd")
-        if _dispatch.layer_mode(self, x) == "sparse" and self.weight_dtype is None and half % 16 == 0:
+        tokens = x.numel() // self.in_features
+        if (tokens <= SWIGLU_MAX_TOKENS and _dispatch.layer_mode(self, x) == "sparse" and self.weight_dtype is None
+                and half % 16 == 0):
             return sparse_swiglu_op(x, self.values, self.meta, getattr(self, "scales", None),
                                     getattr(self, "zeros", None), self.in_features, self.quant or "nv24", self.bias)
         gate, up = self._linear(x, "none").chunk(2, dim=-1)

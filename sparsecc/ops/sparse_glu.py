@@ -78,15 +78,36 @@ def sparse_swiglu_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym
     tl.store(y_ptr, y.to(Y.dtype.element_ty), boundary_check=(0, 1))
 
 
-def swiglu_config(m: int, half: int, k: int, w: SparseTensor | QuantizedSparseTensor,
-                  device: torch.device) -> LinearConfig:
-    """The tiles of a SwiGLU launch: those `sparse_linear` takes for an M x half x K product (the
-    measured table's, else the defaults), without split-K, and with BLOCK_N halved (down to 32)
-    while the output tiles alone would not fill the SMs once: each program reads two weight
-    tiles, so half the rows give half the programs of the unfused product.
+SMEM_BYTES = 232448
+"""Shared memory one block may use on sm_90 (227 KiB), where the device does not say."""
 
-        swiglu_config(1, 5504, 4096, w4g128_weight, torch.device("cuda"))
-        # 8 x 32 x 512 tiles: the decode default's 64 rows a program would give 86 programs
+MAX_ACC = 2048
+"""Accumulator elements of one of a program's two tiles (BLOCK_M x BLOCK_N): 16 x 128 or 32 x 64
+keep both fp32 accumulators in registers; 64 x 128 spills (ptxas, 4 warps)."""
+
+
+def _smem_estimate(cfg: LinearConfig, w: SparseTensor | QuantizedSparseTensor) -> float:
+    """An upper estimate of the kernel's shared memory (bytes): (stages + 1/2) x one stage's x
+    tile and two W tiles (kept values or codes, and metadata: 1/8 byte a weight); within 1.25-1.5x
+    of what the compiler allocated for the decode tiles (fp16 and w4g128, 8-64 x 32-128 x 256-1024)."""
+    bits = w.scheme.bits if isinstance(w, QuantizedSparseTensor) else 8 * w.values.element_size()
+    per_row_k = bits / 16 + 1 / 8  # bytes a weight row takes per K column: half the columns kept, + metadata
+    return (cfg.num_stages + 0.5) * cfg.block_k * (2 * cfg.block_m + 2 * cfg.block_n * per_row_k)
+
+
+def swiglu_config(m: int, half: int, k: int, w: SparseTensor | QuantizedSparseTensor,
+                  device: torch.device, smem_bytes: int | None = None) -> LinearConfig:
+    """The tiles of a SwiGLU launch, from those `sparse_linear` takes for an M x half x K product
+    (the measured table's, else the defaults), without split-K, fitted to two tiles a program:
+    the accumulators within `MAX_ACC` elements each (BLOCK_N, then BLOCK_M halved), the stages'
+    tiles within shared memory (BLOCK_K halved down to 256, then fewer stages, then BLOCK_K
+    down to the quantization group or 64), and BLOCK_N halved (down to 32) while the output tiles
+    would not fill the SMs once (each program reads two weight tiles: half the programs of the
+    unfused product). `smem_bytes`: the block's shared memory (default: the device's opt-in
+    limit, 227 KiB on an H100, 163 KiB on an A100).
+
+        swiglu_config(1, 5504, 4096, fp16_weight, torch.device("cuda"))
+        # 16 x 32 x 512, 3 stages (the plain kernel's 16 x 32 x 1024 tiles would need 280 KiB)
     """
     quantized = isinstance(w, QuantizedSparseTensor)
     picked = _dispatch.table_config(m, half, k, w.dtype, _dispatch.scheme_of(w), device)
@@ -97,10 +118,28 @@ def swiglu_config(m: int, half: int, k: int, w: SparseTensor | QuantizedSparseTe
             cfg = quantized_decode_config(m, half, k)
     if quantized:
         cfg = quantized_linear_config(cfg, w)
-    block_n = cfg.block_n
-    while device.type == "cuda" and block_n > 32 and -(-m // cfg.block_m) * -(-half // block_n) < SM_COUNT:
-        block_n //= 2
-    return replace(cfg, block_n=block_n, split_k=1)
+    cfg = replace(cfg, split_k=1)
+    if device.type != "cuda":
+        return cfg  # the interpreter: no registers or shared memory to fit
+    while cfg.block_m * cfg.block_n > MAX_ACC:
+        cfg = replace(cfg, block_n=cfg.block_n // 2) if cfg.block_n > 32 else replace(cfg, block_m=cfg.block_m // 2)
+    group = w.scheme.group if quantized and w.scheme.group is not None else 16
+    smallest_k = max(64, group)
+    if smem_bytes is None:
+        props = torch.cuda.get_device_properties(device)
+        smem_bytes = getattr(props, "shared_memory_per_block_optin", SMEM_BYTES)
+    while _smem_estimate(cfg, w) > smem_bytes:
+        if cfg.block_k > max(256, smallest_k):
+            cfg = replace(cfg, block_k=cfg.block_k // 2)
+        elif cfg.num_stages > 2:
+            cfg = replace(cfg, num_stages=cfg.num_stages - 1)
+        elif cfg.block_k > smallest_k:
+            cfg = replace(cfg, block_k=cfg.block_k // 2)
+        else:
+            break
+    while cfg.block_n > 32 and -(-m // cfg.block_m) * -(-half // cfg.block_n) < SM_COUNT:
+        cfg = replace(cfg, block_n=cfg.block_n // 2)
+    return cfg
 
 
 def _check(x: object, w: object, bias: object) -> None:

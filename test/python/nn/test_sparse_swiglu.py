@@ -84,6 +84,43 @@ def test_swiglu_kernel_assembles(target, weight, block_m):
     assert ck.asm["ptx"].count("mma.sp") >= 2  # both products on the sparse tensor cores
 
 
+SM_SMEM = {"sm_90a": 232448, "sm_80": 166912}  # a block's opt-in shared memory: H100, A100
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("quant, m, half, k, table", [
+    (None, 1, 5504, 4096, None),        # Llama-7B gate/up over 2 ranks: 16 x 32 x 1024 would need 280 KiB
+    (None, 16, 11008, 4096, None),      # the whole gate/up (64-row tiles by default)
+    (None, 1, 7168, 8192, None),
+    (None, 64, 5504, 4096, None),       # 64 x 128 medium tiles: two fp32 accumulators would spill
+    ("w4g128", 1, 5504, 4096, None),
+    ("w4g128", 16, 11008, 4096, (16, 64, 256, 4, 3, 2)),   # a table's config (split-K dropped)
+    ("w8g128", 4, 5504, 4096, None),
+    (None, 1, 5504, 4096, (16, 64, 1024, 4, 4, 1)),        # a large table config, fitted
+])
+def test_the_chosen_tiles_fit_shared_memory_and_registers(monkeypatch, target, quant, m, half, k, table):
+    """What swiglu_config picks for the decode shapes compiles for the GPU: within a block's
+    shared memory (the compiler refuses more) and with no register spills (ptxas)."""
+    from sparsecc.ops import dispatch as ops_dispatch
+    from sparsecc.ops.sparse_glu import swiglu_config
+
+    monkeypatch.setattr(ops_dispatch, "table_config", lambda *args: table)
+    w = _weight(half // 16, 256, quant)  # only its format counts here
+    cfg = swiglu_config(m, half, k, w, torch.device("cuda"), smem_bytes=SM_SMEM[target])
+    assert cfg.split_k == 1 and cfg.block_m * cfg.block_n <= 2048
+    assert -(-m // cfg.block_m) * -(-half // cfg.block_n) >= 132 or cfg.block_n == 32  # a wave of programs
+    dtype = "fp16"
+    sig = {"Y": f"*{dtype}", "X": f"*{dtype}", "W": f"*{dtype}:NV24" + (f".{quant}" if quant else ""),
+           "BIAS": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "stride_xm": "i32", "stride_wn": "i32",
+           "stride_ym": "i32"}
+    ck = sparsecc.compile(sparse_swiglu_kernel, sig, {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n,
+                                                      "BLOCK_K": cfg.block_k, "HAS_BIAS": False},
+                          target=target, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    assert ck.metadata["shared"] <= SM_SMEM[target]
+    (resources,) = ck.metadata["ptxas"].values()
+    assert resources.spill_stores == 0, (cfg, resources)
+
+
 @pytest.mark.parametrize("quant", [None, "w4g128"])
 @pytest.mark.parametrize("dispatch", ["auto", "dense"])
 def test_swiglu_layer_matches_the_unfused_gate_and_up(quant, dispatch):
