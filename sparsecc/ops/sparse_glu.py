@@ -18,6 +18,7 @@ multiple of 16 rows (the up rows then start on a 16-row metadata block).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import torch
@@ -95,6 +96,12 @@ def _smem_estimate(cfg: LinearConfig, w: SparseTensor | QuantizedSparseTensor) -
     return (cfg.num_stages + 0.5) * cfg.block_k * (2 * cfg.block_m + 2 * cfg.block_n * per_row_k)
 
 
+@functools.cache
+def _device_smem(index: int) -> int:
+    """The opt-in shared memory of one block on CUDA device `index` (asked once)."""
+    return getattr(torch.cuda.get_device_properties(index), "shared_memory_per_block_optin", SMEM_BYTES)
+
+
 def swiglu_config(m: int, half: int, k: int, w: SparseTensor | QuantizedSparseTensor,
                   device: torch.device, smem_bytes: int | None = None) -> LinearConfig:
     """The tiles of a SwiGLU launch, from those `sparse_linear` takes for an M x half x K product
@@ -126,8 +133,7 @@ def swiglu_config(m: int, half: int, k: int, w: SparseTensor | QuantizedSparseTe
     group = w.scheme.group if quantized and w.scheme.group is not None else 16
     smallest_k = max(64, group)
     if smem_bytes is None:
-        props = torch.cuda.get_device_properties(device)
-        smem_bytes = getattr(props, "shared_memory_per_block_optin", SMEM_BYTES)
+        smem_bytes = _device_smem(device.index if device.index is not None else torch.cuda.current_device())
     while _smem_estimate(cfg, w) > smem_bytes:
         if cfg.block_k > max(256, smallest_k):
             cfg = replace(cfg, block_k=cfg.block_k // 2)
