@@ -13,7 +13,7 @@ with its logits gathered; embeddings and norms replicated. The -swiglu variants 
 silu(gate) * up in the sparse gate_up kernel's epilogue (one launch a layer fewer; the dense side
 has no such epilogue in cuBLAS). By default (`--fuse on`) q/k/v run as
 one fused layer and gate/up as one (llama_e2e's `fuse_llama_`), sharded with
-`FusedColwiseParallel` so that each rank's shard is its own q, k, v (gate, up) rows: 5 weight
+`FusedColwiseParallel` so that each rank's shard is its own q, k, v (gate, up) rows: 4 weight
 launches a layer instead of 7, for dense TP and sparse TP alike; `--fuse off` runs the separate
 projections of the tables before 2026-11-26. Each step is measured as
 llama_e2e's decode (its `measure_decode`): an eager prompt into a StaticCache (which takes each
@@ -246,7 +246,7 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
         "- Projections: " + ("q/k/v fused into one layer (qkv_proj) and gate/up into one (gate_up_proj) in every "
                              "variant, sharded with FusedColwiseParallel (each rank holds its own q, k, v rows "
                              "contiguous; dense: DTensor weights, sparse: each rank's shard compressed on its own): "
-                             "5 weight launches a layer (`--fuse on`)." if args.fuse else
+                             "4 weight launches a layer (`--fuse on`)." if args.fuse else
                              "separate q, k, v, gate, up layers: 7 weight launches a layer (`--fuse off`)."),
         f"- Timing: llama_e2e's decode: eager prompt of {args.prompt} tokens into a StaticCache, then {args.steps} "
         f"one-token steps, each {first_mode.replace('compile', 'torch.compile(fullgraph=True)').replace('+graph', ' in one CUDA graph (collectives included)')}"
