@@ -14,9 +14,16 @@ Variants (all from the same seeded weights, pruned 2:4 by magnitude):
              so its logits are sparsecc-w4's reference (and its own Δ to dense is the
              quantization error alone)
   dense-w8   the same for sparsecc-w8 (`quant="w8g128"`)
+  sparsecc-swiglu, sparsecc-w4-swiglu   sparsecc / sparsecc-w4 with the SwiGLU activation in the
+             fused gate_up kernel's epilogue (`swiglu_epilogue_`; needs `--fuse on`)
   torch-2:4  every Linear's weight as `to_sparse_semi_structured(weight)` (cuSPARSELt), its input
              flattened to 2-D (`SemiStructuredLinear`)
   torchao    `torchao.sparsity.sparsify_(model, semi_sparse_weight())`, only if torchao imports
+
+By default each decoder layer's q/k/v projections run as one fused layer (qkv_proj) and gate/up as
+one (gate_up_proj), in every variant alike (`fuse_llama_`: the weights concatenated after pruning,
+so the numbers computed are the same; one launch instead of three, and two); `--fuse off` keeps
+transformers' separate projections, as the tables before 2026-11-26 ran.
 
 On CUDA each measured step is `torch.compile(fullgraph=True, dynamic=False)` (inductor, default
 mode) of the model's forward with a transformers StaticCache, captured in one torch.cuda.CUDAGraph
@@ -75,11 +82,12 @@ import sparsecc  # noqa: E402
 from sparsecc.nn import SparseLinear, sparsify_  # noqa: E402
 
 VARIANTS = ("dense", "sparsecc", "sparsecc-fp8", "sparsecc-w4", "sparsecc-w8", "dense-w4", "dense-w8", "torch-2:4",
-            "torchao")
+            "torchao", "sparsecc-swiglu", "sparsecc-w4-swiglu")
 DEFAULT_VARIANTS = ("dense", "sparsecc", "sparsecc-w4", "sparsecc-w8", "sparsecc-fp8")  # issue 26's matrix
 QUICK = {"variants": "dense,sparsecc,sparsecc-w4", "batches": "1,16", "prefill": "2048", "steps": 64, "reps": 3}
-REFERENCE_OF = {"sparsecc-w4": "dense-w4", "sparsecc-w8": "dense-w8"}  # a variant's logits reference where it is not dense
-QUANT_OF = {"sparsecc-w4": "w4g128", "sparsecc-w8": "w8g128", "dense-w4": "w4g128", "dense-w8": "w8g128"}
+REFERENCE_OF = {"sparsecc-w4": "dense-w4", "sparsecc-w8": "dense-w8", "sparsecc-w4-swiglu": "dense-w4"}  # a variant's logits reference where it is not dense
+QUANT_OF = {"sparsecc-w4": "w4g128", "sparsecc-w8": "w8g128", "dense-w4": "w4g128", "dense-w8": "w8g128",
+            "sparsecc-w4-swiglu": "w4g128"}
 TAG = "[llama_e2e]"
 
 
@@ -142,6 +150,105 @@ def build_pruned(config, device: str, seed: int) -> nn.Module:
     return model
 
 
+_FUSED_CLASSES: dict[str, type] = {}
+
+
+def _fused_classes() -> tuple[type, type]:
+    """LlamaAttention / LlamaMLP subclasses whose forward runs one fused projection (qkv_proj,
+    gate_up_proj) and splits its output; made on first use (transformers loads lazily)."""
+    if _FUSED_CLASSES:
+        return _FUSED_CLASSES["attn"], _FUSED_CLASSES["mlp"]
+    import inspect
+
+    from transformers.models.llama import modeling_llama as ml
+
+    # transformers 5.17 names the cache `past_key_values` and updates it with (k, v, layer); later
+    # ones name it `cache` and pass the attention's kwargs on to update: do as the installed one does
+    cache_takes_kwargs = "cache" in inspect.signature(ml.LlamaAttention.forward).parameters
+
+    class FusedLlamaAttention(ml.LlamaAttention):
+        """transformers' LlamaAttention.forward (5.17 to 5.24) with q/k/v from one fused layer. Its
+        output is [q | k | v], or under FusedColwiseParallel this rank's [q_r | k_r | v_r]: split
+        in the proportions of the heads, which holds for both."""
+
+        def forward(self, hidden_states: torch.Tensor, position_embeddings=None, attention_mask=None,  # noqa: ANN001
+                    cache=None, past_key_values=None, **kwargs):  # noqa: ANN001, ANN003, ANN201
+            cache = cache if cache is not None else past_key_values
+            input_shape = hidden_states.shape[:-1]
+            hidden_shape = (*input_shape, -1, self.head_dim)
+            qkv = self.qkv_proj(hidden_states)
+            heads, kv_heads = self.config.num_attention_heads, self.config.num_key_value_heads
+            width, total = qkv.shape[-1], heads + 2 * kv_heads
+            q, k, v = qkv.split([width * heads // total, width * kv_heads // total, width * kv_heads // total], -1)
+            query_states = q.view(hidden_shape).transpose(1, 2)
+            key_states = k.view(hidden_shape).transpose(1, 2)
+            value_states = v.view(hidden_shape).transpose(1, 2)
+            cos, sin = position_embeddings
+            query_states, key_states = ml.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+            if cache is not None and cache_takes_kwargs:
+                key_states, value_states = cache.update(key_states, value_states, self.layer_idx, kwargs=kwargs)
+            elif cache is not None:
+                key_states, value_states = cache.update(key_states, value_states, self.layer_idx)
+            attention_interface = ml.ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
+                                                                           ml.eager_attention_forward)
+            attn_output, attn_weights = attention_interface(
+                self, query_states, key_states, value_states, attention_mask,
+                dropout=0.0 if not self.training else self.attention_dropout, scaling=self.scaling, **kwargs)
+            attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+            return self.o_proj(attn_output), attn_weights
+
+    class FusedLlamaMLP(ml.LlamaMLP):
+        """LlamaMLP with gate/up from one fused layer: [gate | up] (per rank: [gate_r | up_r])."""
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if getattr(self.gate_up_proj, "activation", None) == "swiglu":  # silu(gate) * up in the layer
+                return self.down_proj(self.gate_up_proj(x))
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+            return self.down_proj(self.act_fn(gate) * up)
+
+    _FUSED_CLASSES.update(attn=FusedLlamaAttention, mlp=FusedLlamaMLP)
+    return FusedLlamaAttention, FusedLlamaMLP
+
+
+def fuse_llama_(model: nn.Module) -> list[str]:
+    """In place: every decoder layer's q/k/v projections become one `qkv_proj` and gate/up one
+    `gate_up_proj` (`sparsecc.nn.parallel.fuse_linears`: rows concatenated, nothing recomputed),
+    the modules' forward the fused one (`_fused_classes`). Run on the dense-pruned model before
+    a variant converts its layers; returns a note for the table."""
+    from transformers.models.llama import modeling_llama as ml
+
+    from sparsecc.nn.parallel import fuse_linears
+
+    attn_cls, mlp_cls = _fused_classes()
+    layers = model.model.layers
+    for layer in layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        if type(attn) is not ml.LlamaAttention or type(mlp) is not ml.LlamaMLP:
+            raise TypeError(f"fuse_llama_: expects transformers' LlamaAttention / LlamaMLP, got "
+                            f"{type(attn).__name__} / {type(mlp).__name__}")
+        attn.qkv_proj = fuse_linears([attn.q_proj, attn.k_proj, attn.v_proj])
+        del attn.q_proj, attn.k_proj, attn.v_proj
+        attn.__class__ = attn_cls
+        mlp.gate_up_proj = fuse_linears([mlp.gate_proj, mlp.up_proj])
+        del mlp.gate_proj, mlp.up_proj
+        mlp.__class__ = mlp_cls
+    return [f"q/k/v fused (qkv_proj) and gate/up fused (gate_up_proj) in {len(layers)} layers"]
+
+
+def swiglu_epilogue_(model: nn.Module) -> list[str]:
+    """In place: every fused gate_up_proj that is a SparseLinear computes silu(gate) * up in its
+    kernel's epilogue (activation "swiglu": one launch, no separate activation kernel); the
+    model must be fuse_llama_'s, with SiLU MLPs. Returns a note for the table."""
+    if getattr(model.config, "hidden_act", None) != "silu":
+        raise ValueError(f"swiglu_epilogue_: the MLPs' activation is {model.config.hidden_act!r}, not silu")
+    layers = [layer.mlp.gate_up_proj for layer in model.model.layers if hasattr(layer.mlp, "gate_up_proj")]
+    if not layers or not all(isinstance(m, SparseLinear) for m in layers):
+        raise ValueError("swiglu_epilogue_: needs fused (--fuse on) gate_up_proj layers that are SparseLinear")
+    for layer in layers:
+        layer.activation = "swiglu"
+    return [f"SwiGLU in the gate_up kernel's epilogue ({len(layers)} layers)"]
+
+
 class SemiStructuredLinear(nn.Module):
     """A Linear whose weight is PyTorch's SparseSemiStructuredTensor. Its ops take 2-D inputs only
     (F.linear on a 3-D input needs `expand`, which the subclass refuses), so the input is
@@ -167,6 +274,11 @@ def apply_variant(variant: str, model: nn.Module, device: str) -> list[str]:
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
         lm = "lm_head included" if isinstance(model.lm_head, SparseLinear) else "lm_head dense"
         return [f"{n}/{n_linear} Linear layers SparseLinear ({lm})"]
+    if variant in ("sparsecc-swiglu", "sparsecc-w4-swiglu"):
+        sparsify_(model, prune=False, quant=QUANT_OF.get(variant))
+        n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
+        return [f"{n}/{n_linear} Linear layers SparseLinear" + (" (NV24.w4g128)" if variant in QUANT_OF else ""),
+                *swiglu_epilogue_(model)]
     if variant == "sparsecc-fp8":
         if device != "cuda":
             raise Skip("fp8 tensor cores need CUDA (the CPU path is the same model in float64)")
@@ -399,6 +511,8 @@ def run_variant(variant: str, args: argparse.Namespace, checkpoint=None) -> dict
     try:
         result["device_name"] = device_name(args.device)
         model = build_pruned(llama_config(args.layers, args.tiny, positions(args)), args.device, args.seed)
+        if args.fuse:
+            result["notes"] += fuse_llama_(model)
         result["notes"] += apply_variant(variant, model, args.device)
     except Skip as e:
         result["skipped"] = str(e)
@@ -504,6 +618,7 @@ def run_isolated(variant: str, args: argparse.Namespace, timeout: float) -> dict
                "--reps", str(args.reps), "--seed", str(args.seed),
                "--compile", "on" if args.compile else "off", "--graphs", "on" if args.graphs else "off"]
         cmd += ["--tiny"] if args.tiny else []
+        cmd += ["--fuse", "on" if args.fuse else "off"]
         cmd += [] if args.fallback_eager else ["--no-fallback-eager"]
         try:
             proc = subprocess.run(cmd, timeout=timeout)
@@ -587,7 +702,8 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
         notes += [f"{key}: {c['dispatch']}" for key, c in r["cells"].items() if c.get("dispatch")]
         rows.append([r["variant"]] + [cell(r, k) for k in cols] + diff + ["; ".join(notes)])
     speedups = [(f"{num} ÷ {den}", [ratio(num, den, k) for k in cols])
-                for num in ("sparsecc", "sparsecc-fp8", "sparsecc-w4", "sparsecc-w8")
+                for num in ("sparsecc", "sparsecc-fp8", "sparsecc-w4", "sparsecc-w8", "sparsecc-swiglu",
+                            "sparsecc-w4-swiglu")
                 for den in ("dense", "torch-2:4", "torchao")]
     speedups = [(name, vals) for name, vals in speedups if any(v != "—" for v in vals)]
 
@@ -607,7 +723,9 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
         f"- GPU/device: {gpu}; torch {torch.__version__}, transformers {transformers.__version__}, "
         f"python {platform.python_version()}.",
         f"- Model: transformers LlamaForCausalLM, {what}; fp16, random weights (seed {args.seed}) "
-        "pruned 2:4 by magnitude in every Linear (q/k/v/o, gate/up/down, lm_head); SDPA attention.",
+        "pruned 2:4 by magnitude in every Linear (q/k/v/o, gate/up/down, lm_head); SDPA attention; "
+        + ("q/k/v and gate/up fused into one layer each (`--fuse on`)." if args.fuse
+           else "separate q/k/v, gate/up projections (`--fuse off`)."),
         f"- Timing: {how}. Decode: eager prompt of {args.prompt} tokens into a transformers StaticCache, "
         f"then {args.steps} one-token steps (argmax fed back in the graph), median of {args.reps} runs "
         f"({'CUDA events' if args.device == 'cuda' else 'wall clock'}); tokens/s = batch × steps / time. "
@@ -677,6 +795,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                    help="torch.compile (auto: on CUDA for runs of at most 12 cells, see above)")
     p.add_argument("--graphs", choices=("auto", "on", "off"), default="auto", help="CUDA graphs (auto: on CUDA)")
+    p.add_argument("--fuse", choices=("on", "off"), default="on",
+                   help="q/k/v and gate/up as one fused layer each, every variant (default on; off: "
+                        "transformers' separate projections, as the tables before 2026-11-26)")
     p.add_argument("--no-fallback-eager", dest="fallback_eager", action="store_false",
                    help="where compiling fails, do not retry eager (+ graph)")
     p.add_argument("--isolate", choices=("auto", "on", "off"), default="auto",
@@ -690,6 +811,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.device = args.device or ("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
+    args.fuse = args.fuse == "on"
     tiny = args.tiny
     quick = QUICK if args.quick else {}
     args.prompt = args.prompt if args.prompt is not None else (8 if tiny else 32)
@@ -709,6 +831,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
         p.error(f"unknown variants {unknown}; choose from {VARIANTS}")
+    if not args.fuse and any(v.endswith("-swiglu") for v in args.variants):
+        p.error("the -swiglu variants put the SwiGLU in the fused gate_up layer's epilogue: they need --fuse on")
     if args.graphs and not cuda:
         p.error("CUDA graphs need --device cuda")
     if args.device == "cuda" and not torch.cuda.is_available():

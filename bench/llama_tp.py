@@ -9,7 +9,13 @@ pruned weights), same run.
 
 The plan is Megatron's: q/k/v and gate/up column-parallel (each rank holds half the heads and half
 the MLP), o_proj and down_proj row-parallel (an all-reduce after each), lm_head column-parallel
-with its logits gathered; embeddings and norms replicated. Each step is measured as
+with its logits gathered; embeddings and norms replicated. The -swiglu variants also compute
+silu(gate) * up in the sparse gate_up kernel's epilogue (one launch a layer fewer; the dense side
+has no such epilogue in cuBLAS). By default (`--fuse on`) q/k/v run as
+one fused layer and gate/up as one (llama_e2e's `fuse_llama_`), sharded with
+`FusedColwiseParallel` so that each rank's shard is its own q, k, v (gate, up) rows: 4 weight
+launches a layer instead of 7, for dense TP and sparse TP alike; `--fuse off` runs the separate
+projections of the tables before 2026-11-26. Each step is measured as
 llama_e2e's decode (its `measure_decode`): an eager prompt into a StaticCache (which takes each
 rank's heads from the first keys it sees), then `--steps` one-token steps, each
 `torch.compile(fullgraph=True)` captured in one CUDA graph with its collectives and replayed;
@@ -51,7 +57,7 @@ import llama_e2e as e2e  # noqa: E402
 
 from sparsecc.nn import SparseLinear, sparse_plan, sparsify_  # noqa: E402
 
-VARIANTS = ("dense", "sparse", "sparse-w4")
+VARIANTS = ("dense", "sparse", "sparse-w4", "sparse-swiglu", "sparse-w4-swiglu")
 TAG = "[llama_tp]"
 START = time.perf_counter()
 RANK = int(os.environ.get("RANK", "0"))
@@ -71,13 +77,24 @@ def llama_config(layers: int, tiny: bool):
     return config
 
 
-def tp_plan() -> dict:
+def tp_plan(config, fuse: bool) -> dict:
+    """Megatron's plan for torch's styles; with `fuse`, qkv_proj and gate_up_proj (fuse_llama_'s)
+    are FusedColwiseParallel over their parts, for dense and sparse layers alike (sparse_plan
+    keeps that style as it is)."""
     from torch.distributed.tensor import Replicate
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
 
+    from sparsecc.nn.parallel import FusedColwiseParallel
+
     layer = "model.layers.*."
-    plan = {layer + f"self_attn.{p}": ColwiseParallel() for p in ("q_proj", "k_proj", "v_proj")}
-    plan |= {layer + f"mlp.{p}": ColwiseParallel() for p in ("gate_proj", "up_proj")}
+    if fuse:
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        q, kv = config.num_attention_heads * head_dim, config.num_key_value_heads * head_dim
+        plan = {layer + "self_attn.qkv_proj": FusedColwiseParallel((q, kv, kv)),
+                layer + "mlp.gate_up_proj": FusedColwiseParallel((config.intermediate_size,) * 2)}
+    else:
+        plan = {layer + f"self_attn.{p}": ColwiseParallel() for p in ("q_proj", "k_proj", "v_proj")}
+        plan |= {layer + f"mlp.{p}": ColwiseParallel() for p in ("gate_proj", "up_proj")}
     plan |= {layer + "self_attn.o_proj": RowwiseParallel(), layer + "mlp.down_proj": RowwiseParallel()}
     plan["lm_head"] = ColwiseParallel(output_layouts=Replicate())  # every rank gets the full logits
     return plan
@@ -87,18 +104,25 @@ def build(variant: str, args: argparse.Namespace, mesh) -> tuple[torch.nn.Module
     """The variant's model (sharded over `mesh`, or whole where mesh is None) and table notes."""
     from torch.distributed.tensor.parallel import parallelize_module
 
-    model = e2e.build_pruned(llama_config(args.layers, args.tiny), args.device, args.seed)
+    config = llama_config(args.layers, args.tiny)
+    model = e2e.build_pruned(config, args.device, args.seed)
     notes = []
+    if args.fuse:
+        e2e.fuse_llama_(model)
     if variant.startswith("sparse"):
-        sparsify_(model, prune=False, quant="w4g128" if variant == "sparse-w4" else None)
+        w4 = variant.startswith("sparse-w4")
+        sparsify_(model, prune=False, quant="w4g128" if w4 else None)
         n = sum(1 for m in model.modules() if isinstance(m, SparseLinear))
-        notes.append(f"{n} SparseLinear" + (" (NV24.w4g128)" if variant == "sparse-w4" else " (NV24)"))
+        notes.append(f"{n} SparseLinear" + (" (NV24.w4g128)" if w4 else " (NV24)"))
+        if variant.endswith("-swiglu"):  # before sharding: FusedColwiseParallel keeps it on each rank's halves
+            notes += e2e.swiglu_epilogue_(model)
     if mesh is not None:
-        plan = tp_plan()
+        plan = tp_plan(config, args.fuse)
         model = parallelize_module(model, mesh, sparse_plan(plan) if variant.startswith("sparse") else plan)
-        q = model.model.layers[0].self_attn.q_proj
+        name = "qkv_proj" if args.fuse else "q_proj"
+        q = getattr(model.model.layers[0].self_attn, name)
         width = q.out_features if isinstance(q, SparseLinear) else q.weight.to_local().shape[0]
-        notes.append(f"q_proj {width} rows a rank")
+        notes.append(f"{name} {width} rows a rank")
     return model, notes
 
 
@@ -219,6 +243,11 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
         "column-parallel, logits gathered; embeddings and norms replicated. dense: torch's ColwiseParallel / "
         "RowwiseParallel (DTensor weights); sparse: `sparsify_(prune=False)` then `sparse_plan(plan)` "
         "(SparseColwiseParallel / SparseRowwiseParallel: each rank's shard compressed on its own).",
+        "- Projections: " + ("q/k/v fused into one layer (qkv_proj) and gate/up into one (gate_up_proj) in every "
+                             "variant, sharded with FusedColwiseParallel (each rank holds its own q, k, v rows "
+                             "contiguous; dense: DTensor weights, sparse: each rank's shard compressed on its own): "
+                             "4 weight launches a layer (`--fuse on`)." if args.fuse else
+                             "separate q, k, v, gate, up layers: 7 weight launches a layer (`--fuse off`)."),
         f"- Timing: llama_e2e's decode: eager prompt of {args.prompt} tokens into a StaticCache, then {args.steps} "
         f"one-token steps, each {first_mode.replace('compile', 'torch.compile(fullgraph=True)').replace('+graph', ' in one CUDA graph (collectives included)')}"
         f", median of {args.reps} runs, the slowest rank's time; tokens/s = batch × steps / time. A cell marked "
@@ -239,8 +268,10 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
         lg = "; ".join(f"vs {r}: {logits_vs(row, r)}" for r in refs) or "reference"
         lines.append(f"| {row} | " + " | ".join(cell(row, b) for b in args.batches) + f" | {lg} | "
                      + "; ".join(notes[row]) + " |")
-    for num, den in (("sparse-tp", "dense-tp"), ("sparse-w4-tp", "dense-tp"), ("sparse-1gpu", "dense-1gpu"),
-                     ("dense-tp", "dense-1gpu"), ("sparse-tp", "sparse-1gpu")):
+    for num, den in (("sparse-tp", "dense-tp"), ("sparse-w4-tp", "dense-tp"), ("sparse-swiglu-tp", "dense-tp"),
+                     ("sparse-w4-swiglu-tp", "dense-tp"), ("sparse-1gpu", "dense-1gpu"),
+                     ("sparse-swiglu-1gpu", "dense-1gpu"), ("dense-tp", "dense-1gpu"), ("sparse-tp", "sparse-1gpu"),
+                     ("sparse-swiglu-tp", "sparse-tp")):
         if num in notes and den in notes:
             lines.append(f"| {num} ÷ {den} | " + " | ".join(ratio(num, den, b) for b in args.batches) + " | | |")
     if footnotes:
@@ -453,6 +484,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=None, help="timed runs a cell (default 5; tiny 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--compile", choices=("on", "off"), default=None, help="torch.compile each step (default: on CUDA)")
+    p.add_argument("--fuse", choices=("on", "off"), default="on",
+                   help="q/k/v and gate/up as one fused layer each, dense and sparse alike (default on; off: "
+                        "separate projections, as the tables before 2026-11-26)")
     p.add_argument("--single", action="store_true", help="also the unsharded models on rank 0, and their logits")
     p.add_argument("--budget", type=int, default=210, help="seconds for the whole run (default 210)")
     p.add_argument("--cpu-check", action="store_true",
@@ -461,6 +495,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="a .md file, or a folder for llama-tp<N>-current-<GPU>.md")
     args = p.parse_args(argv)
     args.tiny = args.cpu_check
+    args.fuse = args.fuse == "on"
     args.device = "cpu" if args.cpu_check else "cuda"
     if args.device == "cuda" and not torch.cuda.is_available():
         p.error("no CUDA device: run on a multi-GPU machine, or --cpu-check")
@@ -475,6 +510,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
         p.error(f"unknown variants {unknown}; choose from {VARIANTS}")
+    if not args.fuse and any(v.endswith("-swiglu") for v in args.variants):
+        p.error("the -swiglu variants put the SwiGLU in the fused gate_up layer's epilogue: they need --fuse on")
     return args
 
 

@@ -21,7 +21,8 @@ __all__ = ["LAYER_DTYPES", "CheckpointError", "SparseLinear", "SparsifySkipWarni
 
 # Tensor parallelism (sparsecc.nn.parallel) loads on first use: it imports torch.distributed.tensor
 # (~0.4 s), which a single-GPU user does not need, and which some torch builds lack.
-_PARALLEL = ("SparseColwiseParallel", "SparseRowwiseParallel", "shard_sparse_linear", "sparse_plan")
+_PARALLEL = ("FusedColwiseParallel", "SparseColwiseParallel", "SparseRowwiseParallel", "fuse_linears",
+             "shard_fused_sparse_linear", "shard_sparse_linear", "sparse_plan")
 
 
 def __getattr__(name: str):  # noqa: ANN202 - module __getattr__ (PEP 562)

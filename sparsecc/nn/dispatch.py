@@ -73,16 +73,17 @@ def weight16(layer: nn.Module, dense: bool) -> torch.Tensor:
                             layer.dtype, dense)
 
 
-def forward_other(layer: nn.Module, x: torch.Tensor, mode: str) -> torch.Tensor:
+def forward_other(layer: nn.Module, x: torch.Tensor, mode: str, activation: str | None = None) -> torch.Tensor:
     """`layer(x)` the sparse16 way (16-bit kept values through the 16-bit 2:4 kernel, bias and
     activation fused) or the dense way (the dense weight, cached or made now, through
     F.linear). An 8-bit layer's x is not quantized here: both paths compute in the layer's
-    dtype."""
+    dtype. `activation` (default: the layer's) is one of the kernels' epilogue activations."""
+    activation = layer.activation if activation is None else activation
     if mode == "sparse16":
         return sparse_linear_op(x, weight16(layer, False), layer.meta, layer.in_features, layer.bias,
-                                layer.activation)
+                                activation)
     w = layer._dense if _keeps(layer) else weight16(layer, True)
-    return dispatch.activate(torch.nn.functional.linear(x, w, layer.bias), layer.activation)
+    return dispatch.activate(torch.nn.functional.linear(x, w, layer.bias), activation)
 
 
 def keep_dense_weight(layer: nn.Module, keep: bool = True) -> None:

@@ -19,13 +19,25 @@ from torch import nn
 from sparsecc.formats import QuantScheme, SparseFormat
 from sparsecc.nn import dispatch as _dispatch
 from sparsecc.nn.quantize import QUANT_MAX, quantize_rows
-from sparsecc.nn.torch_ops import sparse_linear_8bit_op, sparse_linear_op, sparse_linear_q_op
+from sparsecc.nn.torch_ops import (
+    sparse_linear_8bit_op,
+    sparse_linear_op,
+    sparse_linear_q_op,
+    sparse_swiglu_op,
+)
 from sparsecc.ops.dispatch import activate as _activate  # noqa: F401 - sparsecc.nn.parallel imports it from here
 from sparsecc.ops.dispatch import resolve as _resolve_dispatch
 from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.runtime.compress import compress, prune_2to4
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor, quant_format
 from sparsecc.runtime.sparse_tensor import SparseTensor
+
+LAYER_ACTIVATIONS = (*ACTIVATIONS, "swiglu")
+"""`SparseLinear` activations: the kernels' epilogue activations, and "swiglu" (the weight's rows
+are [gate | up], two equal halves; the output is silu(gate) * up, half as wide)."""
+
+SWIGLU_MAX_TOKENS = 64
+"""Tokens up to which a "swiglu" layer runs the fused-epilogue kernel (decode sizes)."""
 
 WEIGHT_DTYPES = (None, *QUANT_MAX)
 """`weight_dtype` choices: None (the weight in the layer's fp16/bf16) or an 8-bit type."""
@@ -56,6 +68,15 @@ class SparseLinear(nn.Module):
         layer = SparseLinear.from_linear(nn.Linear(4096, 4096, dtype=torch.float16), quant="w4g128")
         layer.weight()      # a QuantizedSparseTensor (NV24.w4g128)
 
+    `activation="swiglu"` makes the layer a fused gate/up projection: its weight's rows are the
+    gate rows then as many up rows, and forward returns `silu(gate) * up` (out_features / 2
+    wide), computed in the 2:4 kernel's epilogue in one launch (`sparsecc.ops.sparse_glu`) at up
+    to 64 tokens where the dispatcher takes the 2:4 path and each half is a multiple of 16 rows;
+    otherwise the product, then the activation in torch. 8-bit `weight_dtype` layers always take the latter.
+
+        mlp.gate_up_proj = fuse_linears([gate_proj, up_proj])     # sparsecc.nn.parallel
+        mlp.gate_up_proj.activation = "swiglu"                    # h = mlp.gate_up_proj(x)
+
     `dispatch` ("auto", "sparse", "sparse16", "dense"; None: the global setting) forces a path
     or leaves it to the measured cost model (`sparsecc.ops.dispatch`); `keep_dense_weight()`
     keeps a dense copy for the dense path (memory for speed). The repr shows the choices made.
@@ -71,8 +92,11 @@ class SparseLinear(nn.Module):
         _check_device(device)
         if dispatch is not None:
             _resolve_dispatch(dispatch)  # a ValueError naming the choices
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"SparseLinear: activation must be one of {ACTIVATIONS}, got {activation!r}")
+        if activation not in LAYER_ACTIVATIONS:
+            raise ValueError(f"SparseLinear: activation must be one of {LAYER_ACTIVATIONS}, got {activation!r}")
+        if activation == "swiglu" and out_features % 2:
+            raise ValueError(f"SparseLinear: activation 'swiglu' takes [gate | up] rows, two equal halves; "
+                             f"out_features = {out_features} is odd")
         if weight_dtype not in WEIGHT_DTYPES:
             raise ValueError(f"SparseLinear: weight_dtype must be one of {WEIGHT_DTYPES}, got {weight_dtype}")
         if in_features % 16:
@@ -170,18 +194,41 @@ class SparseLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() == 0 or x.shape[-1] != self.in_features:
             raise _input_width_error(self, x)
+        if self.activation == "swiglu":
+            return self._swiglu(x)
+        return self._linear(x, self.activation)
+
+    def _swiglu(self, x: torch.Tensor) -> torch.Tensor:
+        """silu(gate) * up of the [gate | up] rows: one launch on the 2:4 path at decode (the
+        activation in the kernel's epilogue), else the product by the dispatcher's path, then
+        torch (prefill: its launch count does not matter, and its big tiles would not fit twice)."""
+        half, odd = divmod(self.out_features, 2)
+        if odd:  # the activation was set after construction
+            raise ValueError(f"{'SparseLinear ' + repr(self.fqn) if self.fqn else 'SparseLinear'}: activation "
+                             f"'swiglu' takes [gate | up] rows, two equal halves; out_features = "
+                             f"{self.out_features} is odd")
+        tokens = x.numel() // self.in_features
+        if (tokens <= SWIGLU_MAX_TOKENS and _dispatch.layer_mode(self, x) == "sparse" and self.weight_dtype is None
+                and half % 16 == 0):
+            return sparse_swiglu_op(x, self.values, self.meta, getattr(self, "scales", None),
+                                    getattr(self, "zeros", None), self.in_features, self.quant or "nv24", self.bias)
+        gate, up = self._linear(x, "none").chunk(2, dim=-1)
+        return torch.nn.functional.silu(gate) * up
+
+    def _linear(self, x: torch.Tensor, activation: str) -> torch.Tensor:
+        """act(x @ W.T + b) by the dispatcher's path, `activation` one of the kernels' own."""
         mode = _dispatch.layer_mode(self, x)
         if mode != "sparse":
-            return _dispatch.forward_other(self, x, mode)
+            return _dispatch.forward_other(self, x, mode, activation)
         if self.quant is not None:
             return sparse_linear_q_op(x, self.values, self.meta, self.scales, getattr(self, "zeros", None),
-                                      self.in_features, self.quant, self.bias, self.activation)
+                                      self.in_features, self.quant, self.bias, activation)
         if self.weight_dtype is None:
-            return sparse_linear_op(x, self.values, self.meta, self.in_features, self.bias, self.activation)
+            return sparse_linear_op(x, self.values, self.meta, self.in_features, self.bias, activation)
         # x quantized per token in one launch, then one GEMM whose epilogue applies both scales,
         # the bias and the activation and writes y (tokens x out) in x's dtype
         return sparse_linear_8bit_op(x, self.values, self.meta, self.weight_scale, self.in_features, self.bias,
-                                     self.activation)
+                                     activation)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:  # noqa: ANN001, ANN002, ANN003
         """A checkpoint of another format (fp16 values into an 8-bit layer, or the reverse; another

@@ -2,6 +2,9 @@
 `SparseColwiseParallel` / `SparseRowwiseParallel` for `parallelize_module`, `sparse_plan` (turns
 a plan written with torch's `ColwiseParallel` / `RowwiseParallel` into one that also takes
 SparseLinear layers), and `shard_sparse_linear`, the per-rank slice for other frameworks.
+Fused projections (q/k/v as one layer, gate/up as one: one launch instead of three or two) shard
+with `FusedColwiseParallel` (dense nn.Linear and SparseLinear alike; `fuse_linears` builds the
+fused layer, `shard_fused_sparse_linear` is its per-rank slice).
 
     mesh = init_device_mesh("cuda", (2,))
     sparsify_(model, quant="w4g128")                      # the whole model, on every rank
@@ -54,7 +57,8 @@ from torch.distributed.tensor.placement_types import Placement
 from sparsecc.nn.linear import SparseLinear, _activate
 from sparsecc.runtime.codec import decode_meta, encode_meta
 
-__all__ = ["SparseColwiseParallel", "SparseRowwiseParallel", "TPShard", "shard_sparse_linear", "sparse_plan"]
+__all__ = ["FusedColwiseParallel", "SparseColwiseParallel", "SparseRowwiseParallel", "TPShard", "fuse_linears",
+           "fused_rows", "shard_fused_sparse_linear", "shard_sparse_linear", "sparse_plan"]
 
 K_UNIT = 16
 """Columns of one metadata word: a K cut must fall on a multiple of it (and of the quantization
@@ -64,20 +68,26 @@ group)."""
 class TPShard:
     """What a sharded SparseLinear holds (its attribute `tp_shard`): the split dimension (0:
     output rows, column-parallel; 1: K, row-parallel), this rank's index and the group's size,
-    the full layer's shape, and the first row / column of this shard.
+    the full layer's shape, and the first row / column of this shard; for a fused layer
+    (`shard_fused_sparse_linear`) the sizes of its parts, the offset then being the one in
+    each part.
 
         >>> TPShard(1, 0, 2, 4096, 11008, 0)
         TPShard(dim=1, rank=0/2, full 4096 x 11008, offset 0)
+        >>> TPShard(0, 1, 2, 12288, 4096, 2048, parts=(4096, 4096, 4096))
+        TPShard(dim=0, rank=1/2, full 12288 x 4096, offset 2048, parts (4096, 4096, 4096))
     """
 
     def __init__(self, dim: int, rank: int, world_size: int, out_features: int, in_features: int,
-                 offset: int) -> None:
+                 offset: int, parts: tuple[int, ...] | None = None) -> None:
         self.dim, self.rank, self.world_size = dim, rank, world_size
         self.out_features, self.in_features, self.offset = out_features, in_features, offset
+        self.parts = parts
 
     def __repr__(self) -> str:
+        parts = f", parts {self.parts}" if self.parts is not None else ""
         return (f"TPShard(dim={self.dim}, rank={self.rank}/{self.world_size}, full {self.out_features} x "
-                f"{self.in_features}, offset {self.offset})")
+                f"{self.in_features}, offset {self.offset}{parts})")
 
 
 def _chunk(n: int, world_size: int, rank: int) -> tuple[int, int]:
@@ -163,6 +173,12 @@ def shard_sparse_linear(layer: SparseLinear, dim: int, rank: int, world_size: in
         raise ValueError(f"shard_sparse_linear: need 0 <= rank < world_size, got rank {rank}, world_size {world_size}")
     if getattr(layer, "tp_shard", None) is not None:
         raise ValueError(f"{_name(layer)} is already a tensor-parallel shard ({layer.tp_shard}); shard the full layer")
+    if layer.activation == "swiglu":
+        half = layer.out_features // 2
+        raise ValueError(f"{_name(layer)} has activation 'swiglu' (gate row i pairs with up row {half} + i): a plain "
+                         f"{'row' if dim == 0 else 'K'} split breaks the pairs; shard it with "
+                         f"FusedColwiseParallel(({half}, {half})) (shard_fused_sparse_linear), which gives each rank "
+                         "its own gate and up rows")
     _check_split(layer, dim, world_size)
     n, k = layer.out_features, layer.in_features
     r0, r1, k0, k1 = 0, n, 0, k
@@ -191,17 +207,188 @@ def shard_sparse_linear(layer: SparseLinear, dim: int, rank: int, world_size: in
             arrays["zeros"] = layer.zeros[r0:r1, s0:s1]
     if layer.weight_dtype is not None:
         arrays["weight_scale"] = layer.weight_scale[r0:r1]
+    _fill(piece, arrays, layer.bias[r0:r1] if bias else None, "shard_sparse_linear", layer)
+    piece.tp_shard = TPShard(dim, rank, world_size, n, k, r0 if dim == 0 else k0)
+    return piece
+
+
+def _fill(piece: SparseLinear, arrays: dict[str, torch.Tensor], bias: torch.Tensor | None, who: str,
+          layer: SparseLinear) -> None:
+    """Copy `arrays` (name -> the piece's weight array) and `bias` into the new layer `piece`; an
+    array whose shape or dtype is not the one `piece` stores is an internal error (the slicing
+    above it is wrong, not the user's layer)."""
     with torch.no_grad():
         for name, array in arrays.items():
             mine = getattr(piece, name)
             if tuple(mine.shape) != tuple(array.shape) or mine.dtype != array.dtype:
-                raise AssertionError(f"internal error in shard_sparse_linear: the {name} piece of {_name(layer)} "
+                raise AssertionError(f"internal error in {who}: the {name} piece of {_name(layer)} "
                                      f"is {array.dtype} {tuple(array.shape)}, the shard layer stores "
                                      f"{mine.dtype} {tuple(mine.shape)}")
             mine.copy_(array)
-        if bias:
-            piece.bias.copy_(layer.bias[r0:r1])
-    piece.tp_shard = TPShard(dim, rank, world_size, n, k, r0 if dim == 0 else k0)
+        if bias is not None:
+            piece.bias.copy_(bias)
+
+
+# ---------------------------------------------------------------------------------------------
+# fused projections: q/k/v (or gate/up) as one layer whose output rows are the parts concatenated
+
+
+def fused_rows(parts: tuple[int, ...] | list[int], rank: int, world_size: int) -> torch.Tensor:
+    """The rows of a fused layer (its output rows the `parts` concatenated) that `rank` holds
+    under `FusedColwiseParallel`: its `1/world_size` piece of each part, part after part (the
+    usual fused-QKV sharding: each rank's shard is its own q, k, v row blocks, contiguous). Each
+    part must split evenly (see `FusedColwiseParallel`).
+
+        >>> fused_rows((4, 2, 2), 1, 2).tolist()
+        [2, 3, 5, 7]
+    """
+    pieces, offset = [], 0
+    for size in parts:
+        step = size // world_size
+        pieces.append(torch.arange(offset + rank * step, offset + (rank + 1) * step))
+        offset += size
+    return torch.cat(pieces)
+
+
+def _check_parts(where: str, out_features: int, parts: tuple[int, ...], world_size: int) -> None:
+    """ValueError naming the layer where `parts` are not positive ints summing to its output
+    rows, or one of them does not split evenly over `world_size` ranks."""
+    if not parts or not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in parts):
+        raise ValueError(f"{where}: parts must be positive ints (the fused layers' output rows), got {parts!r}")
+    if sum(parts) != out_features:
+        raise ValueError(f"{where}: parts {tuple(parts)} add up to {sum(parts)} rows, the layer has "
+                         f"{out_features} output rows")
+    bad = [p for p in parts if p % world_size]
+    if bad:
+        raise ValueError(f"{where}: part of {bad[0]} rows (parts {tuple(parts)}) does not split evenly over "
+                         f"{world_size} ranks; a fused layer's parts (heads) must, so that every rank holds "
+                         "the same share of each")
+
+
+def _describe_layer(layer: nn.Module) -> str:
+    if isinstance(layer, SparseLinear):
+        return f"{_name(layer)} ({layer.in_features} -> {layer.out_features})"
+    return f"{type(layer).__name__} ({layer.in_features} -> {layer.out_features})"
+
+
+def _take_rows(layer: SparseLinear, rows: torch.Tensor, who: str) -> SparseLinear:
+    """A new SparseLinear of `layer`'s output rows `rows` (any order), cut from the compressed
+    arrays: values, scales, zero points, per-row 8-bit scales and bias by row, the metadata
+    decoded, indexed and encoded again (its words interleave 16 rows)."""
+    n = layer.out_features
+    rows = rows.to(layer.values.device)
+    piece = SparseLinear(layer.in_features, len(rows), layer.bias is not None, layer.dtype, layer.values.device,
+                         layer.activation, layer.weight_dtype, layer.quant)
+    piece.fqn = layer.fqn
+    idx0, idx1 = decode_meta(layer.meta, n)
+    arrays = {"values": layer.values.index_select(0, rows),
+              "meta": encode_meta(idx0.index_select(0, rows).contiguous(), idx1.index_select(0, rows).contiguous())}
+    for name in ("scales", "zeros", "weight_scale"):
+        if getattr(layer, name, None) is not None:
+            arrays[name] = getattr(layer, name).index_select(0, rows)
+    _fill(piece, arrays, None if layer.bias is None else layer.bias.index_select(0, rows), who, layer)
+    return piece
+
+
+def fuse_linears(layers: list[nn.Module] | tuple[nn.Module, ...]) -> nn.Module:
+    """One layer computing all of `layers` on the same input: its output rows are theirs,
+    concatenated in order (so `y.split([l.out_features for l in layers], -1)` gives their
+    outputs). nn.Linear layers give an nn.Linear; SparseLinear layers (of one format, dtype and
+    activation) a SparseLinear whose compressed arrays are theirs concatenated row by row: 2:4
+    groups and quantization groups lie along K, so nothing is pruned or quantized again and the
+    codes and scales stay bit for bit. All must take the same in_features, and all or none have
+    a bias. One launch instead of len(layers) at decode; shard it with `FusedColwiseParallel`.
+
+        >>> q, k, v = (torch.nn.Linear(256, n).half() for n in (256, 128, 128))
+        >>> qkv = fuse_linears([q, k, v])
+        >>> qkv.out_features
+        512
+        >>> x = torch.randn(2, 256, dtype=torch.float16)
+        >>> bool(torch.equal(qkv(x).split([256, 128, 128], -1)[1], k(x)))
+        True
+    """
+    layers = list(layers)
+    if not layers:
+        raise ValueError("fuse_linears: no layers to fuse")
+    sparse = [isinstance(m, SparseLinear) for m in layers]
+    if not (all(sparse) or all(type(m) is nn.Linear for m in layers)):
+        kinds = sorted({type(m).__name__ for m in layers})
+        raise TypeError(f"fuse_linears: fuses nn.Linear layers or SparseLinear layers, not a mix; got {kinds}")
+    first = layers[0]
+    for m in layers[1:]:
+        if m.in_features != first.in_features:
+            raise ValueError(f"fuse_linears: {_describe_layer(m)} takes {m.in_features} input features, "
+                             f"{_describe_layer(first)} {first.in_features}; fused layers share their input")
+        if (m.bias is None) != (first.bias is None):
+            raise ValueError(f"fuse_linears: {_describe_layer(m)} and {_describe_layer(first)} differ in having a "
+                             "bias; fuse layers that all have one, or none")
+    if not all(sparse):
+        weights = [m.weight.detach() for m in layers]
+        dtypes = {w.dtype for w in weights}
+        if len(dtypes) > 1 or len({w.device for w in weights}) > 1:
+            raise ValueError(f"fuse_linears: the layers' weights differ in dtype or device ({sorted(map(str, dtypes))})")
+        fused = nn.Linear(first.in_features, sum(m.out_features for m in layers), first.bias is not None,
+                          device=weights[0].device, dtype=weights[0].dtype)
+        with torch.no_grad():
+            fused.weight.copy_(torch.cat(weights))
+            if first.bias is not None:
+                fused.bias.copy_(torch.cat([m.bias.detach() for m in layers]))
+        fused.requires_grad_(first.weight.requires_grad)
+        return fused
+    if any(m.activation == "swiglu" for m in layers):
+        raise ValueError("fuse_linears: a layer with activation 'swiglu' is a fused gate/up pair already; fuse the "
+                         "gate and up layers, then set the fused layer's activation")
+    for m in layers[1:]:
+        ours = (m.dtype, m.weight_dtype, m.quant, m.activation, m.values.device)
+        theirs = (first.dtype, first.weight_dtype, first.quant, first.activation, first.values.device)
+        if ours != theirs:
+            raise ValueError(f"fuse_linears: {_describe_layer(m)} stores (dtype, weight_dtype, quant, activation, "
+                             f"device) {ours}, {_describe_layer(first)} {theirs}; fused layers must match")
+    n = sum(m.out_features for m in layers)
+    fused = SparseLinear(first.in_features, n, first.bias is not None, first.dtype, first.values.device,
+                         first.activation, first.weight_dtype, first.quant, first.dispatch)
+    names = [m.fqn for m in layers if m.fqn]
+    fused.fqn = "+".join(names) if names else None
+    decoded = [decode_meta(m.meta, m.out_features) for m in layers]
+    arrays = {"values": torch.cat([m.values for m in layers]),
+              "meta": encode_meta(torch.cat([d[0] for d in decoded]), torch.cat([d[1] for d in decoded]))}
+    for name in ("scales", "zeros", "weight_scale"):
+        if getattr(first, name, None) is not None:
+            arrays[name] = torch.cat([getattr(m, name) for m in layers])
+    bias = torch.cat([m.bias for m in layers]) if first.bias is not None else None
+    _fill(fused, arrays, bias, "fuse_linears", first)
+    return fused
+
+
+def shard_fused_sparse_linear(layer: SparseLinear, parts: tuple[int, ...] | list[int], rank: int,
+                              world_size: int) -> SparseLinear:
+    """Rank's column-parallel piece of a fused SparseLinear (`fuse_linears`) whose output rows are
+    `parts` concatenated (q, k, v: `(4096, 4096, 4096)`): its piece of each part, concatenated
+    (`fused_rows`), cut from the compressed arrays like `shard_sparse_linear`'s (bias, scales and
+    activation go with the rows). Every part must split evenly over `world_size`.
+
+        >>> q, k, v = (SparseLinear.from_linear(torch.nn.Linear(256, n).half()) for n in (128, 64, 64))
+        >>> piece = shard_fused_sparse_linear(fuse_linears([q, k, v]), (128, 64, 64), 1, 2)
+        >>> want = torch.cat([q.weight().to_dense()[64:], k.weight().to_dense()[32:], v.weight().to_dense()[32:]])
+        >>> bool(torch.equal(piece.weight().to_dense(), want))
+        True
+    """
+    if not isinstance(layer, SparseLinear):
+        raise TypeError(f"shard_fused_sparse_linear: expects a SparseLinear, got {type(layer).__name__}")
+    if not (isinstance(world_size, int) and world_size >= 1 and isinstance(rank, int) and 0 <= rank < world_size):
+        raise ValueError(f"shard_fused_sparse_linear: need 0 <= rank < world_size, got rank {rank}, "
+                         f"world_size {world_size}")
+    if getattr(layer, "tp_shard", None) is not None:
+        raise ValueError(f"{_name(layer)} is already a tensor-parallel shard ({layer.tp_shard}); shard the full layer")
+    parts = tuple(parts)
+    _check_parts(_describe_layer(layer), layer.out_features, parts, world_size)
+    if layer.activation == "swiglu" and (len(parts) != 2 or parts[0] != parts[1]):
+        raise ValueError(f"{_describe_layer(layer)} has activation 'swiglu' ([gate | up] rows, two equal halves), "
+                         f"but parts {parts} are not its two halves ({layer.out_features // 2}, "
+                         f"{layer.out_features // 2})")
+    piece = _take_rows(layer, fused_rows(parts, rank, world_size), "shard_fused_sparse_linear")
+    piece.tp_shard = TPShard(0, rank, world_size, layer.out_features, layer.in_features,
+                             rank * parts[0] // world_size, parts)
     return piece
 
 
@@ -355,6 +542,58 @@ class SparseRowwiseParallel(RowwiseParallel):
         module.register_forward_pre_hook(pre_hook)
         module.register_forward_hook(hook)
         return module
+
+
+class FusedColwiseParallel(ColwiseParallel):
+    """Column parallelism for a fused projection (`fuse_linears`: q/k/v as one layer, or
+    gate/up) whose output rows are `parts` concatenated: each rank holds its share of every
+    part, contiguous (`fused_rows`), so rank r's output is `[q_r | k_r | v_r]` (its own heads of
+    each), which it splits locally. Plain torch ColwiseParallel would cut the concatenated rows
+    in halves (rank 0: all of q and half of k). Takes nn.Linear (the rows are reordered so, then
+    torch's ColwiseParallel shards them: a DTensor weight) and SparseLinear
+    (`shard_fused_sparse_linear`: each rank's piece compressed on its own), so dense TP and
+    sparse TP get the same structure; `sparse_plan` keeps it as it is. Every part must split
+    evenly over the mesh (a ValueError naming the layer otherwise).
+
+    The output is the local tensor only (Shard(-1), use_local_output=True): gathered, the fused
+    columns would be in rank order, not in the parts' order.
+
+        parallelize_module(model, mesh, {
+            "layers.*.self_attn.qkv_proj": FusedColwiseParallel((4096, 4096, 4096)),
+            "layers.*.mlp.gate_up_proj": FusedColwiseParallel((11008, 11008)),
+            "layers.*.self_attn.o_proj": RowwiseParallel(), "layers.*.mlp.down_proj": RowwiseParallel()})
+    """
+
+    def __init__(self, parts: tuple[int, ...] | list[int], *, input_layouts: Placement | None = None) -> None:
+        super().__init__(input_layouts=input_layouts)
+        self.parts = tuple(parts)
+
+    def _apply(self, module: nn.Module, device_mesh: DeviceMesh) -> nn.Module:
+        rank, world = _mesh_rank(device_mesh)
+        if isinstance(module, SparseLinear):
+            _sharded(module)
+            _check_parts(_describe_layer(module), module.out_features, self.parts, world)
+            if self.src_data_rank is not None:
+                _broadcast_full(module, device_mesh, self.src_data_rank)
+            _install(module, shard_fused_sparse_linear(module, self.parts, rank, world), device_mesh)
+            layouts, desired = self.input_layouts, self.desired_input_layouts
+
+            def pre_hook(mod: nn.Module, inputs: tuple) -> tuple:
+                return (_local_input(inputs[0], device_mesh, layouts, desired), *inputs[1:])
+
+            module.register_forward_pre_hook(pre_hook)
+            return module  # the output: the local [q_r | k_r | v_r] as the kernel leaves it
+        if type(module) is not nn.Linear:
+            raise TypeError(f"FusedColwiseParallel: takes an nn.Linear or a SparseLinear (a fused projection), "
+                            f"got {type(module).__name__}")
+        _check_parts(_describe_layer(module), module.out_features, self.parts, world)
+        # rank-blocked row order: torch's even Shard(0) then gives rank r exactly fused_rows(parts, r)
+        order = torch.cat([fused_rows(self.parts, r, world) for r in range(world)]).to(module.weight.device)
+        with torch.no_grad():
+            module.weight.copy_(module.weight.index_select(0, order))
+            if module.bias is not None:
+                module.bias.copy_(module.bias.index_select(0, order))
+        return super()._apply(module, device_mesh)
 
 
 def sparse_plan(plan: ParallelStyle | dict[str, ParallelStyle]) -> ParallelStyle | dict[str, ParallelStyle]:

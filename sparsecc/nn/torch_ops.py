@@ -15,6 +15,7 @@ the op has no backward, and a call that would need one is an error that says so.
     d = torch.ops.sparsecc.sparse_mm(values, meta, k, b)          # A (M x k, 2:4) @ b (k x N)
     y = torch.ops.sparsecc.sparse_mm(w8.values, w8.meta, k, x8.t(), sw, sx)   # int8/fp8, rowwise scales
     y = torch.ops.sparsecc.sparse_linear_8bit(x, w8.values, w8.meta, sw, in_features, bias, "none")
+    h = torch.ops.sparsecc.sparse_swiglu(x, values, meta, None, None, in_features, "nv24", None)  # [gate|up] rows
 """
 
 from __future__ import annotations
@@ -160,3 +161,39 @@ def _(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, weight_scale: t
 
 
 sparse_linear_8bit_op.register_autograd(_no_backward)
+
+
+@torch.library.custom_op("sparsecc::sparse_swiglu", mutates_args=())
+def sparse_swiglu_op(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | None,
+                     zeros: torch.Tensor | None, in_features: int, scheme: str,
+                     bias: torch.Tensor | None) -> torch.Tensor:
+    """`silu(x @ Wg.T + bg) * (x @ Wu.T + bu)` for a 2:4 weight W = [Wg | Wu] (gate rows, then
+    as many up rows) given as its arrays: 16-bit (`scheme` "nv24", scales and zeros None) or
+    quantized (`scheme` "w4g128", ..., with its scales / zero points). CUDA runs the one-launch
+    kernel (`sparsecc.ops.sparse_glu.sparse_swiglu`); the CPU computes in torch.
+
+        y = torch.ops.sparsecc.sparse_swiglu(x, w.values, w.meta, None, None, w.shape[1], "nv24", None)
+    """
+    from sparsecc.ops.sparse_glu import reference_swiglu, sparse_swiglu
+
+    shape = (values.shape[0], in_features)
+    if scheme == "nv24":
+        w = SparseTensor(values, meta, shape)
+    else:
+        w = QuantizedSparseTensor(values, meta, scales, shape, quant_format(scheme).name, zeros)
+    if x.device.type == "cuda":
+        return sparse_swiglu(x, w, bias)
+    return reference_swiglu(x, w, bias)
+
+
+@sparse_swiglu_op.register_fake
+def _(x: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | None,
+      zeros: torch.Tensor | None, in_features: int, scheme: str, bias: torch.Tensor | None) -> torch.Tensor:
+    torch._check(x.shape[-1] == in_features, lambda: f"sparse_swiglu: x has {x.shape[-1]} features, "
+                                                      f"the weight expects {in_features}")
+    torch._check(values.shape[0] % 32 == 0, lambda: f"sparse_swiglu: {values.shape[0]} weight rows are not two "
+                                                     "halves of a multiple of 16 rows")
+    return x.new_empty((*x.shape[:-1], values.shape[0] // 2))
+
+
+sparse_swiglu_op.register_autograd(_no_backward)

@@ -1,5 +1,7 @@
-"""Library ops built on `@sparsecc.jit` kernels (`sparsecc.ops.sparse_mm`, `sparsecc.ops.sparse_linear`)."""
+"""Library ops built on `@sparsecc.jit` kernels (`sparsecc.ops.sparse_mm`, `sparsecc.ops.sparse_linear`,
+`sparsecc.ops.sparse_glu`)."""
 
+from sparsecc.ops.sparse_glu import sparse_swiglu
 from sparsecc.ops.sparse_linear import (
     LinearConfig,
     quantized_linear_config,
@@ -9,4 +11,4 @@ from sparsecc.ops.sparse_linear import (
 from sparsecc.ops.sparse_mm import MMConfig, default_config, sparse_mm, sparse_mm_kernel
 
 __all__ = ["LinearConfig", "MMConfig", "default_config", "quantized_linear_config", "sparse_linear",
-           "sparse_linear_kernel", "sparse_mm", "sparse_mm_kernel"]
+           "sparse_linear_kernel", "sparse_mm", "sparse_mm_kernel", "sparse_swiglu"]

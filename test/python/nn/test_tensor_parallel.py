@@ -26,8 +26,12 @@ from torch.distributed.tensor import Replicate, Shard  # noqa: E402
 from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInput, RowwiseParallel  # noqa: E402
 
 from sparsecc.nn.parallel import (  # noqa: E402
+    FusedColwiseParallel,
     SparseColwiseParallel,
     SparseRowwiseParallel,
+    fuse_linears,
+    fused_rows,
+    shard_fused_sparse_linear,
     shard_sparse_linear,
     sparse_plan,
 )
@@ -122,6 +126,90 @@ def test_w4g128_on_group_boundaries_is_accepted():
     assert [tuple(p.scales.shape) for p in pieces] == [(16, 43), (16, 43)]
 
 
+@pytest.mark.parametrize("fmt", ["fp16", "w4g128", "w4g64z", "int8", "fp8"])
+def test_fuse_linears_concatenates_the_compressed_rows(fmt):
+    """q, k, v of 70, 34, 34 rows (not multiples of the metadata's 16-row blocks) fused: the
+    weight is their rows concatenated bit for bit (codes, scales, metadata decoded), and the
+    fused output splits into theirs exactly."""
+    layers = [_layer(n, 256, fmt, "silu", seed=s) for s, n in enumerate((70, 34, 34))]
+    for name, layer in zip("qkv", layers):
+        layer.fqn = f"attn.{name}_proj"
+    fused = fuse_linears(layers)
+    assert (fused.out_features, fused.in_features, fused.activation) == (138, 256, "silu")
+    assert fused.fqn == "attn.q_proj+attn.k_proj+attn.v_proj"
+    assert torch.equal(_dense(fused), torch.cat([_dense(m) for m in layers]))
+    assert torch.equal(fused.bias, torch.cat([m.bias for m in layers]))
+    if fused.quant is not None:
+        assert torch.equal(fused.scales, torch.cat([m.scales for m in layers]))
+    if fused.weight_dtype is not None:
+        assert torch.equal(fused.weight_scale, torch.cat([m.weight_scale for m in layers]))
+    if fmt == "fp8":
+        return  # fp8 forward needs CUDA; the arrays above are what it would read
+    x = torch.randn(2, 3, 256, dtype=torch.float16)
+    for got, layer in zip(fused(x).split([70, 34, 34], -1), layers, strict=True):
+        want = layer(x)
+        assert want.abs().max() > 0.5
+        assert torch.equal(got, want)
+
+
+def test_fuse_linears_of_dense_layers_and_its_errors():
+    torch.manual_seed(0)
+    q, k = nn.Linear(64, 48).half(), nn.Linear(64, 16).half()
+    fused = fuse_linears([q, k])
+    x = torch.randn(5, 64, dtype=torch.float16)
+    a, b = fused(x).split([48, 16], -1)
+    assert torch.equal(a, q(x)) and torch.equal(b, k(x))
+    with pytest.raises(ValueError, match="takes 32 input features"):
+        fuse_linears([q, nn.Linear(32, 16).half()])
+    with pytest.raises(ValueError, match="differ in having a bias"):
+        fuse_linears([q, nn.Linear(64, 16, bias=False).half()])
+    with pytest.raises(TypeError, match="not a mix"):
+        fuse_linears([q, _layer(16, 64, "fp16")])
+    with pytest.raises(ValueError, match="must match"):
+        fuse_linears([_layer(16, 128, "fp16"), _layer(16, 128, "w4g128")])
+    with pytest.raises(ValueError, match="no layers"):
+        fuse_linears([])
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "w4g128", "int8"])
+@pytest.mark.parametrize("world", [2, 4])
+def test_fused_shards_hold_each_ranks_rows_of_every_part(fmt, world):
+    """Rank r's piece of a fused q/k/v (GQA: 128, 64, 64 rows) is its q rows, then its k rows,
+    then its v rows, cut from the compressed arrays; its output is those columns of the
+    unfused layers' outputs (w4g128: scale rows follow their code rows)."""
+    parts = (128, 64, 64)
+    layers = [_layer(n, 256, fmt, seed=s) for s, n in enumerate(parts)]
+    fused = fuse_linears(layers)
+    x = torch.randn(3, 256, dtype=torch.float16)
+    outs = [m(x) for m in layers]
+    for rank in range(world):
+        piece = shard_fused_sparse_linear(fused, parts, rank, world)
+        mine = [slice(rank * n // world, (rank + 1) * n // world) for n in parts]
+        assert piece.out_features == 256 // world and piece.tp_shard.parts == parts
+        assert torch.equal(_dense(piece), torch.cat([_dense(m)[s] for m, s in zip(layers, mine)]))
+        assert torch.equal(piece.bias, torch.cat([m.bias[s] for m, s in zip(layers, mine)]))
+        if fmt == "w4g128":
+            assert torch.equal(piece.scales, torch.cat([m.scales[s] for m, s in zip(layers, mine)]))
+        assert torch.equal(piece(x), torch.cat([o[:, s] for o, s in zip(outs, mine)], -1))
+    assert fused_rows(parts, 1, 2).tolist() == [*range(64, 128), *range(160, 192), *range(224, 256)]
+
+
+def test_fused_splits_that_do_not_fit_are_refused_naming_the_layer():
+    fused = fuse_linears([_layer(n, 64, "fp16", seed=s) for s, n in enumerate((64, 32, 32))])
+    fused.fqn = "attn.qkv_proj"
+    with pytest.raises(ValueError, match=r"'attn.qkv_proj' \(64 -> 128\).*part of 32 rows .* over 64 ranks"):
+        shard_fused_sparse_linear(fused, (64, 32, 32), 0, 64)
+    with pytest.raises(ValueError, match="does not split evenly over 3 ranks"):
+        shard_fused_sparse_linear(fused, (64, 32, 32), 0, 3)
+    with pytest.raises(ValueError, match=r"add up to 96 rows, the layer has 128"):
+        shard_fused_sparse_linear(fused, (64, 32), 0, 2)
+    with pytest.raises(ValueError, match="positive ints"):
+        shard_fused_sparse_linear(fused, (64, 64, 0), 0, 2)
+    with pytest.raises(ValueError, match="already a tensor-parallel shard"):
+        shard_fused_sparse_linear(shard_fused_sparse_linear(fused, (64, 32, 32), 0, 2), (32, 16, 16), 0, 2)
+    assert type(sparse_plan(FusedColwiseParallel((64, 64)))) is FusedColwiseParallel  # kept as it is
+
+
 def test_bad_arguments_and_a_second_split_are_refused():
     layer = _layer(32, 64, "fp16")
     with pytest.raises(ValueError, match="dim must be 0"):
@@ -186,6 +274,14 @@ def _run_two_ranks(tmp_path, device: str) -> None:
             assert shards["fc3_out"] == (36, 35)[rank]
             assert shards["fc2_bias"] == (rank == 0)
             assert res[f"block-{name}-local"] == {"q_out": 128, "down_in": 256}
+        for name in ("fp16", "w4g128", "dense", "swiglu-w4g128"):  # fused q/k/v and gate/up, FusedColwiseParallel
+            d = res[f"fused-{name}"]
+            assert d["finite"] and d["ref"] > 0.05, (rank, name, d)
+            assert d["err"] <= 1e-2 * max(d["ref"], 1.0), (rank, name, d)
+            local = res[f"fused-{name}-local"]
+            assert (local["qkv_out"], local["gate_up_out"]) == (256, 512), local  # (256+128+128)/2, 2*512/2
+            assert local["parts"] == ([256, 128, 128] if name != "dense" else None)
+            assert local["gate_up_activation"] == {"dense": None, "swiglu-w4g128": "swiglu"}.get(name, "none")
         error = res["bad-split"]["error"]
         assert error and "'mlp.down'" in error and "[192, 192]" in error and "quantization group 128" in error
 

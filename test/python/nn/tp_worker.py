@@ -28,7 +28,13 @@ from torch.distributed.tensor import DTensor, Replicate
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
 from sparsecc.nn import SparseLinear, sparsify_
-from sparsecc.nn.parallel import SparseColwiseParallel, SparseRowwiseParallel, sparse_plan
+from sparsecc.nn.parallel import (
+    FusedColwiseParallel,
+    SparseColwiseParallel,
+    SparseRowwiseParallel,
+    fuse_linears,
+    sparse_plan,
+)
 
 HIDDEN, HEADS, INTER = 256, 4, 512
 DEVICE = os.environ.get("TP_DEVICE", "cpu")
@@ -89,6 +95,76 @@ BLOCK_PLAN = {"q_proj": ColwiseParallel(), "k_proj": ColwiseParallel(), "v_proj"
               "down_proj": RowwiseParallel()}
 
 
+KV_HEADS = 2
+QKV_PARTS = (HIDDEN, HIDDEN * KV_HEADS // HEADS, HIDDEN * KV_HEADS // HEADS)
+
+
+class GQABlock(nn.Module):
+    """A Llama-like block with grouped-query attention (4 query heads, 2 key/value heads: q, k, v
+    of 256, 128, 128 rows) whose projections are separate, or, after `fuse()`, one qkv_proj and
+    one gate_up_proj (`fuse_linears`) split locally in the proportions of the parts: on a rank
+    of FusedColwiseParallel the local output is that rank's q, k, v (gate, up)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q_proj = nn.Linear(HIDDEN, QKV_PARTS[0], bias=True)
+        self.k_proj, self.v_proj = (nn.Linear(HIDDEN, QKV_PARTS[1], bias=True) for _ in range(2))
+        self.o_proj = nn.Linear(HIDDEN, HIDDEN, bias=False)
+        self.gate_proj, self.up_proj = (nn.Linear(HIDDEN, INTER, bias=False) for _ in range(2))
+        self.down_proj = nn.Linear(INTER, HIDDEN, bias=False)
+        self.norm1, self.norm2 = nn.RMSNorm(HIDDEN), nn.RMSNorm(HIDDEN)
+        self.fused = False
+
+    def fuse(self, swiglu: bool = False) -> GQABlock:
+        """Fused projections; `swiglu`: the gate/up layer (a SparseLinear) computes silu(gate) * up
+        in its kernel's epilogue."""
+        self.qkv_proj = fuse_linears([self.q_proj, self.k_proj, self.v_proj])
+        self.gate_up_proj = fuse_linears([self.gate_proj, self.up_proj])
+        if swiglu:
+            self.gate_up_proj.activation = "swiglu"
+        del self.q_proj, self.k_proj, self.v_proj, self.gate_proj, self.up_proj
+        self.fused = True
+        return self
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        h = self.norm1(x)
+        if self.fused:
+            qkv = self.qkv_proj(h)
+            # each rank holds 1 / world_size of every part: split in the parts' proportions
+            q, k, v = qkv.split([p * qkv.shape[-1] // sum(QKV_PARTS) for p in QKV_PARTS], -1)
+        else:
+            q, k, v = self.q_proj(h), self.k_proj(h), self.v_proj(h)
+        q, k, v = (p.reshape(b, t, -1, HIDDEN // HEADS).transpose(1, 2) for p in (q, k, v))
+        groups = q.shape[1] // k.shape[1]
+        k, v = (p.repeat_interleave(groups, dim=1) for p in (k, v))
+        a = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True).to(x.dtype)
+        x = x + self.o_proj(a.transpose(1, 2).reshape(b, t, -1))
+        h = self.norm2(x)
+        if self.fused and getattr(self.gate_up_proj, "activation", None) == "swiglu":
+            return x + self.down_proj(self.gate_up_proj(h))  # silu(gate) * up from the layer itself
+        if self.fused:
+            gate, up = self.gate_up_proj(h).chunk(2, -1)
+        else:
+            gate, up = self.gate_proj(h), self.up_proj(h)
+        return x + self.down_proj(F.silu(gate) * up)
+
+
+FUSED_PLAN = {"qkv_proj": FusedColwiseParallel(QKV_PARTS), "gate_up_proj": FusedColwiseParallel((INTER, INTER)),
+              "o_proj": RowwiseParallel(), "down_proj": RowwiseParallel()}
+
+
+def _gqa_block(seed: int, quant: str | None, sparse: bool) -> GQABlock:
+    torch.manual_seed(seed)
+    block = GQABlock().half()
+    with torch.no_grad():  # biases of the weights' size: a bias in the wrong rows shows
+        for p in (block.q_proj, block.k_proj, block.v_proj):
+            p.bias.normal_(0, 0.5)
+    if sparse:
+        sparsify_(block, quant=quant)
+    return block.to(DEVICE)
+
+
 def _diff(a: torch.Tensor, b: torch.Tensor) -> dict:
     return {"err": (a.float() - b.float()).abs().max().item(), "ref": b.float().abs().max().item(),
             "shape": list(a.shape), "finite": bool(torch.isfinite(a).all())}
@@ -123,6 +199,24 @@ def run(rank: int, world: int) -> dict:
         sharded = parallelize_module(copy.deepcopy(block), mesh, sparse_plan(BLOCK_PLAN))
         results[f"block-{name}"] = _diff(sharded(x), ref)
         results[f"block-{name}-local"] = {"q_out": sharded.q_proj.out_features, "down_in": sharded.down_proj.in_features}
+
+    # fused q/k/v and gate/up (GQA: parts of 256, 128, 128 rows), sharded with FusedColwiseParallel,
+    # against the unsharded unfused block: sparse fp16 and w4g128 (fused from the SparseLinears),
+    # and dense (fused nn.Linear, torch's DTensor path under the same plan)
+    # (and w4g128 with the SwiGLU in the gate/up kernel's epilogue)
+    for name, quant, sparse in (("fp16", None, True), ("w4g128", "w4g128", True), ("dense", None, False),
+                                ("swiglu-w4g128", "w4g128", True)):
+        ref = _gqa_block(0, quant, sparse)(x)
+        # rank 1's copy from another seed: the shards must come from rank 0's weights
+        block = _gqa_block(0 if rank == 0 else 1234, quant, sparse).fuse(swiglu=name.startswith("swiglu"))
+        sharded = parallelize_module(block, mesh, sparse_plan(FUSED_PLAN) if sparse else FUSED_PLAN)
+        results[f"fused-{name}"] = _diff(sharded(x), ref)
+        qkv, gate_up = sharded.qkv_proj, sharded.gate_up_proj
+        results[f"fused-{name}-local"] = {
+            "qkv_out": qkv.out_features if sparse else qkv.weight.to_local().shape[0],
+            "gate_up_out": gate_up.out_features if sparse else gate_up.weight.to_local().shape[0],
+            "parts": list(qkv.tp_shard.parts) if sparse else None,
+            "gate_up_activation": getattr(gate_up, "activation", None)}
 
     # a row-parallel w4g128 layer whose K pieces (192) break a 128-column quantization group
     torch.manual_seed(0)
