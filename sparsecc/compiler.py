@@ -181,6 +181,7 @@ def make_ptx(opts: CompileOptions) -> list[str]:
         "allocate-shared-memory",
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
         "ptx-hoist-loop-invariants",
+        "ptx-strength-reduce",
         EMIT_PTX,
     ]
 
