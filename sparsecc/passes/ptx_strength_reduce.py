@@ -191,8 +191,18 @@ def _with_carried(loop: scf.ForOp, keep: list[int], inits: list[SSAValue], nexts
     return new
 
 
+def _loads_registers(loop: scf.ForOp) -> bool:
+    """Whether the loop's fast path loads global memory into registers (`ptx.ld.global` outside
+    a `COLD_ELSE` slow path): sparse_linear's dequantizing loops, whose ~100 scalar loads ptxas
+    scheduled around carried copy addresses with 248 registers instead of 168 (no address is
+    carried there; the cp.async loops of the GEMMs and of attention load no registers)."""
+    return any(isinstance(op, ptx.LdGlobalOp) and not in_cold(loop, op) for op in loop.body.walk())
+
+
 def _carry_addresses(loop: scf.ForOp) -> tuple[scf.ForOp, int]:
     """Carry the affine addresses of `loop` (`_to_carry`); returns the loop and how many."""
+    if _loads_registers(loop):
+        return loop, 0
     ivs, inits = _induction_steps(loop)
     ops = _affine_ops(loop, ivs)
     carry = _to_carry(loop, ops)
