@@ -13,9 +13,10 @@ This pass does that for any `scf.for` of a `ptx.kernel` (after ptx-hoist-loop-in
   `muli`/`shli` by an invariant and `extsi`; one's step per iteration follows from the steps
   of the induction variables it is built from (the same ops applied to the steps);
 - an affine i64 value that costs two or more ops to rebuild from the induction variables or a
-  value already carried, and that something else than an affine op uses (a load's address),
-  becomes a carried value: its value on entry computed before the loop, advanced by its step
+  value already carried, and that an op outside the arith dialect uses (a copy's or a store's
+  address) outside the slow path of a `COLD_ELSE` branch, becomes a carried value: its value on entry computed before the loop, advanced by its step
   (one add) at the end of the body;
+- not in a loop that loads registers from global memory on its fast path (`_loads_registers`);
 - afterwards a carried value that only feeds its own update, and that nothing reads after the
   loop, is no longer carried (what the recomputed offsets leave behind, and the block pointers
   the pipeline no longer loads from).

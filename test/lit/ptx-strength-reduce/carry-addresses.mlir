@@ -6,6 +6,7 @@
 // add). The slow path of a cold else keeps its own address (and so the offset stays carried);
 // without it (second loop) the offset only feeds itself and is no longer carried, and neither
 // is a value nothing reads (%dead). A value only a compare reads is not an address: not carried.
+// A loop that loads registers from global memory (third loop) keeps its addresses as they are.
 
 // CHECK-LABEL: "ptx.kernel"
 // entry value: the same ops on the offset's initial value %o0
@@ -48,6 +49,12 @@
 // CHECK-NEXT:   %[[M:.*]] = arith.addi %[[B]], %[[T1]] : i64
 // CHECK-NEXT:   scf.yield %[[M]] : i64
 // CHECK-NEXT: }
+
+// CHECK:      scf.for %k = %c0 to %n step %c1 iter_args(%off3 = %o0) -> (i32) : i32 {
+// CHECK-NEXT:   %x3 = arith.extsi %off3 : i32 to i64
+// CHECK-NEXT:   %xs3 = arith.muli %x3, %stride : i64
+// CHECK-NEXT:   %a3 = arith.addi %p, %xs3 : i64
+// CHECK-NEXT:   %v3 = "ptx.ld.global"(%a3)
 
 // In PTX the first loop's body stores through the carried register and adds the step to it:
 // PTX: // scf.for {{.*}} carried: %r{{[0-9]+}}, [[ADDR:%rd[0-9]+]]{{$}}
@@ -99,6 +106,15 @@ builtin.module {
       %off2_next = arith.addi %off2, %s : i32
       %d2 = arith.muli %d, %n : i32
       scf.yield %off2_next, %d2 : i32, i32
+    }
+    %r3 = scf.for %k = %c0 to %n step %c1 iter_args(%off3 = %o0) -> (i32) : i32 {
+      %x3 = arith.extsi %off3 : i32 to i64
+      %xs3 = arith.muli %x3, %stride : i64
+      %a3 = arith.addi %p, %xs3 : i64
+      %v3 = "ptx.ld.global"(%a3) <{offset = 0 : i64, operandSegmentSizes = array<i32: 1, 0, 0>}> : (i64) -> i32
+      "ptx.st.global"(%a3, %v3) <{offset = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 0>}> : (i64, i32) -> ()
+      %off3_next = arith.addi %off3, %s : i32
+      scf.yield %off3_next : i32
     }
   }) : () -> ()
 }
