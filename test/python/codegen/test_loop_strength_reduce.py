@@ -1,7 +1,8 @@
 """ptx-strength-reduce (issue 30, fused attention's loop): a K loop carries the addresses of its
 cp.async copies instead of rebuilding them from i32 offsets (sext, 64-bit multiplies) each
-iteration, and the pipeline's ring slots rotate with a compare + select, not `rem.u32` (a
-division sequence in SASS for 3 stages).
+iteration, the pipeline's ring slots rotate with a compare + select, not `rem.u32` (a
+division sequence in SASS for 3 stages), and a wgmma's B descriptor is built once per dot
+(the later k steps add offset / 16 to it; test_wgmma_descriptor_reads decodes what they read).
 
 - the pass on a small loop, run by a tiny evaluator before and after: the same stores to the
   same addresses, forward and backward steps, negative strides;
@@ -151,6 +152,9 @@ def test_attention_loop_steps_running_addresses(target, head_dim):
         assert slow not in body, slow
     (res,) = ck.metadata["ptxas"].values()
     assert (res.spill_stores, res.spill_loads) == (0, 0), res
+    if target == "sm_90a":
+        # one B descriptor built per dot; the other k steps add a constant to it
+        assert body.count("or.b64") == 2, body.count("or.b64")
     if (target, head_dim) == ("sm_90a", 64):
         assert res.registers <= 128, res  # two CTAs per SM
 
