@@ -83,6 +83,8 @@ class CompileOptions:
     """Dense 16-bit dots of loaded tiles as sm_90a wgmma (off: mma.sync)."""
     coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
+    strength_reduce: bool = SWITCHES["strength_reduce"].default
+    """Loops carry their copies' addresses (`ptx-strength-reduce`)."""
 
     @classmethod
     def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
@@ -181,7 +183,7 @@ def make_ptx(opts: CompileOptions) -> list[str]:
         "allocate-shared-memory",
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
         "ptx-hoist-loop-invariants",
-        "ptx-strength-reduce",
+        *(["ptx-strength-reduce"] if opts.strength_reduce else []),
         EMIT_PTX,
     ]
 

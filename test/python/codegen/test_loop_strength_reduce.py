@@ -198,6 +198,14 @@ def test_backward_pointers_are_carried_too(target):
     assert (res.spill_stores, res.spill_loads) == (0, 0), res
 
 
+def test_the_switch_turns_the_pass_off():
+    """strength_reduce=False (SPARSECC_STRENGTH_REDUCE=0): the addresses are rebuilt again, for
+    A/B timing of the same kernel."""
+    off = sparsecc.compile(reverse_k_matmul, REV_SIG, REV_BLOCKS, target="sm_90a", num_warps=8, num_stages=3,
+                           strength_reduce=False)
+    assert "mul.lo.s64" in _fast_path(_loop(off.asm["ptx"]))
+
+
 def _reverse_problem(m: int, n: int, k: int, device: str):
     g = torch.Generator().manual_seed(m * n + k)
     a = torch.randn(m, k, generator=g).half().to(device)
