@@ -87,6 +87,8 @@ class CompileOptions:
     """sm_90a: dots of dequantized A with B rows of whole 128-byte blocks as register-A wgmma."""
     coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
+    strength_reduce: bool = SWITCHES["strength_reduce"].default
+    """Loops carry their copies' addresses (`ptx-strength-reduce`)."""
 
     @classmethod
     def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
@@ -189,6 +191,7 @@ def make_ptx(opts: CompileOptions) -> list[str]:
         "allocate-shared-memory",
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
         "ptx-hoist-loop-invariants",
+        *(["ptx-strength-reduce"] if opts.strength_reduce else []),
         EMIT_PTX,
     ]
 

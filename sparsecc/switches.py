@@ -71,6 +71,11 @@ SWITCHES: dict[str, Switch] = {
                                   "product: MoE and sparse_linear's W x^T into y) as 16-byte vectors "
                                   "through a shared scratch (tritongpu-coalesce-mma-stores; off: one "
                                   "st.global.b16 per element)"),
+    "strength_reduce": Switch("SPARSECC_STRENGTH_REDUCE", True,
+                              "loops carry the 64-bit addresses of their copies, advanced by a "
+                              "loop-invariant step, instead of rebuilding them from i32 offsets every "
+                              "iteration (ptx-strength-reduce; attention's loop: 16% fewer SASS "
+                              "instructions; some sparse GEMM tiles take more registers)"),
 }
 """CompileOptions field -> its switch."""
 

@@ -371,6 +371,18 @@ def _desc(L: LoweringContext, addr: SSAValue, const: SSAValue) -> SSAValue:
     return em.val(arith.OrIOp(em.ext64(field, signed=False), const))
 
 
+def _desc_past(L: LoweringContext, desc: SSAValue, offset: int) -> SSAValue:
+    """The descriptor of the address `offset` bytes past `desc`'s: `desc + offset / 16` (one
+    add of a constant instead of a shift, a mask and an or per wgmma step). Exact: both
+    addresses lie in the CTA's shared memory (under 2**18 bytes: 228 KiB on sm_90), so the
+    address field (addr >> 4) & 0x3FFF of the second is the first's plus offset / 16 with no
+    carry out of its 14 bits, and `offset` is a multiple of 16 (descriptor addresses are
+    16-byte aligned)."""
+    if offset % 16:
+        raise LoweringError(f"internal error: a wgmma step {offset} bytes into a tile is not 16-byte aligned")
+    return L.em.add(desc, offset // 16)
+
+
 def _wgmma_b_desc(b: SmemOperand, kstep: int) -> tuple[int, Callable[[int], int], int]:
     """(descriptor bits without the address, K step s -> its byte offset in the tile, imm-trans-b)
     of B."""
@@ -422,11 +434,12 @@ def lower_wgmma(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand, c: Re
     const = em.c(wg.as_signed64(bits), i64)
     L.before_shared_read()
     a_ops = _wgmma_a_desc(L, a, rep_m, k // kstep) if isinstance(a, SmemOperand) else a.frags
+    b0 = _desc(L, b.sm.addr, const)
     em.op(wg.WgmmaFenceOp())
     acc = list(c.regs)
     per = n // 2
     for s in range(k // kstep):
-        desc = _desc(L, em.add(b.sm.addr, step_offset(s)), const)
+        desc = _desc_past(L, b0, step_offset(s))
         q, selector = instr.meta.step(s)
         for i in range(rep_m):
             op = em.op(wg.WgmmaMmaAsyncSpOp(a_ops[(i, s)], desc, meta.frags[(i, q)][0], n=n, ab_type=t,
@@ -478,11 +491,12 @@ def lower_wgmma_dense(L: LoweringContext, a: Frag | SmemOperand, b: SmemOperand,
     const = em.c(wg.as_signed64(bits), i64)
     L.before_shared_read()
     a_ops = _wgmma_a_desc(L, a, rep_m, steps) if isinstance(a, SmemOperand) else a.frags
+    b0 = _desc(L, b.sm.addr, const)
     em.op(wg.WgmmaFenceOp())
     acc = list(c.regs)
     per = n // 2
     for s in range(steps):
-        desc = _desc(L, em.add(b.sm.addr, step_offset(s)), const)
+        desc = _desc_past(L, b0, step_offset(s))
         for i in range(rep_m):
             step_acc = [] if fresh and s == 0 and scale_d is None else acc[i * per:(i + 1) * per]
             op = em.op(wg.WgmmaMmaAsyncOp(a_ops[(i, s)], desc, n=n, ab_type=t, acc=step_acc,

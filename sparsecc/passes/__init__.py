@@ -110,6 +110,12 @@ def _ptx_hoist() -> type[ModulePass]:
     return HoistLoopInvariantsPass
 
 
+def _ptx_strength_reduce() -> type[ModulePass]:
+    from sparsecc.passes.ptx_strength_reduce import StrengthReducePass
+
+    return StrengthReducePass
+
+
 def _canonicalize() -> type[ModulePass]:
     from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -141,6 +147,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "allocate-shared-memory": _allocate_shared_memory,
     "convert-ttg-to-ptx": _convert_ttg_to_ptx,
     "ptx-hoist-loop-invariants": _ptx_hoist,
+    "ptx-strength-reduce": _ptx_strength_reduce,
     "canonicalize": _canonicalize,
     "cse": _cse,
 }

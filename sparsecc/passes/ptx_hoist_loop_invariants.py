@@ -33,7 +33,7 @@ def _inside(loop: Operation, v: SSAValue) -> bool:
     return op is not None and loop.is_ancestor(op)
 
 
-def _in_cold(loop: Operation, op: Operation) -> bool:
+def in_cold(loop: Operation, op: Operation) -> bool:
     """Whether `op` sits in the else region of a `COLD_ELSE` scf.if inside `loop`."""
     region = op.parent_region()
     while region is not None and region is not loop.body:
@@ -59,7 +59,7 @@ def hoist_loop_invariants(root: Operation) -> int:
         if block is None:
             continue
         for op in list(loop.body.walk()):
-            if op is loop or not _pure(op) or op.regions or _in_cold(loop, op):
+            if op is loop or not _pure(op) or op.regions or in_cold(loop, op):
                 continue
             if any(_inside(loop, v) for v in op.operands):
                 continue
@@ -84,4 +84,4 @@ class HoistLoopInvariantsPass(ModulePass):
             hoist_loop_invariants(kernel)
 
 
-__all__ = ["HoistLoopInvariantsPass", "hoist_loop_invariants"]
+__all__ = ["HoistLoopInvariantsPass", "hoist_loop_invariants", "in_cold"]

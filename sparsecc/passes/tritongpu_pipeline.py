@@ -552,12 +552,16 @@ class PipelinePass(ModulePass):
         the slots rotated, for the yield."""
         new_q = [_insert(tt.AdvanceOp(q, self._offsets_at(streams[j], body.block.args[0], iv_ahead, at)), at).results[0]
                  for j, q in enumerate(body.q_args)]
-        one = _const(1, i32, at)
+        one, zero = _const(1, i32, at), _const(0, i32, at)
         ns = _const(self.num_stages, i32, at)
         rotated = []
         for x in (body.rd, body.wr):
+            # a slot is in [0, S): (x + 1) % S is x + 1 unless that is S. A compare and a
+            # select, where ptxas turns a remainder by S (not a power of two) into a division
+            # sequence (~15 SASS instructions each iteration)
             inc = _insert(arith.AddiOp(x, one), at).results[0]
-            rotated.append(_insert(arith.RemUIOp(inc, ns), at).results[0])
+            below = _insert(arith_ext.CmpiOp(inc, ns, "slt"), at).results[0]
+            rotated.append(_insert(arith.SelectOp(below, inc, zero), at).results[0])
         return new_q + rotated
 
     @staticmethod

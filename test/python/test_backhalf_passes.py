@@ -49,7 +49,7 @@ def test_stage_pass_lists_follow_the_options():
     assert make_ttgir(other_opts)[-4:] == ["cse", coalesce, "tritongpu-wgmma-unroll", "tritongpu-sink-local-loads"]
     assert make_ptx(default) == ["tritongpu-insert-barriers", "allocate-shared-memory",
                                  "convert-ttg-to-ptx{target=sm_90a a-from-shared=false}",
-                                 "ptx-hoist-loop-invariants", EMIT_PTX]
+                                 "ptx-hoist-loop-invariants", "ptx-strength-reduce", EMIT_PTX]
     assert make_ptx(other_opts)[2] == "convert-ttg-to-ptx{target=sm_90a a-from-shared=true}"
     passes = get_all_passes()
     for spec in make_ttgir(default) + make_ttgir(other_opts) + make_ptx(default)[:-1]:

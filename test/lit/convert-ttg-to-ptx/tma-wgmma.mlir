@@ -1,5 +1,5 @@
 // RUN: sparsecc-opt %s -p "tritongpu-sink-local-loads,tritongpu-warp-specialize,convert-ttg-to-ptx" | filecheck %s
-// RUN: sparsecc-opt %s -p "tritongpu-sink-local-loads,tritongpu-warp-specialize,convert-ttg-to-ptx,ptx-hoist-loop-invariants" -o %t.mlir
+// RUN: sparsecc-opt %s -p "tritongpu-sink-local-loads,tritongpu-warp-specialize,convert-ttg-to-ptx,ptx-hoist-loop-invariants,ptx-strength-reduce" -o %t.mlir
 // RUN: sparsecc-opt %t.mlir --emit ptx -o %t.roundtrip.ptx
 // RUN: sparsecc-opt %s -p "tritongpu-sink-local-loads,tritongpu-warp-specialize" --emit ptx -o %t.direct.ptx
 // RUN: diff %t.direct.ptx %t.roundtrip.ptx

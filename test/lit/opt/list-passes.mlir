@@ -11,6 +11,7 @@
 // CHECK-DAG: {{^}}tritongpu-warp-specialize{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}convert-ttg-to-ptx{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}ptx-hoist-loop-invariants{{ +[A-Z].*$}}
+// CHECK-DAG: {{^}}ptx-strength-reduce{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}allocate-shared-memory {{ *}}Give every shared buffer and scratch its offset, the module its total{{$}}
 // CHECK-DAG: {{^}}tritongpu-insert-barriers {{ *}}Place the CTA barriers of each `tt.func` as `ttg.barrier` ops{{$}}
 // Passes no compiler stage runs say so after their description.

@@ -3,6 +3,7 @@
 
 // num-stages=3: 3-slot rings, a prologue of 2 guarded copies + commits, in the loop
 // wait(num=1) -> local_load of the current slot -> guarded prefetch of iteration i+2 -> commit.
+// The read and write slots advance by one and wrap to 0 at S.
 
 // CHECK: %[[RA:.*]] = ttg.local_alloc : () -> !ttg.memdesc<3x64x32xf16, #ttg.shared<{vec = 8, perPhase = 2, maxPhase = 4, order = [1, 0]}>, mutable>
 // CHECK-NEXT: %[[RE:.*]] = ttg.local_alloc : () -> !ttg.memdesc<3x4x64xi16, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0], metaPack = 1}>, mutable>
@@ -27,8 +28,13 @@
 // CHECK-NEXT: ttg.async_copy_global_to_local
 // CHECK: ttg.async_commit_group
 // CHECK-NEXT: tt.dot
-// CHECK: arith.remui
-// CHECK: scf.yield
+// The slots rotate with a compare and a select (x + 1, or 0 at S), not a remainder:
+// CHECK: %[[S:.*]] = arith.constant 3 : i32
+// CHECK: %[[INC:.*]] = arith.addi %[[RD]], %{{.*}} : i32
+// CHECK-NEXT: %[[LT:.*]] = arith.cmpi slt, %[[INC]], %[[S]] : i32
+// CHECK-NEXT: %[[NRD:.*]] = arith.select %[[LT]], %[[INC]], %{{.*}} : i32
+// CHECK-NOT: arith.remui
+// CHECK: scf.yield {{.*}}, %[[NRD]], %{{.*}} :
 // CHECK: ttg.async_wait {num = 0 : i32}
 // CHECK-NEXT: arith.truncf
 

@@ -132,6 +132,9 @@ def _run(agent: Agent, block, env: dict, world: World, full_rings: set[int]):
             a, b = env[op.operands[0]], env[op.operands[1]]
             pred = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"][op.predicate.value.data]
             env[op.results[0]] = _CMP[pred](a, b)
+        elif isinstance(op, arith.SelectOp):  # the ring slots wrap with one (x + 1 < S ? x + 1 : 0)
+            cond = env[op.cond]
+            env[op.result] = None if cond is None else env.get(op.lhs if cond else op.rhs)
         elif name.startswith("arith."):
             env[op.results[0]] = env.get(op.operands[0]) if op.operands else None
         elif isinstance(op, scf.ForOp):
