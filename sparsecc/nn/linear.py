@@ -36,8 +36,11 @@ LAYER_ACTIVATIONS = (*ACTIVATIONS, "swiglu")
 """`SparseLinear` activations: the kernels' epilogue activations, and "swiglu" (the weight's rows
 are [gate | up], two equal halves; the output is silu(gate) * up, half as wide)."""
 
-SWIGLU_MAX_TOKENS = 64
-"""Tokens up to which a "swiglu" layer runs the fused-epilogue kernel (decode sizes)."""
+SWIGLU_MAX_TOKENS = 0
+"""Tokens up to which a "swiglu" layer runs the one-launch kernel (`sparsecc.ops.sparse_glu`,
+silu(gate) * up in its epilogue). 0: its untuned tiles made tensor-parallel decode at batch 1
+slower than the product and the activation done apart (0.93x, H200, NOTES stop 21 run 10), so a
+"swiglu" layer computes them apart until the kernel's tiles are measured; raise it to try it."""
 
 WEIGHT_DTYPES = (None, *QUANT_MAX)
 """`weight_dtype` choices: None (the weight in the layer's fp16/bf16) or an 8-bit type."""
