@@ -32,8 +32,9 @@ tt.func signatures are unchanged (pointers and scalars have no layout).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
@@ -239,6 +240,59 @@ def _arch(target: str) -> int:
 # --------------------------------------------------------------------------------------
 
 
+def _for_ties(o: scf.ForOp) -> list[list[SSAValue]]:
+    body = o.body.block
+    yield_op = body.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    return [[init, arg, res, y] for init, arg, res, y in zip(o.iter_args, body.args[1:], o.results, yield_op.operands)]
+
+
+def _while_ties(o: scf.WhileOp) -> list[list[SSAValue]]:
+    cond = o.before_region.block.last_op
+    after_yield = o.after_region.block.last_op
+    assert isinstance(cond, scf.ConditionOp) and isinstance(after_yield, scf.YieldOp)
+    return [list(group) for group in zip(o.arguments, o.before_region.block.args, cond.args,
+                                         o.after_region.block.args, after_yield.operands, o.results)]
+
+
+def _if_ties(o: scf.IfOp) -> list[list[SSAValue]]:
+    ties = []
+    for region in (o.true_region, o.false_region):
+        y = region.block.last_op if region.blocks else None
+        if isinstance(y, scf.YieldOp):
+            ties += [[res, val] for res, val in zip(o.results, y.operands)]
+    return ties
+
+
+def _dot_ties(o: tt.DotOp) -> list[list[SSAValue]]:
+    c_def = o.c.owner
+    return [[o.c, o.result]] if isinstance(c_def, arith.ConstantOp | tt.DotOp) or not isinstance(c_def, Operation) else []
+
+
+_TIES: dict[type, Callable[[Any], list[list[SSAValue]]]] = {
+    scf.ForOp: _for_ties,
+    scf.WhileOp: _while_ties,
+    scf.IfOp: _if_ties,
+    # a reduction's operands share one layout (argmax: values, indices), and so do its results
+    tt.ReduceOp: lambda o: [list(o.srcs), list(o.res)] if len(o.srcs) > 1 else [],
+    tt.ScanOp: lambda o: [list(o.srcs) + list(o.res)],  # a scan keeps its operands' layout
+    tt.GatherOp: lambda o: [[o.indices, o.result]],  # the source keeps its own layout
+    tt.DotOp: _dot_ties,
+    tt.JoinOp: lambda o: [list(o.operands)],
+    tt.CatOp: lambda o: [list(o.operands)],
+    tt.SplitOp: lambda o: [list(o.results)],
+}
+"""Per op type, the groups of values that must share one layout (`_collect`'s union-find):
+loop-carried values with their inits, yields and results; an if's results with its yields;
+a dot's accumulator with its result (when the accumulator is a constant, another dot's result
+or a block argument); the operands of join and cat, the results of split."""
+
+
+def _tied_values(o: Operation) -> list[list[SSAValue]]:
+    rule = _TIES.get(type(o))
+    return rule(o) if rule is not None else []
+
+
 @dataclass(frozen=True)
 class ConvertTTToTTGPass(ModulePass):
     """Assign #ttg layouts (blocked / slice / mma / dot_op) to a decomposed tt module."""
@@ -294,41 +348,9 @@ class ConvertTTToTTGPass(ModulePass):
                     for a in block.args:
                         uf.add(a)
         for o in func.walk():
-            if _is_elementwise(o):
-                uf.union(list(o.operands) + list(o.results))
-            elif isinstance(o, scf.ForOp):
-                body = o.body.block
-                yield_op = body.last_op
-                assert isinstance(yield_op, scf.YieldOp)
-                for init, arg, res, y in zip(o.iter_args, body.args[1:], o.results, yield_op.operands):
-                    uf.union([init, arg, res, y])
-            elif isinstance(o, scf.WhileOp):
-                cond = o.before_region.block.last_op
-                after_yield = o.after_region.block.last_op
-                assert isinstance(cond, scf.ConditionOp) and isinstance(after_yield, scf.YieldOp)
-                for group in zip(o.arguments, o.before_region.block.args, cond.args, o.after_region.block.args,
-                                 after_yield.operands, o.results):
-                    uf.union(list(group))
-            elif isinstance(o, scf.IfOp):
-                for region in (o.true_region, o.false_region):
-                    if region.blocks:
-                        y = region.block.last_op
-                        if isinstance(y, scf.YieldOp):
-                            for res, val in zip(o.results, y.operands):
-                                uf.union([res, val])
-            elif isinstance(o, tt.ReduceOp) and len(o.srcs) > 1:
-                uf.union(list(o.srcs))  # a reduction's operands share one layout (argmax: values, indices)
-                uf.union(list(o.res))
-            elif isinstance(o, tt.ScanOp):
-                uf.union(list(o.srcs) + list(o.res))  # a scan keeps its operands' layout
-            elif isinstance(o, tt.GatherOp):
-                uf.union([o.indices, o.result])  # the source keeps its own layout
-            elif isinstance(o, tt.DotOp):
-                c_def = o.c.owner
-                if isinstance(c_def, arith.ConstantOp | tt.DotOp) or not isinstance(c_def, Operation):
-                    uf.union([o.c, o.result])
-            elif isinstance(o, tt.JoinOp | tt.CatOp | tt.SplitOp):
-                uf.union(list(o.operands) if isinstance(o, tt.JoinOp | tt.CatOp) else list(o.results))
+            ties = [list(o.operands) + list(o.results)] if _is_elementwise(o) else _tied_values(o)
+            for group in ties:
+                uf.union(group)
         return uf
 
     def _groups(self, func: tt.FuncOp, uf: _Layouts) -> dict[SSAValue, _Group]:
