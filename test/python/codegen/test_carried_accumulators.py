@@ -8,7 +8,10 @@ out every iteration (ptx_printer._coalesce_carried; issue 30).
   loop (31 -> 7 at D = 64, 47 -> 19 at D = 128) and registers (<= 128 at both);
 - a decayed matmul (`acc = tl.dot(a, b, acc * decay)`) whose old accumulator is also read after
   the rescale (`KEEP_OLD`): its registers are still in use, so the copies stay; without it, none;
-- both on the interpreter and (`gpu` marker) on the GPU against torch, ragged M and N.
+- with wgmma_in_flight (`kloops.carried_in_flight`): attention's P @ V group stays in flight
+  into the next iteration, waited for by Q @ K^T's wait before the rescale;
+- both on the interpreter and (`gpu` marker) on the GPU against torch, ragged M and N, with
+  and without wgmma_in_flight.
 """
 
 from __future__ import annotations
@@ -76,6 +79,48 @@ def test_attention_accumulates_in_the_carried_registers(head_dim, max_movs):
     res = next(iter(cubin.resources.values()))
     assert (res.spill_stores, res.spill_loads) == (0, 0) and res.registers <= 128, res
     assert _sass_loop_movs(cubin) <= max_movs
+
+
+@needs_ptxas
+@pytest.mark.parametrize("head_dim, max_regs", [(64, 128), (128, 176)])
+def test_p_v_stays_in_flight_into_the_next_iteration(head_dim, max_regs):
+    """wgmma_in_flight (SPARSECC_WGMMA_IN_FLIGHT=1): P @ V's group runs on through the back edge,
+    the top barrier (`wgmma.wait_group 1`), the copies and Q @ K^T's issue; Q @ K^T's
+    `wait_group 0` retires both before the rescale reads acc (kloops.carried_in_flight)."""
+    blocks = {"HEAD_DIM": head_dim, "BLOCK_M": 128, "BLOCK_N": 64}
+    ck = sparsecc.compile(ATTN, ATTN_SIG, blocks, target="sm_90a", num_warps=8, num_stages=3, wgmma_in_flight=True)
+    ptx = ck.asm["ptx"]
+    carried, body = _loop(ptx)
+    acc = carried[2:2 + head_dim // 2]
+    top, rest = body.split("bar.sync 0;", 1)
+    assert "wgmma.wait_group.sync.aligned 1;" in top and "wgmma.wait_group.sync.aligned 0;" not in top
+    assert "cp.async.cg.shared.global" in rest.split("wgmma.fence", 1)[0], "the copies go before Q @ K^T"
+    qk_commit = rest.index("wgmma.commit_group.sync.aligned;")
+    m = re.search(rf"mul\.f32 {acc[0]}, {acc[0]}, %f\d+;", rest)
+    assert m is not None and "wgmma.wait_group.sync.aligned 0;" in rest[qk_commit:m.start()]
+    assert "wgmma.wait_group" not in rest.rsplit("wgmma.commit_group.sync.aligned;", 1)[1], "P @ V is waited for"
+    epilogue = ptx.split(body, 1)[1]
+    assert epilogue.index("wgmma.wait_group.sync.aligned 0;") < epilogue.index(f"{acc[0]},"), "acc read in flight"
+    res = next(iter(ptxas.assemble(ptx, "sm_90a").resources.values()))
+    assert (res.spill_stores, res.spill_loads) == (0, 0) and res.registers <= max_regs, res
+    # the default waits for P @ V in its own iteration
+    _, plain = _loop(sparsecc.compile(ATTN, ATTN_SIG, blocks, target="sm_90a", num_warps=8, num_stages=3,
+                                      wgmma_in_flight=False).asm["ptx"])
+    assert "wgmma.wait_group.sync.aligned 0;" in plain.rsplit("wgmma.commit_group.sync.aligned;", 1)[1]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bh, n, d", [(16, 1024, 64), (3, 384, 128), (5, 256, 64), (32, 4096, 128), (2, 128, 64)])
+def test_attention_with_p_v_in_flight_matches_sdpa_on_the_gpu(bh, n, d):
+    torch.manual_seed(bh + n + d)
+    q, k, v = (torch.randn(bh, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    out = torch.full_like(q, float("nan"))
+    ATTN[(-(-n // 128), bh)](q, k, v, out, d ** -0.5, n * d, d, n, HEAD_DIM=d, BLOCK_M=128, BLOCK_N=64,
+                             num_warps=8, num_stages=3, wgmma_in_flight=True)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    assert torch.isfinite(out).all(), "some outputs were never written"
+    torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
 
 
 @sparsecc.jit
@@ -174,6 +219,9 @@ def test_decayed_matmul_on_the_interpreter(monkeypatch, keep_old):
 @pytest.mark.gpu
 @pytest.mark.parametrize("m, n, k", [(64, 64, 32), (200, 136, 256), (129, 72, 1024)])
 @pytest.mark.parametrize("keep_old", [False, True])
-def test_decayed_matmul_on_the_gpu(m, n, k, keep_old):
-    """The accumulator rescaled in its carried registers (and kept apart while read) on wgmma."""
-    _run_decayed(m, n, k, "cuda", keep_old, num_warps=4, num_stages=3)
+@pytest.mark.parametrize("in_flight", [False, True])
+def test_decayed_matmul_on_the_gpu(m, n, k, keep_old, in_flight):
+    """The accumulator rescaled in its carried registers (and kept apart while read) on wgmma;
+    with wgmma_in_flight its group runs on into the next iteration (drained before the rescale
+    and `old += acc` read it)."""
+    _run_decayed(m, n, k, "cuda", keep_old, num_warps=4, num_stages=3, wgmma_in_flight=in_flight)
