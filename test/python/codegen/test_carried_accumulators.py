@@ -109,6 +109,41 @@ def test_p_v_stays_in_flight_into_the_next_iteration(head_dim, max_regs):
     assert "wgmma.wait_group.sync.aligned 0;" in plain.rsplit("wgmma.commit_group.sync.aligned;", 1)[1]
 
 
+def test_carried_in_flight_needs_the_pipelines_proof():
+    """kloops.carried_in_flight on the pipelined attention ttgir: P @ V (result only to the
+    yield) may stay in flight, Q @ K^T (read by the softmax) may not; P @ V may not either once
+    the loop's async_wait is not marked `ttg.wgmma_in_flight`, or once a copy into V's ring is
+    not one of the pipeline's guarded ones (it could overwrite the slot the group reads)."""
+    from xdsl.dialects import scf
+
+    from sparsecc.analysis.kloops import carried_in_flight
+    from sparsecc.compiler import CompileOptions, make_ttgir, run_passes
+    from sparsecc.dialects import tt
+    from sparsecc.dialects import ttg as ttgd
+
+    ttir = sparsecc.compile(ATTN, ATTN_SIG, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64}, target=None).module
+    opts = CompileOptions.create(target="sm_90a", num_warps=8, num_stages=3, wgmma_in_flight=True)
+
+    def fresh():
+        module = run_passes(ttir.clone(), make_ttgir(opts))
+        loop = next(o for o in module.walk() if isinstance(o, scf.ForOp))
+        qk, pv = (o for o in loop.body.block.ops if isinstance(o, tt.DotOp))
+        return loop, qk, pv
+
+    loop, qk, pv = fresh()
+    assert carried_in_flight(pv) and not carried_in_flight(qk)
+    wait = next(o for o in loop.body.block.ops if isinstance(o, ttgd.AsyncWaitOp))
+    del wait.attributes[ttgd.WGMMA_IN_FLIGHT]
+    assert not carried_in_flight(pv)
+    loop, _, pv = fresh()
+    ring = pv.b.owner.src.owner.src  # local_load <- memdesc_subview <- V's ring
+    copies = [o for o in loop.walk() if isinstance(o, ttgd.AsyncCopyGlobalToLocalOp)
+              and o.dst.owner.src is ring]
+    assert copies and all(ttgd.SLOT_GUARDED in c.attributes for c in copies)
+    del copies[0].attributes[ttgd.SLOT_GUARDED]
+    assert not carried_in_flight(pv)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("bh, n, d", [(16, 1024, 64), (3, 384, 128), (5, 256, 64), (32, 4096, 128), (2, 128, 64)])
 def test_attention_with_p_v_in_flight_matches_sdpa_on_the_gpu(bh, n, d):
