@@ -45,7 +45,9 @@ SWITCHES: dict[str, Switch] = {
                               "in CTA-barrier wgmma K loops, keep the last wgmma group running through "
                               "the barrier (copies run S-2 steps ahead instead of S-1; "
                               "tritongpu-pipeline{wgmma-in-flight=true}; pays off with wgmma_unroll, "
-                              "whose two register copies keep the fragment reloads from draining it)"),
+                              "whose two register copies keep the fragment reloads from draining it); "
+                              "also a dot whose result only goes to the next iteration through the "
+                              "yield, as attention's P @ V (analysis.kloops.carried_in_flight)"),
     "wgmma_a_smem": Switch("SPARSECC_WGMMA_A_SMEM", False,
                            "wgmma reads A through a shared-memory descriptor also outside TMA "
                            "kernels (TMA kernels always do; no gain in barrier-synchronised loops)"),

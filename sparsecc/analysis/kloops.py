@@ -10,6 +10,7 @@ it:
 - `epilogue_if` / `zero_restart`: a persistent kernel's per-tile epilogue `scf.if` that stores
   the sum and restarts it from zeros;
 - `only_feeds_next_iteration(dot)`: whether a dot's result is read only by the next dot;
+- `carried_in_flight(dot)`: whether a dot's group may run on into the next iteration anyway;
 - `uses_wgmma` / `reads_wgmma_result` / `wgmma_loops`: where Hopper wgmma accumulators live.
 
 Example (the accumulation of a plain K loop)::
@@ -144,6 +145,70 @@ def only_feeds_next_iteration(dot: tt.DotOp) -> bool:
     return any(dot in chain for chain in accumulation_chains(loop))
 
 
+def carried_in_flight(dot: tt.DotOp) -> bool:
+    """Whether `dot`'s wgmma group may stay in flight into the next iteration although its
+    result is not fed straight to the next dot (attention's `acc = tl.dot(p, v, acc * alpha)`,
+    read by the rescale first). Issue 30: P @ V then runs under the next iteration's barrier,
+    copy issue and Q @ K^T, as in Triton's loop.
+
+    Why that is safe, when all of this holds:
+    - the loop's top `ttg.async_wait` is marked `ttg.wgmma_in_flight` (tritongpu-pipeline
+      {wgmma-in-flight}, num_stages >= 3): its barrier waits with `wgmma.wait_group 1`, so at
+      the barrier of iteration i only the group committed last in iteration i-1 may run, and
+      the copies of iteration i go to ring slot (i-2) % S, never to slot (i-1) % S, which that
+      group reads (older groups were retired by every warp before the barrier);
+    - the result's only use is the loop's `scf.yield`: in the next iteration the lowering
+      drains the group (`wgmma.wait_group 0`) before any op reads the carried accumulator
+      (`reads_wgmma_result`, `LoweringState.lower_op`), before any other barrier (`bar()`
+      keeps nothing in flight), and after the loop (`_for`);
+    - the dot is a wgmma of the loop body (not nested), and every shared buffer it reads is
+      either a ring slot (`ttg.memdesc_subview` in the body of a buffer allocated before the
+      loop) whose only writers in the loop are the pipeline's guarded copies
+      (`ttg.slot_guarded`, the ones the first point is about), or a buffer nothing in the loop
+      writes (Q in attention). Scratch of reductions or layout conversions cannot be one of
+      them: allocate-shared-memory gives every buffer and scratch bytes of its own.
+    """
+    loop = dot.parent_op()
+    if not isinstance(loop, scf.ForOp) or dot.parent_block() is not loop.body.block or not uses_wgmma(dot):
+        return False
+    body = loop.body.block
+    if not any(isinstance(o, ttgd.AsyncWaitOp) and ttgd.WGMMA_IN_FLIGHT in o.attributes for o in body.ops):
+        return False
+    out = list(dot.result.uses)
+    if len(out) != 1 or out[0].operation is not body.last_op:
+        return False
+    for operand in (dot.a, dot.b):
+        src = operand.owner
+        if not isinstance(src, ttgd.LocalLoadOp):
+            continue  # in registers (P)
+        buf = src.src
+        if isinstance(buf.owner, ttgd.MemDescSubviewOp):
+            buf = buf.owner.src
+        if not isinstance(buf.owner, Operation) or loop.is_ancestor(buf.owner) or not _only_guarded_writes(loop, buf):
+            return False
+    return True
+
+
+def _only_guarded_writes(loop: scf.ForOp, buf: SSAValue) -> bool:
+    """Whether every op of `loop` that uses shared buffer `buf` (or a subview of it) only reads
+    it (`local_load`, `memdesc_subview`, `tt.dot`) or is a `ttg.slot_guarded` async copy."""
+    views = [buf]
+    while views:
+        v = views.pop()
+        for use in v.uses:
+            op = use.operation
+            if not loop.is_ancestor(op):
+                continue
+            if isinstance(op, ttgd.MemDescSubviewOp):
+                views.append(op.result)
+            elif isinstance(op, ttgd.AsyncCopyGlobalToLocalOp):
+                if ttgd.SLOT_GUARDED not in op.attributes:
+                    return False
+            elif not isinstance(op, ttgd.LocalLoadOp | tt.DotOp):
+                return False
+    return True
+
+
 def wgmma_loops(root: Operation) -> list[scf.ForOp]:
     """scf.for loops whose body accumulates with a deferred wgmma dot (one per body)."""
     out = []
@@ -157,6 +222,7 @@ def wgmma_loops(root: Operation) -> list[scf.ForOp]:
 
 __all__ = [
     "accumulation_chains",
+    "carried_in_flight",
     "epilogue_if",
     "is_zero_splat",
     "only_feeds_next_iteration",

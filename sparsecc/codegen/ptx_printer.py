@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 
 from sparsecc.codegen import fp8_casts
 from sparsecc.dialects import ptx, ptx_targets
@@ -202,6 +202,8 @@ class _KernelEmitter:
         self.bf16_alu = ptx_targets.satisfies(self.target, "sm_90")
         #: (index of the first line an op printed, the op), in print order: which op printed a line
         self.marks: list[tuple[int, Operation]] = []
+        #: values that take an existing register when defined (`_coalesce_carried`)
+        self.preset: dict[SSAValue, str] = {}
 
     # registers -----------------------------------------------------------------------------
 
@@ -215,7 +217,7 @@ class _KernelEmitter:
         regs = self.regs
         if value in regs:
             raise PtxEmitError(f"value {value} defined twice")
-        reg = regs[value] = self.fresh(value.type)
+        reg = regs[value] = self.preset.pop(value, None) or self.fresh(value.type)
         return reg
 
     def alias(self, value: SSAValue, reg: str) -> None:
@@ -637,6 +639,75 @@ def _parallel_copy(e: _KernelEmitter, dsts: Sequence[str], srcs: Sequence[str], 
         e.mov(d, s, ty)
 
 
+_READS_BEFORE_WRITE = (*_FLOAT_BINARY, *_INT_BINARY, math.FmaOp, arith.NegfOp)
+"""Ops whose printed code reads every operand before it writes the result (one instruction,
+or temporaries and the result written last), so the result may take an operand's register.
+Not on i1 (a predicate select or logic op writes its result in steps)."""
+
+
+def _tied_root(v: SSAValue) -> SSAValue:
+    """The value whose register `v` shares through tied template operands (a wgmma chain's
+    results live in its first accumulator input's registers); `v` itself if none."""
+    while isinstance(v, OpResult) and isinstance(v.owner, ptx.TemplateOp):
+        tied = v.owner.tied_operands()
+        if not tied:
+            break
+        v = tied[v.index]
+    return v
+
+
+def _coalesce_carried(e: _KernelEmitter, body: Block, carried: Sequence[SSAValue], regs: Sequence[str]) -> None:
+    """Let the body write a yielded wgmma accumulator straight into its carried registers.
+
+    A carried accumulator `acc` that the body rescales before the next dot (`acc * alpha`
+    feeding a wgmma chain, as attention's P @ V) would otherwise live in two register sets:
+    the carried one, and the chain's, copied back at the back edge. ptxas then keeps both, and
+    gives the chain the registers of the loop's other dot (31 SASS moves per iteration at
+    attention's d=64). Triton's PTX uses one set. Here the first value of the chain (`root`,
+    whose registers the tied wgmma results reuse) is defined in the carried register when that
+    is free: `acc` (with every value that shares its register) has no use after `root`'s op, or
+    only that op reads it and reads before it writes (`_READS_BEFORE_WRITE`); `root` is an op
+    result at the body's top level (defined on every path), of the same register class, and no
+    other carried value took it. The back edge's copy then copies a register onto itself and
+    is not printed. Only yielded values that are the results of tied template ops (wgmma
+    accumulators) are considered: a loop's scalars keep their copies, which ptxas folds.
+    """
+    y = body.last_op
+    if not isinstance(y, scf.YieldOp):
+        return
+    index = {op: i for i, op in enumerate(body.ops)}
+
+    def position(op: Operation) -> int:
+        while op.parent is not body:
+            parent = op.parent_op()
+            assert parent is not None
+            op = parent
+        return index[op]
+
+    # carried value -> every value sharing its register (tied results chained from it)
+    sharing: dict[SSAValue, list[SSAValue]] = {a: [a] for a in carried}
+    for op in body.walk():
+        if isinstance(op, ptx.TemplateOp):
+            for res in op.results:
+                root = _tied_root(res)
+                if root in sharing:
+                    sharing[root].append(res)
+    taken: set[SSAValue] = set()
+    for arg, reg, out in zip(carried, regs, y.arguments):
+        root = _tied_root(out)
+        if root is out or not isinstance(root, OpResult) or root in taken or root in e.regs:
+            continue
+        owner = root.owner
+        if owner.parent is not body or _reg_class(root.type) != _reg_class(arg.type):
+            continue
+        at = index[owner]
+        in_place = isinstance(owner, _READS_BEFORE_WRITE) and not _is_pred(root.type)
+        uses = [u.operation for v in sharing[arg] for u in v.uses]
+        if all(position(u) < at or (u is owner and in_place) for u in uses):
+            e.preset[root] = reg
+            taken.add(root)
+
+
 def _for(e: _KernelEmitter, op: scf.ForOp) -> None:
     body = op.body.block
     iv, *carried = body.args
@@ -647,6 +718,7 @@ def _for(e: _KernelEmitter, op: scf.ForOp) -> None:
     lb, ub, step = e.use(op.lb), e.use(op.ub), e.use(op.step)
     iv_reg = e.define(iv)
     carried_regs = [e.define(a) for a in carried]
+    _coalesce_carried(e, body, carried, carried_regs)
     loop, done = e.label("loop"), e.label("loop_end")
     e.emit(f"// scf.for {iv_reg} = {lb} to {ub} step {step}, carried: {', '.join(carried_regs) or 'none'}")
     e.mov(iv_reg, lb, ty)

@@ -15,7 +15,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import i32, i64
 from xdsl.ir import Block, Region, SSAValue
 
-from sparsecc.analysis.kloops import accumulation_chains, zero_restart
+from sparsecc.analysis.kloops import accumulation_chains, carried_in_flight, zero_restart
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, flatten, unflatten
 from sparsecc.dialects import tt
@@ -95,7 +95,8 @@ def _lower_body(L: LoweringState, op: scf.ForOp, body: Block) -> list[SSAValue]:
     em.block = body
     L.barriers.conservative()
     chained = [d for c in accumulation_chains(op) for d in c]
-    if chained and L.cfg.wgmma:
+    carried = any(isinstance(d, tt.DotOp) and carried_in_flight(d) for d in op.body.block.ops)
+    if (chained or carried) and L.cfg.wgmma:
         L.groups.pending = True  # from the second iteration on, the last group may be in flight
     # fragment registers: with two dots per body (unroll_by_two) each has its own, and the
     # group of the other may stay in flight while one reloads

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparsecc.analysis.kloops import is_zero_splat, only_feeds_next_iteration
+from sparsecc.analysis.kloops import carried_in_flight, is_zero_splat, only_feeds_next_iteration
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import Frag, LoweringError, Regs, SmemOperand
 from sparsecc.codegen.lower_dot import lower_dot
@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 @handles(tt.DotOp)
 def _dot(L: LoweringState, op: tt.DotOp) -> None:
     """The accumulator in registers, A/B as fragments or shared operands, the metadata (sparse
-    dots) as fragments. A K-loop dot whose result only feeds the next iteration leaves its wgmma
-    group in flight; one whose loop restarts the sum (`ZeroRestart`) scales the old sum by 0;
+    dots) as fragments. A K-loop dot whose result only feeds the next iteration (or goes on to
+    it through the yield where the pipeline keeps a group in flight, `carried_in_flight`)
+    leaves its wgmma group in flight; one whose loop restarts the sum (`ZeroRestart`) scales the old sum by 0;
     a dense wgmma dot of a zero constant accumulator starts without one."""
     a, b, c = L.get(op.a), L.get(op.b), L.get(op.c)
     meta = L.get(op.meta) if op.meta is not None else None
@@ -32,4 +33,5 @@ def _dot(L: LoweringState, op: tt.DotOp) -> None:
     fresh = L.restart.flags.get(op)
     scale_d = L.em.cmp("eq", fresh, 0) if fresh is not None else None
     L.set(op.result, lower_dot(L, a, b, c, meta, op.result.type,
-                               defer_wait=only_feeds_next_iteration(op), scale_d=scale_d, fresh=is_zero_splat(op.c)))
+                               defer_wait=only_feeds_next_iteration(op) or carried_in_flight(op), scale_d=scale_d,
+                               fresh=is_zero_splat(op.c)))
