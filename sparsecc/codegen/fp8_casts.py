@@ -22,7 +22,7 @@ between the two fp8 types there is no cast (go through tl.float32).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -33,10 +33,18 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IntegerType,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 
-if TYPE_CHECKING:
-    from sparsecc.codegen.ptx_printer import _KernelEmitter
+from sparsecc.codegen.ptx_errors import PtxEmitError
+
+
+class _KernelEmitter(Protocol):
+    """What the casts need of the PTX printer's kernel emitter (ptx_printer._KernelEmitter)."""
+
+    def fresh(self, ty: Attribute) -> str: ...
+    def define(self, value: SSAValue) -> str: ...
+    def use(self, value: SSAValue) -> str: ...
+    def emit(self, line: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -61,8 +69,6 @@ def is_fp8(ty: Attribute) -> bool:
 
 def emit_fp8_cast(e: _KernelEmitter, op: Operation) -> None:
     """Print the cast `op` (arith.truncf to an fp8 type, or extf from one) into `e`."""
-    from sparsecc.codegen.ptx_printer import PtxEmitError
-
     src, ty = op.operands[0], op.results[0].type
     if is_fp8(src.type) and is_fp8(ty):
         raise PtxEmitError(f"{op.name} {src.type} -> {ty}: no PTX cast between fp8 types (cast through "
@@ -103,8 +109,6 @@ def emit_fp8_cast(e: _KernelEmitter, op: Operation) -> None:
 def _f32_register(e: _KernelEmitter, value, op: Operation) -> str:  # noqa: ANN001 - an SSAValue
     """A register holding `value` as f32: exact from f16 / bf16; an f64 rounds to f32 first, as
     torch's fp8 types convert a double through float."""
-    from sparsecc.codegen.ptx_printer import PtxEmitError
-
     ty = value.type
     if isinstance(ty, Float32Type):
         return e.use(value)
@@ -125,8 +129,6 @@ def _widen(e: _KernelEmitter, op: Operation) -> None:
     exponent and mantissa shifted into an f16 (sign apart) are its value / 2**8, denormals
     included (the biases differ by 8), so the f16 widened to f32 times 256 is the value; 0x7F
     is NaN."""
-    from sparsecc.codegen.ptx_printer import PtxEmitError
-
     src, ty = op.operands[0], op.results[0].type
     b16, f32 = IntegerType(16), Float32Type()
     byte, half = e.fresh(b16), e.fresh(b16)

@@ -19,13 +19,13 @@ from __future__ import annotations
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, i32, i64
 from xdsl.ir import Attribute, Operation
 
+from sparsecc.analysis.dead_code import drop_dead_arith
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.kloops import uses_wgmma
 from sparsecc.analysis.shared_memory import WGMMA_ALIGN
 from sparsecc.codegen import handlers  # noqa: F401 - importing the package fills the handler table
 from sparsecc.codegen.lower_async import lower_specialized, plan_tensor_maps, producer_split
 from sparsecc.codegen.lower_base import Emitter, LoweringError
-from sparsecc.codegen.lower_ptrs import drop_dead_arith
 from sparsecc.codegen.lower_state import Barriers, KernelConfig, LoweringState, Preamble
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, f32, i1, i32, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from sparsecc.analysis.axis_info import AxisAnalysis
 from sparsecc.analysis.dtypes import esize, pointee_bytes
@@ -301,27 +301,6 @@ def atomic_ptrs(L: LoweringContext, op: tt.AtomicRMWOp, scratch: SSAValue | None
     L.set(op.result, olds[0])
 
 
-def drop_dead_arith(kernel: Operation) -> int:
-    """Erase the `arith` ops and pure `ptx.asm` (side-effect free; xDSL's DCE does not know
-    that of casts) whose results nothing uses, last to first so that a dead chain goes in one
-    pass; returns how many. What a vectorized pointer access leaves behind: the addresses and
-    predicates of the registers after each vector's first."""
-    dropped = 0
-    for region in kernel.regions:
-        for block in region.blocks:
-            for op in reversed(list(block.ops)):
-                if op.regions:
-                    dropped += drop_dead_arith(op)
-                elif _side_effect_free(op) and op.results and all(r.first_use is None for r in op.results):
-                    block.erase_op(op)
-                    dropped += 1
-    return dropped
-
-
-def _side_effect_free(op: Operation) -> bool:
-    return op.dialect_name() == "arith" or (isinstance(op, ptx.AsmOp) and op.pure is not None)
-
-
 _PTX_OP = {"add": "add", "max": "max", "min": "min", "umax": "max", "umin": "min", "and": "and", "or": "or",
            "xor": "xor", "xchg": "exch", "cas": "cas"}
 """`tt.atomic_rmw` kind -> PTX `atom` operation."""
@@ -369,4 +348,4 @@ def _check_addr(addr: SSAValue) -> None:
         raise LoweringError(f"pointer registers must be 64-bit addresses, got {addr.type}")
 
 
-__all__ = ["atomic_ptrs", "drop_dead_arith", "vector_width", "store_scalar", "lower_addptr", "load_ptrs", "load_scalar", "store_ptrs"]
+__all__ = ["atomic_ptrs", "vector_width", "store_scalar", "lower_addptr", "load_ptrs", "load_scalar", "store_ptrs"]

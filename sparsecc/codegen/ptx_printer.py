@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 
 from sparsecc.codegen import fp8_casts
+from sparsecc.codegen.ptx_errors import PtxEmitError
 from sparsecc.dialects import ptx, ptx_targets
 
 #: `.version` of the emitted PTX: `mma.sp::ordered_metadata` needs PTX ISA 8.5.
@@ -40,15 +41,6 @@ PTX_VERSION = "8.5"
 SMEM_SYMBOL = "smem"
 
 _PARAM_PTX_TYPE = {"ptr": ".u64", "i64": ".u64", "i32": ".u32", "f32": ".f32"}
-
-
-class PtxEmitError(Exception):
-    """The module holds something the printer cannot express in PTX (or that its target cannot
-    run); `op` is the op at fault, when known, so a tool can name its place in the input."""
-
-    def __init__(self, message: str, op: Operation | None = None):
-        super().__init__(message)
-        self.op = op
 
 
 # ----------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from sparsecc.codegen.lower_ptrs import drop_dead_arith
+from sparsecc.analysis.dead_code import drop_dead_arith
 from sparsecc.dialects import ptx
 from sparsecc.passes.ptx_hoist_loop_invariants import in_cold
 
