@@ -216,10 +216,15 @@ def _in_a_loop(loop: scf.ForOp) -> bool:
     return False
 
 
+def _wgmma_dots(loop: scf.ForOp) -> int:
+    """How many dots with a #ttg.mma version 3 (wgmma) result the loop body (directly) holds."""
+    return sum(isinstance(o, tt.DotOp) and isinstance(enc := o.result.type.encoding, MmaEncodingAttr)
+               and enc.version_major == 3 for o in loop.body.block.ops)
+
+
 def _wgmma_loop(loop: scf.ForOp) -> bool:
     """Whether the loop body (directly) holds a dot with a #ttg.mma version 3 (wgmma) result."""
-    return any(isinstance(o, tt.DotOp) and isinstance(enc := o.result.type.encoding, MmaEncodingAttr)
-               and enc.version_major == 3 for o in loop.body.block.ops)
+    return _wgmma_dots(loop) > 0
 
 
 def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
@@ -384,8 +389,13 @@ class PipelinePass(ModulePass):
 
     def _depth(self, loop: scf.ForOp) -> int:
         """How many steps ahead a CTA-barrier loop's copies run: S-1, or S-2 where a wgmma group
-        stays in flight through the barrier (`wgmma_in_flight`)."""
-        keep = self.wgmma_in_flight and not self.prefetch and self.num_stages >= 3 and _wgmma_loop(loop)
+        stays in flight through the barrier: every wgmma loop with `wgmma_in_flight`, and
+        without it a loop of two or more wgmma dots (attention's Q·Kᵀ and P·V), whose step has
+        work enough to hide a copy one step ahead and whose last dot then runs on into the next
+        step's first (H200: attention 1.06-1.08x Triton's time against 1.08-1.13x; a one-dot
+        GEMM loop measured slower with it, NOTES stop 21 runs 7 and 11)."""
+        wanted = (self.wgmma_in_flight and _wgmma_loop(loop)) or _wgmma_dots(loop) >= 2
+        keep = wanted and not self.prefetch and self.num_stages >= 3
         return self.num_stages - (2 if keep else 1)
 
     def _check_shared_budget(self, module: ModuleOp) -> None:

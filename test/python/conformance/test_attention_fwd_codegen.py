@@ -98,7 +98,8 @@ def test_attention_loop_streams_k_and_v_and_keeps_p_in_registers(head_dim, targe
         if head_dim == 64:
             assert res.registers <= 128, res  # two CTAs of 256 threads per SM, as Triton (109 regs)
         else:
-            assert res.registers <= 160, res  # one CTA per SM (129 KiB of shared memory); 196 with mma.sync
+            # one CTA per SM (129 KiB of shared memory); 196 with mma.sync, 166 with P @ V in flight
+            assert res.registers <= 176, res
     else:
         # sm_80: mma.sync with every warp along M
         assert "wgmma" not in ptx
