@@ -134,8 +134,8 @@ def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | No
     if scales is None and weight_scale is None and not dense:
         return values  # the stored 16-bit kept values, as the torch ops return them
     out_dtype = values.dtype if scales is None and weight_scale is None else dtype
-    if out_dtype not in (torch.float16, torch.bfloat16):
-        return _weight16(*args)  # (an fp32 layer's weight: the kernel writes 16-bit types)
+    if out_dtype not in (torch.float16, torch.bfloat16) or wk.weight16_problem(values, scales, bits, k) is not None:
+        return _weight16(*args)  # (an fp32 layer's weight, arrays of no `formats.quant` scheme)
     arrays = [a.contiguous() if a is not None else None for a in (values, meta, scales, zeros, weight_scale)]
     n = values.shape[0]
     out = torch.empty((n, k if dense else k // 2), dtype=out_dtype, device=values.device)

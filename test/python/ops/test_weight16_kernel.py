@@ -3,7 +3,8 @@ against `densify._weight16` (the torch ops), bit for bit: on the interpreter for
 (w4g128, w8g128, w4g64z, w8g128z, w4c, bf16 logical type, int8 / fp8 values with a per-channel
 scale, 16-bit values), both forms (kept values N x K/2, dense N x K), ragged N and K, poisoned
 outputs and rows past N untouched, extreme scales and codes, NaN / -0 values moved as bits;
-its PTX assembled for sm_90a and sm_80 with 16-byte stores; `weight16`'s choice between the
+its PTX assembled for sm_90a and sm_80 (16-byte stores of kept values, 8-byte ones of dense
+groups, no shared memory); `weight16`'s choice between the
 kernel and the torch ops; and on the GPU (`gpu`) the same comparisons on Llama shapes, the
 kernel inside a CUDA graph, and no torch-op fallback across many forms in one process."""
 
@@ -87,12 +88,13 @@ def test_bit_for_bit_the_torch_ops_on_the_interpreter(scheme, dtype, dense, n, k
     _assert_same(_arrays(scheme, n, k, dtype, seed=n + k), dense)
 
 
-def test_ragged_tiles_cover_the_output():
-    """N and the output width not multiples of the tile (BLOCK_N x BLOCK_C) both ways."""
-    for n, cols in ((37, 256), (5, 384), (70, 1024), (1, 16)):
-        block_n, block_c, _ = weight16_config(n, cols)
-        assert block_n * block_c == 4096 and block_c >= min(cols, 512)
-    assert weight16_config(37, 256)[0] == 16 and weight16_config(5, 384)[1] == 512  # 37 % 16, 384 % 512
+def test_the_shapes_above_are_ragged_for_the_tiles():
+    """The interpreter cases cut tiles both ways: N not a multiple of BLOCK_N (37, 5, 70 rows),
+    the output width not a multiple of BLOCK_C (384 dense columns, 192 kept ones), one row."""
+    for n, cols in ((37, 256), (37, 128), (5, 384), (5, 192), (70, 1024), (70, 512)):
+        block_n, block_c, warps = weight16_config(n, cols)
+        assert block_n * block_c == 8192 and warps == 8 and n % block_n
+    assert weight16_config(5, 384)[1] == 512 and weight16_config(5, 192)[1] == 256
 
 
 def test_extreme_codes_scales_and_zero_points():
@@ -140,8 +142,12 @@ def test_bad_arguments_are_one_clear_error():
         weight16_fused(values, meta, scales, None, None, 4, 256, torch.float32, False)
     with pytest.raises(TypeError, match="must be 16-bit"):
         weight16_fused(values, meta, None, None, None, 16, 256, torch.float16, True)
-    with pytest.raises(ValueError, match="scales do not fit"):
+    with pytest.raises(ValueError, match="not a multiple of 16"):
         weight16_fused(values, meta, scales, None, None, 4, 264, torch.float16, False)
+    with pytest.raises(ValueError, match="3 scales a row"):
+        weight16_fused(values, meta, scales[:, :1].repeat(1, 3), None, None, 4, 256, torch.float16, False)
+    with pytest.raises(ValueError, match="codes are 4 or 8 bits"):
+        weight16_fused(values, meta, scales, None, None, 2, 256, torch.float16, False)
 
 
 def test_an_empty_weight():
@@ -199,9 +205,11 @@ def test_ptx_assembles_without_spills(target, source, out, dense):
     ptx = kernel.asm["ptx"]
     res = ptxas.assemble(ptx, target).kernel_resources()
     assert res.spill_stores == res.spill_loads == 0
-    assert "st.global.v4.b32" in ptx  # the output in 16-byte stores
+    # the output in 16-byte stores (a run of 8 kept values), 8-byte ones when dense (a group)
+    assert ("st.global.v2.b32" if dense else "st.global.v4.b32") in ptx and "st.global.b16" not in ptx
+    assert "bar.sync" not in ptx and "st.shared" not in ptx  # no shuffles through shared memory
     assert ".ftz" not in ptx  # subnormal scales and products kept, as torch keeps them
-    if not dense and source in ("q8", "scaled", "plain"):  # contiguous values: vector loads
+    if not dense and source != "q4":  # a run of 8 values: one vector load
         assert "ld.global.v" in ptx
 
 
