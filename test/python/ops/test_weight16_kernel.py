@@ -127,6 +127,24 @@ def test_sixteen_bit_values_move_as_bits():
     _assert_same((bits.view(torch.float16), meta, None, None, None, 16, 128, torch.float16), True)
 
 
+def _misaligned(values: torch.Tensor) -> torch.Tensor:
+    """A copy of `values` whose data starts one byte past a 4-byte boundary."""
+    flat = torch.empty(values.numel() * values.element_size() + 1, dtype=torch.uint8, device=values.device)
+    out = flat[1:].view(values.dtype).view(values.shape) if values.element_size() == 1 else None
+    assert out is not None and out.data_ptr() % 4 == 1
+    out.copy_(values)
+    return out
+
+
+@pytest.mark.parametrize("scheme", ["w4g128", "w8g128"])
+def test_codes_at_an_odd_address(scheme):
+    """The kernel reads codes as 16- / 32-bit words: values not 4-byte aligned (a view into a
+    larger buffer) are copied first, and the result is the same."""
+    values, *rest = _arrays(scheme, 21, 256)
+    for dense in (False, True):
+        _assert_same((_misaligned(values), *rest), dense)
+
+
 def test_dense_of_malformed_metadata_matches_the_torch_ops():
     """Metadata words with idx0 == idx1 or idx0 > idx1 (not NV24, but the torch ops define a
     result: idx1 wins): the kernel places the values the same way."""
@@ -264,3 +282,20 @@ def test_the_kernel_runs_inside_a_cuda_graph(scheme, monkeypatch):
     torch.cuda.synchronize()
     for o, w in zip(outs, want):
         assert torch.equal(o.view(torch.int16), w.view(torch.int16))
+
+
+@pytest.mark.gpu
+def test_sixteen_bit_values_and_odd_addresses_on_the_gpu():
+    """NaN payloads, -0, infinities and subnormals among 16-bit values keep their bits in the
+    dense weight; codes at an odd address give the same result as aligned ones."""
+    values, meta, *_ = _arrays("fp16", 300, 1024, device="cuda")
+    bits = values.view(torch.int16).clone()
+    bits[:, :6] = torch.tensor([0x7E55, -0x8000, 0x7C00, -0x0400, 0x0001, 0x7D01], dtype=torch.int16,
+                               device="cuda")
+    args = (bits.view(torch.float16), meta, None, None, None, 16, 1024, torch.float16, True)
+    assert torch.equal(densify.weight16(*args).view(torch.int16), densify._weight16(*args).view(torch.int16))
+    for scheme in ("w4g128", "w8g128"):
+        values, *rest = _arrays(scheme, 300, 1024, device="cuda")
+        for dense in (False, True):
+            got = densify.weight16(_misaligned(values), *rest, dense)
+            assert torch.equal(got.view(torch.int16), densify._weight16(values, *rest, dense).view(torch.int16))
