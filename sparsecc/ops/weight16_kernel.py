@@ -131,7 +131,7 @@ def _dense_kernel(OUT, VALUES, META, SCALES, ZEROS, WSCALE, rows, pid, N, K, S, 
     tl.store(OUT + (r64 * K)[:, :, None] + (g * 4)[None, :, None] + pos, placed, mask=ok[:, :, None])
 
 
-@sparsecc.jit
+@sparsecc.jit(do_not_specialize=["N", "S"])  # (only masks and a row's scales use them: no recompile per value)
 def weight16_kernel(OUT, VALUES, META, SCALES, ZEROS, WSCALE, N, K, S, BLOCK_N: tl.constexpr,
                     BLOCK_C: tl.constexpr, SOURCE: tl.constexpr, HAS_ZEROS: tl.constexpr, GROUP_SHIFT: tl.constexpr,
                     DENSE: tl.constexpr):
