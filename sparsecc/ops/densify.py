@@ -134,7 +134,7 @@ def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | No
     if scales is None and weight_scale is None and not dense:
         return values  # the stored 16-bit kept values, as the torch ops return them
     out_dtype = values.dtype if scales is None and weight_scale is None else dtype
-    if out_dtype not in (torch.float16, torch.bfloat16) or wk.weight16_problem(values, scales, bits, k) is not None:
+    if out_dtype not in (torch.float16, torch.bfloat16) or wk.weight16_problem(scales, bits, k) is not None:
         return _weight16(*args)  # (an fp32 layer's weight, arrays of no `formats.quant` scheme)
     arrays = [a.contiguous() if a is not None else None for a in (values, meta, scales, zeros, weight_scale)]
     n = values.shape[0]

@@ -1,6 +1,7 @@
 """`weight16_fused(...)`: a 2:4 weight's 16-bit kept values (N x K/2) or its dense N x K form,
-from its stored arrays, in one `@sparsecc.jit` launch — the codes (or 8-/16-bit values), the
-scales and the metadata read once, the output written once with 16-byte stores.
+from its stored arrays, in one `@sparsecc.jit` launch: the codes (or 8-/16-bit values), scales
+and metadata read once, the output written once (16-byte stores of kept values, 8-byte ones of
+dense groups), nothing through shared memory.
 
 This is the CUDA form of `sparsecc.ops.densify._weight16` (the torch ops) and gives its bits:
 
@@ -8,14 +9,15 @@ This is the CUDA form of `sparsecc.ops.densify._weight16` (the torch ops) and gi
                 (code: the low nibble of byte j // 2 for even kept j, the high one for odd j;
                 zero: the stored zero point, or 2^(bits-1); scale j // (kept values per scale))
     8-bit:      kept = (value * weight_scale[row]) in fp32, rounded once (int8 or fp8 e4m3 values)
-    16-bit:     kept = value, moved as it is
+    16-bit:     kept = value, moved as bits
     dense:      dense[r, 4g + p] = kept[r, 2g + 1] where p == idx1, else kept[r, 2g] where
                 p == idx0, else +0 (idx0 / idx1 from the NV24 metadata word of row r and
                 columns 16 (g // 4) ..: bits 4 (g % 4) .. +1 and +2 .. +3; `formats.nv24`)
 
-Each program writes a BLOCK_N x BLOCK_C tile of the output (kept or dense columns) and finds
-the source of each element itself (a gather within L1: neighbouring outputs share their code
-bytes, scales and metadata words), so one kernel serves every scheme and both forms.
+A program writes a BLOCK_N x BLOCK_C tile of the output, shaped so that what elements share is
+loaded once: kept values as [rows, runs, 8] (a run of 8 shares its scale, and its 4-bit codes
+are one 32-bit word), dense columns as [rows, groups, 4] (a group's 4 positions share its pair
+of kept values and its metadata nibble); the broadcasts along the last dimension cost nothing.
 
     out = weight16_fused(q.values, q.meta, q.scales, q.zeros, None, 4, 4096, torch.float16, dense=True)
 """
@@ -159,12 +161,12 @@ def weight16_config(n: int, cols: int) -> tuple[int, int, int]:
     return 8192 // block_c, block_c, 8
 
 
-def weight16_problem(values: torch.Tensor, scales: torch.Tensor | None, bits: int, k: int) -> str | None:
-    """What keeps the kernel from these arrays (None: nothing): K a multiple of 16, quantized
-    codes of 4 or 8 bits with one scale per row or per a power of two >= 16 of dense columns
-    (every `formats.quant` scheme), 16-bit values when unscaled.
+def weight16_problem(scales: torch.Tensor | None, bits: int, k: int) -> str | None:
+    """What keeps the kernel from a weight of these scales, bits and K (None: nothing): K a
+    multiple of 16, codes of 4 or 8 bits with one scale per row or per a power of two >= 16 of
+    dense columns (every `formats.quant` scheme has these).
 
-        >>> weight16_problem(torch.zeros(4, 32, dtype=torch.int8), torch.zeros(4, 3), 4, 128)
+        >>> weight16_problem(torch.zeros(4, 3), 4, 128)
         '3 scales a row for K = 128: not one per row or per a power of two >= 16 columns'
     """
     if k % 16:
@@ -185,8 +187,6 @@ def _launch(out: torch.Tensor, values: torch.Tensor, meta: torch.Tensor, scales:
             k: int, dense: bool) -> tuple[tuple[int, int], tuple, dict]:
     """The grid, positional and keyword arguments of `weight16_kernel` for these arrays."""
     n = values.shape[0]
-    if values.data_ptr() % 4:  # the kernel reads code and value pairs / runs as 16- or 32-bit words
-        values = values.clone()
     if scales is not None:
         source = "q4" if bits == 4 else "q8"
     else:
@@ -208,6 +208,8 @@ def weight16_launch(out: torch.Tensor, values: torch.Tensor, meta: torch.Tensor,
                     dense: bool) -> None:
     """One launch of `weight16_kernel` writing `out` (contiguous: N x K when `dense`, else N x K/2);
     no checks (`weight16_fused` is the checked entry point)."""
+    if values.data_ptr() % 4:  # the kernel reads code and value pairs / runs as 16- or 32-bit words
+        values = values.clone()
     grid, args, kwargs = _launch(out, values, meta, scales, zeros, weight_scale, bits, k, dense)
     weight16_kernel[grid](*args, **kwargs)
 
@@ -216,7 +218,8 @@ def weight16_compiled(out: torch.Tensor, values: torch.Tensor, meta: torch.Tenso
                       zeros: torch.Tensor | None, weight_scale: torch.Tensor | None, bits: int, k: int,
                       dense: bool) -> bool:
     """Whether `weight16_launch` with these arguments finds its kernel already compiled and
-    loaded (a launch that would compile must not happen inside a CUDA graph capture)."""
+    loaded (a launch that would compile must not happen inside a CUDA graph capture). Codes
+    not 4-byte aligned count as not compiled (their launch copies them first)."""
     grid, args, kwargs = _launch(out, values, meta, scales, zeros, weight_scale, bits, k, dense)
     try:
         return weight16_kernel.fast.get(weight16_kernel.fast_key(args, kwargs)) is not None
@@ -244,7 +247,7 @@ def weight16_fused(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tenso
         dtype = values.dtype
     if dtype not in (torch.float16, torch.bfloat16):
         raise TypeError(f"weight16_fused: dtype must be torch.float16 or torch.bfloat16, got {dtype}")
-    problem = weight16_problem(values, scales, bits, k)
+    problem = weight16_problem(scales, bits, k)
     if problem is not None:
         raise ValueError(f"weight16_fused: {problem}")
     shape = (n, k if dense else k // 2)
