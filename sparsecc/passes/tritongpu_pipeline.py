@@ -216,10 +216,11 @@ def _in_a_loop(loop: scf.ForOp) -> bool:
     return False
 
 
-def _wgmma_dots(loop: scf.ForOp) -> int:
-    """How many dots with a #ttg.mma version 3 (wgmma) result the loop body (directly) holds."""
+def _wgmma_dots(loop: scf.ForOp, dense_only: bool = False) -> int:
+    """How many dots with a #ttg.mma version 3 (wgmma) result the loop body (directly) holds
+    (`dense_only`: without a 2:4 operand)."""
     return sum(isinstance(o, tt.DotOp) and isinstance(enc := o.result.type.encoding, MmaEncodingAttr)
-               and enc.version_major == 3 for o in loop.body.block.ops)
+               and enc.version_major == 3 and not (dense_only and o.meta is not None) for o in loop.body.block.ops)
 
 
 def _wgmma_loop(loop: scf.ForOp) -> bool:
@@ -393,8 +394,9 @@ class PipelinePass(ModulePass):
         without it a loop of two or more wgmma dots (attention's Q·Kᵀ and P·V), whose step has
         work enough to hide a copy one step ahead and whose last dot then runs on into the next
         step's first (H200: attention 1.06-1.08x Triton's time against 1.08-1.13x; a one-dot
-        GEMM loop measured slower with it, NOTES stop 21 runs 7 and 11)."""
-        wanted = (self.wgmma_in_flight and _wgmma_loop(loop)) or _wgmma_dots(loop) >= 2
+        GEMM loop measured slower with it, NOTES stop 21 runs 7 and 11). Dense dots only: the
+        form ran on the GPU for attention with dense K, not yet with a 2:4 K."""
+        wanted = (self.wgmma_in_flight and _wgmma_loop(loop)) or _wgmma_dots(loop, dense_only=True) >= 2
         keep = wanted and not self.prefetch and self.num_stages >= 3
         return self.num_stages - (2 if keep else 1)
 
