@@ -47,7 +47,8 @@ SWITCHES: dict[str, Switch] = {
                               "tritongpu-pipeline{wgmma-in-flight=true}; pays off with wgmma_unroll, "
                               "whose two register copies keep the fragment reloads from draining it); "
                               "also a dot whose result only goes to the next iteration through the "
-                              "yield, as attention's P @ V (analysis.kloops.carried_in_flight)"),
+                              "yield, as attention's P @ V (analysis.kloops.carried_in_flight); loops of "
+                              "two or more dense wgmma dots take this form without the switch"),
     "wgmma_a_smem": Switch("SPARSECC_WGMMA_A_SMEM", False,
                            "wgmma reads A through a shared-memory descriptor also outside TMA "
                            "kernels (TMA kernels always do; no gain in barrier-synchronised loops)"),
