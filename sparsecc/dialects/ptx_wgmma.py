@@ -66,7 +66,7 @@ from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr, f32, i1, i32, i64
-from xdsl.ir import Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -219,8 +219,63 @@ class FenceProxyAsyncOp(TemplateOp):
         return "fence.proxy.async.shared::cta;"
 
 
+class _WarpgroupMma:
+    """What the sparse and the dense warpgroup MMA share: A in registers or by descriptor, the
+    accumulator tie, the checks of N, results, accumulators and A, and operand groups (a mixin of
+    the two IRDL ops: it reads their `n`, `acc`, `a`, `res`, `trans_a`, `trans_b`, `scale_d_imm`)."""
+
+    @property
+    def a_in_registers(self) -> bool:
+        return len(self.a) == 4
+
+    def tied_operands(self) -> Sequence[SSAValue]:
+        """The accumulator inputs, when they are distinct values used by nothing else: they die
+        here, so the results may overwrite their registers. Without the copies ptxas keeps a
+        chain of wgmmas in flight; with them it waits after each one."""
+        acc = list(self.acc)
+        if acc and len(set(acc)) == len(acc) and all(len(list(v.uses)) == 1 for v in acc):
+            return acc
+        return ()
+
+    def _verify_shape(self, acc_ty: Attribute) -> None:
+        """N, the result and accumulator counts and types, A's form, the 0/1 flags."""
+        n = self.n.value.data
+        name = self.name
+        if n not in WGMMA_N:
+            raise VerifyException(f"{name}: N must be a multiple of 8 in 8..256, got {n}")
+        if len(self.res) != n // 2 or any(r.type != acc_ty for r in self.res):
+            raise VerifyException(f"{name}: m64n{n} has {n // 2} {acc_ty} results, got {len(self.res)}")
+        if len(self.acc) not in (0, n // 2) or any(v.type != acc_ty for v in self.acc):
+            raise VerifyException(f"{name}: acc must be empty or {n // 2} {acc_ty} values, got {len(self.acc)}")
+        a_types = [v.type for v in self.a]
+        if a_types != [i64] and a_types != [i32] * 4:
+            raise VerifyException(f"{name}: a must be one i64 descriptor or 4 i32 registers")
+        for what in ("trans_a", "trans_b", "scale_d_imm"):
+            if getattr(self, what).value.data not in (0, 1):
+                raise VerifyException(f"{name}: {what} must be 0 or 1")
+        if self.a_in_registers and self.trans_a.value.data:
+            raise VerifyException(f"{name}: trans_a needs A in shared memory (a descriptor)")
+
+    def _operand_groups(self, acc_type: str) -> tuple[list[str], str, str, int]:
+        """(the accumulator copies, unless tied; the results' `{$..}`; A's operand; the index of
+        the operand after A) of the asm template."""
+        nres = self.n.value.data // 2
+        nacc = len(self.acc)
+        i = nres + nacc  # first operand index after the accumulator inputs
+        copies = [] if self.tied_operands() else [f"mov.{acc_type} ${j}, ${nres + j};" for j in range(nacc)]
+        if self.a_in_registers:
+            a, i = _group(i, 4), i + 4
+        else:
+            a, i = f"${i}", i + 1
+        return copies, _group(0, nres), a, i
+
+
+def _group(first: int, count: int) -> str:
+    return "{" + ", ".join(f"${first + j}" for j in range(count)) + "}"
+
+
 @irdl_op_definition
-class WgmmaMmaAsyncSpOp(TemplateOp):
+class WgmmaMmaAsyncSpOp(_WarpgroupMma, TemplateOp):
     """`wgmma.mma_async.sp.sync.aligned.m64nNkK.C.T.T`: one 2:4-sparse warpgroup MMA.
 
     Operands: `acc` (empty, or N/2 accumulators, copied into the result registers before the
@@ -286,30 +341,16 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         )
 
     @property
-    def a_in_registers(self) -> bool:
-        return len(self.a) == 4
-
-    @property
     def kmajor_only(self) -> bool:
         """Whether the operands take no transpose (8-bit m64nNk64, tf32 m64nNk16): K-major only."""
         return self.ab_type.data in ("e4m3", "e5m2", "s8", "tf32")
 
     def verify_(self) -> None:
-        n = self.n.value.data
         name = self.name
-        if n not in WGMMA_N:
-            raise VerifyException(f"{name}: N must be a multiple of 8 in 8..256, got {n}")
         if self.ab_type.data not in WGMMA_AB_TYPES:
             raise VerifyException(f"{name}: ab_type must be one of {WGMMA_AB_TYPES}")
         t = self.ab_type.data
-        acc_ty = MMA_SP_AB_TYPES[t][1]
-        if len(self.res) != n // 2 or any(r.type != acc_ty for r in self.res):
-            raise VerifyException(f"{name}: m64n{n} has {n // 2} {acc_ty} results, got {len(self.res)}")
-        if len(self.acc) not in (0, n // 2) or any(v.type != acc_ty for v in self.acc):
-            raise VerifyException(f"{name}: acc must be empty or {n // 2} {acc_ty} values, got {len(self.acc)}")
-        a_types = [v.type for v in self.a]
-        if a_types != [i64] and a_types != [i32] * 4:
-            raise VerifyException(f"{name}: a must be one i64 descriptor or 4 i32 registers")
+        self._verify_shape(MMA_SP_AB_TYPES[t][1])
         if self.kmajor_only:
             if t != "tf32" and self.selector.value.data != 0:
                 raise VerifyException(f"{name}: the sparsity selector of m64nNk64 {t} is 0")
@@ -322,38 +363,13 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
         for what in ("scale_a", "scale_b"):
             if getattr(self, what).value.data not in (1, -1):
                 raise VerifyException(f"{name}: {what} must be 1 or -1")
-        for what in ("trans_a", "trans_b", "scale_d_imm"):
-            if getattr(self, what).value.data not in (0, 1):
-                raise VerifyException(f"{name}: {what} must be 0 or 1")
-        if self.a_in_registers and self.trans_a.value.data:
-            raise VerifyException(f"{name}: trans_a needs A in shared memory (a descriptor)")
-
-    def tied_operands(self) -> Sequence[SSAValue]:
-        """The accumulator inputs, when they are distinct values used by nothing else: they die
-        here, so the results may overwrite their registers. Without the copies ptxas keeps a
-        chain of wgmmas in flight; with them it waits after each one."""
-        acc = list(self.acc)
-        if acc and len(set(acc)) == len(acc) and all(len(list(v.uses)) == 1 for v in acc):
-            return acc
-        return ()
 
     def asm_template(self) -> str:
         n = self.n.value.data
-        nres = n // 2
-        nacc = len(self.acc)
-        i = nres + nacc  # first operand index after the accumulator inputs
-
-        def group(first: int, count: int) -> str:
-            return "{" + ", ".join(f"${first + j}" for j in range(count)) + "}"
-
         # tied: the results live in the accumulator's registers, no copies
         t = self.ab_type.data
         acc = mma_acc_name(t)
-        lines = [] if self.tied_operands() else [f"mov.{acc} ${j}, ${nres + j};" for j in range(nacc)]
-        if self.a_in_registers:
-            a, i = group(i, 4), i + 4
-        else:
-            a, i = f"${i}", i + 1
+        lines, d, a, i = self._operand_groups(acc)
         b_desc, meta = f"${i}", f"${i + 1}"
         i += 2
         scale_d = f"${i}" if self.scale_d is not None else str(self.scale_d_imm.value.data)
@@ -365,7 +381,7 @@ class WgmmaMmaAsyncSpOp(TemplateOp):
             imms.append(self.trans_b.value.data)
         k = mma_sp_k(t)
         lines.append(
-            f"wgmma.mma_async.sp.sync.aligned.m64n{n}k{k}.{acc}.{t}.{t} {group(0, nres)}, {a}, {b_desc}, "
+            f"wgmma.mma_async.sp.sync.aligned.m64n{n}k{k}.{acc}.{t}.{t} {d}, {a}, {b_desc}, "
             f"{meta}, {self.selector.value.data}, {scale_d}" + "".join(f", {v}" for v in imms) + ";"
         )
         return "\n".join(lines)
@@ -376,7 +392,7 @@ DENSE_WGMMA_AB_TYPES = ("f16", "bf16")
 
 
 @irdl_op_definition
-class WgmmaMmaAsyncOp(TemplateOp):
+class WgmmaMmaAsyncOp(_WarpgroupMma, TemplateOp):
     """`wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T`: one dense warpgroup MMA of 16-bit
     operands, D(64xN) = A(64x16) * B(16xN) (+ D).
 
@@ -430,58 +446,20 @@ class WgmmaMmaAsyncOp(TemplateOp):
             },
         )
 
-    @property
-    def a_in_registers(self) -> bool:
-        return len(self.a) == 4
-
     def verify_(self) -> None:
-        n = self.n.value.data
-        name = self.name
-        if n not in WGMMA_N:
-            raise VerifyException(f"{name}: N must be a multiple of 8 in 8..256, got {n}")
         if self.ab_type.data not in DENSE_WGMMA_AB_TYPES:
-            raise VerifyException(f"{name}: ab_type must be one of {DENSE_WGMMA_AB_TYPES}")
-        if len(self.res) != n // 2 or any(r.type != f32 for r in self.res):
-            raise VerifyException(f"{name}: m64n{n} has {n // 2} f32 results, got {len(self.res)}")
-        if len(self.acc) not in (0, n // 2) or any(v.type != f32 for v in self.acc):
-            raise VerifyException(f"{name}: acc must be empty or {n // 2} f32 values, got {len(self.acc)}")
-        a_types = [v.type for v in self.a]
-        if a_types != [i64] and a_types != [i32] * 4:
-            raise VerifyException(f"{name}: a must be one i64 descriptor or 4 i32 registers")
-        for what in ("trans_a", "trans_b", "scale_d_imm"):
-            if getattr(self, what).value.data not in (0, 1):
-                raise VerifyException(f"{name}: {what} must be 0 or 1")
-        if self.a_in_registers and self.trans_a.value.data:
-            raise VerifyException(f"{name}: trans_a needs A in shared memory (a descriptor)")
-
-    def tied_operands(self) -> Sequence[SSAValue]:
-        """As `WgmmaMmaAsyncSpOp.tied_operands`: accumulator inputs that die here share the
-        results' registers (no copies between the wgmmas of a chain)."""
-        acc = list(self.acc)
-        if acc and len(set(acc)) == len(acc) and all(len(list(v.uses)) == 1 for v in acc):
-            return acc
-        return ()
+            raise VerifyException(f"{self.name}: ab_type must be one of {DENSE_WGMMA_AB_TYPES}")
+        self._verify_shape(f32)
 
     def asm_template(self) -> str:
         n = self.n.value.data
-        nres = n // 2
-        nacc = len(self.acc)
-        i = nres + nacc
-
-        def group(first: int, count: int) -> str:
-            return "{" + ", ".join(f"${first + j}" for j in range(count)) + "}"
-
         t = self.ab_type.data
-        lines = [] if self.tied_operands() else [f"mov.f32 ${j}, ${nres + j};" for j in range(nacc)]
-        if self.a_in_registers:
-            a, i = group(i, 4), i + 4
-        else:
-            a, i = f"${i}", i + 1
+        lines, d, a, i = self._operand_groups("f32")
         b_desc = f"${i}"
         i += 1
         scale_d = f"${i}" if self.scale_d is not None else str(self.scale_d_imm.value.data)
         imms = [1, 1] + ([] if self.a_in_registers else [self.trans_a.value.data]) + [self.trans_b.value.data]
-        lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {group(0, nres)}, {a}, {b_desc}, "
+        lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {d}, {a}, {b_desc}, "
                      f"{scale_d}" + "".join(f", {v}" for v in imms) + ";")
         return "\n".join(lines)
 
