@@ -464,49 +464,57 @@ class ConvertTTToTTGPass(ModulePass):
         uf = self._collect(func)
         object.__setattr__(self, "_register_a", _register_a_dots(func, uf))
         groups = self._groups(func, uf)
-        # Higher ranks first: slices are derived from the layout of the value they expand to.
-        for group in sorted(groups.values(), key=lambda g: -g.rank):
-            group.layout = self._choose(group, uf, groups)
+        self._choose_all(groups, uf)
         if self._register_a and len({g.layout.version_major for g in groups.values() if g.dot_results}) > 1:
             # a chain whose dots would mix wgmma and mma.sync (a K-major B whose rows are neither
             # one 64/128-byte atom nor 128-byte column blocks stays on mma.sync): all on
             # mma.sync, as before register A existed
             object.__setattr__(self, "_register_a", set())
-            for group in sorted(groups.values(), key=lambda g: -g.rank):
-                group.layout = self._choose(group, uf, groups)
+            self._choose_all(groups, uf)
         if _derive_shape_layouts(func, uf, groups, self.num_warps):
-            for group in sorted(groups.values(), key=lambda g: -g.rank):
-                if isinstance(group.layout, SliceEncodingAttr):  # its parent may have changed
-                    group.layout = self._choose(group, uf, groups)
+            # a slice's parent may have changed
+            self._choose_all(groups, uf, lambda g: isinstance(g.layout, SliceEncodingAttr))
         for group in groups.values():
             assert group.layout is not None
             for v in group.values:
                 _set_type(v, _with_layout(v.type, group.layout))
         for o in list(func.walk()):
-            if isinstance(o, arith.ConstantOp) and isinstance(o.value, DenseIntOrFPElementsAttr):
-                if o.value.type != o.result.type:
-                    o.value = DenseIntOrFPElementsAttr(o.result.type, o.value.data)
-            elif isinstance(o, tt.ExpandDimsOp):
-                res_layout = _layout(o.result.type)
-                want = SliceEncodingAttr(o.axis.value.data, res_layout)
-                _convert_operand(o, 0, want)
-            elif isinstance(o, tt.ReduceOp) and isinstance(o.result.type, TensorType):
-                want = SliceEncodingAttr(o.axis.value.data, _layout(o.src.type))
-                for res in o.res:
-                    have = res.type
-                    if _layout(have) != want:
-                        _set_type(res, _with_layout(have, want))
-                        _convert_result(res, have)
-            elif isinstance(o, tt.DotOp):
-                self._convert_dot(o)
-            elif isinstance(o, tt.ReshapeOp):
-                pass  # src and result keep their own groups' layouts
+            self._convert_op(o)
         ft = func.function_type
         block_types = tuple(func.body.block.args[i].type for i in range(len(func.body.block.args)))
         if block_types != tuple(ft.inputs.data):
             from xdsl.dialects.builtin import FunctionType
 
             func.function_type = FunctionType.from_lists(block_types, ft.outputs.data)
+
+    def _choose_all(self, groups: dict[SSAValue, _Group], uf: _Layouts,
+                    which: Callable[[_Group], bool] | None = None) -> None:
+        """Choose the layout of every group (or of those `which` picks), higher ranks first:
+        slices are derived from the layout of the value they expand to."""
+        for group in sorted(groups.values(), key=lambda g: -g.rank):
+            if which is None or which(group):
+                group.layout = self._choose(group, uf, groups)
+
+    def _convert_op(self, o: Operation) -> None:
+        """After every value has its layout: constants retyped, and the converts an op needs
+        between its operands' or results' layouts and its own."""
+        if isinstance(o, arith.ConstantOp) and isinstance(o.value, DenseIntOrFPElementsAttr):
+            if o.value.type != o.result.type:
+                o.value = DenseIntOrFPElementsAttr(o.result.type, o.value.data)
+        elif isinstance(o, tt.ExpandDimsOp):
+            res_layout = _layout(o.result.type)
+            want = SliceEncodingAttr(o.axis.value.data, res_layout)
+            _convert_operand(o, 0, want)
+        elif isinstance(o, tt.ReduceOp) and isinstance(o.result.type, TensorType):
+            want = SliceEncodingAttr(o.axis.value.data, _layout(o.src.type))
+            for res in o.res:
+                have = res.type
+                if _layout(have) != want:
+                    _set_type(res, _with_layout(have, want))
+                    _convert_result(res, have)
+        elif isinstance(o, tt.DotOp):
+            self._convert_dot(o)
+        # tt.reshape: src and result keep their own groups' layouts
 
     def _convert_dot(self, dot: tt.DotOp) -> None:
         mma = _layout(dot.result.type)
