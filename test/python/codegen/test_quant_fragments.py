@@ -14,10 +14,10 @@ import pytest
 from sparsecc.codegen.lower_quant import CHUNK_SELECTOR, CHUNK_TEMPLATE
 
 
-def _prmt(a: int, b: int, c: int) -> int:
+def prmt(a: int, b: int, c: int) -> int:
     """PTX prmt.b32 (default mode): result byte i is byte (c >> 4i) & 7 of {b, a}, or the
     replicated sign of that byte when bit 3 of the selector nibble is set."""
-    pool = (b << 32 | a).to_bytes(8, "little")
+    pool = ((b & 0xFFFFFFFF) << 32 | (a & 0xFFFFFFFF)).to_bytes(8, "little")
     out = 0
     for i in range(4):
         nib = (c >> (4 * i)) & 0xF
@@ -42,7 +42,7 @@ def _run(template: str, args: list[int], outputs: int) -> list[int]:
         op, rest = line.split(None, 1)
         dst, *src = [t.strip() for t in rest.split(",")]
         if op == "prmt.b32":
-            regs[dst] = _prmt(val(src[0]), val(src[1]), val(src[2]))
+            regs[dst] = prmt(val(src[0]), val(src[1]), val(src[2]))
         elif op == "and.b32":
             regs[dst] = val(src[0]) & val(src[1])
         elif op == "shr.b32":

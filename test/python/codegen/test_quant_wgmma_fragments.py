@@ -23,6 +23,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from test_quant_fragments import prmt
 from test_wgmma_descriptor_reads import _BIN, _CMP, _INSN, _split, kmajor_addr
 
 import sparsecc
@@ -49,18 +50,6 @@ def _halves(op, a: int, b: int) -> int:
     lo = _bits(op(_f16(a), _f16(b)))
     hi = _bits(op(_f16(a >> 16), _f16(b >> 16)))
     return lo | hi << 16
-
-
-def _prmt(a: int, b: int, c: int) -> int:
-    pool = ((b & _M32) << 32 | (a & _M32)).to_bytes(8, "little")
-    out = 0
-    for i in range(4):
-        nib = (c >> (4 * i)) & 0xF
-        byte = pool[nib & 7]
-        if nib & 8:
-            byte = 0xFF if byte & 0x80 else 0
-        out |= byte << (8 * i)
-    return out
 
 
 def _lop3(a: int, b: int, c: int, lut: int) -> int:
@@ -207,7 +196,7 @@ def _run(lines: list[str], t: _Thread, phase: str) -> list[tuple[str, list]]:
             elif head == "mad":
                 env[dst] = (srcs[0] * srcs[1] + srcs[2]) & (mask or _M64)
             elif head == "prmt":
-                env[dst] = _prmt(*srcs)
+                env[dst] = prmt(*srcs)
             elif head == "lop3":
                 env[dst] = _lop3(*srcs)
             elif opcode in ("sub.f16x2", "mul.rn.f16x2", "add.rn.f16x2"):
