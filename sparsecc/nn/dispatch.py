@@ -4,7 +4,8 @@ takes, and the sparse16 / dense paths computed from the layer's stored arrays.
 Everything here is traced by `torch.compile` without a graph break: the plan for the layer's
 shape is one constant-folded call (`layer_plan`), the band for the token count a comparison
 (a guard for a symbolic M), and the other paths are torch ops (inductor fuses the
-dequantization / decompression into one kernel) plus the 2:4 custom op.
+dequantization / decompression into one kernel; eager code runs it as one sparsecc kernel,
+`sparsecc.ops.densify.weight16`) plus the 2:4 custom op.
 
     layer = SparseLinear.from_linear(linear, quant="w4g128")
     layer.dispatch = "dense"                 # or SparseLinear(..., dispatch="dense")
@@ -60,7 +61,7 @@ def layer_mode(layer: nn.Module, x: torch.Tensor) -> str:
 
 def weight16(layer: nn.Module, dense: bool) -> torch.Tensor:
     """The layer's weight in its 16-bit dtype: the kept values (N x K/2: dequantized codes, scaled
-    8-bit values, or the stored values) or, with `dense`, the dense N x K matrix; one fused kernel
+    8-bit values, or the stored values) or, with `dense`, the dense N x K matrix; one sparsecc kernel
     on CUDA (`sparsecc.ops.densify.weight16`)."""
     scales = zeros = weight_scale = None
     bits = 16

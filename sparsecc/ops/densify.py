@@ -4,7 +4,8 @@ sparse kernel), and the dense 16-bit weight (for `F.linear` / cuBLAS).
 
 These are torch ops on the stored arrays, written to stay small (no int64 index arrays, no
 full-size fp32 copies of the weight) and to fuse: under `torch.compile` inductor turns each into
-one elementwise kernel. They give the same values as `SparseTensor.to_dense()` and
+one elementwise kernel; in eager code on CUDA `weight16` runs them as one sparsecc kernel
+(`sparsecc.ops.weight16_kernel`) with the same bits. They give the same values as `SparseTensor.to_dense()` and
 `QuantizedSparseTensor.to_dense()` (the kept values placed bit for bit; a quantized value is
 `(code - zero) * scale` rounded once), so a dense and a sparse call differ only by the order
 of the sums.
@@ -12,17 +13,18 @@ of the sums.
     w16 = dense_weight(values, meta, k)                         # fp16/bf16 NV24 arrays -> N x K
     kept = dequantize_kept(q.values, q.scales, q.zeros, 4, torch.float16)  # w4: N x K/2
     kept = scale_kept(w8.values, weight_scale, torch.float16)   # 8-bit layer -> N x K/2
-    w16 = weight16(q.values, q.meta, q.scales, q.zeros, None, 4, k, torch.float16, dense=True)  # fused on CUDA
+    w16 = weight16(q.values, q.meta, q.scales, q.zeros, None, 4, k, torch.float16, dense=True)  # one kernel on CUDA
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 
 import torch
 
-__all__ = ["dense_weight", "dequantize_kept", "reset_fused", "scale_kept", "weight16"]
+from sparsecc.ops import weight16_kernel as wk
+
+__all__ = ["dense_weight", "dequantize_kept", "scale_kept", "weight16"]
 
 
 def dense_weight(values: torch.Tensor, meta: torch.Tensor, k: int) -> torch.Tensor:
@@ -72,8 +74,8 @@ def dequantize_kept(values: torch.Tensor, scales: torch.Tensor, zeros: torch.Ten
         codes = b
     groups = scales.shape[1]
     c = codes.reshape(n, groups, -1).float()
-    # the symmetric zero point 2^(bits-1), without int arithmetic on `bits`: the fused form
-    # (`weight16`, compiled dynamic) may see it as a symbolic int, and torch 2.11 fails on
+    # the symmetric zero point 2^(bits-1), without int arithmetic on `bits`: a caller compiled
+    # with dynamic shapes may see it as a symbolic int, and torch 2.11 fails on
     # `1 << (s - 1)`; the comparison is a guard and leaves a constant
     zero = zeros.float().unsqueeze(-1) if zeros is not None else (8.0 if bits == 4 else 128.0)
     # exact in float32 (an integer of at most 8 bits times a 16-bit float), rounded once
@@ -102,36 +104,24 @@ def _weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | N
     return dense_weight(kept, meta, k) if dense else kept
 
 
-_FUSED: dict[str, object] = {}
-_COMPILED: set[tuple] = set()
-_UNFUSED: set[tuple] = set()
 FUSE_ENV = "SPARSECC_DISPATCH_FUSE"
-
-
-def reset_fused() -> None:
-    """Forget the fused kernel's compiled forms and failures; call it after
-    `torch._dynamo.reset()`, which drops the compiled code: `weight16` would otherwise count a
-    form as compiled and compile it again inside a CUDA graph capture.
-
-        >>> torch._dynamo.reset(); reset_fused()
-    """
-    _FUSED.clear()
-    _COMPILED.clear()
-    _UNFUSED.clear()
+"""$SPARSECC_DISPATCH_FUSE=0: `weight16` runs the torch ops on CUDA too (for A/B timing)."""
 
 
 def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | None, zeros: torch.Tensor | None,
              weight_scale: torch.Tensor | None, bits: int, k: int, dtype: torch.dtype, dense: bool) -> torch.Tensor:
     """A 2:4 weight's 16-bit kept values (`dense=False`: N x K/2, for the 16-bit kernel) or its
     dense N x K form (`dense=True`), from its stored arrays: quantized (`scales`, `zeros`, `bits`),
-    8-bit with per-channel `weight_scale`, or 16-bit (both None).
+    8-bit with per-channel `weight_scale`, or 16-bit (both None; the kept values are then
+    `values` itself).
 
-    In eager code on CUDA this runs as one inductor kernel (`torch.compile(dynamic=True)`, compiled
-    on first use; $SPARSECC_DISPATCH_FUSE=0 keeps the separate torch ops, and so does a compile
-    that fails, with a warning, for that combination of arrays alone: a form past dynamo's
-    recompile limit leaves the others fused); under torch.compile it is traced into the caller's
-    graph, which fuses it the same way; on the CPU, and in a CUDA graph capture that meets a
-    combination of arrays not compiled before, it runs as torch ops.
+    In eager code on CUDA this is one sparsecc kernel launch (`sparsecc.ops.weight16_kernel`,
+    compiled on first use for each kind of arrays), bit for bit the torch ops. Under
+    torch.compile the torch ops are traced into the caller's graph, where inductor fuses them
+    into one kernel of its own (a custom op would only hide them from it). On the CPU, with
+    $SPARSECC_DISPATCH_FUSE=0, and in a CUDA graph capture that meets a kind of arrays whose
+    kernel was not compiled before (compiling and loading it must not happen in a capture; the
+    warm-up run before the capture compiles it), it runs as torch ops.
 
         >>> import sparsecc
         >>> q = sparsecc.compress(sparsecc.prune_2to4(torch.randn(16, 256)).half(), quant="w8g128")
@@ -141,20 +131,17 @@ def weight16(values: torch.Tensor, meta: torch.Tensor, scales: torch.Tensor | No
     args = (values, meta, scales, zeros, weight_scale, bits, k, dtype, dense)
     if torch.compiler.is_compiling() or not values.is_cuda or os.environ.get(FUSE_ENV, "1").strip() == "0":
         return _weight16(*args)
-    fused = _FUSED.get("weight16")
-    if fused is None:
-        fused = _FUSED["weight16"] = torch.compile(_weight16, dynamic=True, fullgraph=True)
-    # what the compiled code specializes on: a new combination compiles (and benchmarks), which a
-    # CUDA graph capture must not see, so during a capture only combinations run before are fused
-    key = (scales is None, zeros is None, weight_scale is None, bits, dtype, dense, values.dtype)
-    if key in _UNFUSED or (key not in _COMPILED and torch.cuda.is_current_stream_capturing()):
+    if scales is None and weight_scale is None and not dense:
+        return values  # the stored 16-bit kept values, as the torch ops return them
+    out_dtype = values.dtype if scales is None and weight_scale is None else dtype
+    if out_dtype not in (torch.float16, torch.bfloat16) or wk.weight16_problem(scales, bits, k) is not None:
+        return _weight16(*args)  # (an fp32 layer's weight, arrays of no `formats.quant` scheme)
+    arrays = [a.contiguous() if a is not None else None for a in (values, meta, scales, zeros, weight_scale)]
+    n = values.shape[0]
+    out = torch.empty((n, k if dense else k // 2), dtype=out_dtype, device=values.device)
+    if n == 0:
+        return out
+    if torch.cuda.is_current_stream_capturing() and not wk.weight16_compiled(out, *arrays, bits, k, dense):
         return _weight16(*args)
-    try:
-        out = fused(*args)  # type: ignore[operator]
-    except Exception as e:  # noqa: BLE001 - inductor unavailable or failing here: the torch ops still work
-        _UNFUSED.add(key)
-        warnings.warn(f"sparsecc dispatch: fusing the weight's dequantization/decompression failed "
-                      f"({type(e).__name__}: {str(e)[:200]}); using separate torch ops", RuntimeWarning, stacklevel=2)
-        return _weight16(*args)
-    _COMPILED.add(key)
+    wk.weight16_launch(out, *arrays, bits, k, dense)
     return out

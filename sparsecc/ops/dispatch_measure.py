@@ -8,7 +8,7 @@ a few replays), on random 2:4 weights of the shape, per token count M:
     sparse    the scheme's own kernel (best config; an 8-bit layer's forward, x quantized per token)
 
 and per weight the cost of making its 16-bit kept values (`dequant_us`) and its dense weight
-(`densify_us`), as the dispatcher makes them (`sparsecc.ops.densify.weight16`: one fused kernel).
+(`densify_us`), as the dispatcher makes them (`sparsecc.ops.densify.weight16`: one sparsecc kernel).
 
     entries = measure_shape(["nv24", "w4g128"], torch.float16, 4096, 4096, [1, 16, 2048])
 """

@@ -1,10 +1,11 @@
 """The dispatcher's weight conversion (`sparsecc.ops.densify`) and SparseLinear's forced paths
 under torch.compile on the CPU: what made the GPU run's compiled tests fail.
 
-- The eager fused conversion is `torch.compile(_weight16, dynamic=True)`: after a recompile (a
-  new scheme), dynamo makes the int arguments symbolic (automatic dynamic), and torch 2.11 cannot
-  run the symmetric zero point's `1 << (bits - 1)` on one ("Dynamo failed to run FX node with
-  fake tensors: lshift(1, s45 - 1)"). The zero point is now a comparison (a guard).
+- The conversion compiled with dynamic shapes (as the eager path once was; a compiled caller can
+  be): after a recompile (a new scheme), dynamo makes the int arguments symbolic (automatic
+  dynamic), and torch 2.11 cannot run the symmetric zero point's `1 << (bits - 1)` on one
+  ("Dynamo failed to run FX node with fake tensors: lshift(1, s45 - 1)"). The zero point is now
+  a comparison (a guard).
 - Compiling SparseLinear in all 12 (scheme, forced mode) forms in one process (as
   test_gpu_dispatch.py's compiled tests do) makes 12 entries for `SparseLinear.forward`, past
   dynamo's recompile limit (8), where fullgraph=True fails hard (FailOnRecompileLimitHit) from
@@ -37,9 +38,8 @@ def _arrays(scheme: str, n: int, k: int, seed: int = 0) -> tuple:
 
 
 def test_the_fused_conversion_compiles_as_its_ints_turn_symbolic():
-    """The eager fused form's sequence of schemes (bits 16, 4, 8: the third compile sees `bits`
-    as a symbolic int) and of shapes, compiled as `weight16` compiles it, equals the torch ops
-    bit for bit."""
+    """A sequence of schemes (bits 16, 4, 8: the third compile sees `bits` as a symbolic int) and
+    of shapes, through `torch.compile(_weight16, dynamic=True)`, equals the torch ops bit for bit."""
     torch._dynamo.reset()
     fused = torch.compile(densify._weight16, dynamic=True, fullgraph=True, backend="eager")
     # (6 forms: one code object holds at most 8, dynamo's recompile limit)
@@ -94,7 +94,6 @@ def test_every_scheme_and_forced_path_compiles_with_fresh_dynamo():
         for mode in ("sparse", "sparse16", "dense"):
             for scheme in ("fp16", "w4g128", "w8g128", "fp8"):
                 torch._dynamo.reset()
-                densify.reset_fused()
                 layer = _layer(scheme)
                 layer.dispatch = mode
                 compiled = torch.compile(layer, fullgraph=True, dynamic=False, backend="eager")
@@ -105,12 +104,4 @@ def test_every_scheme_and_forced_path_compiles_with_fresh_dynamo():
                 assert err <= 2e-2 * max(ref.float().abs().max().item(), 1.0), (scheme, mode, err)
     finally:
         torch._dynamo.reset()
-        densify.reset_fused()
 
-
-def test_reset_fused_forgets_compiled_forms_and_failures():
-    densify._COMPILED.add(("k",))
-    densify._UNFUSED.add(("u",))
-    densify._FUSED["weight16"] = densify._weight16
-    densify.reset_fused()
-    assert not densify._COMPILED and not densify._UNFUSED and not densify._FUSED
