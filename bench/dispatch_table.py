@@ -11,6 +11,7 @@ A shape whose turn comes after `--budget` seconds is left out (the dispatcher in
     python bench/dispatch_table.py                       # ~6 minutes on an H100; prints progress
     python bench/dispatch_table.py --quick               # 2 shapes, 5 token counts
     python bench/dispatch_table.py --check               # CPU: read the shipped tables, print plans
+    python bench/dispatch_table.py --layers NVIDIA_H100_80GB_HBM3 --md out.md   # CPU: issue 26's layer table
 """
 
 from __future__ import annotations
@@ -57,6 +58,41 @@ def check(gpu: str | None) -> int:
     return 0
 
 
+LAYER_MS = (1, 16, 64, 128, 512, 4096)
+LAYER_FLOOR = 0.97  # issue 26: no layer slower than dense by more than 3%
+
+
+def layer_table(gpu: str) -> str:
+    """Markdown: for every scheme and shape of `gpu`'s shipped table and M in LAYER_MS, F.linear's
+    time, the time of the path the dispatcher picks (a layer without a dense copy) and their
+    ratio; ratios under LAYER_FLOOR are bold. Measured times only: a cell whose M the table did
+    not measure is interpolated, as the dispatcher does."""
+    entries = dispatch.parse_entries(json.loads(dispatch.shipped_path(gpu).read_text()))
+    lines = [f"# Layers, dispatched vs F.linear: {gpu}", "",
+             f"From `sparsecc/ops/dispatch_tables/{gpu}.json` (`bench/dispatch_table.py --layers`): per cell "
+             "F.linear's microseconds / the dispatched path's, as a speed-up (dense time ÷ dispatched time), "
+             f"and the path. Bold: under {LAYER_FLOOR}x.", "",
+             "| scheme | N x K | " + " | ".join(f"M={m}" for m in LAYER_MS) + " |",
+             "|---|---|" + "---|" * len(LAYER_MS)]
+    below = 0
+    for e in entries:
+        cells = []
+        for m in LAYER_MS:
+            times = dispatch.estimate((e,), e.n, e.k, m, cached=False)
+            dense_mm = dispatch._at(e.ms, e.mm, m)
+            mode, _ = dispatch._decide(gpu, e.scheme, e.dtype, e.n, e.k, "auto", False, m)
+            if dense_mm is None or mode not in times:
+                cells.append("—")
+                continue
+            ratio = dense_mm / times[mode]
+            below += ratio < LAYER_FLOOR
+            text = f"{ratio:.2f}x {mode}"
+            cells.append(f"**{text}**" if ratio < LAYER_FLOOR else text)
+        lines.append(f"| {e.scheme} | {e.n}x{e.k} | " + " | ".join(cells) + " |")
+    lines += ["", f"{below} cells under {LAYER_FLOOR}x."]
+    return "\n".join(lines) + "\n"
+
+
 def _bands(plan):
     low = 0
     for bound, mode, _ in plan:
@@ -69,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help=f"shapes {QUICK_SHAPES}, M {QUICK_MS}")
     p.add_argument("--check", action="store_true", help="no GPU: parse the shipped tables and print their plans")
     p.add_argument("--gpu", default=None, help="with --check: one GPU's table (its file name stem)")
+    p.add_argument("--layers", default=None, metavar="GPU",
+                   help="no GPU: issue 26's layer table (dispatched path vs F.linear) of GPU's shipped table")
+    p.add_argument("--md", default=None, help="with --layers: write the table here (default: print it)")
     p.add_argument("--schemes", default=",".join(SCHEMES), help=f"comma-separated (default {','.join(SCHEMES)})")
     p.add_argument("--ms", default=",".join(map(str, dispatch.BUCKETS)), help="token counts")
     p.add_argument("--dtype", choices=("float16", "bfloat16"), default="float16")
@@ -77,6 +116,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.check:
         return check(args.gpu)
+    if args.layers:
+        text = layer_table(args.layers)
+        if args.md:
+            with open(args.md, "w") as f:
+                f.write(text)
+        else:
+            print(text, end="")
+        return 0
     if not torch.cuda.is_available():
         p.error("needs a CUDA GPU (--check reads the tables on the CPU)")
     gpu = torch.cuda.get_device_name()
