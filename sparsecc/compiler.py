@@ -69,6 +69,8 @@ class CompileOptions:
     num-ctas); the kernel's own work split must make their K loops read the same B tiles."""
     tma: bool = SWITCHES["tma"].default
     """TMA copies + mbarriers for wgmma K loops (`tritongpu-pipeline{tma=true}`)."""
+    tma_extents: bool = SWITCHES["tma_extents"].default
+    """TMA plans for block pointers whose extent comes from their allocation at launch."""
     warp_specialize: bool = SWITCHES["warp_specialize"].default
     """A producer warp issues a TMA kernel's copies."""
     mbarriers: bool = SWITCHES["mbarriers"].default
@@ -149,6 +151,8 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         pipeline += " mbarriers=true"
     if opts.tma:
         pipeline += " tma=true"
+    if opts.tma and opts.tma_extents:
+        pipeline += " tma-extents=true"
     if opts.wgmma_in_flight:
         pipeline += " wgmma-in-flight=true"
     layouts = f"num-warps={opts.num_warps} target={opts.target}"
