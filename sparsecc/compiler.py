@@ -69,8 +69,6 @@ class CompileOptions:
     num-ctas); the kernel's own work split must make their K loops read the same B tiles."""
     tma: bool = SWITCHES["tma"].default
     """TMA copies + mbarriers for wgmma K loops (`tritongpu-pipeline{tma=true}`)."""
-    tma_extents: bool = SWITCHES["tma_extents"].default
-    """TMA plans for block pointers whose extent comes from their allocation at launch."""
     warp_specialize: bool = SWITCHES["warp_specialize"].default
     """A producer warp issues a TMA kernel's copies."""
     mbarriers: bool = SWITCHES["mbarriers"].default
@@ -91,6 +89,8 @@ class CompileOptions:
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
     strength_reduce: bool = SWITCHES["strength_reduce"].default
     """Loops carry their copies' addresses (`ptx-strength-reduce`)."""
+    tma_extents: bool = SWITCHES["tma_extents"].default
+    """TMA plans for block pointers whose extent comes from their allocation at launch."""
 
     @classmethod
     def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
