@@ -96,7 +96,11 @@ def _elementwise_users(v: SSAValue, seen: set[SSAValue]) -> list[tuple[Operation
 
 def rows_past_bound_unseen(root: tt.MakeTensorPtrOp, dim: int, loop: scf.ForOp, tile: SSAValue) -> bool:
     """Whether what the tile `tile` (the loaded tile of `root`, in `loop`) holds past
-    `root.shape[dim]` along `dim` never reaches memory (see the module docstring)."""
+    `root.shape[dim]` along `dim` never reaches memory (see the module docstring).
+
+        >>> rows_past_bound_unseen(x_root, 1, k_loop, x_tile)  # bench/moe.py: y stored under t < end
+        True
+    """
     dots = [u.operation for u in tile.uses]
     if len(dots) != 1 or not isinstance(dots[0], tt.DotOp):
         return False
@@ -133,7 +137,12 @@ def loop_extents(root: tt.MakeTensorPtrOp, loop: scf.ForOp, func: tt.FuncOp, adv
     """{"dims": [cols, rows], "guards": [[lo, hi], ...]} (host expressions, innermost first;
     each guard `lo <= hi` checked at launch) for `root`, a 2-D block pointer that `loop`
     advances by `advance` and loads as `tile`; None when the module docstring's rules do not
-    give both dims (or when the shape's own extents already serve)."""
+    give both dims (or when the shape's own extents already serve).
+
+        >>> loop_extents(values_root, k_loop, func, advance, tile)  # bench/moe.py's weight values
+        {'dims': [cols, ['rows', 0, stride_wn / 2, cols]], 'guards': [[0, start], [cols, stride_wn / 2]]}
+
+    (cols = 0 + max(cdiv(K, 64), 1) * 32, written out as expressions.)"""
     if len(root.shape) != 2:
         return None
     order = tuple(root.order.get_values())

@@ -50,7 +50,11 @@ def encode_tiled(dtype: str, ptr: int, dims: tuple[int, ...], strides: tuple[int
 
 def available_elements(t: Any) -> int:
     """Elements of `t`'s dtype from its first element to the end of its storage: what an
-    unmasked pointer load from its address may read (`sparsecc.analysis.tma_extents`)."""
+    unmasked pointer load from its address may read (`sparsecc.analysis.tma_extents`).
+
+        >>> available_elements(torch.empty(1000, dtype=torch.float16)[100:200])
+        900
+    """
     storage = t.untyped_storage()
     return (storage.nbytes() - (t.data_ptr() - storage.data_ptr())) // t.element_size()
 
@@ -58,7 +62,11 @@ def available_elements(t: Any) -> int:
 def check_guards(recipe: dict[str, Any], values: Sequence[Any], available: dict[int, int] | None = None,
                  kernel: str = "kernel", names: Sequence[str] = ()) -> None:
     """Refuse a launch that breaks one of the recipe's guards (`lo <= hi`): its tensor map would
-    not read what the kernel's pointer load reads (`sparsecc.analysis.tma_extents`)."""
+    not read what the kernel's pointer load reads (`sparsecc.analysis.tma_extents`).
+
+        >>> check_guards({"arg": 0, "guards": [[["arg", 1], ["arg", 2]]]}, [0, 4160, 4096])
+        TensorMapError: kernel: argument '0': ... need 4160 <= 4096 ...
+    """
     arg = recipe["arg"]
     for lo, hi in recipe.get("guards", ()):
         a, b = evaluate(lo, list(values), available), evaluate(hi, list(values), available)

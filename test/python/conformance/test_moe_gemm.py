@@ -10,6 +10,11 @@ extent a TMA tensor map could take: such a loop keeps cp.async, its masked twin 
 GPU part (`gpu` marker): those tiles against torch on ragged routings (an empty expert, an
 expert whose rows end inside a token tile), written into NaN-poisoned outputs; also under the
 compile switches bench/moe_sweep.py tries (mbarriers, unrolled by two, A from shared memory).
+
+tma_extents (issue 29, off by default): the weight's and the tokens' tensor maps take their
+extents from the allocations, so the K loop goes to TMA (CPU: the PTX and the recipes; GPU:
+ragged routings with NaN rows past the routed tokens in x's allocation, and the refusal of a
+K the loop overruns).
 """
 
 from __future__ import annotations
