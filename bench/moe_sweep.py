@@ -41,18 +41,22 @@ PREFILL_SWEEP = [moe.Tile(128, 256, 64, 8, 3), moe.Tile(128, 128, 64, 8, 3), moe
 SPARSECC_VARIANTS: list[dict[str, bool]] = [
     {}, {"mbarriers": True}, {"mbarriers": True, "wgmma_unroll": True},
     {"mbarriers": True, "wgmma_unroll": True, "wgmma_a_smem": True},
-    {"wgmma_in_flight": True, "wgmma_unroll": True}, {"wgmma_in_flight": True, "wgmma_unroll": True, "wgmma_a_smem": True}]
+    {"wgmma_in_flight": True, "wgmma_unroll": True}, {"wgmma_in_flight": True, "wgmma_unroll": True, "wgmma_a_smem": True},
+    {"tma_extents": True}, {"tma_extents": True, "wgmma_unroll": True}]
 """sparsecc compile switches tried per tile (`sparsecc.switches.SWITCHES`): the defaults (CTA
 barriers: each iteration drains the wgmma group before the barrier); per-slot mbarriers (no CTA
 barrier, but the ldmatrix of the next fragments still waits for the group in flight, whose
 registers it overwrites); mbarriers with the loop unrolled by two (each half has its own
 fragment and metadata registers: one wgmma group stays in flight while the next is loaded);
 the same with wgmma's A (the 2:4 values) read from shared memory (fewer registers); CTA barriers
-with one wgmma group kept in flight through them (copies one step less ahead), unrolled by two. A switch
+with one wgmma group kept in flight through them (copies one step less ahead), unrolled by two; TMA
+copies whose tensor maps take the weights' and tokens' extents from their allocations (the
+values read by wgmma through a descriptor, mbarrier rings; `tma_extents`), alone and unrolled
+by two (each half its own metadata registers). A switch
 that does not apply to a tile (mma.sp loops) gives the default's PTX: not re-timed."""
 
 
-SHORT = {"mbarriers": "mbar", "wgmma_unroll": "unroll", "wgmma_a_smem": "asmem"}
+SHORT = {"mbarriers": "mbar", "wgmma_unroll": "unroll", "wgmma_a_smem": "asmem", "tma_extents": "tmaext"}
 """Switch names as the result lines print them."""
 
 

@@ -89,6 +89,8 @@ class CompileOptions:
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
     strength_reduce: bool = SWITCHES["strength_reduce"].default
     """Loops carry their copies' addresses (`ptx-strength-reduce`)."""
+    tma_extents: bool = SWITCHES["tma_extents"].default
+    """TMA plans for block pointers whose extent comes from their allocation at launch."""
 
     @classmethod
     def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
@@ -149,6 +151,8 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         pipeline += " mbarriers=true"
     if opts.tma:
         pipeline += " tma=true"
+    if opts.tma and opts.tma_extents:
+        pipeline += " tma-extents=true"
     if opts.wgmma_in_flight:
         pipeline += " wgmma-in-flight=true"
     layouts = f"num-warps={opts.num_warps} target={opts.target}"

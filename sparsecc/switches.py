@@ -79,6 +79,13 @@ SWITCHES: dict[str, Switch] = {
                               "loop-invariant step, instead of rebuilding them from i32 offsets every "
                               "iteration (ptx-strength-reduce; attention's loop: 16% fewer SASS "
                               "instructions; some sparse GEMM tiles take more registers)"),
+    "tma_extents": Switch("SPARSECC_TMA_EXTENTS", False,
+                          "with tma: a block pointer whose extent the kernel never states (an unmasked "
+                          "tensor-of-pointers tile, as a grouped GEMM's weights) or states only on the "
+                          "device (a token bound loaded from memory, past which the dot's result is never "
+                          "stored) gets a TMA plan from what its allocation holds at launch; a launch whose "
+                          "K loop would read past a row is refused (sparsecc.analysis.tma_extents; "
+                          "tritongpu-pipeline{tma-extents=true})"),
 }
 """CompileOptions field -> its switch."""
 

@@ -147,17 +147,25 @@ _EVAL = {
 and non-negative, so signed and unsigned forms agree)."""
 
 
-def evaluate(expr: Any, args: list[Any]) -> int:
-    """The value of a `host_expr` for the launch's (packed) arguments."""
+def evaluate(expr: Any, args: list[Any], available: dict[int, int] | None = None) -> int:
+    """The value of a `host_expr` for the launch's (packed) arguments. `["rows", i, stride,
+    cols]` (`sparsecc.analysis.tma_extents`) is the number of rows of `cols` elements, `stride`
+    apart, that argument i's allocation holds whole from its base: it reads `available[i]`, the
+    elements from argument i's address to the end of its storage (the launcher measures it)."""
     kind = expr[0]
     if kind == "arg":
         return int(args[expr[1]])
     if kind == "const":
         return int(expr[1])
+    if kind == "rows":
+        if available is None or expr[1] not in available:
+            raise ValueError(f"tensor-map expression {expr!r} needs the size of argument {expr[1]}'s allocation")
+        stride, cols = evaluate(expr[2], args, available), evaluate(expr[3], args, available)
+        return max(1, (available[expr[1]] - cols) // stride + 1) if stride > 0 else 1
     fn = _EVAL.get(kind)
     if fn is None:
         raise ValueError(f"unknown tensor-map expression {kind!r}")
-    return fn(evaluate(expr[1], args), evaluate(expr[2], args))
+    return fn(evaluate(expr[1], args, available), evaluate(expr[2], args, available))
 
 
 def arguments_of(expr: Any) -> set[int]:
@@ -166,7 +174,18 @@ def arguments_of(expr: Any) -> set[int]:
         return {expr[1]}
     if expr[0] == "const":
         return set()
+    if expr[0] == "rows":
+        return {expr[1]} | arguments_of(expr[2]) | arguments_of(expr[3])
     return arguments_of(expr[1]) | arguments_of(expr[2])
+
+
+def allocations_of(expr: Any) -> set[int]:
+    """The arguments whose allocation size a `host_expr` reads (its `rows` terms)."""
+    if expr[0] in ("arg", "const"):
+        return set()
+    if expr[0] == "rows":
+        return {expr[1]} | allocations_of(expr[2]) | allocations_of(expr[3])
+    return allocations_of(expr[1]) | allocations_of(expr[2])
 
 
 def tensor_ptr_root(v: SSAValue) -> tt.MakeTensorPtrOp | None:
@@ -206,10 +225,16 @@ class TensorMapRecipe:
     box: tuple[int, int]  # (width, rows)
     swizzle: int
     esize: int
+    guards: tuple[Any, ...] = ()
+    """(lo, hi) expression pairs that must hold (lo <= hi) for the map to be exact
+    (`sparsecc.analysis.tma_extents`); the launch refuses arguments that break one."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"arg": self.arg, "dtype": self.dtype, "dims": list(self.dims), "strides": list(self.strides),
-                "box": list(self.box), "swizzle": self.swizzle, "esize": self.esize}
+        out = {"arg": self.arg, "dtype": self.dtype, "dims": list(self.dims), "strides": list(self.strides),
+               "box": list(self.box), "swizzle": self.swizzle, "esize": self.esize}
+        if self.guards:
+            out["guards"] = [list(g) for g in self.guards]
+        return out
 
 
 def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_name: str,
@@ -234,10 +259,16 @@ def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_na
         return None
     rows, cols = (host_expr(root.shape[d], func) for d in (slow, fast))
     stride = host_expr(root.strides[slow], func)
+    guards: tuple[Any, ...] = ()
+    from sparsecc.analysis.tma_extents import extents_of  # (it builds on this module)
+
+    extents = extents_of(root)
+    if extents is not None:  # the pipeline's tma-extents: extents from the allocation
+        (cols, rows), guards = extents["dims"], tuple(tuple(g) for g in extents["guards"])
     if rows is None or cols is None or stride is None or _too_large(rows) or _too_large(cols):
         return None
     return TensorMapRecipe(base.index, DTYPE_NAMES[elt_name], (cols, rows), (["mul", stride, ["const", plan.esize]],),
-                           (plan.width, plan.rows), plan.swizzle, plan.esize)
+                           (plan.width, plan.rows), plan.swizzle, plan.esize, guards)
 
 
 def _too_large(dim: Any) -> bool:
@@ -260,4 +291,4 @@ def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any
     return None if recipe is None else (root, plan, recipe)
 
 
-__all__ = ["UNBOUNDED_DIM", "BoxPlan", "TensorMapRecipe", "arguments_of", "tma_copy_plan", "box_plan", "evaluate", "host_expr", "host_recipe", "tensor_ptr_root"]
+__all__ = ["UNBOUNDED_DIM", "BoxPlan", "TensorMapRecipe", "allocations_of", "arguments_of", "tma_copy_plan", "box_plan", "evaluate", "host_expr", "host_recipe", "tensor_ptr_root"]

@@ -797,8 +797,10 @@ class MakeTensorPtrOp(IRDLOperation):
             printer.print_string("]")
         printer.print_string(" {order = ")
         printer.print_attribute(self.order)
+        for name, attr in self.attributes.items():  # one dict, as `parse` reads it (tma.extents)
+            printer.print_string(f", {name} = ")
+            printer.print_attribute(attr)
         printer.print_string("}")
-        printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
 

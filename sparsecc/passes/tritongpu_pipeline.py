@@ -72,7 +72,8 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.dtypes import esize
-from sparsecc.analysis.tma import box_plan, tma_copy_plan
+from sparsecc.analysis.tma import box_plan, tensor_ptr_root, tma_copy_plan
+from sparsecc.analysis.tma_extents import extents_of, loop_extents, record_extents
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES
 from sparsecc.dialects import arith as arith_ext
 from sparsecc.dialects import ptx_targets, tt
@@ -228,17 +229,34 @@ def _wgmma_loop(loop: scf.ForOp) -> bool:
     return _wgmma_dots(loop) > 0
 
 
-def _tma_streams(loop: scf.ForOp, streams: list[_Stream]) -> bool:
+def _tma_streams(loop: scf.ForOp, streams: list[_Stream], extents: bool = False) -> bool:
     """Whether every stream's tile can be a TMA copy (sparsecc.analysis.tma.tma_copy_plan: a box
-    layout that matches its shared encoding and a tensor map the host can build)."""
+    layout that matches its shared encoding and a tensor map the host can build). With
+    `extents`, a stream whose pointer has no host extents may take them from its allocation
+    (`sparsecc.analysis.tma_extents`): recorded on its root when the whole loop qualifies."""
     func = loop.parent_op()
     while func is not None and not isinstance(func, tt.FuncOp):
         func = func.parent_op()
     if func is None:
         return False
     divs = Divisibility(func)
-    return all(tma_copy_plan(loop.iter_args[st.arg_index], st.alloc.result.type, func, divs) is not None
-               for st in streams)
+    recorded: list[tt.MakeTensorPtrOp] = []
+    for st in streams:
+        ptr = loop.iter_args[st.arg_index]
+        if tma_copy_plan(ptr, st.alloc.result.type, func, divs) is not None:
+            continue
+        root = tensor_ptr_root(ptr)
+        found = None
+        if extents and root is not None and len(st.local_loads) == 1 and extents_of(root) is None:
+            found = loop_extents(root, loop, func, st.advance, st.local_loads[0].result)
+        if found is not None:
+            record_extents(root, found)
+            recorded.append(root)
+        if found is None or tma_copy_plan(ptr, st.alloc.result.type, func, divs) is None:
+            for r in recorded:
+                record_extents(r, None)
+            return False
+    return True
 
 
 def _multicast_stream(streams: list[_Stream]) -> int | None:
@@ -340,6 +358,10 @@ class PipelinePass(ModulePass):
     """Pipeline a wgmma loop with TMA copies and mbarriers when every stream of the loop can
     be a TMA copy (`_tma_streams`; one thread issues the boxes, the full barrier counts their
     bytes); other loops keep the form the other options say."""
+    tma_extents: bool = False
+    """With `tma`: a stream whose block pointer has no extents the host can compute may take
+    them from its allocation at launch (`sparsecc.analysis.tma_extents`: an unmasked grouped-GEMM
+    weight, a token bound loaded on the device past which nothing is stored)."""
     wgmma_in_flight: bool = False
     """In the CTA-barrier form of a wgmma loop (num-stages >= 3), keep the wgmma group of
     iteration i-1 running through iteration i's barrier: the copies run S-2 steps ahead (slot
@@ -377,7 +399,7 @@ class PipelinePass(ModulePass):
         """Pipeline one loop with this pass's num_stages (unchanged when it does not match)."""
         streams = _find_streams(loop)
         wgmma = streams and _wgmma_loop(loop) and loop.lb.type == i32
-        tma = wgmma and self.tma and _tma_streams(loop, streams)
+        tma = wgmma and self.tma and _tma_streams(loop, streams, self.tma_extents)
         if wgmma and (self.mbarriers or tma):
             if self.prefetch:
                 raise ValueError("tritongpu-pipeline: prefetch and mbarriers do not combine")

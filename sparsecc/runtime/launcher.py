@@ -287,19 +287,22 @@ def _with_tensor_maps(pack: Callable[[Sequence[Any], int], list[Any]], recipes: 
                       names: Sequence[str]) -> Callable[[Sequence[Any], int], list[Any]]:
     """`pack` followed by the bytes of the kernel's tensor maps, built from the packed values
     (remembered per value of the arguments they read: a repeated launch pays one lookup)."""
-    from sparsecc.analysis.tma import arguments_of
-    from sparsecc.runtime.tensor_map import encode
+    from sparsecc.analysis.tma import allocations_of, arguments_of
+    from sparsecc.runtime.tensor_map import available_elements, encode
 
-    used = sorted({r["arg"] for r in recipes} | {i for r in recipes for e in (*r["dims"], *r["strides"])
-                                                 for i in arguments_of(e)})
+    exprs = [e for r in recipes for e in (*r["dims"], *r["strides"], *(x for g in r.get("guards", ()) for x in g))]
+    used = sorted({r["arg"] for r in recipes} | {i for e in exprs for i in arguments_of(e)})
+    # tma_extents' maps also read how much each of these arguments' allocations holds
+    sized = sorted({i for e in exprs for i in allocations_of(e)})
     memo: dict[tuple[Any, ...], list[bytes]] = {}
 
     def pack_with_maps(args: Sequence[Any], device: int) -> list[Any]:
         values = pack(args, device)
-        key = tuple(values[i] for i in used)
+        available = {i: available_elements(args[i]) for i in sized}
+        key = (*(values[i] for i in used), *available.values())
         maps = memo.get(key)
         if maps is None:
-            maps = [encode(r, values, kernel, names) for r in recipes]
+            maps = [encode(r, values, kernel, names, available) for r in recipes]
             if len(memo) >= 256:
                 memo.clear()
             memo[key] = maps

@@ -48,13 +48,47 @@ def encode_tiled(dtype: str, ptr: int, dims: tuple[int, ...], strides: tuple[int
     return bytes((ctypes.c_ubyte * 128).from_address(tmap.getPtr()))
 
 
-def encode(recipe: dict[str, Any], values: Sequence[Any], kernel: str = "kernel", names: Sequence[str] = ()) -> bytes:
-    """The 128 bytes of the tensor map `recipe` describes for a launch with packed `values`.
+def available_elements(t: Any) -> int:
+    """Elements of `t`'s dtype from its first element to the end of its storage: what an
+    unmasked pointer load from its address may read (`sparsecc.analysis.tma_extents`).
+
+        >>> available_elements(torch.empty(1000, dtype=torch.float16)[100:200])
+        900
+    """
+    storage = t.untyped_storage()
+    return (storage.nbytes() - (t.data_ptr() - storage.data_ptr())) // t.element_size()
+
+
+def check_guards(recipe: dict[str, Any], values: Sequence[Any], available: dict[int, int] | None = None,
+                 kernel: str = "kernel", names: Sequence[str] = ()) -> None:
+    """Refuse a launch that breaks one of the recipe's guards (`lo <= hi`): its tensor map would
+    not read what the kernel's pointer load reads (`sparsecc.analysis.tma_extents`).
+
+        >>> check_guards({"arg": 0, "guards": [[["arg", 1], ["arg", 2]]]}, [0, 4160, 4096])
+        TensorMapError: kernel: argument '0': ... need 4160 <= 4096 ...
+    """
+    arg = recipe["arg"]
+    for lo, hi in recipe.get("guards", ()):
+        a, b = evaluate(lo, list(values), available), evaluate(hi, list(values), available)
+        if a > b:
+            what = f"{kernel}: argument '{names[arg] if arg < len(names) else arg}'"
+            raise TensorMapError(
+                f"{what}: the kernel was compiled with tma_extents, whose TMA copies of this unmasked tile "
+                f"need {a} <= {b} (the columns its K loop reads, from column 0 on, must fit in one row "
+                f"of the row stride); these arguments break it. Pass tma_extents=False (or "
+                f"SPARSECC_TMA_EXTENTS=0) to copy the tile with cp.async")
+
+
+def encode(recipe: dict[str, Any], values: Sequence[Any], kernel: str = "kernel", names: Sequence[str] = (),
+           available: dict[int, int] | None = None) -> bytes:
+    """The 128 bytes of the tensor map `recipe` describes for a launch with packed `values`
+    (`available`: elements each argument's allocation holds, for the recipe's "rows" terms).
     (The base is a block-pointer base, whose 16-byte alignment the launcher's packing checked.)"""
     arg = recipe["arg"]
     ptr = int(values[arg])
-    dims = tuple(evaluate(e, list(values)) for e in recipe["dims"])
-    strides = tuple(evaluate(e, list(values)) for e in recipe["strides"])
+    check_guards(recipe, values, available, kernel, names)
+    dims = tuple(evaluate(e, list(values), available) for e in recipe["dims"])
+    strides = tuple(evaluate(e, list(values), available) for e in recipe["strides"])
     what = f"{kernel}: argument '{names[arg] if arg < len(names) else arg}'"
     if any(d < 1 or d >= 2**32 for d in dims):
         raise TensorMapError(f"{what}: a TMA copy needs extents in 1 .. 2**32 - 1, got {dims}")
@@ -64,4 +98,4 @@ def encode(recipe: dict[str, Any], values: Sequence[Any], kernel: str = "kernel"
     return encode_tiled(recipe["dtype"], ptr, dims, strides, tuple(recipe["box"]), int(recipe["swizzle"]))
 
 
-__all__ = ["TensorMapError", "encode", "encode_tiled"]
+__all__ = ["TensorMapError", "available_elements", "check_guards", "encode", "encode_tiled"]

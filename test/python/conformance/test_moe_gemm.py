@@ -10,6 +10,11 @@ extent a TMA tensor map could take: such a loop keeps cp.async, its masked twin 
 GPU part (`gpu` marker): those tiles against torch on ragged routings (an empty expert, an
 expert whose rows end inside a token tile), written into NaN-poisoned outputs; also under the
 compile switches bench/moe_sweep.py tries (mbarriers, unrolled by two, A from shared memory).
+
+tma_extents (issue 29, off by default): the weight's and the tokens' tensor maps take their
+extents from the allocations, so the K loop goes to TMA (CPU: the PTX and the recipes; GPU:
+ragged routings with NaN rows past the routed tokens in x's allocation, and the refusal of a
+K the loop overruns).
 """
 
 from __future__ import annotations
@@ -167,3 +172,137 @@ def test_moe_gemm_under_the_sweeps_switches_on_the_gpu_matches_torch(tile, switc
     moe.launch(KERNEL, sparsecc.compress(w), x, y, offs, n, k, tile, experts, **switches)
     torch.cuda.synchronize()
     torch.testing.assert_close(y.float(), moe.reference(w, x, offs, n), rtol=1e-2, atol=1e-2)
+
+
+# --------------------------------------------------------------------------------------
+# tma_extents: tensor maps whose extents come from the allocations (issue 29)
+# --------------------------------------------------------------------------------------
+
+PREFILL = moe.Tile(128, 256, 64, 8, 3)
+
+
+def test_tma_extents_puts_the_moe_k_loop_on_tma_with_a_from_shared_memory():
+    """With tma_extents the unmasked weight (values and metadata) and the token tile (bounded by
+    the loaded `end`, stored under the same bound) get tensor maps: the K loop copies with TMA
+    into mbarrier rings, wgmma.sp reads the values through a descriptor and only the metadata
+    goes through ldmatrix; no cp.async, no CTA barrier in the loop."""
+    ck = _compile(PREFILL, tma_extents=True)
+    maps = ck.metadata["tensor_maps"]
+    assert [m["arg"] for m in maps] == [0, 1, 2]  # w values, w metadata, x
+    assert all(m["dims"][1][0] == "rows" for m in maps)  # rows: what each allocation holds
+    assert all(m["guards"] for m in maps)
+    ptx = ck.asm["ptx"]
+    body = _k_loop(ptx)
+    assert "cp.async.bulk.tensor.2d" in ptx and "cp.async.cg" not in ptx
+    assert "bar.sync" not in body and "mbarrier.try_wait" in body
+    assert body.count("ldmatrix") == 1, "only the metadata should go through ldmatrix"
+    assert "wgmma.mma_async.sp" in body
+    # default: unchanged (cp.async, no tensor maps)
+    assert not _compile(PREFILL).metadata.get("tensor_maps")
+
+
+def test_tma_extents_leaves_sm_80_and_mma_sp_tiles_as_they_were():
+    for tile, target in ((PREFILL, "sm_80"), (moe.DECODE_TILES[1], "sm_90a")):
+        assert _compile(tile, target, tma_extents=True).asm["ptx"] == _compile(tile, target).asm["ptx"]
+
+
+@sparsecc.jit
+def moe_unmasked_store_kernel(w_ptr, x_ptr, y_ptr, expert_offs_ptr, N, K, stride_wn, stride_xm, stride_ym,
+                              BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr):
+    """bench/moe.py's kernel with the y store unmasked: the token rows past `end` reach memory."""
+    pid_n = tl.program_id(0)
+    expert = tl.program_id(1)
+    start = tl.load(expert_offs_ptr + expert)
+    end = tl.load(expert_offs_ptr + expert + 1)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    w_rows = expert * N + offs_n
+    t0 = start
+    while t0 < end:
+        offs_t = t0 + tl.arange(0, BLOCK_T)
+        w_ptrs = w_ptr + w_rows[:, None] * stride_wn + offs_k[None, :]
+        x_ptrs = x_ptr + offs_t[None, :] * stride_xm + offs_k[:, None]
+        acc = tl.zeros((BLOCK_N, BLOCK_T), dtype=tl.float32)
+        for _ in range(0, tl.cdiv(K, BLOCK_K)):
+            w = tl.load(w_ptrs)
+            xt = tl.load(x_ptrs, mask=offs_t[None, :] < end, other=0.0)
+            acc = tl.dot(w, xt, acc)
+            w_ptrs += BLOCK_K
+            x_ptrs += BLOCK_K
+        y_ptrs = y_ptr + offs_t[None, :] * stride_ym + offs_n[:, None]
+        tl.store(y_ptrs, acc.to(tl.float16))
+        t0 += BLOCK_T
+
+
+def test_tma_extents_keeps_the_exact_token_bound_where_rows_past_it_are_stored():
+    """The rows past `end` may be read from the allocation only when nothing of them is
+    stored; with an unmasked store the token tile keeps its bound, so the loop stays cp.async."""
+    ck = sparsecc.compile(moe_unmasked_store_kernel, moe.sparsecc_signature(), PREFILL.constexprs,
+                          target="sm_90a", num_warps=PREFILL.warps, num_stages=PREFILL.stages, tma_extents=True)
+    assert not ck.metadata.get("tensor_maps")
+    assert "cp.async.cg.shared.global" in ck.asm["ptx"]
+    assert "tma.extents" not in ck.asm["ttgir"], "a loop that stays on cp.async keeps no extents"
+
+
+def test_tma_extents_gives_the_unmasked_gemm_weight_tensor_maps():
+    consts = {"BM": 128, "BN": 128, "BK": 64, "MASKED": False}
+    ck = sparsecc.compile(gemm_kernel, GEMM_SIG, consts, target="sm_90a", tma_extents=True)
+    maps = ck.metadata["tensor_maps"]
+    assert len(maps) == 3 and "cp.async.bulk.tensor" in ck.asm["ptx"]
+    assert [m["dims"][1][0] for m in maps[:2]] == ["rows", "rows"] and "guards" not in maps[2]
+
+
+def test_tma_extents_recipes_evaluate_to_the_allocation_and_refuse_rows_too_short():
+    """The launch-time side: the weight's tensor maps, evaluated for Mixtral's shapes, cover
+    exactly the experts' rows and the K columns; a K that the K loop overruns (K % BLOCK_K != 0,
+    so its last step reads into the next row) is refused with an error naming the argument."""
+    from sparsecc.analysis.tma import evaluate
+    from sparsecc.runtime.tensor_map import TensorMapError, check_guards
+
+    maps = _compile(PREFILL, tma_extents=True).metadata["tensor_maps"]
+    rows, k = 8 * 14336, 4096
+    args = [0, 0, 0, 0, 0, 14336, k, k, k, 14336]
+    avail = {0: rows * k // 2, 1: rows // 16 * k, 2: 4100 * k}
+    dims = [[evaluate(d, args, avail) for d in m["dims"]] for m in maps]
+    assert dims == [[k // 2, rows], [k, rows // 16], [k, 4100]]
+    for m in maps:
+        check_guards(m, args, avail)
+    short = [0, 0, 0, 0, 0, 14336, k - 32, k - 32, k - 32, 14336]
+    with pytest.raises(TensorMapError, match="argument 'w_ptr_values'.*tma_extents"):
+        check_guards(maps[0], short, avail, "moe_gemm_kernel", ["w_ptr_values", "w_ptr_meta", "x_ptr"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unroll", [False, True], ids=["plain", "unroll"])
+@pytest.mark.parametrize("tokens,seed", [(1, 0), (150, 2), (1100, 3)])
+@pytest.mark.parametrize("tile", moe.PREFILL_TILES, ids=moe._tile_name)
+def test_moe_gemm_with_tma_extents_on_the_gpu_matches_torch(tile, tokens, seed, unroll):
+    """Ragged routings (empty experts, experts ending inside a token tile, several tiles per
+    expert) under tma_extents. x lies at the start of a larger buffer whose rows past the routed
+    ones are NaN: the last expert's token tile reads them through its tensor map (rows past
+    `end`), and none of it may reach y; y's rows past the routed ones must stay unwritten."""
+    experts, n, k = 8, 512, 1088  # 17 K steps: the unrolled loop's odd last trip
+    x, offs, _ = moe.route(tokens, experts, moe.TOP_K, k, "cuda", seed=seed)
+    buf = torch.full((x.shape[0] + 300, k), float("nan"), dtype=torch.float16, device="cuda")
+    buf[:x.shape[0]] = x
+    w = moe.make_weights(experts, n, k, "cuda", seed=seed + 7)
+    y = torch.full((x.shape[0] + 5, n), float("nan"), dtype=torch.float16, device="cuda")
+    moe.launch(KERNEL, sparsecc.compress(w), buf[:x.shape[0]], y, offs, n, k, tile, experts,
+               tma_extents=True, wgmma_unroll=unroll)
+    torch.cuda.synchronize()
+    ref = moe.reference(w, x, offs, n)
+    assert torch.isfinite(y[:x.shape[0]]).all(), "rows left unwritten (or NaN rows past `end` leaked in)"
+    assert torch.isnan(y[x.shape[0]:]).all(), "rows past the routed ones were written"
+    torch.testing.assert_close(y[:x.shape[0]].float(), ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
+def test_moe_gemm_with_tma_extents_refuses_a_k_its_loop_overruns():
+    """K = 1056 with BLOCK_K = 64: the last K step reads 32 columns past each row, which the
+    pointer load would take from the next row and a tensor map would zero-fill: refused."""
+    experts, n, k = 8, 512, 1056
+    x, offs, _ = moe.route(64, experts, moe.TOP_K, k, "cuda", seed=5)
+    w = moe.make_weights(experts, n, k, "cuda", seed=6)
+    y = torch.empty((x.shape[0], n), dtype=torch.float16, device="cuda")
+    with pytest.raises(ValueError, match="tma_extents"):
+        moe.launch(KERNEL, sparsecc.compress(w), x, y, offs, n, k, PREFILL, experts, tma_extents=True)
