@@ -1,8 +1,8 @@
 """Which element each wgmma reads, on the CPU: the descriptors the PTX builds, decoded with the
 PTX ISA's canonical layouts, against where the kernel's own copies wrote each element.
 
-The kernel is bench/parity_kernels.py's fused attention forward at head dim 128 on sm_90a, whose
-operands need the column-blocked K-major layouts (dot_staging.kmajor_col_blocks): Q (128 x 128,
+The kernel is conformance/parity_kernels.py's fused attention forward at head dim 128 on sm_90a,
+whose operands need the column-blocked K-major layouts (dot_staging.kmajor_col_blocks): Q (128 x 128,
 rows of 256 bytes) is A of Q K^T through a K-major descriptor over two 128-byte column blocks,
 K^T (128 x 64, stored as 64 rows of 128 K values) is its B over two K-major column blocks, and V
 (64 x 128) is the MN-major B of P @ V. Head dim 64 (one 128-byte atom a row) is checked too.
@@ -29,7 +29,7 @@ from wgmma_descriptors import kmajor_addr, mnmajor_addr, swizzle
 
 import sparsecc
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
 import parity_kernels as pk  # noqa: E402
 
 ATTN = pk.sparsecc_kernel(pk.attention_kernel)
@@ -122,7 +122,6 @@ def test_dense_gemm_with_256_byte_rows_reads_a_and_b_where_the_copies_wrote():
     read through the descriptor, as attention's Q; was ldmatrix into registers), B row-major
     (MN-major, N = 128 over two column blocks: LBO), 4 warps: two m64 blocks per warpgroup.
     Unaligned sizes, so the copies are cp.async (TMA's boxes are checked by analysis.tma)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
     from tutorial_kernels import matmul_kernel
 
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
