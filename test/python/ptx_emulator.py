@@ -22,8 +22,8 @@ unknown operand makes the result unknown too:
 - wgmma.mma_async: not computed; recorded as (opcode, values of its operands after the
   destination, a `{...}` list as a list) for the test to check.
 
-Not executed (unknown results): other float arithmetic, conversions to or from floats, shuffles, ldmatrix and
-stmatrix, stores to global memory; barriers and fences are no-ops.
+Not executed (unknown results): other float arithmetic, conversions to or from floats, shuffles,
+ldmatrix and stmatrix, stores to global memory; barriers and fences are no-ops.
 
     t = PtxThread(tid=0, params={"x_ptr": 1 << 32}, glob=image, shared={})
     wgmmas = t.run([ln.strip() for ln in ptx.splitlines()], until="back_edge")

@@ -39,6 +39,7 @@ BASES = {"q_ptr": 1 << 32, "k_ptr": 2 << 32, "v_ptr": 3 << 32, "out_ptr": 4 << 3
 N_CTX = 512
 THREADS = 256
 
+
 class Token(tuple):
     """A register loaded from global memory: (global byte address of its low byte,)."""
 
