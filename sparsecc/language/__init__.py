@@ -1,5 +1,7 @@
 """`import sparsecc.language as tl`: the Triton-like kernel language."""
 
+import importlib
+
 from sparsecc.language import math
 from sparsecc.language.control import range  # noqa: A004
 from sparsecc.language.core import (
@@ -195,11 +197,14 @@ def _register_library(functions: dict[str, object]) -> None:
 
 
 def __getattr__(name: str) -> object:
+    if name in _LIBRARY_NAMES and name not in _LIBRARY:
+        # the frontend defines them as it loads: load it on first use (by name, so that the
+        # language never imports the frontend at module level), as `import sparsecc` loads its parts
+        importlib.import_module("sparsecc.frontend")
     if name in _LIBRARY:
         return _LIBRARY[name]
     if name in _LIBRARY_NAMES:
-        raise AttributeError(f"sparsecc.language.{name} is library kernel code that the frontend defines as it "
-                             "loads: use it in a @sparsecc.jit kernel, or import sparsecc.frontend first")
+        raise AttributeError(f"internal error: loading sparsecc.frontend did not define sparsecc.language.{name}")
     raise AttributeError(f"module 'sparsecc.language' has no attribute '{name}'")
 
 
