@@ -31,7 +31,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, without its warning
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# parity_kernels (one source, two compilers) lives with the conformance tests
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "python", "conformance"))
 import parity_kernels as pk  # noqa: E402
 
 EXPERTS, N_FF, D_MODEL, TOP_K = 8, 14336, 4096, 2

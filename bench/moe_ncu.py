@@ -13,7 +13,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import moe  # noqa: E402
-import parity_kernels as pk  # noqa: E402
+
+pk = moe.pk
 
 
 def parse_tile(text: str) -> moe.Tile:

@@ -26,7 +26,8 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import moe  # noqa: E402
 import moe_ncu  # noqa: E402
-import parity_kernels as pk  # noqa: E402
+
+pk = moe.pk
 
 DECODE_SWEEP = [moe.Tile(64, 16, 128, 4, 4), moe.Tile(128, 16, 128, 4, 4), moe.Tile(128, 16, 64, 4, 4),
                 moe.Tile(64, 16, 128, 4, 6), moe.Tile(64, 16, 64, 4, 6), moe.Tile(128, 16, 64, 4, 8),

@@ -1,6 +1,6 @@
 """Triton and sparsecc on the same kernel sources, same run (issue 30's parity table).
 
-Every kernel of bench/parity_kernels.py is compiled by `triton.jit` and by `sparsecc.jit` from
+Every kernel of test/python/conformance/parity_kernels.py is compiled by `triton.jit` and by `sparsecc.jit` from
 the one source, checked against torch on random data (outputs poisoned with NaN first), then
 timed with `triton.testing.do_bench_cudagraph` (CUDA graphs, median). Each row gives both times,
 the bytes (or flops) the kernel moves, GB/s (or TFLOP/s), and the time ratio sparsecc / Triton
@@ -31,7 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the kernels, written once in Triton's language, are the conformance suite's
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "python", "conformance"))
 
 import parity_kernels as pk  # noqa: E402
 

@@ -1,5 +1,7 @@
 """`import sparsecc.language as tl`: the Triton-like kernel language."""
 
+import importlib
+
 from sparsecc.language import math
 from sparsecc.language.control import range  # noqa: A004
 from sparsecc.language.core import (
@@ -172,18 +174,37 @@ from sparsecc.language.scans import (  # noqa: E402
 __all__ += ["associative_scan", "bitonic_merge", "cumprod", "cumsum", "flip", "gather", "histogram", "reduce_or",
             "softmax", "sort", "topk"]
 
-# Triton's random numbers (issue 29): jit functions, loaded on first use because
-# sparsecc.language.random needs sparsecc.frontend, which needs this package
-_RANDOM = ("philox", "philox_impl", "randint", "randint4x", "rand", "rand4x", "randn", "randn4x",
-           "uint_to_uniform_float", "pair_uniform_to_normal")
-__all__ += [*_RANDOM]
+# Triton's random numbers (issue 29) are library kernels written in this language (@jit
+# functions), so the frontend, a later stage, defines them (sparsecc.frontend.random_library)
+# and registers them here as it loads: every kernel is compiled after that.
+_LIBRARY_NAMES = ("philox", "philox_impl", "randint", "randint4x", "rand", "rand4x", "randn", "randn4x",
+                  "uint_to_uniform_float", "pair_uniform_to_normal")
+"""The names of `_register_library`'s functions."""
+__all__ += [*_LIBRARY_NAMES]
+_LIBRARY: dict[str, object] = {}
+
+
+def _register_library(functions: dict[str, object]) -> None:
+    """Offer kernel code defined above the language as `tl.<name>`, for the names in
+    `_LIBRARY_NAMES` (the frontend registers Triton's random numbers as it loads).
+
+        _register_library({"rand": rand})   # tl.rand is now that @jit function
+    """
+    unknown = sorted(set(functions) - set(_LIBRARY_NAMES))
+    if unknown:
+        raise ValueError(f"internal error: {unknown} are not library names of sparsecc.language")
+    _LIBRARY.update(functions)
 
 
 def __getattr__(name: str) -> object:
-    if name in _RANDOM:
-        from sparsecc.language import random
-
-        return getattr(random, name)
+    if name in _LIBRARY_NAMES and name not in _LIBRARY:
+        # the frontend defines them as it loads: load it on first use (by name, so that the
+        # language never imports the frontend at module level), as `import sparsecc` loads its parts
+        importlib.import_module("sparsecc.frontend")
+    if name in _LIBRARY:
+        return _LIBRARY[name]
+    if name in _LIBRARY_NAMES:
+        raise AttributeError(f"internal error: loading sparsecc.frontend did not define sparsecc.language.{name}")
     raise AttributeError(f"module 'sparsecc.language' has no attribute '{name}'")
 
 

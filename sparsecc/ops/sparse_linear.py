@@ -55,6 +55,23 @@ def _activate(acc, ACTIVATION: tl.constexpr):
 
 
 @sparsecc.jit
+def _accumulate_k(acc, x_ptr, w_ptr, steps, BLOCK_K: tl.constexpr):
+    """The K loop of the sparse_linear kernels (and of sparse_linear_8bit's): `steps` times, acc +=
+    the x tile (BLOCK_M x BLOCK_K) @ the W tile (BLOCK_K x BLOCK_N, W's K x N view), both block
+    pointers then moved BLOCK_K along K; zero padding past the edges. Inlined where it is called.
+
+        acc = _accumulate_k(acc, x_ptr, w_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
+    """
+    for _ in range(0, steps):
+        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
+        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(x, w, acc)
+        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
+        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
+    return acc
+
+
+@sparsecc.jit
 def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
@@ -66,12 +83,7 @@ def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym
     w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(0, pid_n * BLOCK_N),
                               block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BLOCK_K)):
-        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
-        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
-        acc = tl.dot(x, w, acc)
-        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
-        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
+    acc = _accumulate_k(acc, x_ptr, w_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
     if HAS_BIAS:
         rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
@@ -106,12 +118,7 @@ def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, strid
     w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
                               block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, tl.minimum(per_split, steps - first)):
-        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
-        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
-        acc = tl.dot(x, w, acc)
-        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
-        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
+    acc = _accumulate_k(acc, x_ptr, w_ptr, tl.minimum(per_split, steps - first), BLOCK_K)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     inside = (rm[:, None] < M) & (rn[None, :] < N)

@@ -25,7 +25,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops.quantize_rows import quantize_rows_fused
-from sparsecc.ops.sparse_linear import ACTIVATIONS, LinearConfig, _activate
+from sparsecc.ops.sparse_linear import ACTIVATIONS, LinearConfig, _accumulate_k, _activate
 from sparsecc.passes.convert_tt_to_ttg import has_wgmma
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
@@ -53,12 +53,7 @@ def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride
     w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(0, pid_n * BLOCK_N),
                               block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
-    for _ in range(0, tl.cdiv(K, BLOCK_K)):
-        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
-        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
-        acc = tl.dot(x, w, acc)
-        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
-        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
+    acc = _accumulate_k(acc, x_ptr, w_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]

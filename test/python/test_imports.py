@@ -78,13 +78,7 @@ REGISTRIES: dict[str, str] = {
 every pass by its command-line name and loads each lazily when a pipeline names it; it is the
 compiler's table, not a pass."""
 
-ALLOWED: dict[tuple[str, str], str] = {
-    ("sparsecc.language.random", "sparsecc.frontend.jit"):
-        "tl.rand & co. are library kernels written in the language (@jit functions, as Triton's "
-        "random.py); `sparsecc.language` loads them on first use. Their place is a library "
-        "module above the frontend that registers them with the language",
-    ("sparsecc.language", "sparsecc.language.random"): "(the same: the language's lazy load of them)",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 """Known cycle or layering edges (importer, imported) -> why they are still here."""
 
 

@@ -1,4 +1,4 @@
-"""The parity benchmark's fused attention kernel (bench/parity_kernels.py, 128x64 tiles, head dim
+"""The parity benchmark's fused attention kernel (conformance/parity_kernels.py, 128x64 tiles, head dim
 64, 8 warps) stays within 128 ptxas registers: 8 warps of 128 registers are 32768, so two blocks
 fit an SM's 65536, and from 129 on (allocated in units of 8: 136) only one does.
 

@@ -3,7 +3,7 @@
 back-edge copies of it, and ptxas no longer gives P @ V the registers of Q @ K^T and copies them
 out every iteration (ptx_printer._coalesce_carried; issue 30).
 
-- attention (bench/parity_kernels.py) at D = 64 and 128 on sm_90a: no f32 copy at the back edge
+- attention (conformance/parity_kernels.py) at D = 64 and 128 on sm_90a: no f32 copy at the back edge
   but the row max and sum, the rescale writes the carried registers in place, SASS moves in the
   loop (31 -> 7 at D = 64, 47 -> 19 at D = 128) and registers (<= 128 at both);
 - a decayed matmul (`acc = tl.dot(a, b, acc * decay)`) whose old accumulator is also read after
@@ -28,7 +28,7 @@ import sparsecc
 import sparsecc.language as tl
 from sparsecc.codegen import ptxas
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
 import parity_kernels as pk  # noqa: E402
 
 ATTN = pk.sparsecc_kernel(pk.attention_kernel)

@@ -139,7 +139,7 @@ def _fast_path(body: str) -> str:
 
 @pytest.mark.parametrize("target, head_dim", [("sm_90a", 64), ("sm_90a", 128), ("sm_80", 64)])
 def test_attention_loop_steps_running_addresses(target, head_dim):
-    sys.path.insert(0, str(Path(__file__).parents[3] / "bench"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "conformance"))
     import parity_kernels as pk  # the attention kernel the parity table times
 
     sig = {"q_ptr": "*fp16:16", "k_ptr": "*fp16:16", "v_ptr": "*fp16:16", "out_ptr": "*fp16:16", "sm_scale": "fp32",

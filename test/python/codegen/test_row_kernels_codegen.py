@@ -1,4 +1,4 @@
-"""The parity benchmark's row and elementwise kernels (bench/parity_kernels.py) against Triton
+"""The parity benchmark's row and elementwise kernels (conformance/parity_kernels.py) against Triton
 3.9's code for the same sources (issue 30): ptxas registers no more than Triton's rounded up to
 ptxas's allocation unit of 8 (what decides the blocks per SM), PTX within 1.5x of Triton's
 instruction count, the instruction forms that got them there, the kernels on the interpreter
@@ -19,7 +19,8 @@ import pytest
 import torch
 from ptxas_tools import needs_ptxas
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))  # parity: the cases
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
 
 import parity  # noqa: E402
 import parity_kernels as pk  # noqa: E402

@@ -1,4 +1,4 @@
-"""bench/parity_kernels.py's fused attention forward (issue 30's parity row) on sm_90a and sm_80.
+"""parity_kernels.py's fused attention forward (issue 30's parity row) on sm_90a and sm_80.
 
 What made it 4-6x (then 2x) slower than Triton, each with its regression check on the PTX and ptxas:
 - K^T (`k_ptr + offs_n[None, :] * stride + offs_d[:, None]`) was loaded with scalar 16-bit loads:
@@ -25,18 +25,14 @@ The GPU part (`gpu` marker) checks the kernel against torch's scaled_dot_product
 from __future__ import annotations
 
 import math
-import os
 import re
-import sys
 
+import parity_kernels as pk
 import pytest
 import torch
 
 import sparsecc
 import sparsecc.language as tl
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
-import parity_kernels as pk  # noqa: E402
 
 ATTN = pk.sparsecc_kernel(pk.attention_kernel)
 SIG = {"q_ptr": "*fp16:16", "k_ptr": "*fp16:16", "v_ptr": "*fp16:16", "out_ptr": "*fp16:16", "sm_scale": "fp32",

@@ -14,6 +14,17 @@ SHAPES = [(64, 64, 128), (100, 72, 96), (33, 17, 64), (128, 40, 160)]
 INT_ARGS = ["M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"]
 
 
+def test_the_tutorial_kernel_has_one_source():
+    """`matmul_kernel` is parity_kernels.py's tutorial 03 (the source the parity benchmark hands
+    Triton too) with `tl` bound to sparsecc's language, not a copy of it."""
+    import parity_kernels as pk
+
+    import sparsecc.language
+
+    assert matmul_kernel.fn.__code__ is pk.matmul_kernel.__code__
+    assert matmul_kernel.fn.__globals__["tl"] is sparsecc.language
+
+
 def _problem(m: int, n: int, k: int, seed: int):
     g = torch.Generator().manual_seed(seed)
     dense = sparsecc.prune_2to4(torch.randn(m, k, generator=g).to(torch.float16))

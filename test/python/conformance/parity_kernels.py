@@ -1,4 +1,6 @@
-"""The parity benchmark's kernels, written once in Triton's language.
+"""The parity benchmark's kernels (bench/parity.py), written once in Triton's language; the
+tests compile the same sources (tutorial_kernels.matmul_kernel is tutorial 03 below, the attention
+and row kernels are checked by the codegen tests), and the benchmarks import them from here.
 
 Each function below is plain Triton source (`import triton.language as tl`, no decorator) that
 uses only the `tl.*` names sparsecc also has. `triton_kernel(fn)` decorates it with

@@ -9,7 +9,10 @@ give the same numbers in both compilers.
 
 These are ordinary `@sparsecc.jit` functions on `tl.uint32` values: a kernel that calls them
 inlines them (`tl.rand(seed, offs)` in a kernel is a call of `rand` below), and they run on
-the interpreter and the GPU like any other kernel code.
+the interpreter and the GPU like any other kernel code. Being jit functions, they belong to the
+frontend's stage, not the language's: this module registers them with `sparsecc.language` (as
+`tl.rand` & co.) when the frontend loads (`sparsecc/frontend/__init__.py` imports it), so the
+language never imports the frontend.
 
     @sparsecc.jit
     def dropout(X, Y, n, p, seed, BLOCK: tl.constexpr):
@@ -159,3 +162,6 @@ def randn4x(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
     n0, n1 = pair_uniform_to_normal(u0, u1)
     n2, n3 = pair_uniform_to_normal(u2, u3)
     return n0, n1, n2, n3
+
+
+tl._register_library({name: globals()[name] for name in tl._LIBRARY_NAMES})
