@@ -166,7 +166,7 @@ def test_launcher_appends_tensor_maps_once_per_argument_values(monkeypatch):
 
     built = []
 
-    def fake_encode(recipe, values, kernel="kernel", names=()):
+    def fake_encode(recipe, values, kernel="kernel", names=(), available=None):
         built.append((recipe["arg"], tuple(values)))
         return bytes([recipe["arg"]]) * 128
 
