@@ -202,6 +202,11 @@ class SymmAllReduce:
         import torch.distributed._symmetric_memory as symm_mem
 
         self.group, self.group_name, self.capacity = group, group.group_name, capacity
+        if "TORCH_SYMMMEM" not in os.environ and hasattr(symm_mem, "set_backend"):
+            try:  # CUDA's own IPC mapping, no NVSHMEM start-up; kept as is where it cannot be chosen
+                symm_mem.set_backend("CUDA")
+            except Exception:  # noqa: BLE001, S110 - the default backend then
+                pass
         enable = getattr(symm_mem, "enable_symm_mem_for_group", None)  # needed before 2.12, deprecated since
         if enable is not None:
             with warnings.catch_warnings():
@@ -211,12 +216,14 @@ class SymmAllReduce:
         self.handle = symm_mem.rendezvous(self.buffer, self.group_name)  # collective: every rank of the group
         # one_shot_all_reduce_copy copies the local input in its own kernel; without it, copy_ first
         self.copy_in_kernel = hasattr(torch.ops.symm_mem, "one_shot_all_reduce_copy")
+        backend = getattr(symm_mem, "get_backend", None)
+        self.backend = (backend(device) if backend is not None else None) or "default"
         _SYMM[self.group_name] = self
         _define_symm_op()
 
     def describe(self) -> str:
         op = "one_shot_all_reduce_copy" if self.copy_in_kernel else "copy_ + one_shot_all_reduce"
-        return f"symmetric memory, {op} in float32 ({self.group.size()} ranks)"
+        return f"symmetric memory ({self.backend} backend), {op} in float32 ({self.group.size()} ranks)"
 
     def reduce(self, x: torch.Tensor) -> torch.Tensor:
         """The custom op's body: the sum of x (float32, contiguous) over the group."""
