@@ -207,6 +207,12 @@ class SymmAllReduce:
                 symm_mem.set_backend("CUDA")
             except Exception:  # noqa: BLE001, S110 - the default backend then
                 pass
+        # the NCCL rows share this group: inductor must not lower their all-reduces onto its symmetric
+        # memory (`_collective.auto_select`, off by default; kept off here)
+        import torch._inductor.config as inductor_config
+
+        if hasattr(getattr(inductor_config, "_collective", None), "auto_select"):
+            inductor_config._collective.auto_select = False
         enable = getattr(symm_mem, "enable_symm_mem_for_group", None)  # needed before 2.12, deprecated since
         if enable is not None:
             with warnings.catch_warnings():
