@@ -184,7 +184,8 @@ class SymmAllReduce:
     torch's symmetric-memory reductions take float32 and bfloat16 only (their
     AT_DISPATCH_FLOAT_AND_BFLOAT16 in CUDASymmetricMemoryOps.cu), and the model is fp16: the partial
     sum goes in as float32 and the sum comes back as fp16. Over 2 ranks that is the fp16 sum NCCL
-    computes (the float32 sum of two fp16 numbers is exact; one rounding to fp16 either way).
+    computes: rounding a + b to float32, then to fp16, gives the correctly rounded fp16 sum (24
+    bits >= 2 x 11 + 2: the double rounding is harmless), and `check_reducer` compares the two.
     The buffer holds `capacity` floats (the prompt's tokens x hidden); a larger tensor is reduced
     by the process group's all-reduce instead. Needs CUDA: the constructor raises where symmetric
     memory is not usable.
@@ -205,7 +206,7 @@ class SymmAllReduce:
         if "TORCH_SYMMMEM" not in os.environ and hasattr(symm_mem, "set_backend"):
             try:  # CUDA's own IPC mapping, no NVSHMEM start-up; kept as is where it cannot be chosen
                 symm_mem.set_backend("CUDA")
-            except Exception:  # noqa: BLE001, S110 - the default backend then
+            except Exception:  # noqa: BLE001 - the default backend then
                 pass
         # the NCCL rows share this group: inductor must not lower their all-reduces onto its symmetric
         # memory (`_collective.auto_select`, off by default; kept off here)
@@ -213,7 +214,7 @@ class SymmAllReduce:
 
         if hasattr(getattr(inductor_config, "_collective", None), "auto_select"):
             inductor_config._collective.auto_select = False
-        enable = getattr(symm_mem, "enable_symm_mem_for_group", None)  # needed before 2.12, deprecated since
+        enable = getattr(symm_mem, "enable_symm_mem_for_group", None)  # older torch needs it; newer: deprecated
         if enable is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
