@@ -29,6 +29,17 @@ logits with them; `--cpu-check` turns it on and exits non-zero when sparse TP's 
 from the unsharded sparse model's beyond fp16 tolerance. The whole run keeps to `--budget`
 seconds (default 210): measurements that would not fit are skipped and said so, a watchdog ends a
 hung run at the budget + 60 s, and rank 0 rewrites the table after every measurement.
+
+`--allreduce nccl,symm` measures each variant twice, same run: `nccl` (the default) is torch's
+styles' all-reduce after o_proj and down_proj (DTensor Partial -> Replicate, NCCL); `symm` shards
+those two layers with a Partial output and sums it in a forward hook through torch's symmetric
+memory (`SymmAllReduce`: one one-shot kernel reading the peers' buffers over NVLink), for dense and
+sparse TP alike. `--breakdown` adds a table that splits each step into its weight GEMMs (a CUDA
+graph of the step's linear layers alone, same shapes and kernels), its row-parallel all-reduces
+(a graph of them alone) and the rest, and computes from these the ratio sparse TP could reach if
+only its GEMMs differed from dense TP's.
+
+    torchrun --nproc_per_node 2 bench/llama_tp.py --allreduce nccl,symm --breakdown --budget 420
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from typing import Any
 
 import torch
@@ -58,6 +70,7 @@ import llama_e2e as e2e  # noqa: E402
 from sparsecc.nn import SparseLinear, sparse_plan, sparsify_  # noqa: E402
 
 VARIANTS = ("dense", "sparse", "sparse-w4", "sparse-swiglu", "sparse-w4-swiglu")
+ALLREDUCES = ("nccl", "symm")
 TAG = "[llama_tp]"
 START = time.perf_counter()
 RANK = int(os.environ.get("RANK", "0"))
@@ -77,11 +90,12 @@ def llama_config(layers: int, tiny: bool):
     return config
 
 
-def tp_plan(config, fuse: bool) -> dict:
+def tp_plan(config, fuse: bool, partial_rows: bool = False) -> dict:
     """Megatron's plan for torch's styles; with `fuse`, qkv_proj and gate_up_proj (fuse_llama_'s)
     are FusedColwiseParallel over their parts, for dense and sparse layers alike (sparse_plan
-    keeps that style as it is)."""
-    from torch.distributed.tensor import Replicate
+    keeps that style as it is). With `partial_rows` o_proj and down_proj leave their partial sums
+    unreduced (output Partial, the local tensor): the caller reduces them (`SymmAllReduce`)."""
+    from torch.distributed.tensor import Partial, Replicate
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
 
     from sparsecc.nn.parallel import FusedColwiseParallel
@@ -95,13 +109,17 @@ def tp_plan(config, fuse: bool) -> dict:
     else:
         plan = {layer + f"self_attn.{p}": ColwiseParallel() for p in ("q_proj", "k_proj", "v_proj")}
         plan |= {layer + f"mlp.{p}": ColwiseParallel() for p in ("gate_proj", "up_proj")}
-    plan |= {layer + "self_attn.o_proj": RowwiseParallel(), layer + "mlp.down_proj": RowwiseParallel()}
+    rows = {"output_layouts": Partial()} if partial_rows else {}
+    plan |= {layer + "self_attn.o_proj": RowwiseParallel(**rows), layer + "mlp.down_proj": RowwiseParallel(**rows)}
     plan["lm_head"] = ColwiseParallel(output_layouts=Replicate())  # every rank gets the full logits
     return plan
 
 
-def build(variant: str, args: argparse.Namespace, mesh) -> tuple[torch.nn.Module, list[str]]:
-    """The variant's model (sharded over `mesh`, or whole where mesh is None) and table notes."""
+def build(variant: str, args: argparse.Namespace, mesh, reducer: SymmAllReduce | None = None
+          ) -> tuple[torch.nn.Module, list[str]]:
+    """The variant's model (sharded over `mesh`, or whole where mesh is None) and table notes;
+    with a `reducer`, the row-parallel layers' partial sums are reduced by it (in a forward hook)
+    instead of by torch's styles."""
     from torch.distributed.tensor.parallel import parallelize_module
 
     config = llama_config(args.layers, args.tiny)
@@ -117,13 +135,163 @@ def build(variant: str, args: argparse.Namespace, mesh) -> tuple[torch.nn.Module
         if variant.endswith("-swiglu"):  # before sharding: FusedColwiseParallel keeps it on each rank's halves
             notes += e2e.swiglu_epilogue_(model)
     if mesh is not None:
-        plan = tp_plan(config, args.fuse)
+        plan = tp_plan(config, args.fuse, partial_rows=reducer is not None)
         model = parallelize_module(model, mesh, sparse_plan(plan) if variant.startswith("sparse") else plan)
+        if reducer is not None:
+            for layer in model.model.layers:  # after the styles' own hooks: these get the local partial sum
+                for row_parallel in (layer.self_attn.o_proj, layer.mlp.down_proj):
+                    row_parallel.register_forward_hook(reducer.hook)
+            notes.append(f"all-reduce: {reducer.describe()}")
         name = "qkv_proj" if args.fuse else "q_proj"
         q = getattr(model.model.layers[0].self_attn, name)
         width = q.out_features if isinstance(q, SparseLinear) else q.weight.to_local().shape[0]
         notes.append(f"{name} {width} rows a rank")
     return model, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# the row-parallel all-reduce through symmetric memory (--allreduce symm)
+
+SYMM_OP = "sparsecc_bench::symm_all_reduce"
+_SYMM: dict[str, SymmAllReduce] = {}  # group name -> its reducer, for the custom op's body
+_SYMM_OP_DEFINED: list[bool] = []
+
+
+def _define_symm_op() -> None:
+    """`torch.ops.sparsecc_bench.symm_all_reduce(x, group_name)`: a custom op around
+    `SymmAllReduce.reduce`, so that torch.compile(fullgraph) keeps it as one opaque call (its fake
+    is a new tensor of x's shape): inductor then neither lowers it nor moves the symmetric buffer,
+    and a CUDA graph captured around the compiled step records the kernel its body launches."""
+    if _SYMM_OP_DEFINED:
+        return
+
+    def body(x: torch.Tensor, group_name: str) -> torch.Tensor:
+        return _SYMM[group_name].reduce(x)
+
+    op = torch.library.custom_op(SYMM_OP, body, mutates_args=(), schema="(Tensor x, str group_name) -> Tensor")
+    op.register_fake(lambda x, group_name: torch.empty_like(x))
+    _SYMM_OP_DEFINED.append(True)
+
+
+class SymmAllReduce:
+    """The sum over the TP group of a row-parallel layer's partial outputs through torch's
+    symmetric memory (`torch.distributed._symmetric_memory`) instead of NCCL: each rank's buffer is
+    mapped into its peers' address space once (`empty` + `rendezvous`, here, outside any graph), and
+    one kernel (`symm_mem.one_shot_all_reduce_copy`) copies the local partial sum into it, waits
+    at a barrier on the signal pads, reads every peer's buffer over NVLink, adds, and waits again
+    (so that the next call may overwrite the buffer).
+
+    torch's symmetric-memory reductions take float32 and bfloat16 only (their
+    AT_DISPATCH_FLOAT_AND_BFLOAT16 in CUDASymmetricMemoryOps.cu), and the model is fp16: the partial
+    sum goes in as float32 and the sum comes back as fp16. Over 2 ranks that is the fp16 sum NCCL
+    computes: rounding a + b to float32, then to fp16, gives the correctly rounded fp16 sum (24
+    bits >= 2 x 11 + 2: the double rounding is harmless), and `check_reducer` compares the two.
+    The buffer holds `capacity` floats (the prompt's tokens x hidden); a larger tensor is reduced
+    by the process group's all-reduce instead. Needs CUDA: the constructor raises where symmetric
+    memory is not usable.
+
+        reducer = SymmAllReduce(mesh.get_group(), capacity=16 * 32 * 4096, device=torch.device("cuda", 0))
+        o_proj.register_forward_hook(reducer.hook)     # o_proj sharded RowwiseParallel(output_layouts=Partial())
+    """
+
+    def __init__(self, group, capacity: int, device: torch.device) -> None:
+        if device.type != "cuda":
+            raise ValueError(f"--allreduce symm needs CUDA tensors (symmetric memory maps GPU memory between "
+                             f"processes), got device {device}")
+        # NVLink multicast stays off (the machines' rule; one-shot does not use it anyway)
+        os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+        import torch.distributed._symmetric_memory as symm_mem
+
+        self.group, self.group_name, self.capacity = group, group.group_name, capacity
+        if "TORCH_SYMMMEM" not in os.environ and hasattr(symm_mem, "set_backend"):
+            try:  # CUDA's own IPC mapping, no NVSHMEM start-up; kept as is where it cannot be chosen
+                symm_mem.set_backend("CUDA")
+            except Exception:  # noqa: BLE001 - the default backend then
+                pass
+        # the NCCL rows share this group: inductor must not lower their all-reduces onto its symmetric
+        # memory (`_collective.auto_select`, off by default; kept off here)
+        import torch._inductor.config as inductor_config
+
+        if hasattr(getattr(inductor_config, "_collective", None), "auto_select"):
+            inductor_config._collective.auto_select = False
+        enable = getattr(symm_mem, "enable_symm_mem_for_group", None)  # older torch needs it; newer: deprecated
+        if enable is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                enable(self.group_name)
+        self.buffer = symm_mem.empty(capacity, dtype=torch.float32, device=device)
+        self.handle = symm_mem.rendezvous(self.buffer, self.group_name)  # collective: every rank of the group
+        # one_shot_all_reduce_copy copies the local input in its own kernel; without it, copy_ first
+        self.copy_in_kernel = hasattr(torch.ops.symm_mem, "one_shot_all_reduce_copy")
+        backend = getattr(symm_mem, "get_backend", None)
+        self.backend = (backend(device) if backend is not None else None) or "default"
+        _SYMM[self.group_name] = self
+        _define_symm_op()
+
+    def describe(self) -> str:
+        op = "one_shot_all_reduce_copy" if self.copy_in_kernel else "copy_ + one_shot_all_reduce"
+        return f"symmetric memory ({self.backend} backend), {op} in float32 ({self.group.size()} ranks)"
+
+    def reduce(self, x: torch.Tensor) -> torch.Tensor:
+        """The custom op's body: the sum of x (float32, contiguous) over the group."""
+        flat = x.reshape(-1)
+        buf = self.buffer[: flat.numel()]  # the kernel reduces the symmetric tensor's numel: exactly x's
+        if self.copy_in_kernel:
+            out = torch.ops.symm_mem.one_shot_all_reduce_copy(buf, flat, "sum", self.group_name)
+        else:
+            buf.copy_(flat)
+            out = torch.ops.symm_mem.one_shot_all_reduce(buf, "sum", self.group_name)
+        return out.view(x.shape)
+
+    def __call__(self, y: torch.Tensor) -> torch.Tensor:
+        """The sum of y (this rank's partial output) over the group, in y's dtype."""
+        if y.numel() > self.capacity:  # not in decode; the process group's all-reduce, as torch's styles
+            c10d = torch.ops._c10d_functional
+            return c10d.wait_tensor(c10d.all_reduce(y.contiguous(), "sum", self.group_name))
+        return torch.ops.sparsecc_bench.symm_all_reduce(y.float().contiguous(), self.group_name).to(y.dtype)
+
+    def hook(self, module: torch.nn.Module, inputs: tuple, y: torch.Tensor) -> torch.Tensor:
+        return self(y)
+
+
+def make_reducer(args: argparse.Namespace, mesh, ranks: Ranks) -> SymmAllReduce | None:
+    """The run's SymmAllReduce (sized for the largest prompt) where `--allreduce` asks for symm;
+    every rank builds it (a collective). A failure on any rank is a RuntimeError naming it."""
+    if "symm" not in args.allreduce:
+        return None
+    config = llama_config(args.layers, args.tiny)
+    capacity = max(args.batches) * max(args.prompt, 1) * config.hidden_size
+    reducer, err = None, None
+    try:
+        reducer = SymmAllReduce(mesh.get_group(), capacity, torch.device(args.device, torch.cuda.current_device()))
+    except Exception as e:  # noqa: BLE001 - one line for the user, the traceback on stderr
+        err = e2e._short(e, 400)
+        traceback.print_exc()
+    errors = ranks.gather(err)
+    if any(errors):
+        first = next(e for e in errors if e)
+        raise RuntimeError(f"--allreduce symm: torch {torch.__version__}'s symmetric memory is not usable here "
+                           f"(rank {errors.index(first)}: {first}); run --allreduce nccl")
+    check_reducer(reducer, config.hidden_size, max(args.batches), ranks)
+    return reducer
+
+
+def check_reducer(reducer: SymmAllReduce, hidden: int, tokens: int, ranks: Ranks) -> None:
+    """The symmetric-memory sum of random fp16 partials (eager) against the functional all-reduce's
+    (NCCL) on every rank, before anything is measured: equal over 2 ranks (one fp16 rounding of an
+    exact sum either way), within fp16 rounding over more. A RuntimeError (an internal error:
+    the reducer is wrong, not the user's input) otherwise."""
+    gen = torch.Generator(device="cuda").manual_seed(1234 + ranks.dist.get_rank())
+    y = torch.randn(tokens, 1, hidden, generator=gen, device="cuda", dtype=torch.float16)
+    with torch.no_grad():
+        got, want = reducer(y), functional_all_reduce(reducer.group_name)(y)
+    err = (got.float() - want.float()).abs().max().item()
+    worst = max(ranks.gather(err))
+    bound = 0.0 if reducer.group.size() == 2 else 1e-2 * want.float().abs().max().item()
+    if not worst <= bound:
+        raise RuntimeError(f"internal error: the symmetric-memory all-reduce differs from NCCL's by {worst:.3g} "
+                           f"(allowed {bound:.3g}) on {tokens} x {hidden} fp16")
+    log(f"symm all-reduce checked against NCCL on {tokens} x {hidden} fp16: max difference {worst:.3g}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,6 +357,105 @@ def measure(model, batch: int, args: argparse.Namespace, ranks: Ranks | None, wa
     return {"tried": tried}
 
 
+def tp_row(variant: str, allreduce: str) -> str:
+    """The table's row of a TP variant: `sparse-tp` (torch's NCCL all-reduce), `sparse-tp+symm`."""
+    return f"{variant}-tp" + ("" if allreduce == "nccl" else f"+{allreduce}")
+
+
+# ---------------------------------------------------------------------------------------------
+# --breakdown: one step's weight GEMMs alone and its all-reduces alone
+
+
+def weight_gemms(model: torch.nn.Module) -> list[tuple[Any, int]]:
+    """(run, K) of every weight layer one decode step runs (q/k/v or qkv, o, gate/up, down in each
+    layer; lm_head), as this rank runs it: the local GEMM of a sharded layer without the styles'
+    hooks (no redistribution, no all-reduce), the same kernel the step launches; K is its input
+    width."""
+    from torch.distributed.tensor import DTensor
+
+    def local(t: torch.Tensor | None) -> torch.Tensor | None:
+        return t.to_local() if isinstance(t, DTensor) else t
+
+    out = []
+    for m in model.modules():
+        if isinstance(m, SparseLinear):  # forward, not __call__: the layer's kernel, not its hooks
+            out.append((lambda x, m=m: SparseLinear.forward(m, x), m.in_features))
+        elif isinstance(m, torch.nn.Linear):
+            w, b = local(m.weight), local(m.bias)
+            out.append((lambda x, w=w, b=b: torch.nn.functional.linear(x, w, b), w.shape[1]))
+    return out
+
+
+def graph_ms(fn, args: argparse.Namespace, inner: int = 10) -> float:
+    """Milliseconds one call of fn takes, captured in a CUDA graph on the GPU (eager on the CPU):
+    median over `reps` timings of `inner` replays each."""
+    import statistics
+
+    run, _ = e2e.prepare(fn, e2e.Mode(False, args.graphs), args.device, warmup=2)
+    inner = inner if args.device == "cuda" else 1
+
+    def replays() -> None:
+        for _ in range(inner):
+            run()
+
+    times = [e2e.timed(replays, args.device) / inner for _ in range(max(3, args.reps))]
+    return statistics.median(times) * 1e3
+
+
+def functional_all_reduce(group_name: str):
+    """y -> the sum of y over the group by torch's functional all_reduce (what the styles'
+    DTensor redistribution from Partial to Replicate runs: NCCL on GPUs)."""
+    c10d = torch.ops._c10d_functional
+
+    def reduce(y: torch.Tensor) -> torch.Tensor:
+        return c10d.wait_tensor(c10d.all_reduce(y, "sum", group_name))
+
+    return reduce
+
+
+def breakdown(model: torch.nn.Module, batch: int, args: argparse.Namespace, ranks: Ranks | None,
+              reduce=None) -> dict:  # noqa: ANN001
+    """One decode step's parts at `batch` tokens, in ms (the slowest rank's): `gemm`, the step's
+    weight GEMMs alone (`weight_gemms`, back to back in one graph, on random inputs of the step's
+    shapes); with `reduce` (TP: the all-reduce the step's row-parallel layers run, on every rank
+    of `ranks`), `allreduce`, the step's 2 a layer of them alone (batch x hidden fp16).
+    {"failed": why} where a rank failed."""
+    out, err = {}, None
+    try:
+        with torch.no_grad():
+            gemms = weight_gemms(model)
+            gen = torch.Generator(device=args.device).manual_seed(args.seed)
+            xs = {k: torch.randn(batch, 1, k, generator=gen, device=args.device, dtype=torch.float16)
+                  for k in sorted({k for _, k in gemms})}
+
+            def run_gemms() -> None:
+                for fn, k in gemms:
+                    fn(xs[k])
+
+            out["gemm"], out["gemms"] = graph_ms(run_gemms, args), len(gemms)
+            if reduce is not None:
+                x = torch.randn(batch, 1, model.config.hidden_size, generator=gen, device=args.device,
+                                dtype=torch.float16)
+                count = 2 * len(model.model.layers)
+
+                def run_reduces() -> None:
+                    for _ in range(count):
+                        reduce(x)
+
+                out["allreduce"], out["allreduces"] = graph_ms(run_reduces, args), count
+    except Exception as e:  # noqa: BLE001 - a note in the table, the traceback on stderr
+        err = e2e._short(e)
+        traceback.print_exc()
+        e2e._recover(args.device)
+    if ranks is None:
+        return out if err is None else {"failed": err}
+    everyone = ranks.gather(out if err is None else {"failed": err})
+    failed = [f"rank {r}: {o['failed']}" for r, o in enumerate(everyone) if "failed" in o]
+    if failed:
+        return {"failed": "; ".join(failed)}
+    return {k: max(o[k] for o in everyone) for k in out}
+
+
 # ---------------------------------------------------------------------------------------------
 # the table
 
@@ -205,7 +472,8 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
 
     cfg = llama_config(args.layers, args.tiny)
     first_mode = str(e2e.Mode(args.compile, args.graphs))
-    rows = [v for v in [f"{x}-tp" for x in args.variants] + [f"{x}-1gpu" for x in args.variants] if v in notes]
+    rows = [tp_row(x, a) for a in args.allreduce for x in args.variants] + [f"{x}-1gpu" for x in args.variants]
+    rows = [r for r in rows if r in notes]
     ranks_are = "GPUs" if args.device == "cuda" else "CPU processes"
     footnotes: list[str] = []
 
@@ -254,16 +522,28 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
         "(eager+graph) ran without torch.compile (it failed, or the time budget left no room; see below), (eager) "
         "without the CUDA graph too; † the two numbers of a ratio ran in different modes.",
     ]
+    if "symm" in args.allreduce:
+        lines.append("- All-reduce: rows without a suffix sum the row-parallel partial outputs as torch's RowwiseParallel "
+                     "does (DTensor Partial -> Replicate: functional all_reduce, NCCL); *+symm rows shard o_proj and "
+                     "down_proj with output Partial and sum in a forward hook through torch's symmetric memory "
+                     "(`SymmAllReduce`: the partial sum cast to float32, one `one_shot_all_reduce_copy` kernel, cast "
+                     "back to fp16; torch's symmetric-memory reductions take float32 and bfloat16 only), dense and "
+                     "sparse alike. The lm_head's all-gather stays NCCL in both.")
     if any(r.endswith("-1gpu") for r in rows):
         lines.append("- *-1gpu: the unsharded model on rank 0's device alone, same steps (the other ranks idle).")
     titles = [f"decode b={b} tok/s" for b in args.batches]
     lines += ["", "| variant | " + " | ".join(titles) + " | logits | notes |", "|---" * (len(titles) + 3) + "|"]
     for row in rows:
         # each row against its own unsharded model where that ran, and the TP rows against dense TP
-        # (sparse-w4's difference to dense is its quantization error)
-        variant, single = row.rsplit("-", 1)
-        refs = [f"{variant}-1gpu"] if single == "tp" else []
-        refs += ["dense-tp"] if single == "tp" and variant != "dense" else ["dense-1gpu"] if variant != "dense" else []
+        # (sparse-w4's difference to dense is its quantization error); a +symm row against its NCCL row
+        base, _, allreduce = row.partition("+")
+        variant, single = base.rsplit("-", 1)
+        refs = [base] if allreduce else []
+        refs += [f"{variant}-1gpu"] if single == "tp" else []
+        if single == "tp" and variant != "dense":
+            refs.append(tp_row("dense", allreduce or "nccl"))
+        elif variant != "dense":
+            refs.append("dense-1gpu")
         refs = [r for r in refs if r in notes]
         lg = "; ".join(f"vs {r}: {logits_vs(row, r)}" for r in refs) or "reference"
         lines.append(f"| {row} | " + " | ".join(cell(row, b) for b in args.batches) + f" | {lg} | "
@@ -274,9 +554,65 @@ def table(cells: dict, notes: dict, args: argparse.Namespace, world: int, device
                      ("sparse-swiglu-tp", "sparse-tp")):
         if num in notes and den in notes:
             lines.append(f"| {num} ÷ {den} | " + " | ".join(ratio(num, den, b) for b in args.batches) + " | | |")
+    for allreduce in [a for a in args.allreduce if a != "nccl"]:
+        pairs = [(tp_row(v, allreduce), tp_row("dense", allreduce)) for v in args.variants if v != "dense"]
+        pairs += [(tp_row(v, allreduce), tp_row(v, "nccl")) for v in args.variants]
+        for num, den in pairs:
+            if num in notes and den in notes:
+                lines.append(f"| {num} ÷ {den} | " + " | ".join(ratio(num, den, b) for b in args.batches) + " | | |")
+    if args.breakdown:
+        lines += breakdown_table(cells, rows, args)
     if footnotes:
         lines += ["", "Notes on cells:", ""] + [f"- {f}" for f in footnotes]
     return "\n".join(lines) + "\n"
+
+
+def breakdown_table(cells: dict, rows: list[str], args: argparse.Namespace) -> list[str]:
+    """--breakdown's table (each cell's step split into GEMM / all-reduce / rest) and the caps it
+    gives for each sparse row against the dense row of the same all-reduce (or of one GPU)."""
+    lines = [
+        "", "## Step breakdown (`--breakdown`)", "",
+        "Each decode step, in ms (the slowest rank's), split in three: **GEMM**, the step's weight layers alone "
+        "(every Linear / SparseLinear of the model, this rank's shard, its own kernel without the styles' hooks, "
+        "at the step's shapes on random inputs, back to back in one CUDA graph on GPUs); **all-reduce**, the "
+        "step's row-parallel all-reduces alone (2 a layer, batch × hidden fp16, by the row's path, in one graph); "
+        "**rest** = step − GEMM − all-reduce: attention, norms, RoPE, the cache update, the lm_head's gather, "
+        "launch gaps, and whatever the two parts cost more inside the step than alone (an all-reduce there also "
+        "waits for the slower rank). **cap**: the ratio sparse would reach over dense if it differed from it only "
+        "by its GEMMs, dense step / (dense step − dense GEMM + sparse GEMM); **zero-GEMM cap**: dense step / "
+        "(dense step − dense GEMM), GEMMs of no time at all.",
+        "", "| row | batch | mode | step ms | GEMM ms | all-reduce ms | rest ms | parts |", "|---" * 8 + "|"]
+    for row in rows:
+        for b in args.batches:
+            c = cells.get((row, b), {})
+            if "tok_s" not in c:
+                continue
+            bd, step = c.get("breakdown", {}), c["ms_per_step"]
+            if "gemm" not in bd:
+                lines.append(f"| {row} | {b} | {c['mode']} | {step:.3f} | — | — | — | {bd.get('failed', 'not measured')} |")
+                continue
+            ar = bd.get("allreduce")
+            parts = f"{bd['gemms']} GEMMs" + (f", {bd['allreduces']} all-reduces" if ar is not None else "")
+            lines.append(f"| {row} | {b} | {c['mode']} | {step:.3f} | {bd['gemm']:.3f} | "
+                         + (f"{ar:.3f}" if ar is not None else "—") + f" | {step - bd['gemm'] - (ar or 0):.3f} | {parts} |")
+    pairs = [(tp_row(v, a), tp_row("dense", a)) for a in args.allreduce for v in args.variants if v != "dense"]
+    pairs += [(f"{v}-1gpu", "dense-1gpu") for v in args.variants if v != "dense"]
+    caps = []
+    for num, den in pairs:
+        for b in args.batches:
+            sp, d = cells.get((num, b), {}), cells.get((den, b), {})
+            if "gemm" not in sp.get("breakdown", {}) or "gemm" not in d.get("breakdown", {}):
+                continue
+            ds, dg, sg = d["ms_per_step"], d["breakdown"]["gemm"], sp["breakdown"]["gemm"]
+            mixed = "†" if sp["mode"] != d["mode"] else ""
+
+            cap, zero = (f"{ds / x:.2f}×" if x > 0 else "—" for x in (ds - dg + sg, ds - dg))
+            caps.append(f"| {num} ÷ {den} | {b} | {ds / sp['ms_per_step']:.2f}×{mixed} | {cap} | {zero} | "
+                        f"{dg / sg:.2f}× |")
+    if caps:
+        lines += ["", "| sparse ÷ dense | batch | measured | cap | zero-GEMM cap | GEMM dense ÷ sparse |",
+                  "|---" * 6 + "|"] + caps
+    return lines
 
 
 _MOVED: set[str] = set()  # tables of an earlier run already moved to history/ by this one
@@ -354,26 +690,33 @@ def run(args: argparse.Namespace) -> int:
             log(f"could not write the table: {e2e._short(e)}")
             traceback.print_exc()
 
-    models = {}
-    for variant in args.variants:
-        t0 = time.perf_counter()
-        try:
-            models[variant], notes[f"{variant}-tp"] = build(variant, args, mesh)
-            err = None
-        except Exception as e:  # noqa: BLE001
-            err = e2e._short(e)
-            traceback.print_exc()
-        if not ranks.all_ok(err is None):
-            notes[f"{variant}-tp"] = [f"could not build: {err or 'failed on another rank'}"]
-            models.pop(variant, None)
-        log(f"{variant}-tp built in {time.perf_counter() - t0:.1f} s: {'; '.join(notes[f'{variant}-tp'])}")
+    try:
+        reducer = make_reducer(args, mesh, ranks)
+    except RuntimeError as e:
+        log(str(e), all_ranks=True)
+        dist.destroy_process_group()
+        return 2
+    models = {}  # row -> (model, all-reduce)
+    for allreduce in args.allreduce:
+        for variant in args.variants:
+            row, t0 = tp_row(variant, allreduce), time.perf_counter()
+            try:
+                model, notes[row] = build(variant, args, mesh, reducer if allreduce == "symm" else None)
+                models[row] = (model, allreduce)
+                err = None
+            except Exception as e:  # noqa: BLE001
+                err = e2e._short(e)
+                traceback.print_exc()
+            if not ranks.all_ok(err is None):
+                notes[row] = [f"could not build: {err or 'failed on another rank'}"]
+                models.pop(row, None)
+            log(f"{row} built in {time.perf_counter() - t0:.1f} s: {'; '.join(notes[row])}")
     publish()
     for batch in args.batches:
         # one mode for the batch's cells where the budget allows: compile only if all of them fit
         fits = left() > compile_s() * 1.15 * len(models) + 10
         want_compile = args.compile and fits
-        for variant, model in models.items():
-            row = f"{variant}-tp"
+        for row, (model, allreduce) in models.items():
             if left() < 10:
                 cells[(row, batch)] = {"tried": [], "skipped": "not run (budget)"}
                 log(f"{row} b={batch}: skipped, {left():.0f} s of the budget left")
@@ -386,6 +729,10 @@ def run(args: argparse.Namespace) -> int:
                 compiled.append(c["cell_s"])
             log(f"{row} b={batch}: " + (f"{c['tok_s']:,.0f} tok/s [{c['mode']}] ({c['ms_per_step']:.2f} ms a step, "
                                         f"{c['cell_s']:.1f} s)" if "tok_s" in c else f"failed: {c['tried']}"))
+            if args.breakdown and "tok_s" in c:
+                reduce = reducer if allreduce == "symm" else functional_all_reduce(mesh.get_group().group_name)
+                c["breakdown"] = breakdown(model, batch, args, ranks, reduce)
+                log(f"{row} b={batch} breakdown: {c['breakdown']}")
             publish()
     models.clear()
     gc.collect()
@@ -405,8 +752,10 @@ def run(args: argparse.Namespace) -> int:
                         cells[(row, batch)] = {"tried": [], "skipped": "not run (budget)"}
                         continue
                     want = args.compile and left() > compile_s() * 1.15 + 10
-                    cells[(row, batch)] = measure(model, batch, args, None, want)
-                    log(f"{row} b={batch}: {cells[(row, batch)].get('tok_s', 'failed')}")
+                    cells[(row, batch)] = c = measure(model, batch, args, None, want)
+                    log(f"{row} b={batch}: {c.get('tok_s', 'failed')}")
+                    if args.breakdown and "tok_s" in c:
+                        c["breakdown"] = breakdown(model, batch, args, None)
                     publish()
                 model = None
                 gc.collect()
@@ -488,6 +837,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="q/k/v and gate/up as one fused layer each, dense and sparse alike (default on; off: "
                         "separate projections, as the tables before 2026-11-26)")
     p.add_argument("--single", action="store_true", help="also the unsharded models on rank 0, and their logits")
+    p.add_argument("--allreduce", default="nccl",
+                   help="the row-parallel layers' all-reduce, comma-separated to measure several in one run: nccl "
+                        "(torch's styles: DTensor Partial -> Replicate; the default), symm (torch's symmetric memory, "
+                        "one-shot; CUDA only)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also time each step's weight GEMMs alone and its all-reduces alone (a second table, with "
+                        "the cap sparse TP could reach from its GEMMs)")
     p.add_argument("--budget", type=int, default=210, help="seconds for the whole run (default 210)")
     p.add_argument("--cpu-check", action="store_true",
                    help="gloo on the CPU, tiny config, eager, --single: checks the TP path end to end")
@@ -510,6 +866,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
         p.error(f"unknown variants {unknown}; choose from {VARIANTS}")
+    args.allreduce = list(dict.fromkeys(a.strip() for a in args.allreduce.split(",") if a.strip()))
+    unknown = [a for a in args.allreduce if a not in ALLREDUCES]
+    if unknown or not args.allreduce:
+        p.error(f"--allreduce: unknown {unknown or 'empty list'}; choose from {','.join(ALLREDUCES)}")
+    if "symm" in args.allreduce and args.device != "cuda":
+        p.error("--allreduce symm: torch's symmetric memory is CUDA-only (it maps each GPU's buffer into its peers'), "
+                "and --cpu-check runs gloo on the CPU; use --allreduce nccl there")
     if not args.fuse and any(v.endswith("-swiglu") for v in args.variants):
         p.error("the -swiglu variants put the SwiGLU in the fused gate_up layer's epilogue: they need --fuse on")
     return args
