@@ -360,6 +360,67 @@ def test_moe_gemm_with_tma_extents_on_the_gpu_matches_torch(tile, routing, unrol
     torch.testing.assert_close(y[:x.shape[0]].float(), ref, rtol=1e-2, atol=1e-2)
 
 
+@sparsecc.jit
+def moe_for_kernel(w_ptr, x_ptr, y_ptr, expert_offs_ptr, N, K, stride_wn, stride_xm, stride_ym,
+                   BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr):
+    """bench/moe.py's kernel with a `for` over the expert's token tiles instead of the `while`."""
+    pid_n = tl.program_id(0)
+    expert = tl.program_id(1)
+    start = tl.load(expert_offs_ptr + expert)
+    end = tl.load(expert_offs_ptr + expert + 1)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    w_rows = expert * N + offs_n
+    for i in range(0, tl.cdiv(end - start, BLOCK_T)):
+        offs_t = start + i * BLOCK_T + tl.arange(0, BLOCK_T)
+        w_ptrs = w_ptr + w_rows[:, None] * stride_wn + offs_k[None, :]
+        x_ptrs = x_ptr + offs_t[None, :] * stride_xm + offs_k[:, None]
+        acc = tl.zeros((BLOCK_N, BLOCK_T), dtype=tl.float32)
+        for _ in range(0, tl.cdiv(K, BLOCK_K)):
+            w = tl.load(w_ptrs)
+            xt = tl.load(x_ptrs, mask=offs_t[None, :] < end, other=0.0)
+            acc = tl.dot(w, xt, acc)
+            w_ptrs += BLOCK_K
+            x_ptrs += BLOCK_K
+        y_ptrs = y_ptr + offs_t[None, :] * stride_ym + offs_n[:, None]
+        tl.store(y_ptrs, acc.to(tl.float16), mask=offs_t[None, :] < end)
+
+
+def test_tma_extents_gives_a_for_over_token_tiles_the_producer_warp_too():
+    """The outer loop may be an scf.for (its trip count from the loaded bounds): the same one
+    ring (initialised before it, its step counter carried) and producer warp."""
+    ck = sparsecc.compile(moe_for_kernel, moe.sparsecc_signature(), PREFILL.constexprs, target="sm_90a",
+                          num_warps=PREFILL.warps, num_stages=PREFILL.stages, tma_extents=True)
+    ttgir = ck.asm["ttgir"]
+    assert '"ttg.producer-warps" = 1' in ttgir and len(ck.metadata["tensor_maps"]) == 3
+    outer = ttgir[ttgir.index("scf.for"):]
+    assert "ttg.init_barrier" not in outer and "tt.store" in outer
+    ptx = ck.asm["ptx"]
+    assert "cp.async.bulk.tensor" not in _compute_k_loop(ptx)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("routing", [(150, 2), *SKEWED], ids=lambda r: r if isinstance(r, str) else f"{r[0]}tok")
+@pytest.mark.parametrize("tile", [PREFILL, moe.Tile(128, 128, 64, 4, 3)], ids=moe._tile_name)
+def test_moe_for_kernel_with_tma_extents_on_the_gpu_matches_torch(tile, routing):
+    """The `for` form of the grouped GEMM under tma_extents (one ring across its token tiles, a
+    producer warp) on ragged routings, NaN-poisoned x rows past the routed ones and y rows."""
+    experts, n, k = 8, 512, 1088
+    if isinstance(routing, str):
+        x, offs = _skewed_routing(SKEWED[routing], k, seed=12)
+    else:
+        x, offs, _ = moe.route(routing[0], experts, moe.TOP_K, k, "cuda", seed=routing[1])
+    buf = torch.full((x.shape[0] + 300, k), float("nan"), dtype=torch.float16, device="cuda")
+    buf[:x.shape[0]] = x
+    w = moe.make_weights(experts, n, k, "cuda", seed=8)
+    y = torch.full((x.shape[0] + 5, n), float("nan"), dtype=torch.float16, device="cuda")
+    moe.launch(moe_for_kernel, sparsecc.compress(w), buf[:x.shape[0]], y, offs, n, k, tile, experts, tma_extents=True)
+    torch.cuda.synchronize()
+    assert torch.isfinite(y[:x.shape[0]]).all(), "rows left unwritten (or NaN rows past `end` leaked in)"
+    assert torch.isnan(y[x.shape[0]:]).all(), "rows past the routed ones were written"
+    torch.testing.assert_close(y[:x.shape[0]].float(), moe.reference(w, x, offs, n), rtol=1e-2, atol=1e-2)
+
+
 @pytest.mark.gpu
 def test_moe_gemm_with_tma_extents_refuses_a_k_its_loop_overruns():
     """K = 1056 with BLOCK_K = 64: the last K step reads 32 columns past each row, which the

@@ -154,7 +154,10 @@ def _run(agent: Agent, block, env: dict, world: World, full_rings: set[int]):
             lb, ub, st = env[op.lb], env[op.ub], env[op.step]
             vals = [env.get(v) for v in op.iter_args]
             body = op.body.block
-            for iv in range(lb, ub, st):
+            tiles = any(isinstance(o, scf.ForOp) and o is not op for o in op.walk())  # an outer loop over tiles
+            for trip, iv in enumerate(range(lb, ub, st)):
+                if tiles:
+                    agent.base = agent.step = TRIP * trip
                 env[body.args[0]] = iv
                 for a, v in zip(body.args[1:], vals):
                     env[a] = v
@@ -359,21 +362,26 @@ def test_the_model_catches_a_missing_release():
 
 
 @functools.cache
-def _moe(stages: int, unroll: bool):
-    """bench/moe.py's grouped GEMM (a K loop inside `while t0 < end`) as the compiler leaves its
-    ttgir under tma_extents: one TMA ring for all token tiles, and a producer warp."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+def _moe(stages: int, unroll: bool, form: str = "while"):
+    """bench/moe.py's grouped GEMM (a K loop inside `while t0 < end`; `form="for"`: inside a
+    `for` over the token tiles, test_moe_gemm.moe_for_kernel) as the compiler leaves its ttgir
+    under tma_extents: one TMA ring for all token tiles, and a producer warp."""
+    here = Path(__file__).resolve()
+    sys.path.insert(0, str(here.parents[3] / "bench"))
+    sys.path.insert(0, str(here.parents[1] / "conformance"))
     import moe
+    import test_moe_gemm
 
     import sparsecc
 
     tile = moe.Tile(128, 256, 64, 8, stages)
-    ck = sparsecc.compile(moe.pk.sparsecc_kernel(moe.moe_gemm_kernel), moe.sparsecc_signature(), tile.constexprs,
+    kernel = test_moe_gemm.KERNEL if form == "while" else test_moe_gemm.moe_for_kernel
+    ck = sparsecc.compile(kernel, moe.sparsecc_signature(), tile.constexprs,
                           target="sm_90a", num_warps=8, num_stages=stages, tma_extents=True, wgmma_unroll=unroll)
     module = Parser(make_context(), ck.asm["ttgir"]).parse_module()
     func = next(op for op in module.walk() if isinstance(op, tt.FuncOp))
     assert ttgd.PRODUCER_WARPS in func.attributes, "the grouped GEMM was not warp-specialized"
-    loop = next(op for op in func.body.block.ops if isinstance(op, scf.WhileOp))
+    loop = next(op for op in func.body.block.ops if isinstance(op, scf.WhileOp | scf.ForOp))
     assert not any(isinstance(o, ttgd.InitBarrierOp) for o in loop.walk()), "barriers initialised per token tile"
     return module
 
@@ -385,14 +393,14 @@ three tiles the last of which is ragged, four full tiles."""
 
 @pytest.mark.parametrize("specialized", [True, False], ids=["producer-warp", "thread-0-copies"])
 @pytest.mark.parametrize("unroll", [False, True], ids=["loop", "unrolled"])
-@pytest.mark.parametrize("stages", [2, 3, 4])
-def test_one_ring_across_token_tiles_holds_under_random_schedules(stages, unroll, specialized):
+@pytest.mark.parametrize("stages,form", [(2, "while"), (3, "while"), (4, "while"), (3, "for")])
+def test_one_ring_across_token_tiles_holds_under_random_schedules(stages, form, unroll, specialized):
     """The ring's phases continue from one token tile to the next (no re-initialisation, no CTA
     barrier between tiles): every read sees the copy of its own tile and step, no copy
     overwrites a slot a dot may still read, nobody deadlocks, whatever the K steps per tile
     (fewer than the stages, a multiple of them, or not) and the number of tiles. Without a
     producer warp (thread-0-copies) the same IR runs correctly too."""
-    module = _moe(stages, unroll)
+    module = _moe(stages, unroll, form)
     for k_steps in (1, 2, stages, 2 * stages + 1, 7):
         k = 64 * k_steps
         for start, end in MOE_ROUTINGS:
