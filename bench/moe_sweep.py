@@ -43,7 +43,8 @@ SPARSECC_VARIANTS: list[dict[str, bool]] = [
     {}, {"mbarriers": True}, {"mbarriers": True, "wgmma_unroll": True},
     {"mbarriers": True, "wgmma_unroll": True, "wgmma_a_smem": True},
     {"wgmma_in_flight": True, "wgmma_unroll": True}, {"wgmma_in_flight": True, "wgmma_unroll": True, "wgmma_a_smem": True},
-    {"tma_extents": True}, {"tma_extents": True, "wgmma_unroll": True}]
+    {"tma_extents": True}, {"tma_extents": True, "wgmma_unroll": True},
+    {"tma_extents": True, "warp_specialize": False}]
 """sparsecc compile switches tried per tile (`sparsecc.switches.SWITCHES`): the defaults (CTA
 barriers: each iteration drains the wgmma group before the barrier); per-slot mbarriers (no CTA
 barrier, but the ldmatrix of the next fragments still waits for the group in flight, whose
@@ -52,12 +53,15 @@ fragment and metadata registers: one wgmma group stays in flight while the next 
 the same with wgmma's A (the 2:4 values) read from shared memory (fewer registers); CTA barriers
 with one wgmma group kept in flight through them (copies one step less ahead), unrolled by two; TMA
 copies whose tensor maps take the weights' and tokens' extents from their allocations (the
-values read by wgmma through a descriptor, mbarrier rings; `tma_extents`), alone and unrolled
-by two (each half its own metadata registers). A switch
+values read by wgmma through a descriptor, one mbarrier ring for all token tiles, filled by a
+producer warp; `tma_extents`), alone and unrolled by two (each half its own metadata
+registers); and for the A/B of that producer warp, tma_extents without warp specialization
+(a ring initialised per token tile, thread 0 copying in line with the compute warps). A switch
 that does not apply to a tile (mma.sp loops) gives the default's PTX: not re-timed."""
 
 
-SHORT = {"mbarriers": "mbar", "wgmma_unroll": "unroll", "wgmma_a_smem": "asmem", "tma_extents": "tmaext"}
+SHORT = {"mbarriers": "mbar", "wgmma_unroll": "unroll", "wgmma_a_smem": "asmem", "tma_extents": "tmaext",
+         "warp_specialize": "ws"}
 """Switch names as the result lines print them."""
 
 

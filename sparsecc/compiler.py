@@ -153,6 +153,8 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         pipeline += " tma=true"
     if opts.tma and opts.tma_extents:
         pipeline += " tma-extents=true"
+        if opts.warp_specialize:  # one ring across a grouped GEMM's token tiles, for its producer warp
+            pipeline += " continue-rings=true"
     if opts.wgmma_in_flight:
         pipeline += " wgmma-in-flight=true"
     layouts = f"num-warps={opts.num_warps} target={opts.target}"

@@ -85,7 +85,9 @@ SWITCHES: dict[str, Switch] = {
                           "device (a token bound loaded from memory, past which the dot's result is never "
                           "stored) gets a TMA plan from what its allocation holds at launch; a launch whose "
                           "K loop would read past a row is refused (sparsecc.analysis.tma_extents; "
-                          "tritongpu-pipeline{tma-extents=true})"),
+                          "tritongpu-pipeline{tma-extents=true}); with warp_specialize, a K loop inside an outer "
+                          "loop (a grouped GEMM's token tiles) keeps one ring for all trips and gets a producer "
+                          "warp (tritongpu-pipeline{continue-rings=true})"),
 }
 """CompileOptions field -> its switch."""
 

@@ -50,13 +50,14 @@ def lowered_on(op: Operation, side: Side) -> bool:
         return barrier_side(op) in (None, side)
     if side == "consumer":
         return not issues_tma(op)
+    if ttgd.CONSUMER_ONLY in op.attributes:  # a skipped scf.if, an outer ring loop's epilogue
+        return False
     if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp | tt.DotOp):
         return False
     if isinstance(op, ttgd.WaitBarrierOp):
         return is_empty_ring(op.ring)
     if isinstance(op, scf.IfOp):
-        return ttgd.CONSUMER_ONLY not in op.attributes and not any(
-            isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
+        return not any(isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps" for o in op.walk())
     return True
 
 

@@ -114,7 +114,8 @@ def skipped(L: LoweringContext, op: Operation) -> bool:
             passed = op.false_region.block.last_op
             assert isinstance(passed, scf.YieldOp)
             for res, v in zip(op.results, passed.operands):
-                L.values[res] = L.get(v)
+                if v in L.values:  # (an outer ring loop's epilogue passes on what the producer skipped)
+                    L.values[res] = L.values[v]
     return True
 
 

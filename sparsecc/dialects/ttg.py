@@ -1153,7 +1153,9 @@ warp, ops after it in the compute warps only."""
 CONSUMER_ONLY = "ttg.consumer_only"
 """On an scf.if inside the producer's ops: the producer warp skips it (nothing in it takes part
 in the pipeline's synchronisation, e.g. a persistent GEMM's per-tile epilogue) and carries the
-values its else branch passes on."""
+values its else branch passes on. On any other op (in the body of an outer ring loop, whose
+results the producer never reads: the epilogue of a grouped GEMM's token tile): the producer
+skips it."""
 
 
 # ----------------------------------------------------------------------------------------------

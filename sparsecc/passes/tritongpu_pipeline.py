@@ -101,6 +101,7 @@ from sparsecc.dialects.ttg import (
     module_num_warps,
     module_target,
 )
+from sparsecc.passes.continued_rings import carry_counter, ring_outer_loop, trip_count
 
 
 class PipelineError(DiagnosticException):
@@ -362,6 +363,11 @@ class PipelinePass(ModulePass):
     """With `tma`: a stream whose block pointer has no extents the host can compute may take
     them from its allocation at launch (`sparsecc.analysis.tma_extents`: an unmasked grouped-GEMM
     weight, a token bound loaded on the device past which nothing is stored)."""
+    continue_rings: bool = False
+    """With `tma`: the ring of a TMA K loop that runs inside an outer loop (a grouped GEMM's token
+    tiles) is allocated and initialised once, before the outer loop, whose trips carry its step
+    counter (`sparsecc.passes.continued_rings`; the protocol: `_pipeline_mbarriers`). Without
+    it every outer trip initialises the ring again, behind a CTA barrier."""
     wgmma_in_flight: bool = False
     """In the CTA-barrier form of a wgmma loop (num-stages >= 3), keep the wgmma group of
     iteration i-1 running through iteration i's barrier: the copies run S-2 steps ahead (slot
@@ -523,22 +529,24 @@ class PipelinePass(ModulePass):
         _insert(scf.IfOp(pred, [], Region(body)), at)
 
     # ------------------------------------------------------------ shared by both forms
-    def _rings(self, loop: scf.ForOp, streams: list[_Stream]) -> list[SSAValue]:
-        """One S-slot shared ring per stream, before the loop."""
+    def _rings(self, loop: scf.ForOp, streams: list[_Stream], at: InsertPoint | None = None) -> list[SSAValue]:
+        """One S-slot shared ring per stream, before the loop (or at `at`)."""
         rings = []
         for st in streams:
             mt = st.alloc.result.type
             assert isinstance(mt, MemDescType)
             ring = LocalAllocOp(MemDescType((self.num_stages, *mt.get_shape()), mt.element_type, mt.encoding,
                                             mutable=True))
-            rings.append(_insert(ring, InsertPoint.before(loop)).results[0])
+            rings.append(_insert(ring, at or InsertPoint.before(loop)).results[0])
         return rings
 
-    def _prologue(self, loop: scf.ForOp, streams: list[_Stream],
-                  issue: Callable[[list[SSAValue], SSAValue, SSAValue], None], depth: int | None = None) -> list[SSAValue]:
+    def _prologue(self, loop: scf.ForOp, streams: list[_Stream], issue: Callable[..., None],
+                  depth: int | None = None, base: SSAValue | None = None) -> list[SSAValue]:
         """Stages 0..depth-1 (depth: S-1 unless given) before the loop: `issue(pointers, slot,
         step exists)` each, then the pointers advance. Returns the pointers of stage `depth`
-        (the loop's first prefetch)."""
+        (the loop's first prefetch). With `base` (a continued ring's steps before this loop),
+        stage s is the ring's step base + s: slot (base + s) % S, and `issue` gets that step
+        as a fourth argument."""
         before = InsertPoint.before(loop)
         ptrs = [loop.iter_args[st.arg_index] for st in streams]
         for stage in range(self.num_stages - 1 if depth is None else depth):
@@ -546,7 +554,12 @@ class PipelinePass(ModulePass):
             iv = _insert(arith.MuliOp(k, loop.step), before).results[0]
             iv = _insert(arith.AddiOp(loop.lb, iv), before).results[0]
             pred = _insert(arith_ext.CmpiOp(iv, loop.ub, "slt"), before).results[0]
-            issue(ptrs, _const(stage, i32, before), pred)
+            if base is None:
+                issue(ptrs, _const(stage, i32, before), pred)
+            else:
+                gstep = _insert(arith.AddiOp(base, _const(stage, i32, before)), before).results[0]
+                slot = _insert(arith.RemUIOp(gstep, _const(self.num_stages, i32, before)), before).results[0]
+                issue(ptrs, slot, pred, gstep)
             ptrs = [_insert(tt.AdvanceOp(p, self._offsets_at(streams[j], loop.body.block.args[0], iv, before)),
                             before).results[0]
                     for j, p in enumerate(ptrs)]
@@ -650,39 +663,96 @@ class PipelinePass(ModulePass):
         the slot (ldmatrix, ld.shared) before other threads' copies and zero-fill stores write
         it; a lane-0 arrival would release only lane 0's reads, and compute-sanitizer's
         racecheck reports the other lanes' reads racing with the next fill of the slot.
+
+        Continued rings (`continue_rings`, TMA, a loop that `ring_outer_loop` finds inside an
+        outer loop: a grouped GEMM's while over its token tiles). The rings and both barrier
+        rings are made and initialised once, before the outer loop, which carries g = the
+        ring steps of all earlier trips (`carry_counter`); step j of this trip is the ring's
+        step g + j everywhere above (slot (g + j) % S, phases from (g + j) / S; rd and wr start
+        at g % S and (g + S-1) % S). What changes, and why it stays ordered:
+            prologue stage s: scf.if (step s exists) { wait empty[(g+s) % S], parity
+                              ((g+s) / S & 1) ^ 1; arrive full; copies }
+                - the slot may still hold step g+s-S of an earlier trip: its copy waits for
+                  that step's release, as the loop's refills do (a fresh barrier passes parity
+                  1 at once: the first S steps of the kernel never wait);
+            after the loop:   ttg.dot_wait {pendings = 0}; scf.if (n > 0) { arrive empty[wr] }
+                              (wr = (g+n-1) % S, the slot of this trip's last step); g' = g + n
+                - the last step's slot is released once its wgmma group retired, so that the
+                  next trip's copies may reuse it; every step of every trip is released
+                  exactly once, in order, which keeps the phase arithmetic exact across trips.
+        Who waits on what: a compute warp waits only on full[s] for the step it computes (the
+        copies of step k are issued before any wait on step k's phase can pass, by the TMA
+        thread which is either the producer warp or thread 0 in program order); the TMA
+        thread waits only on empty[s] for step k-S, which every compute warp released before
+        it can wait on anything of step k (releases of trip t's steps come before the full
+        waits of trip t+1 in each warp's program order), so nobody waits on a step whose
+        release or copy waits on it: no deadlock, with or without a producer warp. Phases:
+        slot s is used by steps s, s+S, s+2S, ... of the whole kernel, its full barrier
+        completes one phase per step (the copies' bytes) and its empty barrier one per
+        release (all compute warps), so the phase of step k is k / S on both. No CTA barrier
+        is needed at the end of a trip (nothing is initialised again); the epilogue writes
+        only the compute warps' own buffers (y, the store scratch), which allocate-shared-
+        memory never overlaps with the rings, so the copies of the next trip cannot race
+        with it.
         """
         S = self.num_stages
         before = InsertPoint.before(loop)
-        rings = self._rings(loop, streams)
-        full = self._barrier_ring(before, 1 if tma else 32 * warps)
-        empty = self._barrier_ring(before, (warps if tma else 32 * warps) * (2 if multicast is not None else 1))
+        outer = ring_outer_loop(loop) if tma and self.continue_rings and multicast is None else None
+        home = InsertPoint.before(outer) if outer is not None else before
+        rings = self._rings(loop, streams, home)
+        full = self._barrier_ring(home, 1 if tma else 32 * warps)
+        empty = self._barrier_ring(home, (warps if tma else 32 * warps) * (2 if multicast is not None else 1))
+        base, finish = carry_counter(outer, _const(0, i32, home)) if outer is not None else (None, None)
         self._hoist_invariant_offsets(loop, streams)
 
-        def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue) -> None:
+        def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue, gstep: SSAValue | None = None) -> None:
             if tma:
-                self._tma_group(streams, ptrs, rings, full, slot, pred, before, multicast=multicast)
+                wait = None if gstep is None else WaitBarrierOp(empty, slot, _parity(gstep, S, before, flip=True))
+                self._tma_group(streams, ptrs, rings, full, slot, pred, before, wait, multicast=multicast)
                 return
             for j, st in enumerate(streams):
                 self._copy(st, ptrs[j], rings[j], slot, pred, before)
             _insert(ArriveBarrierOp(full, slot, "copies"), before)
 
-        ptrs = self._prologue(loop, streams, issue)
+        ptrs = self._prologue(loop, streams, issue, base=base)
         body = self._new_body(loop, ptrs)
+        if base is not None:  # the ring's slots go on where the last trip left them
+            ns = _const(S, i32, before)
+            body.rd0 = _insert(arith.RemUIOp(base, ns), before).results[0]
+            ahead = _insert(arith.AddiOp(base, _const(S - 1, i32, before)), before).results[0]
+            body.wr0 = _insert(arith.RemUIOp(ahead, ns), before).results[0]
         rd, iv, top = body.rd, body.block.args[0], body.top
         step = _step_index(iv, loop, top)
-        _insert(WaitBarrierOp(full, rd, _parity(step, S, top)), top)
+        gstep = step if base is None else _insert(arith.AddiOp(base, step), top).results[0]
+        _insert(WaitBarrierOp(full, rd, _parity(gstep, S, top)), top)
         self._read_slots(streams, rings, rd, top, replace=True)
         self._erase_old_chains(streams)
         yield_op = body.block.last_op
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
-        iv_ahead = self._release_and_refill(loop, streams, body, rings, (full, empty), step, at, tma, multicast)
+        iv_ahead = self._release_and_refill(loop, streams, body, rings, (full, empty), step, at, tma, multicast,
+                                            gstep)
         carried = self._advance_and_rotate(streams, body, iv_ahead, at)
         Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *carried))
         lb, ub, step_v = loop.lb, loop.ub, loop.step
         new_loop = self._replace_loop(loop, body.block, [*loop.iter_args, *ptrs, body.rd0, body.wr0])
-        if _in_a_loop(new_loop):
+        if base is not None and finish is not None:
+            self._release_last(new_loop, empty, base, finish)
+        elif _in_a_loop(new_loop):
             self._retire_barriers(new_loop, (lb, ub, step_v), full, tma)
+
+    @staticmethod
+    def _release_last(loop: scf.ForOp, empty: SSAValue, base: SSAValue, finish: Callable[[SSAValue], None]) -> None:
+        """After a continued ring's loop (see `_pipeline_mbarriers`): once the last wgmma group
+        retired, release the slot of the trip's last step (the loop's final wr), and pass the
+        ring's step count on to the next trip."""
+        at = InsertPoint.after(loop)
+        _insert(DotWaitOp(0), at)
+        n = trip_count(loop, at)
+        ran = _insert(arith_ext.CmpiOp(n, _const(0, i32, at), "sgt"), at).results[0]
+        last = loop.results[-1]
+        _insert(scf.IfOp(ran, [], Region(Block([ArriveBarrierOp(empty, last, "warps"), scf.YieldOp()]))), at)
+        finish(_insert(arith.AddiOp(base, n), at).results[0])
 
     def _retire_barriers(self, loop: scf.ForOp, bounds: tuple[SSAValue, SSAValue, SSAValue], full: SSAValue,
                          tma: bool) -> None:
@@ -713,18 +783,19 @@ class PipelinePass(ModulePass):
 
     def _release_and_refill(self, loop: scf.ForOp, streams: list[_Stream], body: _Body, rings: list[SSAValue],
                             barriers: tuple[SSAValue, SSAValue], step: SSAValue, at: InsertPoint, tma: bool,
-                            multicast: int | None) -> SSAValue:
+                            multicast: int | None, gstep: SSAValue | None = None) -> SSAValue:
         """The end of iteration j of an mbarrier ring (see `_pipeline_mbarriers`): once the
         group of step j-1 retired, release slot wr = (j-1) % S (from j = 1 on), then wait for
         it to be empty and refill it with step j+S-1 when that step exists. Returns the
-        induction value of that step."""
+        induction value of that step. `gstep`: the ring's step of iteration j (g + j in a
+        continued ring), whose phases the empty wait uses; j unless given."""
         S, (full, empty), wr = self.num_stages, barriers, body.wr
         release = "warps" if tma else "threads"
         _insert(DotWaitOp(1), at)
         started = _insert(arith_ext.CmpiOp(step, _const(0, i32, at), "sgt"), at).results[0]
         _insert(scf.IfOp(started, [], Region(Block([ArriveBarrierOp(empty, wr, release), scf.YieldOp()]))), at)
         pred, iv_ahead = self._ahead(loop, body.block.args[0], at)
-        wstep = _insert(arith.AddiOp(step, _const(S - 1, i32, at)), at).results[0]
+        wstep = _insert(arith.AddiOp(step if gstep is None else gstep, _const(S - 1, i32, at)), at).results[0]
         empty_wait = WaitBarrierOp(empty, wr, _parity(wstep, S, at, flip=True))
         if tma:
             self._tma_group(streams, body.q_args, rings, full, wr, pred, at, empty_wait, multicast)

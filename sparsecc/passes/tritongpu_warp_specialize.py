@@ -10,6 +10,14 @@ them that the producer skips get `ttg.consumer_only` (the names and their meanin
 one extra warp that issues the copies and waits only for free slots, while the compute warps
 wait only for data.
 
+A top-level outer loop (scf.while or scf.for) around a TMA K loop whose rings live outside it
+(tritongpu-pipeline{continue-rings}: one ring for all of a grouped GEMM's token tiles) is
+accepted too (`outer_ring_loop`): the producer warp runs the same outer loop (its trip
+condition and carried values are scalars every warp computes) and issues the copies of every
+K step of every trip; the ops of its body that the copies do not need (`outer_epilogue`: the
+accumulator's conversion and store, the y pointer) get `ttg.consumer_only` and run on the
+compute warps alone. Why that stays ordered: tritongpu_pipeline.PipelinePass._pipeline_mbarriers.
+
     sparsecc-opt pipelined.mlir -p tritongpu-warp-specialize
 """
 
@@ -56,27 +64,81 @@ def consumer_only(op: Operation) -> bool:
                                                    for v in passed.operands)
 
 
-def _producer_may_run(op: Operation) -> bool:
-    if consumer_only(op):
-        return True
-    if not (op.name.startswith("arith.") or op.name in _PRODUCER_OPS):
+_OUTER_OPS = frozenset({"scf.while", "scf.condition", "tt.make_tensor_ptr"})
+"""What the producer may also meet inside an outer ring loop (`outer_ring_loop`): the loop
+itself and the block pointers each trip makes (scalar arithmetic)."""
+
+
+def outer_ring_loop(op: Operation) -> bool:
+    """Whether `op` is an outer loop (scf.while / scf.for) around a TMA K loop whose rings and
+    their barriers are made outside it, so that its trips share them (tritongpu-pipeline
+    {continue-rings}). A per-trip ring (initialised inside the loop) does not qualify: a
+    producer running ahead would initialise the barriers under the compute warps.
+
+    Example: bench/moe.py's `while t0 < end` compiled with tma_extents."""
+    if not isinstance(op, scf.WhileOp | scf.ForOp):
         return False
-    return all(_producer_may_run(o) for region in op.regions for block in region.blocks for o in block.ops)
+    copies = [o for o in op.walk() if isinstance(o, ttgd.AsyncTmaCopyOp)]
+    nested = any(isinstance(o, scf.ForOp) and o is not op for o in op.walk())
+    return bool(copies) and nested and not any(isinstance(o, ttgd.InitBarrierOp) for o in op.walk()) and all(
+        not op.is_ancestor(c.ring.owner) for c in copies)  # type: ignore[arg-type]
 
 
-def specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
-    """(first, last): the top-level ops of `func` from the first that issues TMA copies to the
-    last, when warp specialization applies: the function has a wgmma dot, and every op in
-    between is one the producer may run (`_PRODUCER_OPS`, arith) or skip (`consumer_only`), so
-    stores, reductions and layout conversions stay with the compute warps."""
+def outer_epilogue(loop: scf.WhileOp | scf.ForOp) -> set[Operation]:
+    """The ops of an outer ring loop's body the producer warp skips: all but the pipeline's
+    (those holding copies, barrier waits and arrivals, wgmma waits), the yield, and what they
+    read (a backward slice over the body). The rest (the epilogue: the accumulator's
+    conversion, its store, the output pointer) the compute warps run alone.
+
+    Example: in bench/moe.py's while body, truncf, make_tensor_ptr of y, convert_layout and
+    tt.store."""
+    body = loop.after_region.block if isinstance(loop, scf.WhileOp) else loop.body.block
+    needed: set[Operation] = set()
+    for op in reversed(list(body.ops)):
+        if not (op is body.last_op or op in needed or any(isinstance(o, _PIPELINE_SYNC) for o in op.walk())):
+            continue
+        needed.add(op)
+        for inner in op.walk():
+            for v in inner.operands:
+                if isinstance(v.owner, Operation) and v.owner.parent_block() is body:
+                    needed.add(v.owner)
+    return {op for op in body.ops if op not in needed}
+
+
+def _producer_may_run(op: Operation, skip: frozenset[Operation] | set[Operation] = frozenset(),
+                      outer: bool = False) -> bool:
+    if consumer_only(op) or op in skip:
+        return True
+    if not (op.name.startswith("arith.") or op.name in _PRODUCER_OPS or (outer and op.name in _OUTER_OPS)):
+        return False
+    return all(_producer_may_run(o, skip, outer) for region in op.regions for block in region.blocks for o in block.ops)
+
+
+def _split(func: tt.FuncOp) -> tuple[int, int, set[Operation]] | None:
+    """`specialization_split` and the ops of outer ring loops the producer skips."""
     ops = list(func.body.block.ops)
     holding = [i for i, op in enumerate(ops) if any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.walk())]
     if not holding or not uses_wgmma(func):
         return None
     first, last = holding[0], holding[-1]
-    if not all(_producer_may_run(op) for op in ops[first:last + 1]):
-        return None
-    return first, last
+    skipped: set[Operation] = set()
+    for op in ops[first:last + 1]:
+        outer = outer_ring_loop(op)
+        skip = outer_epilogue(op) if outer else set()  # type: ignore[arg-type]
+        if not _producer_may_run(op, skip, outer):
+            return None
+        skipped |= skip
+    return first, last, skipped
+
+
+def specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
+    """(first, last): the top-level ops of `func` from the first that issues TMA copies to the
+    last, when warp specialization applies: the function has a wgmma dot, and every op in
+    between is one the producer may run (`_PRODUCER_OPS`, arith) or skip (`consumer_only`, the
+    epilogue of an outer ring loop: `outer_epilogue`), so stores, reductions and layout
+    conversions stay with the compute warps."""
+    split = _split(func)
+    return None if split is None else split[:2]
 
 
 def _clear(func: tt.FuncOp) -> None:
@@ -102,16 +164,16 @@ class WarpSpecializePass(ModulePass):
         warps = ttgd.module_num_warps(op)  # the lowering runs num-warps + 1 warps: a located error if unsupported
         for func in [o for o in op.walk() if isinstance(o, tt.FuncOp)]:
             _clear(func)
-            split = specialization_split(func) if (warps + 1) * 32 <= ttgd.MAX_THREADS else None
+            split = _split(func) if (warps + 1) * 32 <= ttgd.MAX_THREADS else None
             if split is None:  # (at num_warps=32 no producer warp fits in a block)
                 continue
-            first, last = split
+            first, last, epilogue = split
             func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(1, i32)
             for top in list(func.body.block.ops)[first:last + 1]:
                 top.attributes[ttgd.PRODUCER] = UnitAttr()
                 for inner in top.walk():
-                    if consumer_only(inner):
+                    if consumer_only(inner) or inner in epilogue:
                         inner.attributes[ttgd.CONSUMER_ONLY] = UnitAttr()
 
 
-__all__ = ["WarpSpecializePass", "specialization_split", "consumer_only"]
+__all__ = ["WarpSpecializePass", "consumer_only", "outer_epilogue", "outer_ring_loop", "specialization_split"]

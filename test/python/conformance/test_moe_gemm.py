@@ -49,6 +49,19 @@ def _k_loop(ptx: str) -> str:
     return m.group(1)
 
 
+def _loops(ptx: str) -> list[str]:
+    """The bodies of every scf.for of the kernel (a warp-specialized kernel has two K loops:
+    the producer warp's copies, the compute warps' wgmmas)."""
+    return re.findall(r"\$L__loop\d+:(.*?)\$L__loop_end", ptx, re.S)
+
+
+def _compute_k_loop(ptx: str) -> str:
+    """The body of the K loop that runs the wgmmas."""
+    found = [b for b in _loops(ptx) if "wgmma.mma_async" in b]
+    assert len(found) == 1, f"{len(found)} K loops run wgmmas"
+    return found[0]
+
+
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
 @pytest.mark.parametrize("tile", TILES, ids=moe._tile_name)
 def test_k_loop_copies_tiles_with_cp_async(tile, target):
@@ -192,13 +205,43 @@ def test_tma_extents_puts_the_moe_k_loop_on_tma_with_a_from_shared_memory():
     assert all(m["dims"][1][0] == "rows" for m in maps)  # rows: what each allocation holds
     assert all(m["guards"] for m in maps)
     ptx = ck.asm["ptx"]
-    body = _k_loop(ptx)
+    body = _compute_k_loop(ptx)
     assert "cp.async.bulk.tensor.2d" in ptx and "cp.async.cg" not in ptx
     assert "bar.sync" not in body and "mbarrier.try_wait" in body
     assert body.count("ldmatrix") == 1, "only the metadata should go through ldmatrix"
     assert "wgmma.mma_async.sp" in body
     # default: unchanged (cp.async, no tensor maps)
     assert not _compile(PREFILL).metadata.get("tensor_maps")
+
+
+@pytest.mark.parametrize("unroll", [False, True], ids=["plain", "unroll"])
+@pytest.mark.parametrize("tile", moe.PREFILL_TILES, ids=moe._tile_name)
+def test_tma_extents_gives_the_moe_gemm_a_producer_warp_and_one_ring_for_all_token_tiles(tile, unroll):
+    """Issue 29: under tma_extents (with warp_specialize, the default) the rings and their
+    mbarriers are made and initialised once, before the `while` over token tiles, and a producer
+    warp runs that loop issuing every tile's copies: its K loop has the TMA copies and the
+    empty-slot waits, the compute warps' K loop the wgmmas and no copies, and after the split
+    no CTA barrier but the compute warps' named one (the epilogue's store scratch, where it fits)."""
+    ck = _compile(tile, tma_extents=True, wgmma_unroll=unroll)
+    assert '"ttg.producer-warps" = 1' in ck.asm["ttgir"]
+    ptx = ck.asm["ptx"]
+    split = ptx.index("shfl.sync.idx.b32")  # the producer / compute-warps branch
+    first_while = ptx.index("$L__while")
+    inits = [m.start() for m in re.finditer(r"mbarrier\.init", ptx)]
+    assert len(inits) == 2 * tile.stages and max(inits) < min(split, first_while), "mbarriers initialised per tile"
+    producer_loops = [b for b in _loops(ptx) if "cp.async.bulk.tensor" in b]
+    assert producer_loops and all("wgmma" not in b and "mbarrier.try_wait" in b for b in producer_loops)
+    assert "cp.async.bulk.tensor" not in _compute_k_loop(ptx)
+    assert set(re.findall(r"bar\.sync [^;]*;", ptx[split:])) <= {f"bar.sync 1, {32 * tile.warps};"}
+
+
+def test_tma_extents_without_warp_specialization_keeps_the_ring_per_token_tile():
+    """The A/B of bench/moe_sweep.py (`tmaext+ws=0`): with warp_specialize off, the rings stay
+    inside the `while` (initialised per token tile, a CTA barrier after each K loop), as before
+    issue 29."""
+    ttgir = _compile(PREFILL, tma_extents=True, warp_specialize=False).asm["ttgir"]
+    loop = ttgir[ttgir.index("scf.while"):]
+    assert "producer" not in ttgir and loop.count("ttg.init_barrier") == 2 and "ttg.barrier" in loop
 
 
 def test_tma_extents_leaves_sm_80_and_mma_sp_tiles_as_they_were():
@@ -272,20 +315,41 @@ def test_tma_extents_recipes_evaluate_to_the_allocation_and_refuse_rows_too_shor
         check_guards(maps[0], short, avail, "moe_gemm_kernel", ["w_ptr_values", "w_ptr_meta", "x_ptr"])
 
 
+def _skewed_routing(counts: list[int], k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (sum(counts) x k, sorted by expert) and int32 offsets for experts with these row counts."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.randn(sum(counts), k, generator=g).to(torch.float16)
+    offs = torch.zeros(len(counts) + 1, dtype=torch.int32)
+    offs[1:] = torch.cumsum(torch.tensor(counts), 0)
+    return x.cuda(), offs.cuda()
+
+
+SKEWED = {"empty-and-ragged": [0, 300, 0, 1, 0, 256, 513, 0], "one-expert-takes-all": [0, 0, 0, 1100, 0, 0, 0, 0]}
+"""Routings the random top-2 one does not produce: empty experts between full ones, an expert
+of one token, one of exactly one 256-row tile, one whose rows end 1 past two tiles; and one
+expert with every token (the ring runs through 5-9 token tiles of one program)."""
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("unroll", [False, True], ids=["plain", "unroll"])
-@pytest.mark.parametrize("tokens,seed", [(1, 0), (150, 2), (1100, 3)])
+@pytest.mark.parametrize("routing", [(1, 0), (150, 2), (1100, 3), *SKEWED],
+                         ids=lambda r: r if isinstance(r, str) else f"{r[0]}tok")
 @pytest.mark.parametrize("tile", moe.PREFILL_TILES, ids=moe._tile_name)
-def test_moe_gemm_with_tma_extents_on_the_gpu_matches_torch(tile, tokens, seed, unroll):
+def test_moe_gemm_with_tma_extents_on_the_gpu_matches_torch(tile, routing, unroll):
     """Ragged routings (empty experts, experts ending inside a token tile, several tiles per
-    expert) under tma_extents. x lies at the start of a larger buffer whose rows past the routed
-    ones are NaN: the last expert's token tile reads them through its tensor map (rows past
-    `end`), and none of it may reach y; y's rows past the routed ones must stay unwritten."""
-    experts, n, k = 8, 512, 1088  # 17 K steps: the unrolled loop's odd last trip
-    x, offs, _ = moe.route(tokens, experts, moe.TOP_K, k, "cuda", seed=seed)
+    expert, one expert with all tokens) under tma_extents: one TMA ring across each program's
+    token tiles, filled by a producer warp (issue 29). x lies at the start of a larger buffer
+    whose rows past the routed ones are NaN: the last expert's token tile reads them through its
+    tensor map (rows past `end`), and none of it may reach y; y's rows past the routed ones must
+    stay unwritten."""
+    experts, n, k = 8, 512, 1088  # 17 K steps: the unrolled loop's odd last trip; not a multiple of the stages
+    if isinstance(routing, str):
+        x, offs = _skewed_routing(SKEWED[routing], k, seed=11)
+    else:
+        x, offs, _ = moe.route(routing[0], experts, moe.TOP_K, k, "cuda", seed=routing[1])
     buf = torch.full((x.shape[0] + 300, k), float("nan"), dtype=torch.float16, device="cuda")
     buf[:x.shape[0]] = x
-    w = moe.make_weights(experts, n, k, "cuda", seed=seed + 7)
+    w = moe.make_weights(experts, n, k, "cuda", seed=7)
     y = torch.full((x.shape[0] + 5, n), float("nan"), dtype=torch.float16, device="cuda")
     moe.launch(KERNEL, sparsecc.compress(w), buf[:x.shape[0]], y, offs, n, k, tile, experts,
                tma_extents=True, wgmma_unroll=unroll)
@@ -294,6 +358,67 @@ def test_moe_gemm_with_tma_extents_on_the_gpu_matches_torch(tile, tokens, seed, 
     assert torch.isfinite(y[:x.shape[0]]).all(), "rows left unwritten (or NaN rows past `end` leaked in)"
     assert torch.isnan(y[x.shape[0]:]).all(), "rows past the routed ones were written"
     torch.testing.assert_close(y[:x.shape[0]].float(), ref, rtol=1e-2, atol=1e-2)
+
+
+@sparsecc.jit
+def moe_for_kernel(w_ptr, x_ptr, y_ptr, expert_offs_ptr, N, K, stride_wn, stride_xm, stride_ym,
+                   BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr):
+    """bench/moe.py's kernel with a `for` over the expert's token tiles instead of the `while`."""
+    pid_n = tl.program_id(0)
+    expert = tl.program_id(1)
+    start = tl.load(expert_offs_ptr + expert)
+    end = tl.load(expert_offs_ptr + expert + 1)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    w_rows = expert * N + offs_n
+    for i in range(0, tl.cdiv(end - start, BLOCK_T)):
+        offs_t = start + i * BLOCK_T + tl.arange(0, BLOCK_T)
+        w_ptrs = w_ptr + w_rows[:, None] * stride_wn + offs_k[None, :]
+        x_ptrs = x_ptr + offs_t[None, :] * stride_xm + offs_k[:, None]
+        acc = tl.zeros((BLOCK_N, BLOCK_T), dtype=tl.float32)
+        for _ in range(0, tl.cdiv(K, BLOCK_K)):
+            w = tl.load(w_ptrs)
+            xt = tl.load(x_ptrs, mask=offs_t[None, :] < end, other=0.0)
+            acc = tl.dot(w, xt, acc)
+            w_ptrs += BLOCK_K
+            x_ptrs += BLOCK_K
+        y_ptrs = y_ptr + offs_t[None, :] * stride_ym + offs_n[:, None]
+        tl.store(y_ptrs, acc.to(tl.float16), mask=offs_t[None, :] < end)
+
+
+def test_tma_extents_gives_a_for_over_token_tiles_the_producer_warp_too():
+    """The outer loop may be an scf.for (its trip count from the loaded bounds): the same one
+    ring (initialised before it, its step counter carried) and producer warp."""
+    ck = sparsecc.compile(moe_for_kernel, moe.sparsecc_signature(), PREFILL.constexprs, target="sm_90a",
+                          num_warps=PREFILL.warps, num_stages=PREFILL.stages, tma_extents=True)
+    ttgir = ck.asm["ttgir"]
+    assert '"ttg.producer-warps" = 1' in ttgir and len(ck.metadata["tensor_maps"]) == 3
+    outer = ttgir[ttgir.index("scf.for"):]
+    assert "ttg.init_barrier" not in outer and "tt.store" in outer
+    ptx = ck.asm["ptx"]
+    assert "cp.async.bulk.tensor" not in _compute_k_loop(ptx)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("routing", [(150, 2), *SKEWED], ids=lambda r: r if isinstance(r, str) else f"{r[0]}tok")
+@pytest.mark.parametrize("tile", [PREFILL, moe.Tile(128, 128, 64, 4, 3)], ids=moe._tile_name)
+def test_moe_for_kernel_with_tma_extents_on_the_gpu_matches_torch(tile, routing):
+    """The `for` form of the grouped GEMM under tma_extents (one ring across its token tiles, a
+    producer warp) on ragged routings, NaN-poisoned x rows past the routed ones and y rows."""
+    experts, n, k = 8, 512, 1088
+    if isinstance(routing, str):
+        x, offs = _skewed_routing(SKEWED[routing], k, seed=12)
+    else:
+        x, offs, _ = moe.route(routing[0], experts, moe.TOP_K, k, "cuda", seed=routing[1])
+    buf = torch.full((x.shape[0] + 300, k), float("nan"), dtype=torch.float16, device="cuda")
+    buf[:x.shape[0]] = x
+    w = moe.make_weights(experts, n, k, "cuda", seed=8)
+    y = torch.full((x.shape[0] + 5, n), float("nan"), dtype=torch.float16, device="cuda")
+    moe.launch(moe_for_kernel, sparsecc.compress(w), buf[:x.shape[0]], y, offs, n, k, tile, experts, tma_extents=True)
+    torch.cuda.synchronize()
+    assert torch.isfinite(y[:x.shape[0]]).all(), "rows left unwritten (or NaN rows past `end` leaked in)"
+    assert torch.isnan(y[x.shape[0]:]).all(), "rows past the routed ones were written"
+    torch.testing.assert_close(y[:x.shape[0]].float(), moe.reference(w, x, offs, n), rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.gpu

@@ -17,9 +17,12 @@ test_gpu_sparse_mm.py::test_mbarrier_pipeline_matches_torch.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from sgemm_ir import sparse_gemm_ttir
@@ -80,7 +83,13 @@ class Agent:
     role: str
     warp: int = 0
     step: int = 0  # consumer: the step its next dot computes
+    base: int = 0  # the outer trip's first step (TRIP * its index): block pointers made in it start there
     groups: list[list[tuple[int, int]]] = field(default_factory=list)  # slots read by each dot group
+
+
+TRIP = 10_000
+"""Step numbers of an outer loop's trips: trip t's K steps are TRIP * t + j (its block pointers
+are made in the trip), so a read of an earlier trip's data in a slot is caught."""
 
 
 def _ring_id(v) -> int:
@@ -91,7 +100,7 @@ _BIN = {
     "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
     "arith.divui": lambda a, b: a // b, "arith.divsi": lambda a, b: int(a / b), "arith.remui": lambda a, b: a % b,
     "arith.remsi": lambda a, b: a - b * int(a / b), "arith.andi": lambda a, b: a & b, "arith.xori": lambda a, b: a ^ b,
-    "arith.ori": lambda a, b: a | b,
+    "arith.ori": lambda a, b: a | b, "arith.maxsi": max, "arith.minsi": min,
 }
 _CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b,
         "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b, "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
@@ -105,6 +114,8 @@ def _skip(agent: Agent, op, full_rings: set[int]) -> bool:
         return False
     if agent.role == "consumer":
         return isinstance(op, scf.IfOp) and any(isinstance(o, ttgd.AsyncTmaCopyOp) for o in op.true_region.block.ops)
+    if ttgd.CONSUMER_ONLY in op.attributes:  # an outer ring loop's epilogue
+        return True
     if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp | tt.DotOp):
         return True
     if isinstance(op, ttgd.WaitBarrierOp):
@@ -123,6 +134,8 @@ def _run(agent: Agent, block, env: dict, world: World, full_rings: set[int]):
         name = op.name
         if isinstance(op, scf.YieldOp):
             return [env.get(v) for v in op.operands]
+        if isinstance(op, scf.ConditionOp):
+            return [env[op.condition], *(env.get(v) for v in op.args)]
         if isinstance(op, arith.ConstantOp):
             env[op.result] = op.value.value.data if isinstance(op.value, IntegerAttr) else None
         elif name in _BIN:
@@ -141,11 +154,31 @@ def _run(agent: Agent, block, env: dict, world: World, full_rings: set[int]):
             lb, ub, st = env[op.lb], env[op.ub], env[op.step]
             vals = [env.get(v) for v in op.iter_args]
             body = op.body.block
-            for iv in range(lb, ub, st):
+            tiles = any(isinstance(o, scf.ForOp) and o is not op for o in op.walk())  # an outer loop over tiles
+            for trip, iv in enumerate(range(lb, ub, st)):
+                if tiles:
+                    agent.base = agent.step = TRIP * trip
                 env[body.args[0]] = iv
                 for a, v in zip(body.args[1:], vals):
                     env[a] = v
                 vals = yield from _run(agent, body, env, world, full_rings)
+            for r, v in zip(op.results, vals):
+                env[r] = v
+        elif isinstance(op, scf.WhileOp):  # an outer loop over tiles: each trip's steps start at TRIP * trip
+            vals = [env.get(v) for v in op.arguments]
+            before, after = op.before_region.block, op.after_region.block
+            trip = 0
+            while True:
+                for a, v in zip(before.args, vals):
+                    env[a] = v
+                cond, *vals = yield from _run(agent, before, env, world, full_rings)
+                if not cond:
+                    break
+                for a, v in zip(after.args, vals):
+                    env[a] = v
+                agent.base = agent.step = TRIP * trip
+                trip += 1
+                vals = yield from _run(agent, after, env, world, full_rings)
             for r, v in zip(op.results, vals):
                 env[r] = v
         elif isinstance(op, scf.IfOp):
@@ -154,7 +187,7 @@ def _run(agent: Agent, block, env: dict, world: World, full_rings: set[int]):
             for r, v in zip(op.results, vals or []):
                 env[r] = v
         elif isinstance(op, tt.MakeTensorPtrOp):
-            env[op.result] = (id(op), 0)
+            env[op.result] = (id(op), agent.base)
         elif isinstance(op, tt.AdvanceOp):
             root, k = env[op.ptr]
             env[op.result] = (root, k + 1)
@@ -214,15 +247,24 @@ def _run(agent: Agent, block, env: dict, world: World, full_rings: set[int]):
     return []
 
 
-def _simulate(module, k_steps: int, warps: int, seed: int, specialized: bool = True) -> World:
+def _simulate(module, k_steps: int, warps: int, seed: int, specialized: bool = True,
+              values: dict[int, int] | None = None, loads: tuple[int, ...] = ()) -> World:
+    """Run the function on the model. `values`: its scalar arguments by index (default: the
+    sgemm_ir GEMM's M, N, K for `k_steps`); `loads`: the values of its top-level scalar
+    tt.loads in order (a grouped GEMM's token range)."""
     func = next(op for op in module.walk() if isinstance(op, tt.FuncOp))
     world = World()
     rng = random.Random(seed)
     args = {a: None for a in func.body.block.args}
-    # %M, %N, %K of sgemm_ir: K = k_steps * BLOCK_K (+ a tail half the time)
-    m_arg, n_arg, k_arg = func.body.block.args[4:7]
-    bk = 64
-    args[m_arg], args[n_arg], args[k_arg] = 256, 256, k_steps * bk - (16 if seed % 2 and k_steps > 0 else 0)
+    if values is None:
+        # %M, %N, %K of sgemm_ir: K = k_steps * BLOCK_K (+ a tail half the time)
+        m_arg, n_arg, k_arg = func.body.block.args[4:7]
+        bk = 64
+        args[m_arg], args[n_arg], args[k_arg] = 256, 256, k_steps * bk - (16 if seed % 2 and k_steps > 0 else 0)
+    else:
+        for i, v in values.items():
+            args[func.body.block.args[i]] = v
+    loaded = list(loads)
     env = dict(args)
     full_rings: set[int] = set()
     for op in func.walk():
@@ -236,6 +278,9 @@ def _simulate(module, k_steps: int, warps: int, seed: int, specialized: bool = T
             ring = op.ring.owner
             for s in range(ring.result.type.get_shape()[0]):
                 world.barriers[(id(ring), s)] = Barrier(op.count.value.data)
+            continue
+        if isinstance(op, tt.LoadOp) and loaded:
+            env[op.result] = loaded.pop(0)
             continue
         gen = _run(Agent("common"), _Block([op]), env, world, full_rings)
         for _ in gen:
@@ -309,3 +354,77 @@ def test_the_model_catches_a_missing_release():
             op.erase()
     with pytest.raises(ProtocolError, match="deadlock"):
         _simulate(module, 5, warps=8, seed=1)
+
+
+# --------------------------------------------------------------------------------------
+# One ring across an outer loop's trips (tritongpu-pipeline{continue-rings}, issue 29)
+# --------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _moe(stages: int, unroll: bool, form: str = "while"):
+    """bench/moe.py's grouped GEMM (a K loop inside `while t0 < end`; `form="for"`: inside a
+    `for` over the token tiles, test_moe_gemm.moe_for_kernel) as the compiler leaves its ttgir
+    under tma_extents: one TMA ring for all token tiles, and a producer warp."""
+    here = Path(__file__).resolve()
+    sys.path.insert(0, str(here.parents[3] / "bench"))
+    sys.path.insert(0, str(here.parents[1] / "conformance"))
+    import moe
+    import test_moe_gemm
+
+    import sparsecc
+
+    tile = moe.Tile(128, 256, 64, 8, stages)
+    kernel = test_moe_gemm.KERNEL if form == "while" else test_moe_gemm.moe_for_kernel
+    ck = sparsecc.compile(kernel, moe.sparsecc_signature(), tile.constexprs,
+                          target="sm_90a", num_warps=8, num_stages=stages, tma_extents=True, wgmma_unroll=unroll)
+    module = Parser(make_context(), ck.asm["ttgir"]).parse_module()
+    func = next(op for op in module.walk() if isinstance(op, tt.FuncOp))
+    assert ttgd.PRODUCER_WARPS in func.attributes, "the grouped GEMM was not warp-specialized"
+    loop = next(op for op in func.body.block.ops if isinstance(op, scf.WhileOp | scf.ForOp))
+    assert not any(isinstance(o, ttgd.InitBarrierOp) for o in loop.walk()), "barriers initialised per token tile"
+    return module
+
+
+MOE_ROUTINGS = [(0, 0), (5, 6), (0, 256), (100, 100 + 2 * 256 + 17), (0, 4 * 256)]
+"""(start, end) of one expert's token rows (BLOCK_T = 256): none, one token, one full tile,
+three tiles the last of which is ragged, four full tiles."""
+
+
+@pytest.mark.parametrize("specialized", [True, False], ids=["producer-warp", "thread-0-copies"])
+@pytest.mark.parametrize("unroll", [False, True], ids=["loop", "unrolled"])
+@pytest.mark.parametrize("stages,form", [(2, "while"), (3, "while"), (4, "while"), (3, "for")])
+def test_one_ring_across_token_tiles_holds_under_random_schedules(stages, form, unroll, specialized):
+    """The ring's phases continue from one token tile to the next (no re-initialisation, no CTA
+    barrier between tiles): every read sees the copy of its own tile and step, no copy
+    overwrites a slot a dot may still read, nobody deadlocks, whatever the K steps per tile
+    (fewer than the stages, a multiple of them, or not) and the number of tiles. Without a
+    producer warp (thread-0-copies) the same IR runs correctly too."""
+    module = _moe(stages, unroll, form)
+    for k_steps in (1, 2, stages, 2 * stages + 1, 7):
+        k = 64 * k_steps
+        for start, end in MOE_ROUTINGS:
+            trips = -(-(end - start) // 256)
+            for seed in range(4):
+                world = _simulate(module, k_steps, warps=8, seed=seed * 17 + k_steps + start, specialized=specialized,
+                                  values={5: 512, 6: k, 7: k, 8: k, 9: 512}, loads=(start, end))
+                assert world.reads == 8 * trips * k_steps * 3
+                assert not world.in_use
+
+
+def test_the_model_catches_a_ring_not_released_between_token_tiles():
+    """The check can fail: without the release of each tile's last slot after its K loop, the
+    next tile's copy into that slot waits forever."""
+    module = _moe(3, False).clone()
+    func = next(op for op in module.walk() if isinstance(op, tt.FuncOp))
+    loop = next(op for op in func.body.block.ops if isinstance(op, scf.WhileOp))
+    for op in list(loop.after_region.block.ops):
+        if isinstance(op, scf.IfOp) and any(isinstance(o, ttgd.ArriveBarrierOp) and o.kind.data == "warps"
+                                            for o in op.walk()):
+            op.detach()
+            op.erase()
+            break
+    else:
+        raise AssertionError("no release after the K loop")
+    with pytest.raises(ProtocolError, match="deadlock"):
+        _simulate(module, 3, warps=8, seed=1, values={5: 512, 6: 192, 7: 192, 8: 192, 9: 512}, loads=(0, 512))
