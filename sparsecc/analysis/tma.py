@@ -20,11 +20,12 @@ The recipes travel in the launch metadata; the launcher evaluates them per launc
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import BlockArgument, SSAValue
 
 from sparsecc.analysis.dtypes import esize
@@ -260,8 +261,6 @@ def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_na
     rows, cols = (host_expr(root.shape[d], func) for d in (slow, fast))
     stride = host_expr(root.strides[slow], func)
     guards: tuple[Any, ...] = ()
-    from sparsecc.analysis.tma_extents import extents_of  # (it builds on this module)
-
     extents = extents_of(root)
     if extents is not None:  # the pipeline's tma-extents: extents from the allocation
         (cols, rows), guards = extents["dims"], tuple(tuple(g) for g in extents["guards"])
@@ -269,6 +268,25 @@ def host_recipe(root: tt.MakeTensorPtrOp, func: tt.FuncOp, plan: BoxPlan, elt_na
         return None
     return TensorMapRecipe(base.index, DTYPE_NAMES[elt_name], (cols, rows), (["mul", stride, ["const", plan.esize]],),
                            (plan.width, plan.rows), plan.swizzle, plan.esize, guards)
+
+
+EXTENTS_ATTR = "tma.extents"
+"""The `tt.make_tensor_ptr` attribute that carries `tma_extents.loop_extents`' result as JSON
+(the pipeline records it; `host_recipe` reads it)."""
+
+
+def extents_of(root: tt.MakeTensorPtrOp) -> dict[str, Any] | None:
+    """The extents the pipeline recorded on `root` (`EXTENTS_ATTR`), or None."""
+    attr = root.attributes.get(EXTENTS_ATTR)
+    return json.loads(attr.data) if isinstance(attr, StringAttr) else None
+
+
+def record_extents(root: tt.MakeTensorPtrOp, extents: dict[str, Any] | None) -> None:
+    """Put `extents` on `root` (None: take them off)."""
+    if extents is None:
+        root.attributes.pop(EXTENTS_ATTR, None)
+    else:
+        root.attributes[EXTENTS_ATTR] = StringAttr(json.dumps(extents, separators=(",", ":")))
 
 
 def _too_large(dim: Any) -> bool:
@@ -291,4 +309,4 @@ def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any
     return None if recipe is None else (root, plan, recipe)
 
 
-__all__ = ["UNBOUNDED_DIM", "BoxPlan", "TensorMapRecipe", "allocations_of", "arguments_of", "tma_copy_plan", "box_plan", "evaluate", "host_expr", "host_recipe", "tensor_ptr_root"]
+__all__ = ["EXTENTS_ATTR", "UNBOUNDED_DIM", "BoxPlan", "TensorMapRecipe", "allocations_of", "arguments_of", "tma_copy_plan", "box_plan", "evaluate", "extents_of", "record_extents", "host_expr", "host_recipe", "tensor_ptr_root"]

@@ -37,19 +37,22 @@ goes to TMA; `host_recipe` reads that attribute, so the pipeline and the lowerin
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 
-from sparsecc.analysis.tma import MAX_DIM, arguments_of, evaluate, host_expr
+from sparsecc.analysis.tma import (
+    EXTENTS_ATTR,
+    MAX_DIM,
+    arguments_of,
+    evaluate,
+    extents_of,
+    host_expr,
+    record_extents,
+)
 from sparsecc.analysis.value_equality import same_value
 from sparsecc.dialects import tt
-
-EXTENTS_ATTR = "tma.extents"
-"""The `tt.make_tensor_ptr` attribute that carries `loop_extents`' result as JSON."""
 
 
 def _const(v: SSAValue) -> int | None:
@@ -187,20 +190,6 @@ def loop_extents(root: tt.MakeTensorPtrOp, loop: scf.ForOp, func: tt.FuncOp, adv
     else:
         return None
     return {"dims": [cols, rows], "guards": guards}
-
-
-def extents_of(root: tt.MakeTensorPtrOp) -> dict[str, Any] | None:
-    """The extents the pipeline recorded on `root` (`EXTENTS_ATTR`), or None."""
-    attr = root.attributes.get(EXTENTS_ATTR)
-    return json.loads(attr.data) if isinstance(attr, StringAttr) else None
-
-
-def record_extents(root: tt.MakeTensorPtrOp, extents: dict[str, Any] | None) -> None:
-    """Put `extents` on `root` (None: take them off)."""
-    if extents is None:
-        root.attributes.pop(EXTENTS_ATTR, None)
-    else:
-        root.attributes[EXTENTS_ATTR] = StringAttr(json.dumps(extents, separators=(",", ":")))
 
 
 __all__ = ["EXTENTS_ATTR", "extents_of", "loop_extents", "record_extents", "rows_past_bound_unseen"]
