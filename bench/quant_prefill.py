@@ -10,9 +10,12 @@ do_bench_cudagraph medians):
     mma.sp     the quantized kernel at the 16-bit kernel's default tile (BLOCK_K fitted), as before
     wgmma      quant_wgmma tiles: quantized_prefill_config and the other candidates
                (`dispatch_measure`), with QUANT_WGMMA_OPTIONS (mbarrier ring, loop unrolled by
-               two) and, as "plain", without them
+               two) and, as "plain", without them; with `--ring`, also as "ring": with
+               SPARSECC_WGMMA_RING_IN_FLIGHT=1 (the convert barrier of bf16 weights keeps the
+               last wgmma group running; fp16 kernels compile to the same PTX either way)
 
-    python bench/quant_prefill.py [--m 256,512,2048,8192] [--schemes w4g128,w8g128] [NxK ...]
+    python bench/quant_prefill.py [--m 256,512,2048,8192] [--schemes w4g128,w8g128] [--dtype bf16]
+                                  [--ring] [NxK ...]
 """
 
 from __future__ import annotations
@@ -44,10 +47,12 @@ WGMMA_TILES = [(128, 128, 128, 8, 4), (64, 256, 128, 8, 3)]
 
 
 @contextlib.contextmanager
-def plain_loop() -> Iterator[None]:
-    """quant_wgmma launches without QUANT_WGMMA_OPTIONS (the environment wins over them)."""
-    old = {v: os.environ.get(v) for v in ("SPARSECC_MBARRIERS", "SPARSECC_WGMMA_UNROLL")}
-    os.environ.update({v: "0" for v in old})
+def plain_loop(env: dict[str, str] | None = None) -> Iterator[None]:
+    """quant_wgmma launches without QUANT_WGMMA_OPTIONS (the environment wins over them), or
+    with the switches `env` names set."""
+    env = env or {"SPARSECC_MBARRIERS": "0", "SPARSECC_WGMMA_UNROLL": "0"}
+    old = {v: os.environ.get(v) for v in env}
+    os.environ.update(env)
     try:
         yield
     finally:
@@ -64,14 +69,18 @@ def graph_us(fn) -> float:
     return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") * 1e3
 
 
-def row(m: int, n: int, k: int, scheme: str) -> tuple[list[str], dict[str, float]]:
+RING = {"SPARSECC_WGMMA_RING_IN_FLIGHT": "1"}
+
+
+def row(m: int, n: int, k: int, scheme: str, dtype: torch.dtype = torch.float16,
+        ring: bool = False) -> tuple[list[str], dict[str, float]]:
     torch.manual_seed(0)
-    w16 = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16) * 0.02)
+    w16 = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=dtype) * 0.02)
     ws = sparsecc.compress(w16)
     wq = sparsecc.compress(w16, quant=scheme)
     dense = wq.to_dense()
-    x = torch.randn(m, k, device="cuda", dtype=torch.float16)
-    y = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    x = torch.randn(m, k, device="cuda", dtype=dtype)
+    y = torch.empty(m, n, device="cuda", dtype=dtype)
     want = F.linear(x.float(), dense.float())
     times: dict[str, float] = {"dense": graph_us(lambda: F.linear(x, dense)),
                                "fp16 2:4": graph_us(lambda: sparse_linear(x, ws, dispatch="sparse")),
@@ -89,6 +98,12 @@ def row(m: int, n: int, k: int, scheme: str) -> tuple[list[str], dict[str, float
                 print(f"  !! {name}: relative error {err:.3g}", flush=True)
             with plain_loop():
                 times[name + " plain"] = graph_us(lambda cfg=cfg: launch_linear(y, x, wq, y, cfg, False, "none"))
+            if ring:
+                with plain_loop(RING):
+                    times[name + " ring"] = graph_us(lambda cfg=cfg: launch_linear(y, x, wq, y, cfg, False, "none"))
+                    err = (y.float() - want).abs().max().item() / want.abs().max().item()
+                    if err > 2e-2:
+                        print(f"  !! {name} ring: relative error {err:.3g}", flush=True)
         except Exception as e:  # noqa: BLE001 - a tile that does not fit is reported, the rest go on
             print(f"  {name}: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
     return list(times), times
@@ -107,14 +122,17 @@ def main(argv: list[str]) -> int:
         ms = [int(v) for v in argv[argv.index("--m") + 1].split(",")]
     if "--schemes" in argv:
         schemes = argv[argv.index("--schemes") + 1].split(",")
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[argv[argv.index("--dtype") + 1]] \
+        if "--dtype" in argv else torch.float16
+    ring = "--ring" in argv
     shapes = [tuple(int(v) for v in a.split("x")) for a in argv
               if "x" in a and a[0].isdigit() and "," not in a] or SHAPES
-    print(f"# {torch.cuda.get_device_name()}: microseconds (speed-up over dense)\n")
+    print(f"# {torch.cuda.get_device_name()}, {dtype}: microseconds (speed-up over dense)\n")
     for scheme in schemes:
         head: list[str] | None = None
         for n, k in shapes:
             for m in ms:
-                names, t = row(m, n, k, scheme)
+                names, t = row(m, n, k, scheme, dtype, ring)
                 if head is None:
                     head = names
                     print(f"\n## {scheme}\n\n| M | N×K | " + " | ".join(head) + " |")

@@ -77,6 +77,8 @@ class CompileOptions:
     """Unroll wgmma K loops by two."""
     wgmma_in_flight: bool = SWITCHES["wgmma_in_flight"].default
     """Keep one wgmma group in flight across a CTA-barrier K loop's barrier."""
+    wgmma_ring_in_flight: bool = SWITCHES["wgmma_ring_in_flight"].default
+    """Keep one wgmma group in flight through the CTA barriers of an mbarrier-ring K loop."""
     wgmma_a_smem: bool = SWITCHES["wgmma_a_smem"].default
     """wgmma reads A through a descriptor outside TMA kernels too."""
     dequant_warps_m: bool = SWITCHES["dequant_warps_m"].default
@@ -157,6 +159,8 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
             pipeline += " continue-rings=true"
     if opts.wgmma_in_flight:
         pipeline += " wgmma-in-flight=true"
+    if opts.wgmma_ring_in_flight:
+        pipeline += " ring-in-flight=true"
     layouts = f"num-warps={opts.num_warps} target={opts.target}"
     if not opts.dequant_warps_m:
         layouts += " dequant-warps-m=false"

@@ -49,6 +49,14 @@ SWITCHES: dict[str, Switch] = {
                               "also a dot whose result only goes to the next iteration through the "
                               "yield, as attention's P @ V (analysis.kloops.carried_in_flight); loops of "
                               "two or more dense wgmma dots take this form without the switch"),
+    "wgmma_ring_in_flight": Switch("SPARSECC_WGMMA_RING_IN_FLIGHT", False,
+                                   "in mbarrier-ring wgmma K loops whose wgmma groups read shared "
+                                   "memory only from the ring's guarded slots, the CTA barriers and "
+                                   "scratch stores of the body (bf16 quantized weights: the dequantized "
+                                   "tile's layout convert) keep the wgmma group committed last in "
+                                   "flight instead of draining it (tritongpu-pipeline{ring-in-flight}, "
+                                   "analysis.kloops.ring_in_flight; fp16 quant_wgmma loops have no such "
+                                   "barrier and are unchanged)"),
     "wgmma_a_smem": Switch("SPARSECC_WGMMA_A_SMEM", False,
                            "wgmma reads A through a shared-memory descriptor also outside TMA "
                            "kernels (TMA kernels always do; no gain in barrier-synchronised loops)"),

@@ -11,6 +11,7 @@ it:
   the sum and restarts it from zeros;
 - `only_feeds_next_iteration(dot)`: whether a dot's result is read only by the next dot;
 - `carried_in_flight(dot)`: whether a dot's group may run on into the next iteration anyway;
+- `ring_in_flight(loop)`: whether an mbarrier ring loop's CTA barriers may keep a group in flight;
 - `uses_wgmma` / `reads_wgmma_result` / `wgmma_loops`: where Hopper wgmma accumulators live.
 
 Example (the accumulation of a plain K loop)::
@@ -189,6 +190,66 @@ def carried_in_flight(dot: tt.DotOp) -> bool:
     return True
 
 
+def ring_in_flight(loop: scf.ForOp) -> bool:
+    """Whether the CTA barriers and shared-memory scratch stores of `loop`'s body may leave the
+    wgmma group committed last in flight (`wgmma.wait_group 1`) instead of draining every group
+    (`LoweringState.bar`, `lower_mem.store_shared`). Issue 26: a bf16 quantized weight's
+    dequantized tile reaches the register-A fragments through a layout convert (store to a
+    scratch, CTA barrier, ldmatrix); draining there empties the tensor cores once per K step,
+    although the group in flight reads nothing the convert touches.
+
+    The ordering argument, for the cp.async mbarrier ring of tritongpu-pipeline (its
+    `_pipeline_mbarriers`, unrolled by two under `wgmma_unroll` or not), when all of this holds:
+    - the loop is that ring and the pipeline marked it (`ring-in-flight`): the top
+      `ttg.wait_barrier` carries `ttg.wgmma_in_flight`, and no `ttg.async_wait` (the CTA-barrier
+      form) is in the body;
+    - every wgmma dot of the loop sits in its body (none in a nested region) and is a sparse
+      dot: its A values and metadata are registers (register-A `wgmma.mma_async.sp`; the
+      lowering applies this only without `a-from-shared`), and every operand that comes from
+      shared memory (B by descriptor) is a slot of a ring allocated before the loop whose only
+      writers in the loop are `ttg.slot_guarded` copies, or a buffer nothing in the loop writes.
+
+    What is in flight when: each dot commits one group. Group g_j (dot j) reads A/metadata
+    registers R_j and B slot s_j. At a CTA barrier or scratch store between the commit of g_j and
+    the issue of g_{j+1}, at most g_j and older groups may run before the wait; keeping one
+    (`wait_group 1`) leaves at most g_j. Nothing it reads is written there: its registers R_j
+    are rewritten only by the fragment loads of a later dot, which wait on their own
+    (`load_frag` / `lower_quant._fragments` drain to `frag_keep`: 0 with one dot per body, so g_j
+    is retired before R_j is reused; 1 with the unrolled body, whose two dots have register
+    sets of their own, so g_j is retired before the dot after next rewrites R_j); slot s_j is
+    written only by guarded copies, which first wait on the slot's `empty` mbarrier, completed
+    only after every thread arrived behind a `wgmma.wait_group 1` that retired g_j
+    (`_release_and_refill`); and the scratch the barrier orders (a convert's, a reduction's) is
+    no ring slot: allocate-shared-memory gives every buffer and scratch bytes of its own, and
+    no wgmma of the loop reads a scratch (B is a ring slot, A registers). After the loop the
+    lowering drains every group (`wgmma.wait_group 0`) before the accumulators are read.
+    """
+    body = loop.body.block
+    top_waits = [o for o in body.ops if isinstance(o, ttgd.WaitBarrierOp)]
+    if not top_waits or ttgd.WGMMA_IN_FLIGHT not in top_waits[0].attributes:
+        return False
+    if any(isinstance(o, ttgd.AsyncWaitOp) for o in loop.walk()):
+        return False
+    dots = [o for o in loop.walk() if isinstance(o, tt.DotOp) and uses_wgmma(o)]
+    if not dots:
+        return False
+    for dot in dots:
+        if dot.parent_block() is not body or dot.meta is None:
+            return False
+        for operand in (dot.a, dot.b):
+            src = operand.owner
+            if not isinstance(src, ttgd.LocalLoadOp):
+                if operand is dot.b:
+                    return False  # B through a descriptor of a convert's scratch
+                continue  # A in registers (a dequantize's fragments, a convert's ldmatrix)
+            buf = src.src
+            if isinstance(buf.owner, ttgd.MemDescSubviewOp):
+                buf = buf.owner.src
+            if not isinstance(buf.owner, Operation) or loop.is_ancestor(buf.owner) or not _only_guarded_writes(loop, buf):
+                return False
+    return True
+
+
 def _only_guarded_writes(loop: scf.ForOp, buf: SSAValue) -> bool:
     """Whether every op of `loop` that uses shared buffer `buf` (or a subview of it) only reads
     it (`local_load`, `memdesc_subview`, `tt.dot`) or is a `ttg.slot_guarded` async copy."""
@@ -227,6 +288,7 @@ __all__ = [
     "is_zero_splat",
     "only_feeds_next_iteration",
     "reads_wgmma_result",
+    "ring_in_flight",
     "uses_wgmma",
     "wgmma_loops",
     "zero_restart",

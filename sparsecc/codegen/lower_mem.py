@@ -382,8 +382,10 @@ def shared_run(sm_ty: MemDescType, dl: DistLayout, fast: int, elt: Attribute) ->
 
 
 def store_shared(L: LoweringContext, sm: Smem, val: Regs) -> None:
-    """Registers -> shared buffer with its swizzle (vectorized along the contiguous dim)."""
-    L.wgmma_drain()
+    """Registers -> shared buffer with its swizzle (vectorized along the contiguous dim).
+    A wgmma group in flight may read shared memory: drained first, except the one a ring loop
+    keeps (`groups.shared_keep`, `analysis.kloops.ring_in_flight`: no wgmma reads a scratch)."""
+    L.wgmma_drain(keep=L.groups.shared_keep)
     ty = val.ty
     elt = ty.element_type
     dl = distributed(ty.encoding, ty.get_shape())

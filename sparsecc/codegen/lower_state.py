@@ -125,7 +125,9 @@ class LoweringState:
     def bar(self, keep: int = 0) -> None:
         """A CTA barrier; in a wgmma kernel after draining the wgmma groups in flight down to
         `keep` (1 only where the pipeline proved that the last group's slots stay unwritten
-        until the next barrier: `ttg.WGMMA_IN_FLIGHT`)."""
+        until the next barrier: `ttg.WGMMA_IN_FLIGHT`; in a ring loop that
+        `kloops.ring_in_flight` cleared, `groups.shared_keep` says 1 for every barrier)."""
+        keep = max(keep, self.groups.shared_keep)
         if self.cfg.wgmma:
             # A barrier tells every warp that this one is done reading shared memory, but a wgmma
             # group in flight still reads it (B, and A from a descriptor) asynchronously: drain

@@ -103,6 +103,9 @@ class WgmmaGroups:
     """A committed wgmma group may still be running (a K-loop dot left it in flight)."""
     frag_keep: int = 0
     """Groups that may stay in flight while a dot of this loop reloads its fragment registers."""
+    shared_keep: int = 0
+    """Groups that may stay in flight through this loop body's CTA barriers and scratch stores
+    (1 in an mbarrier ring loop that `analysis.kloops.ring_in_flight` cleared, else 0)."""
     drained: list = field(default_factory=list)
     """(block, keep) of blocks that already waited for every group issued so far."""
 

@@ -235,7 +235,10 @@ QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True}
 by two, so that each warp's dequantization of one K step overlaps the wgmmas of the step before
 (the two copies of the body have fragment registers of their own: `wgmma.wait_group 1` instead
 of 0). A switch set in the environment wins (`SPARSECC_WGMMA_UNROLL=0 SPARSECC_MBARRIERS=0`: the
-plain loop, for A/B runs). The default tile keeps to 255 registers without spills either way."""
+plain loop, for A/B runs). The default tile keeps to 255 registers without spills either way.
+bf16 weights reach the fragments through a layout convert whose CTA barrier drained every group
+once per K step; `SPARSECC_WGMMA_RING_IN_FLIGHT=1` (switch `wgmma_ring_in_flight`, off until
+measured: `bench/quant_prefill.py --dtype bf16 --ring`) keeps the last group running there."""
 
 
 def quantized_prefill_config(m: int, n: int, k: int) -> LinearConfig:

@@ -374,6 +374,12 @@ class PipelinePass(ModulePass):
     (i-2) % S, whose group every warp retired with `wgmma.wait_group 1` before the barrier),
     and the async_wait carries `ttg.wgmma_in_flight`. Without it each barrier drains the group,
     so the tensor cores idle through the barrier and the next step's copy issue."""
+    ring_in_flight: bool = False
+    """In the cp.async mbarrier form of a wgmma loop, mark the top wait on the full barrier
+    `ttg.wgmma_in_flight`: the CTA barriers and scratch stores of the body (a layout convert's)
+    may then keep the wgmma group committed last running, where `analysis.kloops.ring_in_flight`
+    proves that group reads no shared memory but the ring's guarded slots. Without it each such
+    barrier drains every group (bf16 quantized weights: once per K step)."""
     num_ctas: int = NUM_CTAS
     """2: the kernel runs in clusters of two CTAs (programs 2j and 2j+1) whose K loops read the
     same B tiles (the kernel's promise, as Triton's num_ctas). A TMA loop then multicasts B:
@@ -724,7 +730,9 @@ class PipelinePass(ModulePass):
         rd, iv, top = body.rd, body.block.args[0], body.top
         step = _step_index(iv, loop, top)
         gstep = step if base is None else _insert(arith.AddiOp(base, step), top).results[0]
-        _insert(WaitBarrierOp(full, rd, _parity(gstep, S, top)), top)
+        top_wait = _insert(WaitBarrierOp(full, rd, _parity(gstep, S, top)), top)
+        if self.ring_in_flight and not tma:
+            top_wait.attributes[WGMMA_IN_FLIGHT] = UnitAttr()
         self._read_slots(streams, rings, rd, top, replace=True)
         self._erase_old_chains(streams)
         yield_op = body.block.last_op

@@ -15,7 +15,12 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import i32, i64
 from xdsl.ir import Block, Region, SSAValue
 
-from sparsecc.analysis.kloops import accumulation_chains, carried_in_flight, zero_restart
+from sparsecc.analysis.kloops import (
+    accumulation_chains,
+    carried_in_flight,
+    ring_in_flight,
+    zero_restart,
+)
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, flatten, unflatten
 from sparsecc.dialects import tt
@@ -101,7 +106,12 @@ def _lower_body(L: LoweringState, op: scf.ForOp, body: Block) -> list[SSAValue]:
     # fragment registers: with two dots per body (unroll_by_two) each has its own, and the
     # group of the other may stay in flight while one reloads
     L.groups.frag_keep = 1 if len(chained) >= 2 else 0
+    # an mbarrier ring whose groups read only guarded slots: barriers and scratch stores of
+    # the body keep the group committed last in flight (the switch wgmma_ring_in_flight)
+    outer_keep = L.groups.shared_keep
+    L.groups.shared_keep = 1 if L.cfg.wgmma and not L.cfg.a_from_shared and ring_in_flight(op) else 0
     L.lower_block(op.body.block)
+    L.groups.shared_keep = outer_keep
     y = op.body.block.last_op
     assert isinstance(y, scf.YieldOp)
     yielded = [v for a in y.arguments for v in flatten(L.get(a))]
