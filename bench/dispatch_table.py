@@ -10,6 +10,7 @@ A shape whose turn comes after `--budget` seconds is left out (the dispatcher in
 
     python bench/dispatch_table.py                       # ~6 minutes on an H100; prints progress
     python bench/dispatch_table.py --quick               # 2 shapes, 5 token counts
+    python bench/dispatch_table.py --cold --out cold.json   # each call with a cold L2 (dispatch_measure.cold_l2)
     python bench/dispatch_table.py --check               # CPU: read the shipped tables, print plans
     python bench/dispatch_table.py --layers NVIDIA_H100_80GB_HBM3 --md out.md   # CPU: issue 26's layer table
 """
@@ -17,6 +18,7 @@ A shape whose turn comes after `--budget` seconds is left out (the dispatcher in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -113,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", choices=("float16", "bfloat16"), default="float16")
     p.add_argument("--budget", type=float, default=420.0, help="seconds; later shapes are skipped (default 420)")
     p.add_argument("--out", default=None, help="the JSON to write (default: the package's table for this GPU)")
+    p.add_argument("--cold", action="store_true",
+                   help="time every call with a cold L2 (dispatch_measure.cold_l2: as in a model, whose other "
+                        "layers evict the weight), not one weight re-read from L2 call after call")
     args = p.parse_args(argv)
     if args.check:
         return check(args.gpu)
@@ -145,13 +150,15 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         log(f"[{i + 1}/{len(shapes)}] {n}x{k} ({time.monotonic() - start:.0f} s so far)")
         try:
-            entries += dispatch_measure.measure_shape(schemes, dtype, n, k, ms, "cuda", log, deadline)
+            with dispatch_measure.cold_l2() if args.cold else contextlib.nullcontext():
+                entries += dispatch_measure.measure_shape(schemes, dtype, n, k, ms, "cuda", log, deadline)
         except Exception as e:  # noqa: BLE001 - one shape's failure leaves the others' rows
             log(f"  {n}x{k} failed: {type(e).__name__}: {str(e)[:200]}")
             skipped.append(f"{n}x{k} (failed)")
         log(f"  {n}x{k} done in {time.monotonic() - t0:.0f} s")
     doc = {"gpu": gpu, "built": datetime.date.today().isoformat(), "torch": torch.__version__,
-           "sparsecc": sparsecc.__version__, "how": "bench/dispatch_table.py" + (" --quick" if args.quick else ""),
+           "sparsecc": sparsecc.__version__, "how": "bench/dispatch_table.py" + (" --quick" if args.quick else "")
+           + (" --cold" if args.cold else ""),
            "skipped": skipped, "entries": entries}
     dispatch.parse_entries(doc)  # what the dispatcher reads back
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)

@@ -10,14 +10,22 @@ a few replays), on random 2:4 weights of the shape, per token count M:
 and per weight the cost of making its 16-bit kept values (`dequant_us`) and its dense weight
 (`densify_us`), as the dispatcher makes them (`sparsecc.ops.densify.weight16`: one sparsecc kernel).
 
+By default the calls of one graph follow each other, so a weight that fits in L2 (4096x4096 fp16:
+32 MB of the H100's 50 MB) is read from L2 after the first call. Inside `cold_l2()` each call
+first overwrites a buffer twice the L2's size, as the other layers of a model would, and the
+time of those overwrites (a graph of them alone) is subtracted.
+
     entries = measure_shape(["nv24", "w4g128"], torch.float16, 4096, 4096, [1, 16, 2048])
+    with cold_l2():
+        entries = measure_shape(["nv24"], torch.float16, 4096, 4096, [64])
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import astuple, replace
 from typing import Any
 
@@ -27,12 +35,33 @@ from sparsecc.nn.quantize import quantize_rows
 from sparsecc.ops import dispatch
 from sparsecc.ops.densify import weight16
 
-__all__ = ["maybe_tune", "measure_entry", "measure_shape", "time_us", "tune_shapes"]
+__all__ = ["cold_l2", "maybe_tune", "measure_entry", "measure_shape", "time_us", "tune_shapes"]
+
+_FLUSH: list[torch.Tensor | None] = [None]  # the buffer `cold_l2` overwrites before each timed call
+
+
+@contextlib.contextmanager
+def cold_l2(device: torch.device | str = "cuda") -> Iterator[None]:
+    """Within it, `time_us` times each call with a cold L2: before it, the graph overwrites a
+    buffer of twice the L2's size (then subtracts the time of the overwrites alone).
+
+        with cold_l2():
+            t = time_us(lambda: torch.nn.functional.linear(x, w))
+    """
+    l2 = torch.cuda.get_device_properties(torch.device(device)).L2_cache_size
+    previous = _FLUSH[0]
+    _FLUSH[0] = torch.empty(2 * max(l2, 1 << 20), dtype=torch.uint8, device=device)
+    try:
+        yield
+    finally:
+        _FLUSH[0] = previous
 
 
 def time_us(fn: Callable[[], Any], target_us: float = 3000.0, reps: int = 7) -> float:
     """Microseconds per call of `fn` (CUDA): as many calls in one CUDA graph as fill about
-    `target_us` (1 to 20), median of `reps` replays; eager calls where capture fails."""
+    `target_us` (1 to 20), median of `reps` replays; eager calls where capture fails. Inside
+    `cold_l2()`, each call after an overwrite of the L2, whose own time is taken off."""
+    flush = _FLUSH[0]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm-up (compiles; cuBLAS sets up its workspace) off the capture
@@ -46,28 +75,39 @@ def time_us(fn: Callable[[], Any], target_us: float = 3000.0, reps: int = 7) -> 
     end.synchronize()
     first = start.elapsed_time(end) * 1e3
     calls = max(1, min(20, int(target_us / max(first, 1.0))))
-    try:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(calls):
-                fn()
-        run = graph.replay
-    except RuntimeError:  # not capturable: time eager calls (launch costs included)
-        graph = None
 
-        def run() -> None:
-            for _ in range(calls):
-                fn()
-    run()
-    times = []
-    for _ in range(reps):
-        start.record()
+    def timed(body: Callable[[], None]) -> float:
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(calls):
+                    body()
+            run = graph.replay
+        except RuntimeError:  # not capturable: time eager calls (launch costs included)
+            graph = None
+
+            def run() -> None:
+                for _ in range(calls):
+                    body()
         run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    del graph
-    return statistics.median(times)
+        times = []
+        for _ in range(reps):
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e3 / calls)
+        del graph
+        return statistics.median(times)
+
+    if flush is None:
+        return timed(fn)
+
+    def flushed() -> None:
+        flush.zero_()
+        fn()
+
+    return max(timed(flushed) - timed(flush.zero_), 0.01)
 
 
 _MEDIUM_TILES = [(64, 128, 64, 4), (128, 128, 64, 4), (128, 256, 64, 8), (64, 64, 128, 4)]

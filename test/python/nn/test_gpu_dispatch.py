@@ -225,3 +225,22 @@ def test_the_weight_kernel_serves_every_form_in_one_process(monkeypatch):
                 layer = _layer(scheme, n=n, k=k)
                 got = [weight16(layer, dense) for dense in (False, True)]
                 assert torch.equal(got[1], _reference_weight(layer)), (scheme, n, k)
+
+
+def test_cold_l2_times_a_weight_read_from_memory_not_from_l2():
+    """`cold_l2`: F.linear at 64 tokens on a 4096x4096 fp16 weight (32 MB, inside an H100's or
+    H200's L2) takes at least as long cold as re-read from L2, and at least the time its weight
+    bytes need at 8 TB/s (above the HBM of any GPU this runs on): the overwrite's own time is
+    taken off, not the weight's reads."""
+    from sparsecc.ops.dispatch_measure import cold_l2, time_us
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 4096, device="cuda", dtype=torch.float16)
+    w = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    hot = time_us(lambda: torch.nn.functional.linear(x, w))
+    with cold_l2():
+        cold = time_us(lambda: torch.nn.functional.linear(x, w))
+    assert cold >= 0.95 * hot, (cold, hot)
+    assert cold >= w.numel() * w.element_size() / 8e12 * 1e6, cold
+    from sparsecc.ops import dispatch_measure
+    assert dispatch_measure._FLUSH[0] is None  # the context put the hot timing back
