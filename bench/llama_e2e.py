@@ -715,6 +715,9 @@ def build_table(results: list[dict], args: argparse.Namespace) -> str:
         how = (f"each step {'torch.compile(fullgraph=True, dynamic=False), inductor default mode' if args.compile else 'eager'}"
                f"{', captured in one torch.cuda.CUDAGraph and replayed' if args.graphs else ''}"
                f"{' (a cell marked (eager+graph): compiling failed, see the notes)' if args.fallback_eager and args.compile else ''}")
+        if args.graphs and not args.compile and args.device == "cuda":
+            how += (" (not compiled: eager steps are not how a model is served, and their non-GEMM "
+                    "kernels weigh on both sides; `--compile on` compiles every cell, ~15 s each)")
     else:
         how = "eager, no CUDA graph (CPU smoke run: the numbers say nothing about speed)"
     lines = [
