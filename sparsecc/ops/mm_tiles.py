@@ -53,6 +53,23 @@ def _store_tile(D, acc, M, N, stride_dm, stride_dn, tile_m, tile_n,
 
 
 @sparsecc.jit
+def _accumulate_k(acc, x_ptr, w_ptr, steps, BLOCK_K: tl.constexpr):
+    """The K loop of the sparse_mm and sparse_linear kernels: `steps` times, acc += the x tile
+    (BLOCK_M x BLOCK_K) @ the W tile (BLOCK_K x BLOCK_N, W's K x N view), both block pointers
+    then moved BLOCK_K along K; zero padding past the edges. Inlined where it is called.
+
+        acc = _accumulate_k(acc, x_ptr, w_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
+    """
+    for _ in range(0, steps):
+        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
+        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(x, w, acc)
+        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
+        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
+    return acc
+
+
+@sparsecc.jit
 def _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr,
               ACC_INT: tl.constexpr = False):
@@ -60,13 +77,7 @@ def _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
     a_ptr, b_ptr = _operand_ptrs(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
                                  BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
-    for _ in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptr, boundary_check=(0, 1), padding_option="zero")
-        b = tl.load(b_ptr, boundary_check=(0, 1), padding_option="zero")
-        acc = tl.dot(a, b, acc)
-        a_ptr = tl.advance(a_ptr, (0, BLOCK_K))
-        b_ptr = tl.advance(b_ptr, (BLOCK_K, 0))
-    return acc
+    return _accumulate_k(acc, a_ptr, b_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
 
 
 @dataclass(frozen=True)

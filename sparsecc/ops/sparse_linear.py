@@ -36,6 +36,7 @@ import sparsecc.language as tl
 from sparsecc.defaults import NUM_STAGES, NUM_WARPS
 from sparsecc.ops import dispatch as _dispatch
 from sparsecc.ops.densify import weight16
+from sparsecc.ops.mm_tiles import _accumulate_k
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 from sparsecc.switches import env_overrides
@@ -51,23 +52,6 @@ def _activate(acc, ACTIVATION: tl.constexpr):
         acc = 0.5 * acc * (1.0 + tl.tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)))
     elif ACTIVATION == "silu":
         acc = acc * tl.sigmoid(acc)
-    return acc
-
-
-@sparsecc.jit
-def _accumulate_k(acc, x_ptr, w_ptr, steps, BLOCK_K: tl.constexpr):
-    """The K loop of the sparse_linear kernels (and of sparse_linear_8bit's): `steps` times, acc +=
-    the x tile (BLOCK_M x BLOCK_K) @ the W tile (BLOCK_K x BLOCK_N, W's K x N view), both block
-    pointers then moved BLOCK_K along K; zero padding past the edges. Inlined where it is called.
-
-        acc = _accumulate_k(acc, x_ptr, w_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
-    """
-    for _ in range(0, steps):
-        x = tl.load(x_ptr, boundary_check=(0, 1), padding_option="zero")
-        w = tl.load(w_ptr, boundary_check=(0, 1), padding_option="zero")
-        acc = tl.dot(x, w, acc)
-        x_ptr = tl.advance(x_ptr, (0, BLOCK_K))
-        w_ptr = tl.advance(w_ptr, (BLOCK_K, 0))
     return acc
 
 
