@@ -182,10 +182,7 @@ def carried_in_flight(dot: tt.DotOp) -> bool:
         src = operand.owner
         if not isinstance(src, ttgd.LocalLoadOp):
             continue  # in registers (P)
-        buf = src.src
-        if isinstance(buf.owner, ttgd.MemDescSubviewOp):
-            buf = buf.owner.src
-        if not isinstance(buf.owner, Operation) or loop.is_ancestor(buf.owner) or not _only_guarded_writes(loop, buf):
+        if not _read_stays_put(loop, src):
             return False
     return True
 
@@ -242,12 +239,19 @@ def ring_in_flight(loop: scf.ForOp) -> bool:
                 if operand is dot.b:
                     return False  # B through a descriptor of a convert's scratch
                 continue  # A in registers (a dequantize's fragments, a convert's ldmatrix)
-            buf = src.src
-            if isinstance(buf.owner, ttgd.MemDescSubviewOp):
-                buf = buf.owner.src
-            if not isinstance(buf.owner, Operation) or loop.is_ancestor(buf.owner) or not _only_guarded_writes(loop, buf):
+            if not _read_stays_put(loop, src):
                 return False
     return True
+
+
+def _read_stays_put(loop: scf.ForOp, load: ttgd.LocalLoadOp) -> bool:
+    """Whether the shared buffer a wgmma operand's `load` reads is allocated before `loop` and,
+    in it, written only by `ttg.slot_guarded` copies (a ring slot) or not at all: what a group
+    kept in flight may read while the loop goes on."""
+    buf = load.src
+    if isinstance(buf.owner, ttgd.MemDescSubviewOp):
+        buf = buf.owner.src
+    return isinstance(buf.owner, Operation) and not loop.is_ancestor(buf.owner) and _only_guarded_writes(loop, buf)
 
 
 def _only_guarded_writes(loop: scf.ForOp, buf: SSAValue) -> bool:
