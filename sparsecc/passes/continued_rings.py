@@ -7,7 +7,36 @@ may run ahead into the next trip (a CTA barrier ends each K loop) and warp speci
 not apply. With one ring for the whole kernel, global step g of the ring (the steps of all
 earlier trips counted) uses slot g % S at phase g / S, wherever the trips begin and end; a
 producer warp can then issue the next trip's copies while the compute warps finish this one.
-The ordering argument is `tritongpu_pipeline.PipelinePass._pipeline_mbarriers`'s docstring.
+The ring itself and its steps are `tritongpu_pipeline.PipelinePass._pipeline_mbarriers`'s.
+Continued (`continue_rings`, TMA, a K loop that `ring_outer_loop` finds inside an outer loop),
+the rings and both barrier rings are made and initialised once, before the outer loop, which
+carries g = the ring steps of all earlier trips (`carry_counter`); step j of this trip is the
+ring's step g + j everywhere in that ring (slot (g + j) % S, phases from (g + j) / S; rd and wr
+start at g % S and (g + S-1) % S). What changes, and why it stays ordered:
+    prologue stage s: scf.if (step s exists) { wait empty[(g+s) % S], parity
+                      ((g+s) / S & 1) ^ 1; arrive full; copies }
+        - the slot may still hold step g+s-S of an earlier trip: its copy waits for
+          that step's release, as the loop's refills do (a fresh barrier passes parity
+          1 at once: the first S steps of the kernel never wait);
+    after the loop:   ttg.dot_wait {pendings = 0}; scf.if (n > 0) { arrive empty[wr] }
+                      (wr = (g+n-1) % S, the slot of this trip's last step); g' = g + n
+        - the last step's slot is released once its wgmma group retired, so that the
+          next trip's copies may reuse it; every step of every trip is released
+          exactly once, in order, which keeps the phase arithmetic exact across trips.
+Who waits on what: a compute warp waits only on full[s] for the step it computes (the
+copies of step k are issued before any wait on step k's phase can pass, by the TMA
+thread which is either the producer warp or thread 0 in program order); the TMA
+thread waits only on empty[s] for step k-S, which every compute warp released before
+it can wait on anything of step k (releases of trip t's steps come before the full
+waits of trip t+1 in each warp's program order), so nobody waits on a step whose
+release or copy waits on it: no deadlock, with or without a producer warp. Phases:
+slot s is used by steps s, s+S, s+2S, ... of the whole kernel, its full barrier
+completes one phase per step (the copies' bytes) and its empty barrier one per
+release (all compute warps), so the phase of step k is k / S on both. No CTA barrier
+is needed at the end of a trip (nothing is initialised again); the epilogue writes
+only the compute warps' own buffers (y, the store scratch), which allocate-shared-
+memory never overlaps with the rings, so the copies of the next trip cannot race
+with it.
 
     outer = ring_outer_loop(k_loop)      # None: the loop keeps the per-trip ring
     base, finish = carry_counter(outer, zero)
@@ -100,4 +129,17 @@ def trip_count(loop: scf.ForOp, at: InsertPoint) -> SSAValue:
     return ins(arith.DivSIOp(ins(arith.MaxSIOp(span, zero)), step))
 
 
-__all__ = ["carry_counter", "ring_outer_loop", "trip_count"]
+def ring_start(base: SSAValue, stages: int, at: InsertPoint) -> tuple[SSAValue, SSAValue]:
+    """(rd, wr) of a trip whose ring already ran `base` steps: the slots its first step reads
+    (base % S) and its first refill writes ((base + S-1) % S), computed at `at`."""
+    def ins(op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, at)
+        return op.results[0]
+
+    ns = ins(arith.ConstantOp(IntegerAttr(stages, i32)))
+    rd = ins(arith.RemUIOp(base, ns))
+    ahead = ins(arith.AddiOp(base, ins(arith.ConstantOp(IntegerAttr(stages - 1, i32)))))
+    return rd, ins(arith.RemUIOp(ahead, ns))
+
+
+__all__ = ["carry_counter", "ring_outer_loop", "ring_start", "trip_count"]

@@ -101,7 +101,7 @@ from sparsecc.dialects.ttg import (
     module_num_warps,
     module_target,
 )
-from sparsecc.passes.continued_rings import carry_counter, ring_outer_loop, trip_count
+from sparsecc.passes.continued_rings import carry_counter, ring_outer_loop, ring_start, trip_count
 
 
 class PipelineError(DiagnosticException):
@@ -670,36 +670,9 @@ class PipelinePass(ModulePass):
         it; a lane-0 arrival would release only lane 0's reads, and compute-sanitizer's
         racecheck reports the other lanes' reads racing with the next fill of the slot.
 
-        Continued rings (`continue_rings`, TMA, a loop that `ring_outer_loop` finds inside an
-        outer loop: a grouped GEMM's while over its token tiles). The rings and both barrier
-        rings are made and initialised once, before the outer loop, which carries g = the
-        ring steps of all earlier trips (`carry_counter`); step j of this trip is the ring's
-        step g + j everywhere above (slot (g + j) % S, phases from (g + j) / S; rd and wr start
-        at g % S and (g + S-1) % S). What changes, and why it stays ordered:
-            prologue stage s: scf.if (step s exists) { wait empty[(g+s) % S], parity
-                              ((g+s) / S & 1) ^ 1; arrive full; copies }
-                - the slot may still hold step g+s-S of an earlier trip: its copy waits for
-                  that step's release, as the loop's refills do (a fresh barrier passes parity
-                  1 at once: the first S steps of the kernel never wait);
-            after the loop:   ttg.dot_wait {pendings = 0}; scf.if (n > 0) { arrive empty[wr] }
-                              (wr = (g+n-1) % S, the slot of this trip's last step); g' = g + n
-                - the last step's slot is released once its wgmma group retired, so that the
-                  next trip's copies may reuse it; every step of every trip is released
-                  exactly once, in order, which keeps the phase arithmetic exact across trips.
-        Who waits on what: a compute warp waits only on full[s] for the step it computes (the
-        copies of step k are issued before any wait on step k's phase can pass, by the TMA
-        thread which is either the producer warp or thread 0 in program order); the TMA
-        thread waits only on empty[s] for step k-S, which every compute warp released before
-        it can wait on anything of step k (releases of trip t's steps come before the full
-        waits of trip t+1 in each warp's program order), so nobody waits on a step whose
-        release or copy waits on it: no deadlock, with or without a producer warp. Phases:
-        slot s is used by steps s, s+S, s+2S, ... of the whole kernel, its full barrier
-        completes one phase per step (the copies' bytes) and its empty barrier one per
-        release (all compute warps), so the phase of step k is k / S on both. No CTA barrier
-        is needed at the end of a trip (nothing is initialised again); the epilogue writes
-        only the compute warps' own buffers (y, the store scratch), which allocate-shared-
-        memory never overlaps with the rings, so the copies of the next trip cannot race
-        with it.
+        Continued rings (`continue_rings`, TMA, a K loop inside an outer loop): the rings are
+        made once before the outer loop and step j of a trip is the ring's step g + j above;
+        `sparsecc.passes.continued_rings` gives what changes and the ordering argument.
         """
         S = self.num_stages
         before = InsertPoint.before(loop)
@@ -723,10 +696,7 @@ class PipelinePass(ModulePass):
         ptrs = self._prologue(loop, streams, issue, base=base)
         body = self._new_body(loop, ptrs)
         if base is not None:  # the ring's slots go on where the last trip left them
-            ns = _const(S, i32, before)
-            body.rd0 = _insert(arith.RemUIOp(base, ns), before).results[0]
-            ahead = _insert(arith.AddiOp(base, _const(S - 1, i32, before)), before).results[0]
-            body.wr0 = _insert(arith.RemUIOp(ahead, ns), before).results[0]
+            body.rd0, body.wr0 = ring_start(base, S, before)
         rd, iv, top = body.rd, body.block.args[0], body.top
         step = _step_index(iv, loop, top)
         gstep = step if base is None else _insert(arith.AddiOp(base, step), top).results[0]
