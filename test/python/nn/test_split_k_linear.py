@@ -39,21 +39,6 @@ def _check(device: str, m: int, n: int, k: int, quant: str | None, cfg: LinearCo
         torch.testing.assert_close(y.float(), ref, rtol=1e-2, atol=1e-2 * max(ref.abs().max().item(), 1.0))
 
 
-@pytest.fixture
-def poisoned(monkeypatch):
-    """Interpret kernels; every floating-point torch.empty (the partial tiles, the output) is NaN."""
-    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
-    empty = torch.empty
-
-    def nan_empty(*args, **kwargs):
-        t = empty(*args, **kwargs)
-        if t.is_floating_point():
-            t.fill_(float("nan"))
-        return t
-
-    monkeypatch.setattr(torch, "empty", nan_empty)
-
-
 @pytest.mark.parametrize("quant, m, n, k, split, activation", [
     (None, 3, 40, 384, 3, "silu"),
     ("w4g128", 5, 24, 512, 2, "none"),
