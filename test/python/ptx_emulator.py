@@ -8,12 +8,14 @@ unknown operand makes the result unknown too:
 
 - control: labels, `bra`, guards `@%p` / `@!%p` (the predicate must be known). `run` starts at
   the top and stops at the first `$L__loopN:` label (`until="loop"`: the prologue) or at that
-  loop's back edge (`until="back_edge"`: the prologue and the first pass of the body).
+  loop's back edge (`until="back_edge"`: the prologue and the first pass of the body);
+  `run_phase` runs on to the next barrier or mbarrier wait, so that the threads of a CTA can run
+  a whole K loop in lockstep.
 - memory: `ld.param`; `ld.global` / `ld.shared` and `st.shared`, scalar or `{...}` vectors;
   `cp.async.{ca,cg}.shared.global` with its optional src-size (the rest zero-filled);
   `mbarrier.try_wait` succeeds (the run is sequential: every copy has landed). Memories are dicts
   address -> byte; a subclass changes what loads, stores and copies hold (`load`, `store`, `copy`).
-- integers: mov (any value, unchanged), integer cvt and cvta (the value unchanged), setp (`.s32`
+- integers: mov (any value, unchanged; into `{lo, hi}`: unpacked), integer cvt and cvta (the value unchanged), setp (`.s32`
   compares signed), selp, mad, add sub mul div rem min max and or xor shl shr, each result
   wrapped to its type's width (16, 32 or 64 bits; `.wide` results are not); prmt.b32 in its
   default mode; lop3.b32.
@@ -126,6 +128,7 @@ class PtxThread:
         self.glob = {} if glob is None else glob
         self.shared = {} if shared is None else shared
         self.wgmmas: list[Wgmma] = []
+        self.pc = 0  # where `run_phase` goes on
 
     # -- memory (what a subclass may change) ----------------------------------------------------
 
@@ -220,6 +223,38 @@ class PtxThread:
         raise AssertionError("the loop's back edge was never reached" if until == "back_edge"
                              else "no loop in the PTX")
 
+    def run_phase(self, lines: list[str]) -> bool:
+        """Lockstep running: from where the last phase stopped (`self.pc`, 0 at first) up to the
+        next synchronisation, a `bar.sync` (executed) or an mbarrier wait (taken as passed, the
+        run resuming after it); False once the first loop's `$L__loop_end` label is reached
+        (then nothing more runs). Running every thread of a CTA one phase at a time orders
+        their shared-memory accesses as the barriers and mbarriers of a race-free kernel do, so
+        the K loop's later iterations read what other threads wrote. Wgmmas accumulate in
+        `self.wgmmas` across phases."""
+        while self.pc < len(lines):
+            line = lines[self.pc]
+            self.pc += 1
+            if line.startswith("$L__loop_end") and line.endswith(":"):
+                self.pc = len(lines)
+                return False
+            m = INSN.match(line)
+            if m is None or line.startswith("."):
+                continue
+            opcode, rest = m.group(2), m.group(3)
+            args = split_operands(rest) if rest else []
+            if opcode.startswith("mbarrier.try_wait"):
+                self.env[args[0]] = True
+                return True
+            if not self.guard_taken(m.group(1), line):
+                continue
+            if opcode.split(".")[0] == "bra":
+                self.pc = lines.index(args[0] + ":")
+                continue
+            self._execute(opcode, args)
+            if opcode.startswith("bar.sync"):
+                return True
+        return False
+
     def _execute(self, opcode: str, args: list[str]) -> None:
         env, head = self.env, opcode.split(".")[0]
         if head == "ld" and ".param" in opcode:
@@ -246,6 +281,14 @@ class PtxThread:
             self.wgmmas.append((opcode, [self.operand(a) for a in args[1:]]))
         elif not args or head in _NO_OPS:
             return
+        elif head == "mov" and args[0].startswith("{"):
+            # unpack an integer into the parts; any value also stays under the `{...}` spelling,
+            # which a later `mov` packing the same parts reads back (a subclass's non-integer)
+            value = env[args[0]] = self.val(args[1])
+            parts = [p.strip() for p in args[0].strip("{}").split(",")]
+            bits = _width(opcode) * 8 // len(parts)
+            for i, part in enumerate(parts):
+                env[part] = (value >> (bits * i)) & ((1 << bits) - 1) if isinstance(value, int) else None
         else:
             env[args[0]] = self._compute(opcode, head, [self.val(a) for a in args[1:]])
 

@@ -76,14 +76,9 @@ OVERLAP = QUANT_WGMMA_OPTIONS
 with fragment registers of their own."""
 
 
-@pytest.mark.parametrize("scheme, block_n, opts", [
-    ("w4g128", 128, {}), ("w8g128", 128, {}), ("w4g128z", 256, {}), ("w8g64z", 128, {}),
-    ("w4g128", 128, OVERLAP), ("w8g128z", 256, OVERLAP)], ids=str)
-def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n, opts):
-    """BLOCK_N = 256: each warp dequantizes two m16 tiles, rows 16 w' and 128 + 16 w' (w' its
-    warp in the CTA), the warpgroup's two m64 blocks. With `OVERLAP` the mbarrier ring and the
-    loop unrolled by two (the dequantization of one K step overlapping the wgmmas of the one
-    before): the first pass covers K steps 0 and 1."""
+def _compiled(scheme: str, block_n: int, opts: dict[str, bool]):
+    """sparse_linear's quant_wgmma kernel for a random weight of `scheme`: (weight, x, PTX lines,
+    parameter values, global memory image)."""
     w = _weight(scheme, torch.float16)
     x = torch.randn(M, K, dtype=torch.float16)
     sig = {"Y": "*fp16", "X": "*fp16", "W": f"*fp16:NV24.{scheme}", "BIAS": "*fp16", "M": "i32", "N": "i32",
@@ -99,8 +94,38 @@ def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n, op
     names = re.findall(r"\.param \.\w+ (\w+)", ptx)
     values = {**BASE, "M": M, "N": N, "K": K, "stride_xm": K, "stride_wn": w.stride(0), "stride_ym": N}
     params = dict(zip(names, [values[name] for name, _ in ck.metadata["params"]], strict=True))
-    glob, shared = _global_image(arrays), {}
-    lines = [ln.strip() for ln in ptx.splitlines()]
+    return w, x, [ln.strip() for ln in ptx.splitlines()], params, _global_image(arrays)
+
+
+def _check_a(scheme: str, tid: int, steps: list, block_n: int, want: np.ndarray) -> None:
+    """Thread `tid`'s wgmmas, K step after K step, hold the dequantized kept values the ISA's
+    register-A layout names for it."""
+    rep = block_n // 128  # m64 blocks a warpgroup owns
+    per_k = BLOCK_K // 32 * rep  # wgmmas a K step
+    group, warp, lane = tid // 128, (tid // 32) % 4, tid % 32
+    g, q = lane // 4, lane % 4
+    for idx, (_, (a, *_)) in enumerate(steps):
+        j, within = divmod(idx, per_k)  # K step (BLOCK_K columns) j
+        s, i = divmod(within, rep)  # its k32 step s, m64 block i
+        row = 64 * group + 16 * warp + 128 * i + g
+        spots = [(row, 2 * q), (row + 8, 2 * q), (row, 2 * q + 8), (row + 8, 2 * q + 8)]
+        for reg, (r, c) in zip(a, spots):
+            col = BLOCK_K // 2 * j + 16 * s + c
+            assert isinstance(reg, int), f"thread {tid} step {j}.{s}: an A register was not computed"
+            assert (reg & 0xFFFF, reg >> 16) == (want[r, col], want[r, col + 1]), \
+                f"{scheme}: thread {tid} step {j}.{s} A[{r}][{col}:{col + 2}]"
+
+
+@pytest.mark.parametrize("scheme, block_n, opts", [
+    ("w4g128", 128, {}), ("w8g128", 128, {}), ("w4g128z", 256, {}), ("w8g64z", 128, {}),
+    ("w4g128", 128, OVERLAP), ("w8g128z", 256, OVERLAP)], ids=str)
+def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n, opts):
+    """BLOCK_N = 256: each warp dequantizes two m16 tiles, rows 16 w' and 128 + 16 w' (w' its
+    warp in the CTA), the warpgroup's two m64 blocks. With `OVERLAP` the mbarrier ring and the
+    loop unrolled by two (the dequantization of one K step overlapping the wgmmas of the one
+    before): the first pass covers K steps 0 and 1."""
+    w, x, lines, params, glob = _compiled(scheme, block_n, opts)
+    shared: dict[int, int] = {}
     threads = [_thread(tid, params, glob, shared) for tid in range(THREADS)]
     for t in threads:  # every thread's prologue copies land before any thread reads (bar.sync)
         t.run(lines, "loop")
@@ -117,22 +142,38 @@ def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n, op
         per_k = BLOCK_K // 32 * rep  # wgmmas a K step
         passes = 2 if opts.get("wgmma_unroll") else 1
         assert [op for op, _ in steps] == [steps[0][0]] * (per_k * passes) and ".m64n128k32.f32.f16.f16" in steps[0][0]
-        group, warp, lane = tid // 128, (tid // 32) % 4, tid % 32
-        g, q = lane // 4, lane % 4
-        for idx, (_, (a, b_desc, *_)) in enumerate(steps):
-            j, within = divmod(idx, per_k)  # K step (BLOCK_K columns) j
-            s, i = divmod(within, rep)  # its k32 step s, m64 block i
-            row = 64 * group + 16 * warp + 128 * i + g
-            spots = [(row, 2 * q), (row + 8, 2 * q), (row, 2 * q + 8), (row + 8, 2 * q + 8)]
-            for reg, (r, c) in zip(a, spots):
-                col = BLOCK_K // 2 * j + 16 * s + c
-                assert isinstance(reg, int), f"thread {tid} step {s}: an A register was not computed"
-                assert (reg & 0xFFFF, reg >> 16) == (want[r, col], want[r, col + 1]), \
-                    f"{scheme}: thread {tid} step {s} A[{r}][{col}:{col + 2}]"
-            if tid % 128 == 0:  # B: the tokens tile, K-major (x rows), the step's 32 values of K
+        _check_a(scheme, tid, steps, block_n, want)
+        if tid % 128 == 0:  # B: the tokens tile, K-major (x rows), the step's 32 values of K
+            for idx, (_, (_, b_desc, *_)) in enumerate(steps):
+                j, within = divmod(idx, per_k)
+                s = within // rep
                 assert isinstance(b_desc, int)
                 for n in range(0, BLOCK_M, 7):
                     for k in range(32):
                         addr = kmajor_addr(b_desc, n, k)
                         got = int(smem[addr]) | int(smem[addr + 1]) << 8
                         assert got == xbits[n, BLOCK_K * j + 32 * s + k], f"B of step {j}.{s}: token {n}, k {k}"
+
+
+@pytest.mark.parametrize("scheme, block_n, opts", [
+    ("w4g128", 128, {}), ("w8g64z", 128, {}), ("w4g128z", 128, OVERLAP)], ids=str)
+def test_every_k_step_dequantizes_with_its_own_scales(scheme, block_n, opts):
+    """All K / BLOCK_K = 4 iterations, the CTA's 256 threads in lockstep from one barrier or
+    mbarrier wait to the next (`PtxThread.run_phase`): the scales (and zero points) of steps 2
+    and 3 are the ones the loop body's copies bring into the ring (a synchronous ld.global +
+    st.shared each: a BLOCK_N x BLOCK_K/G tile is too narrow for cp.async), in the CTA-barrier
+    form and in the mbarrier ring unrolled by two; every wgmma must get the dequantized values
+    of its own K step."""
+    w, _, lines, params, glob = _compiled(scheme, block_n, opts)
+    assert any("ld.global.b" in ln for ln in lines)  # the scales: too narrow for cp.async
+    shared: dict[int, int] = {}
+    threads = [_thread(tid, params, glob, shared) for tid in range(THREADS)]
+    running = list(threads)
+    while running:
+        running = [t for t in running if t.run_phase(lines)]
+    kept = dequantize_tile(w.values, w.scales, w.zeros, w.scheme.bits, torch.float16)
+    want = kept.view(torch.int16).numpy().astype(np.int64) & 0xFFFF
+    per_k = BLOCK_K // 32 * (block_n // 128)
+    for tid, t in enumerate(threads):
+        assert len(t.wgmmas) == per_k * K // BLOCK_K, f"thread {tid}: {len(t.wgmmas)} wgmmas"
+        _check_a(scheme, tid, t.wgmmas, block_n, want)
