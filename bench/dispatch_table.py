@@ -69,9 +69,14 @@ def layer_table(gpu: str) -> str:
     time, the time of the path the dispatcher picks (a layer without a dense copy) and their
     ratio; ratios under LAYER_FLOOR are bold. Measured times only: a cell whose M the table did
     not measure is interpolated, as the dispatcher does."""
-    entries = dispatch.parse_entries(json.loads(dispatch.shipped_path(gpu).read_text()))
+    doc = json.loads(dispatch.shipped_path(gpu).read_text())
+    entries = dispatch.parse_entries(doc)
+    how = doc.get("how", "bench/dispatch_table.py")
+    timing = ("each call with a cold L2, as a model's layer sees its weight (`--cold`)" if "--cold" in how
+              else "calls back to back, the weight re-read from L2 where it fits")
     lines = [f"# Layers, dispatched vs F.linear: {gpu}", "",
-             f"From `sparsecc/ops/dispatch_tables/{gpu}.json` (`bench/dispatch_table.py --layers`): per cell "
+             f"From `sparsecc/ops/dispatch_tables/{gpu}.json` (`bench/dispatch_table.py --layers`; the table "
+             f"built {doc.get('built', '?')} by `{how}`: {timing}): per cell "
              "F.linear's microseconds / the dispatched path's, as a speed-up (dense time ÷ dispatched time), "
              f"and the path. Bold: under {LAYER_FLOOR}x.", "",
              "| scheme | N x K | " + " | ".join(f"M={m}" for m in LAYER_MS) + " |",

@@ -142,6 +142,13 @@ def build(variant: str, args: argparse.Namespace, mesh, reducer: SymmAllReduce |
                 for row_parallel in (layer.self_attn.o_proj, layer.mlp.down_proj):
                     row_parallel.register_forward_hook(reducer.hook)
             notes.append(f"all-reduce: {reducer.describe()}")
+        if args.tune and variant.startswith("sparse") and args.device == "cuda":
+            from sparsecc.nn.tuning import tune
+
+            t0 = time.perf_counter()
+            tune(model, tokens=tuple(args.batches))  # this rank's shard shapes, into its own cache folder
+            notes.append(f"dispatch tuned at M = {', '.join(map(str, args.batches))} "
+                         f"({time.perf_counter() - t0:.0f} s, `sparsecc.nn.tuning.tune`)")
         name = "qkv_proj" if args.fuse else "q_proj"
         q = getattr(model.model.layers[0].self_attn, name)
         width = q.out_features if isinstance(q, SparseLinear) else q.weight.to_local().shape[0]
@@ -655,6 +662,10 @@ def run(args: argparse.Namespace) -> int:
 
     world = int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", RANK))
+    if args.tune:  # each rank tunes its own shards: a cache folder each, so no two write one file
+        from sparsecc.runtime.cache import cache_dir
+
+        os.environ["SPARSECC_CACHE_DIR"] = str(cache_dir() / f"tp-rank{RANK}")
     if args.device == "cuda":
         torch.cuda.set_device(local)
         dist.init_process_group("nccl", device_id=torch.device("cuda", local),
@@ -844,6 +855,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--breakdown", action="store_true",
                    help="also time each step's weight GEMMs alone and its all-reduces alone (a second table, with "
                         "the cap sparse TP could reach from its GEMMs)")
+    p.add_argument("--tune", action="store_true",
+                   help="tune the sparse layers' dispatch (tile configs, split-K) for each rank's shard shapes at "
+                        "the decode batch sizes before measuring (`sparsecc.nn.tuning.tune`)")
     p.add_argument("--budget", type=int, default=210, help="seconds for the whole run (default 210)")
     p.add_argument("--cpu-check", action="store_true",
                    help="gloo on the CPU, tiny config, eager, --single: checks the TP path end to end")

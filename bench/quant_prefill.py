@@ -9,9 +9,9 @@ do_bench_cudagraph medians):
     sparse16   the quantized weight's kept values dequantized, then the 16-bit kernel
     mma.sp     the quantized kernel at the 16-bit kernel's default tile (BLOCK_K fitted), as before
     wgmma      quant_wgmma tiles: quantized_prefill_config and the other candidates
-               (`dispatch_measure`), with QUANT_WGMMA_OPTIONS (mbarrier ring, loop unrolled by
-               two) and, as "plain", without them; with `--ring`, also as "ring": with
-               SPARSECC_WGMMA_RING_IN_FLIGHT=1 (the convert barrier of bf16 weights keeps the
+               (`dispatch_measure`), as launched (QUANT_WGMMA_OPTIONS: the plain loop) and, as
+               "overlap", in the QUANT_WGMMA_RING form (mbarrier ring, loop unrolled by two);
+               with `--ring`, also as "ring": that form with SPARSECC_WGMMA_RING_IN_FLIGHT=1 (the convert barrier of bf16 weights keeps the
                last wgmma group running; fp16 kernels compile to the same PTX either way)
 
     python bench/quant_prefill.py [--m 256,512,2048,8192] [--schemes w4g128,w8g128] [--dtype bf16]
@@ -47,10 +47,9 @@ WGMMA_TILES = [(128, 128, 128, 8, 4), (64, 256, 128, 8, 3)]
 
 
 @contextlib.contextmanager
-def plain_loop(env: dict[str, str] | None = None) -> Iterator[None]:
-    """quant_wgmma launches without QUANT_WGMMA_OPTIONS (the environment wins over them), or
-    with the switches `env` names set."""
-    env = env or {"SPARSECC_MBARRIERS": "0", "SPARSECC_WGMMA_UNROLL": "0"}
+def switched(env: dict[str, str]) -> Iterator[None]:
+    """quant_wgmma launches with the switches `env` names set (the environment wins over
+    QUANT_WGMMA_OPTIONS)."""
     old = {v: os.environ.get(v) for v in env}
     os.environ.update(env)
     try:
@@ -69,7 +68,9 @@ def graph_us(fn) -> float:
     return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") * 1e3
 
 
-RING = {"SPARSECC_WGMMA_RING_IN_FLIGHT": "1"}
+OVERLAP = {"SPARSECC_MBARRIERS": "1", "SPARSECC_WGMMA_UNROLL": "1"}
+"""QUANT_WGMMA_RING through the environment."""
+RING = {**OVERLAP, "SPARSECC_WGMMA_RING_IN_FLIGHT": "1"}
 
 
 def row(m: int, n: int, k: int, scheme: str, dtype: torch.dtype = torch.float16,
@@ -96,10 +97,10 @@ def row(m: int, n: int, k: int, scheme: str, dtype: torch.dtype = torch.float16,
             err = (y.float() - want).abs().max().item() / want.abs().max().item()
             if err > 2e-2:
                 print(f"  !! {name}: relative error {err:.3g}", flush=True)
-            with plain_loop():
-                times[name + " plain"] = graph_us(lambda cfg=cfg: launch_linear(y, x, wq, y, cfg, False, "none"))
+            with switched(OVERLAP):
+                times[name + " overlap"] = graph_us(lambda cfg=cfg: launch_linear(y, x, wq, y, cfg, False, "none"))
             if ring:
-                with plain_loop(RING):
+                with switched(RING):
                     times[name + " ring"] = graph_us(lambda cfg=cfg: launch_linear(y, x, wq, y, cfg, False, "none"))
                     err = (y.float() - want).abs().max().item() / want.abs().max().item()
                     if err > 2e-2:

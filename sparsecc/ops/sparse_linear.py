@@ -214,15 +214,21 @@ QUANT_WGMMA_FROM = 256
 wgmma); a first guess from the compile-time resources, to be tuned by measurement."""
 
 
-QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True}
-"""Compile options of `quant_wgmma` launches: the per-slot mbarrier ring and the K loop unrolled
+QUANT_WGMMA_RING: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True}
+"""The overlapped form of `quant_wgmma` loops: the per-slot mbarrier ring and the K loop unrolled
 by two, so that each warp's dequantization of one K step overlaps the wgmmas of the step before
 (the two copies of the body have fragment registers of their own: `wgmma.wait_group 1` instead
-of 0). A switch set in the environment wins (`SPARSECC_WGMMA_UNROLL=0 SPARSECC_MBARRIERS=0`: the
-plain loop, for A/B runs). The default tile keeps to 255 registers without spills either way.
-bf16 weights reach the fragments through a layout convert whose CTA barrier drained every group
-once per K step; `SPARSECC_WGMMA_RING_IN_FLIGHT=1` (switch `wgmma_ring_in_flight`, off until
-measured: `bench/quant_prefill.py --dtype bf16 --ring`) keeps the last group running there."""
+of 0). Measured 4-7% slower than the plain loop on the H100 (w4g128 fp16 and bf16, 4096x4096
+and 11008x4096 at M = 512 / 2048: bench/results/NOTES.md, stop 23 run 2), so not the default.
+bf16 weights reach the fragments through a layout convert whose CTA barrier drains every group
+once per K step; `SPARSECC_WGMMA_RING_IN_FLIGHT=1` (switch `wgmma_ring_in_flight`) keeps the
+last group running there (no gain measured either)."""
+
+QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": False, "wgmma_unroll": False}
+"""Compile options of `quant_wgmma` launches: the plain CTA-barrier loop (faster on the H100 than
+`QUANT_WGMMA_RING`). A switch set in the environment wins (`SPARSECC_MBARRIERS=1
+SPARSECC_WGMMA_UNROLL=1`: the ring form, for A/B runs: `bench/quant_prefill.py`). The default
+tile keeps to 255 registers without spills either way."""
 
 
 def quantized_prefill_config(m: int, n: int, k: int) -> LinearConfig:

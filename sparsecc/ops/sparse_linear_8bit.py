@@ -70,28 +70,45 @@ def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride
 # BLOCK_M over tokens, BLOCK_N over output features: sparse_mm_8bit's measured tiles (NOTES stop
 # 14) with their M and N swapped (that kernel put W's rows on M), BLOCK_K halved where the
 # swapped tile spilled or lost TMA under ptxas (decode 16x64x512: 255 registers and no TMA;
-# 16x64x256 takes 38 registers and TMA); not yet re-measured on the GPU.
+# 16x64x256 takes 38 registers and TMA). From 256 tokens on sm_90a, the tiles
+# bench/linear_8bit_tiles.py measured best on the H100 (fp8, cold L2, NOTES stop 23 run 4).
 _DECODE = LinearConfig(16, 64, 256, num_warps=4, num_stages=4)
 _SMALL = LinearConfig(64, 128, 256, num_warps=4, num_stages=4)
-_LARGE = {True: LinearConfig(128, 256, 128, num_warps=8, num_stages=3),
+_MID = LinearConfig(128, 128, 256, num_warps=8, num_stages=3)
+_LARGE = {True: LinearConfig(128, 256, 128, num_warps=8, num_stages=4),
           False: LinearConfig(128, 128, 128, num_warps=4, num_stages=3)}
 _CPU = LinearConfig(16, 32, 64, num_warps=4, num_stages=1)
+FILLED_CTAS = 80
+"""CTAs a tile's grid needs to take it (about 0.6 of an H100's 132 SMs): with fewer, the next
+smaller tile's grid keeps more SMs busy. Measured on the H100 at 256-2048 tokens: 128x256 tiles
+win from 86 CTAs on (11008 outputs, 256 tokens: 29.8 us against 34.5 for 64x128), 128x128x256
+wins at 512 tokens on 4096 outputs (64 CTAs of 128x256: 20.8 us against 28.7 at 4096x4096)."""
 
 
 def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda",
                                target: str | None = "sm_90a") -> LinearConfig:
-    """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs.
+    """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs: decode
+    tiles up to 16 tokens, 64x128 up to 256; from 256 on sm_90a the largest tile whose grid has
+    `FILLED_CTAS` CTAs (128x256, then 128x128x256 from 512 tokens), else 64x128; elsewhere
+    128x128 above 256 tokens.
 
         >>> default_config_linear_8bit(1, 4096, 4096)
         LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=4, split_k=1)
+        >>> default_config_linear_8bit(512, 4096, 4096).block_n, default_config_linear_8bit(512, 11008, 4096).block_n
+        (128, 256)
     """
     if device_type == "cpu":
         return _CPU
     if m <= 16:
         return _DECODE
-    if m <= 256 or n <= 256:
+    if not has_wgmma(target):
+        return _SMALL if m <= 256 or n <= 256 else _LARGE[False]
+    if m < 256:
         return _SMALL
-    return _LARGE[has_wgmma(target)]
+    for tile in (_LARGE[True], *((_MID,) if m > 256 else ())):
+        if -(-m // tile.block_m) * -(-n // tile.block_n) >= FILLED_CTAS:
+            return tile
+    return _SMALL
 
 
 def _check(x: Any, w: Any, weight_scale: Any, bias: Any, activation: str) -> None:

@@ -27,7 +27,7 @@ from ptx_emulator import PtxThread
 from wgmma_descriptors import kmajor_addr
 
 import sparsecc
-from sparsecc.ops.sparse_linear import QUANT_WGMMA_OPTIONS, sparse_linear_kernel
+from sparsecc.ops.sparse_linear import QUANT_WGMMA_RING, sparse_linear_kernel
 from sparsecc.runtime.quant_codec import dequantize_tile
 
 BLOCK_M, BLOCK_K = 128, 128  # tokens, K: quantized_prefill_config's tile (BLOCK_N weight rows: 128 or 256)
@@ -71,9 +71,9 @@ def _global_image(arrays: dict[str, torch.Tensor]) -> dict[int, int]:
     return glob
 
 
-OVERLAP = QUANT_WGMMA_OPTIONS
-"""sparse_linear's compile options for these tiles: each pass of the loop body holds two K steps
-with fragment registers of their own."""
+OVERLAP = QUANT_WGMMA_RING
+"""The overlapped form of these tiles (the default is the plain loop): each pass of the loop body
+holds two K steps with fragment registers of their own."""
 
 
 def _compiled(scheme: str, block_n: int, opts: dict[str, bool]):

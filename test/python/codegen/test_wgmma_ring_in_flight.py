@@ -4,8 +4,8 @@ before, and does every register a group in flight reads stay unwritten until it 
 
 Read from the PTX with `wgmma_hazards.scan_loop` (the PTX ISA rule for wgmma register
 operands, walked over the K loop twice):
-- fp16 weights, as `launch_linear` compiles them (QUANT_WGMMA_OPTIONS: the loop unrolled by
-  two, an mbarrier ring): every write of an A fragment happens while the other copy's group
+- fp16 weights in the overlapped form (`sparse_linear.QUANT_WGMMA_RING`: the loop unrolled by
+  two, an mbarrier ring; `launch_linear` compiles the plain loop by default): every write of an A fragment happens while the other copy's group
   runs (`wgmma.wait_group 1`, never 0 in the loop); without the options each K step waits for
   its group (`wait_group 0`) before it dequantizes;
 - bf16 weights reach the fragments through a layout convert (scratch store, CTA barrier,
@@ -26,7 +26,7 @@ from wgmma_hazards import scan_loop
 
 import sparsecc
 from sparsecc.codegen.ptxas import assemble
-from sparsecc.ops.sparse_linear import QUANT_WGMMA_OPTIONS, sparse_linear_kernel
+from sparsecc.ops.sparse_linear import QUANT_WGMMA_RING, sparse_linear_kernel
 
 PREFILL = (128, 128, 128, 8, 3)
 """quantized_prefill_config's tile (block_m, block_n, block_k, warps, stages)."""
@@ -41,7 +41,7 @@ def _sig(dtype: str, weight: str) -> dict[str, str]:
 def _ptx(dtype: str, weight: str, tile: tuple[int, ...] = PREFILL, target: str = "sm_90a", **opts: bool) -> str:
     """sparse_linear_kernel's PTX as launch_linear compiles a quant_wgmma tile (`opts` win)."""
     bm, bn, bk, nw, ns = tile
-    opts = {"quant_wgmma": True, **QUANT_WGMMA_OPTIONS, "wgmma_ring_in_flight": False, **opts}
+    opts = {"quant_wgmma": True, **QUANT_WGMMA_RING, "wgmma_ring_in_flight": False, **opts}
     return sparsecc.compile(sparse_linear_kernel, _sig(dtype, weight),
                             {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": True, "ACTIVATION": "silu"},
                             target=target, num_warps=nw, num_stages=ns, **opts).asm["ptx"]
@@ -120,7 +120,7 @@ def test_the_pipeline_marks_the_ring_only_when_asked():
         return sparsecc.compile(sparse_linear_kernel, _sig("bf16", "NV24.w4g128"),
                                 {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": False,
                                  "ACTIVATION": "none"}, target="sm_90a", num_warps=nw, num_stages=ns,
-                                quant_wgmma=True, **QUANT_WGMMA_OPTIONS, wgmma_ring_in_flight=on).asm["ttgir"]
+                                quant_wgmma=True, **QUANT_WGMMA_RING, wgmma_ring_in_flight=on).asm["ttgir"]
     marked = re.compile(r"ttg\.wait_barrier [^\n]*ttg\.wgmma_in_flight")
     assert len(marked.findall(ttgir(True))) == 3  # both copies of the unrolled body, and the odd step after it
     assert not marked.findall(ttgir(False))

@@ -1,6 +1,7 @@
-"""GPU (`gpu`, sm_90a): sparse_linear's quantized prefill kernel (`quant_wgmma` tiles, as
-launch_linear compiles them) with `SPARSECC_WGMMA_RING_IN_FLIGHT=1`, against torch and against
-the same launch with the switch off.
+"""GPU (`gpu`, sm_90a): sparse_linear's quantized prefill kernel (`quant_wgmma` tiles) in the
+mbarrier-ring form (`sparse_linear.QUANT_WGMMA_RING`, set through the environment: launch_linear
+compiles the plain loop by default) with `SPARSECC_WGMMA_RING_IN_FLIGHT=1`, against torch and
+against the same launch with the switch off.
 
 The switch changes the K loop where a layout convert's CTA barrier sits in an mbarrier ring
 (bf16 weights: their dequantized tile reaches the register-A fragments through shared memory):
@@ -51,6 +52,8 @@ def test_ring_in_flight_matches_torch_and_the_switch_off(m, n, k, scheme, dtype,
     bias = torch.randn(n, generator=g).to(dtype).cuda()
     cfg = sl.quantized_linear_config(sl.quantized_prefill_config(m, n, k), w)
     assert cfg.quant_wgmma
+    for name, on in sl.QUANT_WGMMA_RING.items():
+        monkeypatch.setenv(f"SPARSECC_{name.upper()}", "1" if on else "0")
     monkeypatch.setenv(SWITCH, "0")
     off = _launch(x, w, bias, cfg)
     monkeypatch.setenv(SWITCH, "1")

@@ -41,7 +41,8 @@ def _sig(dtype: str, scheme: str) -> dict[str, str]:
 
 
 def _compile(dtype: str, scheme: str, tile: tuple[int, ...], target: str, **opts: bool):
-    """The kernel as `launch_linear` compiles a quant_wgmma tile (QUANT_WGMMA_OPTIONS, unless `opts` say)."""
+    """The kernel as `launch_linear` compiles a quant_wgmma tile (QUANT_WGMMA_OPTIONS: the plain
+    loop, unless `opts` say)."""
     bm, bn, bk, nw, ns = tile
     opts = {**sl.QUANT_WGMMA_OPTIONS, **opts}
     return sparsecc.compile(sparse_linear_kernel, _sig(dtype, scheme),
@@ -59,9 +60,9 @@ def test_the_prefill_tile_assembles_as_register_a_wgmma(dtype, scheme):
     ck = _compile(dtype, scheme, TILES[0], "sm_90a", quant_wgmma=True)
     ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
     assert "versionMajor = 3" in ttgir and "colBlock = 64" in ttgir  # x^T rows: two 128-byte blocks
-    # 128 of K: 4 k32 steps, the loop body twice (unrolled) and once after it (an odd count)
-    assert ptx.count("wgmma.mma_async.sp.sync.aligned.m64n128k32") == 3 * 4
-    assert "wgmma.wait_group.sync.aligned 1" in ptx  # one K step's wgmmas stay in flight
+    # 128 of K: 4 k32 steps in the plain loop's body, each K step waiting for its group
+    assert ptx.count("wgmma.mma_async.sp.sync.aligned.m64n128k32") == 4
+    assert "wgmma.wait_group.sync.aligned 1" not in ptx
     assert "mma.sp" not in ptx.replace("wgmma.mma_async.sp", "")
     assert ("prmt.b32 %fq0" in ptx) == (dtype == "fp16")
     res = ck.metadata["ptxas"]["sparse_linear_kernel"]
@@ -79,11 +80,14 @@ def test_the_other_candidate_tiles_assemble(tile, scheme):
 
 
 @needs_ptxas
-def test_the_plain_loop_assembles_too():
-    """Without QUANT_WGMMA_OPTIONS (the A/B variant): one K step in flight at a time."""
-    ck = _compile("fp16", "w4g128", TILES[0], "sm_90a", quant_wgmma=True, mbarriers=False, wgmma_unroll=False)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_the_ring_form_assembles_too(dtype):
+    """QUANT_WGMMA_RING (the A/B variant): the mbarrier ring, the body unrolled by two (twice
+    and once after it: an odd count of K steps), one K step's wgmmas in flight; no spills."""
+    ck = _compile(dtype, "w4g128", TILES[0], "sm_90a", quant_wgmma=True, **sl.QUANT_WGMMA_RING)
     ptx = ck.asm["ptx"]
-    assert ptx.count("wgmma.mma_async.sp") == 4 and "wgmma.wait_group.sync.aligned 1" not in ptx
+    assert ptx.count("wgmma.mma_async.sp") == 3 * 4 and "wgmma.wait_group.sync.aligned 1" in ptx
+    assert "mbarrier.try_wait" in ptx
     assert ck.metadata["ptxas"]["sparse_linear_kernel"].spill_stores == 0
 
 
