@@ -9,13 +9,15 @@ do_bench_cudagraph medians):
     sparse16   the quantized weight's kept values dequantized, then the 16-bit kernel
     mma.sp     the quantized kernel at the 16-bit kernel's default tile (BLOCK_K fitted), as before
     wgmma      quant_wgmma tiles: quantized_prefill_config and the other candidates
-               (`dispatch_measure`), as launched (QUANT_WGMMA_OPTIONS: the plain loop) and, as
+               (`dispatch_measure`), as launched (`quant_wgmma_options`) and, as
                "overlap", in the QUANT_WGMMA_RING form (mbarrier ring, loop unrolled by two);
                with `--ring`, also as "ring": that form with SPARSECC_WGMMA_RING_IN_FLIGHT=1 (the convert barrier of bf16 weights keeps the
                last wgmma group running; fp16 kernels compile to the same PTX either way)
 
     python bench/quant_prefill.py [--m 256,512,2048,8192] [--schemes w4g128,w8g128] [--dtype bf16]
-                                  [--ring] [NxK ...]
+                                  [--ring] [--variant LABEL:SPARSECC_X=1+SPARSECC_Y=0 ...] [NxK ...]
+
+`--variant` times each wgmma tile once more with those switches set in the environment.
 """
 
 from __future__ import annotations
@@ -68,13 +70,13 @@ def graph_us(fn) -> float:
     return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") * 1e3
 
 
-OVERLAP = {"SPARSECC_MBARRIERS": "1", "SPARSECC_WGMMA_UNROLL": "1"}
+OVERLAP = {"SPARSECC_MBARRIERS": "1", "SPARSECC_WGMMA_UNROLL": "1", "SPARSECC_WGMMA_IN_FLIGHT": "0"}
 """QUANT_WGMMA_RING through the environment."""
 RING = {**OVERLAP, "SPARSECC_WGMMA_RING_IN_FLIGHT": "1"}
 
 
 def row(m: int, n: int, k: int, scheme: str, dtype: torch.dtype = torch.float16,
-        ring: bool = False) -> tuple[list[str], dict[str, float]]:
+        ring: bool = False, variants: dict[str, dict[str, str]] | None = None) -> tuple[list[str], dict[str, float]]:
     torch.manual_seed(0)
     w16 = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=dtype) * 0.02)
     ws = sparsecc.compress(w16)
@@ -99,6 +101,12 @@ def row(m: int, n: int, k: int, scheme: str, dtype: torch.dtype = torch.float16,
                 print(f"  !! {name}: relative error {err:.3g}", flush=True)
             with switched(OVERLAP):
                 times[name + " overlap"] = graph_us(lambda cfg=cfg: launch_linear(y, x, wq, y, cfg, False, "none"))
+            for label, env in (variants or {}).items():
+                with switched(env):
+                    times[f"{name} {label}"] = graph_us(lambda cfg=cfg: launch_linear(y, x, wq, y, cfg, False, "none"))
+                    err = (y.float() - want).abs().max().item() / want.abs().max().item()
+                    if err > 2e-2:
+                        print(f"  !! {name} {label}: relative error {err:.3g}", flush=True)
             if ring:
                 with switched(RING):
                     times[name + " ring"] = graph_us(lambda cfg=cfg: launch_linear(y, x, wq, y, cfg, False, "none"))
@@ -126,14 +134,19 @@ def main(argv: list[str]) -> int:
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[argv[argv.index("--dtype") + 1]] \
         if "--dtype" in argv else torch.float16
     ring = "--ring" in argv
+    variants = {}
+    for i, a in enumerate(argv):
+        if a == "--variant":  # label:SPARSECC_X=1+SPARSECC_Y=0
+            label, _, pairs = argv[i + 1].partition(":")
+            variants[label] = dict(p.split("=", 1) for p in pairs.split("+"))
     shapes = [tuple(int(v) for v in a.split("x")) for a in argv
-              if "x" in a and a[0].isdigit() and "," not in a] or SHAPES
+              if "x" in a and a[0].isdigit() and "," not in a and ":" not in a] or SHAPES
     print(f"# {torch.cuda.get_device_name()}, {dtype}: microseconds (speed-up over dense)\n")
     for scheme in schemes:
         head: list[str] | None = None
         for n, k in shapes:
             for m in ms:
-                names, t = row(m, n, k, scheme, dtype, ring)
+                names, t = row(m, n, k, scheme, dtype, ring, variants)
                 if head is None:
                     head = names
                     print(f"\n## {scheme}\n\n| M | N×K | " + " | ".join(head) + " |")

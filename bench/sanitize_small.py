@@ -67,7 +67,7 @@ def quantized_prefill() -> int:
         w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=dtype, device="cuda")), quant=scheme)
         x = torch.randn(m, k, dtype=dtype, device="cuda")
         y = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
-        cfg = quantized_linear_config(quantized_prefill_config(m, n, k), w)
+        cfg = quantized_linear_config(quantized_prefill_config(m, n, k, w.dtype), w)
         launch_linear(y, x, w, y, cfg, has_bias=False, activation="none")
         torch.cuda.synchronize()
         want = reference_linear(x, w).float()

@@ -214,35 +214,51 @@ QUANT_WGMMA_FROM = 256
 wgmma); a first guess from the compile-time resources, to be tuned by measurement."""
 
 
-QUANT_WGMMA_RING: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True}
-"""The overlapped form of `quant_wgmma` loops: the per-slot mbarrier ring and the K loop unrolled
-by two, so that each warp's dequantization of one K step overlaps the wgmmas of the step before
-(the two copies of the body have fragment registers of their own: `wgmma.wait_group 1` instead
-of 0). Measured 4-7% slower than the plain loop on the H100 (w4g128 fp16 and bf16, 4096x4096
-and 11008x4096 at M = 512 / 2048: bench/results/NOTES.md, stop 23 run 2), so not the default.
-bf16 weights reach the fragments through a layout convert whose CTA barrier drains every group
-once per K step; `SPARSECC_WGMMA_RING_IN_FLIGHT=1` (switch `wgmma_ring_in_flight`) keeps the
-last group running there (no gain measured either)."""
+QUANT_WGMMA_RING: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True, "wgmma_in_flight": False}
+"""The mbarrier-ring form of `quant_wgmma` loops (for A/B runs): a per-slot mbarrier ring and the
+K loop unrolled by two, so that each warp's dequantization of one K step overlaps the wgmmas of
+the step before. Measured 4-7% slower than the plain loop on the H100 (w4g128 fp16 and bf16,
+4096x4096 and 11008x4096 at M = 512 / 2048: bench/results/NOTES.md, stop 23 run 2). bf16
+weights reach the fragments through a layout convert whose CTA barrier drains every group once
+per K step; `SPARSECC_WGMMA_RING_IN_FLIGHT=1` (switch `wgmma_ring_in_flight`) keeps the last
+group running there (no gain measured)."""
 
-QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": False, "wgmma_unroll": False}
-"""Compile options of `quant_wgmma` launches: the plain CTA-barrier loop (faster on the H100 than
-`QUANT_WGMMA_RING`). A switch set in the environment wins (`SPARSECC_MBARRIERS=1
-SPARSECC_WGMMA_UNROLL=1`: the ring form, for A/B runs: `bench/quant_prefill.py`). The default
-tile keeps to 255 registers without spills either way."""
+QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": False, "wgmma_unroll": True, "wgmma_in_flight": True}
+"""Compile options of fp16 `quant_wgmma` launches: the CTA-barrier loop unrolled by two (each copy
+of the body its own fragment registers) with the wgmma group of the step before running through
+the barrier (`wgmma_in_flight`: copies S-2 steps ahead, so `quantized_prefill_config` gives fp16
+four stages), each K step's dequantization overlapping the previous step's wgmmas: 4-7% faster
+than the plain loop on the H100 (stop 23 run 8). A switch set in the environment wins."""
+
+QUANT_WGMMA_PLAIN: dict[str, bool] = {"mbarriers": False, "wgmma_unroll": False, "wgmma_in_flight": False}
+"""The plain CTA-barrier loop: bf16 `quant_wgmma` launches (four stages do not fit beside the
+bf16 fragments' convert scratch, and in flight at three the kernel takes 254 registers,
+unmeasured)."""
 
 
-def quantized_prefill_config(m: int, n: int, k: int) -> LinearConfig:
+def quant_wgmma_options(dtype: torch.dtype) -> dict[str, bool]:
+    """The compile options of a `quant_wgmma` launch whose activations are `dtype`.
+
+        >>> quant_wgmma_options(torch.float16)["wgmma_in_flight"], quant_wgmma_options(torch.bfloat16)["wgmma_unroll"]
+        (True, False)
+    """
+    return QUANT_WGMMA_OPTIONS if dtype == torch.float16 else QUANT_WGMMA_PLAIN
+
+
+def quantized_prefill_config(m: int, n: int, k: int, dtype: torch.dtype | None = None) -> LinearConfig:
     """Tiles for a quantized weight at prefill on sm_90a: 128 tokens x 128 weight rows a CTA over
     two warpgroups (each one m64n128k32 wgmma per k32 step of the dequantized tile), BLOCK_K
     128 (one group of w4g128 / w8g128; `quantized_linear_config` widens it for larger groups)
-    and three stages (about 150-165 KB of shared memory, 230-250 registers, no spills per
-    ptxas). Not yet measured against other tiles: bench/dispatch_table.py times the
-    candidates of `dispatch_measure`.
+    and three stages, four for fp16 activations (`dtype`), whose loop keeps a wgmma group in
+    flight (`quant_wgmma_options`: copies two steps ahead); no spills per ptxas.
+    bench/dispatch_table.py times the other candidates of `dispatch_measure`.
 
         >>> quantized_prefill_config(2048, 4096, 4096)
         LinearConfig(block_m=128, block_n=128, block_k=128, num_warps=8, num_stages=3, split_k=1, quant_wgmma=True)
+        >>> quantized_prefill_config(2048, 4096, 4096, torch.float16).num_stages
+        4
     """
-    return LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True)
+    return LinearConfig(128, 128, 128, 8, 4 if dtype == torch.float16 else 3, quant_wgmma=True)
 
 
 def quantized_default_config(m: int, n: int, k: int, w: QuantizedSparseTensor, device: torch.device) -> LinearConfig:
@@ -260,7 +276,7 @@ def quantized_default_config(m: int, n: int, k: int, w: QuantizedSparseTensor, d
         if m <= 64:
             cfg = quantized_decode_config(m, n, k)
         elif m >= QUANT_WGMMA_FROM and has_quant_wgmma(device):
-            cfg = quantized_prefill_config(m, n, k)
+            cfg = quantized_prefill_config(m, n, k, w.dtype)
     return quantized_linear_config(cfg, w)
 
 
@@ -423,7 +439,7 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
     if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
         consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
         env = env_overrides()
-        consts.update({name: on for name, on in QUANT_WGMMA_OPTIONS.items() if name not in env})
+        consts.update({name: on for name, on in quant_wgmma_options(x.dtype).items() if name not in env})
     if cfg.split_k <= 1:
         sparse_linear_kernel[(grid_m, grid_n)](y, x, w, bias, m, n, k, x.stride(0), w.stride(0), y.stride(0),
                                                **consts)

@@ -27,7 +27,12 @@ from ptx_emulator import PtxThread
 from wgmma_descriptors import kmajor_addr
 
 import sparsecc
-from sparsecc.ops.sparse_linear import QUANT_WGMMA_RING, sparse_linear_kernel
+from sparsecc.ops.sparse_linear import (
+    QUANT_WGMMA_PLAIN,
+    QUANT_WGMMA_RING,
+    quant_wgmma_options,
+    sparse_linear_kernel,
+)
 from sparsecc.runtime.quant_codec import dequantize_tile
 
 BLOCK_M, BLOCK_K = 128, 128  # tokens, K: quantized_prefill_config's tile (BLOCK_N weight rows: 128 or 256)
@@ -71,12 +76,14 @@ def _global_image(arrays: dict[str, torch.Tensor]) -> dict[int, int]:
     return glob
 
 
+PLAIN = QUANT_WGMMA_PLAIN
+SHIPPED = quant_wgmma_options(torch.float16)
 OVERLAP = QUANT_WGMMA_RING
 """The overlapped form of these tiles (the default is the plain loop): each pass of the loop body
 holds two K steps with fragment registers of their own."""
 
 
-def _compiled(scheme: str, block_n: int, opts: dict[str, bool]):
+def _compiled(scheme: str, block_n: int, opts: dict[str, bool], stages: int = 3):
     """sparse_linear's quant_wgmma kernel for a random weight of `scheme`: (weight, x, PTX lines,
     parameter values, global memory image)."""
     w = _weight(scheme, torch.float16)
@@ -84,7 +91,7 @@ def _compiled(scheme: str, block_n: int, opts: dict[str, bool]):
     sig = {"Y": "*fp16", "X": "*fp16", "W": f"*fp16:NV24.{scheme}", "BIAS": "*fp16", "M": "i32", "N": "i32",
            "K": "i32", "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32"}
     ck = sparsecc.compile(sparse_linear_kernel, sig, {"BLOCK_M": BLOCK_M, "BLOCK_N": block_n, "BLOCK_K": BLOCK_K,
-                          "HAS_BIAS": False, "ACTIVATION": "none"}, target="sm_90a", num_warps=8, num_stages=3,
+                          "HAS_BIAS": False, "ACTIVATION": "none"}, target="sm_90a", num_warps=8, num_stages=stages,
                           quant_wgmma=True, **opts)
     ptx = ck.asm["ptx"]
     assert "prmt.b32 %fq0" in ptx and "wgmma.mma_async.sp" in ptx and "mma.sp." not in ptx
@@ -155,16 +162,18 @@ def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n, op
                         assert got == xbits[n, BLOCK_K * j + 32 * s + k], f"B of step {j}.{s}: token {n}, k {k}"
 
 
-@pytest.mark.parametrize("scheme, block_n, opts", [
-    ("w4g128", 128, {}), ("w8g64z", 128, {}), ("w4g128z", 128, OVERLAP)], ids=str)
-def test_every_k_step_dequantizes_with_its_own_scales(scheme, block_n, opts):
+@pytest.mark.parametrize("scheme, block_n, opts, stages", [
+    ("w4g128", 128, PLAIN, 3), ("w8g64z", 128, PLAIN, 3), ("w4g128z", 128, OVERLAP, 3),
+    ("w4g128", 128, SHIPPED, 4), ("w8g128z", 128, SHIPPED, 4)], ids=str)
+def test_every_k_step_dequantizes_with_its_own_scales(scheme, block_n, opts, stages):
     """All K / BLOCK_K = 4 iterations, the CTA's 256 threads in lockstep from one barrier or
     mbarrier wait to the next (`PtxThread.run_phase`): the scales (and zero points) of steps 2
     and 3 are the ones the loop body's copies bring into the ring (a synchronous ld.global +
     st.shared each: a BLOCK_N x BLOCK_K/G tile is too narrow for cp.async), in the CTA-barrier
     form and in the mbarrier ring unrolled by two; every wgmma must get the dequantized values
-    of its own K step."""
-    w, _, lines, params, glob = _compiled(scheme, block_n, opts)
+    of its own K step; so in the fp16 loop as shipped (`SHIPPED`: four stages, unrolled, a group
+    kept in flight through the barrier)."""
+    w, _, lines, params, glob = _compiled(scheme, block_n, opts, stages)
     assert any("ld.global.b" in ln for ln in lines)  # the scales: too narrow for cp.async
     shared: dict[int, int] = {}
     threads = [_thread(tid, params, glob, shared) for tid in range(THREADS)]

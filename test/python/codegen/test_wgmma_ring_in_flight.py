@@ -21,12 +21,18 @@ import difflib
 import re
 
 import pytest
+import torch
 from ptxas_tools import needs_ptxas
 from wgmma_hazards import scan_loop
 
 import sparsecc
 from sparsecc.codegen.ptxas import assemble
-from sparsecc.ops.sparse_linear import QUANT_WGMMA_RING, sparse_linear_kernel
+from sparsecc.ops.sparse_linear import (
+    QUANT_WGMMA_RING,
+    quant_wgmma_options,
+    quantized_prefill_config,
+    sparse_linear_kernel,
+)
 
 PREFILL = (128, 128, 128, 8, 3)
 """quantized_prefill_config's tile (block_m, block_n, block_k, warps, stages)."""
@@ -53,6 +59,22 @@ def test_fp16_dequantization_runs_under_the_other_copys_group(weight):
     its own fragment registers while the other copy's group runs, and no write touches a
     register of a group in flight."""
     scan = scan_loop(_ptx("fp16", weight))
+    assert scan.hazards == []
+    assert scan.fragment_writes > 0 and scan.fragment_writes_in_flight == scan.fragment_writes
+    assert scan.waits and 0 not in scan.waits
+
+
+@pytest.mark.parametrize("weight", ["NV24.w4g128", "NV24.w8g128z"])
+def test_the_shipped_fp16_loop_dequantizes_under_the_group_in_flight(weight):
+    """`quant_wgmma_options(fp16)` at `quantized_prefill_config`'s four stages: CTA barriers,
+    the body unrolled by two, the last group running through the barrier: every fragment write
+    happens while the other copy's group runs, and none touches a register of a group in
+    flight."""
+    cfg = quantized_prefill_config(2048, 4096, 4096, torch.float16)
+    tile = (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps, cfg.num_stages)
+    ptx = _ptx("fp16", weight, tile, **{**quant_wgmma_options(torch.float16), "mbarriers": False})
+    assert "mbarrier.try_wait" not in ptx
+    scan = scan_loop(ptx)
     assert scan.hazards == []
     assert scan.fragment_writes > 0 and scan.fragment_writes_in_flight == scan.fragment_writes
     assert scan.waits and 0 not in scan.waits

@@ -41,10 +41,10 @@ def _sig(dtype: str, scheme: str) -> dict[str, str]:
 
 
 def _compile(dtype: str, scheme: str, tile: tuple[int, ...], target: str, **opts: bool):
-    """The kernel as `launch_linear` compiles a quant_wgmma tile (QUANT_WGMMA_OPTIONS: the plain
-    loop, unless `opts` say)."""
+    """The kernel as `launch_linear` compiles a quant_wgmma tile (`quant_wgmma_options` of the
+    dtype, unless `opts` say)."""
     bm, bn, bk, nw, ns = tile
-    opts = {**sl.QUANT_WGMMA_OPTIONS, **opts}
+    opts = {**sl.quant_wgmma_options(torch.float16 if dtype == "fp16" else torch.bfloat16), **opts}
     return sparsecc.compile(sparse_linear_kernel, _sig(dtype, scheme),
                             {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": True, "ACTIVATION": "silu"},
                             target=target, num_warps=nw, num_stages=ns, **opts)
@@ -57,12 +57,17 @@ def test_the_prefill_tile_assembles_as_register_a_wgmma(dtype, scheme):
     """quantized_prefill_config's tile: a warpgroup MMA per m64 block and k32 step, A from
     registers (fp16: dequantized straight into them with prmt; bf16: through the dot operand's
     convert), no spills."""
-    ck = _compile(dtype, scheme, TILES[0], "sm_90a", quant_wgmma=True)
+    c = quantized_prefill_config(2048, 4096, 4096, torch.float16 if dtype == "fp16" else torch.bfloat16)
+    ck = _compile(dtype, scheme, (c.block_m, c.block_n, c.block_k, c.num_warps, c.num_stages), "sm_90a",
+                  quant_wgmma=True)
     ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
     assert "versionMajor = 3" in ttgir and "colBlock = 64" in ttgir  # x^T rows: two 128-byte blocks
-    # 128 of K: 4 k32 steps in the plain loop's body, each K step waiting for its group
-    assert ptx.count("wgmma.mma_async.sp.sync.aligned.m64n128k32") == 4
-    assert "wgmma.wait_group.sync.aligned 1" not in ptx
+    if dtype == "fp16":  # 128 of K: 4 k32 steps, the body twice (unrolled) and once after it (an odd count)
+        assert ptx.count("wgmma.mma_async.sp.sync.aligned.m64n128k32") == 3 * 4
+        assert "wgmma.wait_group.sync.aligned 1" in ptx  # one K step's wgmmas stay in flight
+    else:  # the plain loop: each K step waits for its group
+        assert ptx.count("wgmma.mma_async.sp.sync.aligned.m64n128k32") == 4
+        assert "wgmma.wait_group.sync.aligned 1" not in ptx
     assert "mma.sp" not in ptx.replace("wgmma.mma_async.sp", "")
     assert ("prmt.b32 %fq0" in ptx) == (dtype == "fp16")
     res = ck.metadata["ptxas"]["sparse_linear_kernel"]
@@ -118,7 +123,8 @@ def test_quantized_prefill_on_hopper_takes_the_wgmma_tiles(hopper):
     w = _weight(256, 512, torch.float16, "w4g128")
     cuda = torch.device("cuda")
     cfg = quantized_default_config(2048, 11008, 4096, w, cuda)
-    assert cfg == quantized_prefill_config(2048, 11008, 4096) and cfg.quant_wgmma and cfg.block_k == 128
+    assert cfg == quantized_prefill_config(2048, 11008, 4096, torch.float16) and cfg.quant_wgmma and cfg.block_k == 128
+    assert cfg.num_stages == 4  # fp16: a wgmma group in flight, copies two steps ahead
     assert quantized_default_config(sl.QUANT_WGMMA_FROM, 4096, 4096, w, cuda).quant_wgmma
     assert not quantized_default_config(sl.QUANT_WGMMA_FROM - 1, 4096, 4096, w, cuda).quant_wgmma
     assert quantized_default_config(16, 4096, 4096, w, cuda) == sl.quantized_linear_config(
