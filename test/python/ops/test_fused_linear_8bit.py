@@ -18,6 +18,7 @@ from sparsecc.codegen import ptxas
 from sparsecc.nn import SparseLinear
 from sparsecc.nn.quantize import quantize_rows
 from sparsecc.ops.sparse_linear_8bit import (
+    FILLED_CTAS,
     default_config_linear_8bit,
     reference_linear_8bit,
     scaled_sparse_linear_kernel,
@@ -77,6 +78,23 @@ def _sig(elt: str) -> dict[str, str]:
     return {"Y": "*fp16", "X": f"*{elt}", "W": f"*{elt}:NV24", "SCALE_X": "*fp32", "SCALE_W": "*fp32",
             "BIAS": "*fp16", "M": "i32", "N": "i32:16", "K": "i32:16", "stride_xm": "i32:16",
             "stride_wn": "i32:16", "stride_ym": "i32:16"}
+
+
+@pytest.mark.parametrize("m, n, want", [
+    (256, 4096, (64, 128)), (256, 11008, (128, 256)), (512, 4096, (128, 128)), (512, 11008, (128, 256)),
+    (1024, 4096, (128, 256)), (2048, 14336, (128, 256)), (64, 28672, (64, 128)), (16, 4096, (16, 64))])
+def test_hopper_tiles_fill_the_gpu(m, n, want):
+    """From 256 tokens on sm_90a the largest tile whose grid reaches FILLED_CTAS CTAs, as
+    bench/linear_8bit_tiles.py measured best on the H100 (NOTES stop 23 run 4): 128x256 where
+    it fills (from 86 CTAs), 128x128x256 at 512 tokens on 4096 outputs (64 CTAs of 128x256),
+    64x128 below; decode tiles and 64x128 below 256 tokens, unmeasured, unchanged."""
+    cfg = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a")
+    assert (cfg.block_m, cfg.block_n) == want
+    if m >= 256 and want != (64, 128):
+        assert -(-m // cfg.block_m) * -(-n // cfg.block_n) >= FILLED_CTAS
+    if want == (128, 256):
+        assert cfg.num_stages == 4
+    assert default_config_linear_8bit(m, n, 4096, "cuda", "sm_80").block_n in (64, 128)  # no wgmma: unchanged
 
 
 @needs_ptxas
