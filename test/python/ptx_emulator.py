@@ -114,6 +114,15 @@ def _width(opcode: str) -> int:
     return int(re.search(r"[bsuf](8|16|32|64)$", opcode).group(1)) // 8
 
 
+def decode(line: str) -> tuple[str | None, str, list[str]] | None:
+    """A stripped line as (guard, opcode, operands), or None for directives, labels and the rest."""
+    m = INSN.match(line)
+    if m is None or line.startswith("."):
+        return None
+    rest = m.group(3)
+    return m.group(1), m.group(2), split_operands(rest) if rest else []
+
+
 class PtxThread:
     """One thread's registers (`env`: name -> value) over memories shared with the rest of the CTA.
 
@@ -183,12 +192,9 @@ class PtxThread:
 
     def execute(self, line: str) -> None:
         """One straight-line instruction (no `bra`); directives and other lines are skipped."""
-        m = INSN.match(line)
-        if m is None or line.startswith("."):
-            return
-        opcode, rest = m.group(2), m.group(3)
-        if self.guard_taken(m.group(1), line):
-            self._execute(opcode, split_operands(rest) if rest else [])
+        insn = decode(line)
+        if insn is not None and self.guard_taken(insn[0], line):
+            self._execute(insn[1], insn[2])
 
     def run(self, lines: list[str], until: str) -> list[Wgmma]:
         """Run `lines` (stripped) from the top until the first loop's label (`until="loop"`) or its
@@ -204,15 +210,14 @@ class PtxThread:
                     return self.wgmmas
                 in_loop = True
                 continue
-            m = INSN.match(line)
-            if m is None or line.startswith("."):
+            insn = decode(line)
+            if insn is None:
                 continue
-            opcode, rest = m.group(2), m.group(3)
-            args = split_operands(rest) if rest else []
+            guard, opcode, args = insn
             if opcode.startswith("mbarrier.try_wait"):
                 self.env[args[0]] = True
                 continue
-            if not self.guard_taken(m.group(1), line):
+            if not self.guard_taken(guard, line):
                 continue
             if opcode.split(".")[0] == "bra":
                 if in_loop and "$L__loop" in args[0] and "end" not in args[0]:
@@ -237,15 +242,14 @@ class PtxThread:
             if line.startswith("$L__loop_end") and line.endswith(":"):
                 self.pc = len(lines)
                 return False
-            m = INSN.match(line)
-            if m is None or line.startswith("."):
+            insn = decode(line)
+            if insn is None:
                 continue
-            opcode, rest = m.group(2), m.group(3)
-            args = split_operands(rest) if rest else []
+            guard, opcode, args = insn
             if opcode.startswith("mbarrier.try_wait"):
                 self.env[args[0]] = True
                 return True
-            if not self.guard_taken(m.group(1), line):
+            if not self.guard_taken(guard, line):
                 continue
             if opcode.split(".")[0] == "bra":
                 self.pc = lines.index(args[0] + ":")
