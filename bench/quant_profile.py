@@ -3,7 +3,9 @@
 holds the quantized kernel back. Each variant launches twice (the first compiles).
 
     ncu --section SpeedOfLight --section WarpStateStats --section InstructionStats \\
-        -k regex:linear python bench/quant_profile.py [M NxK BMxBNxBK WARPS STAGES [SPLIT]] [--variants NV24,w4g128]
+        -k regex:linear python bench/quant_profile.py [M NxK BMxBNxBK WARPS STAGES [SPLIT]] [--variants NV24,w4g128] [--qw]
+
+`--qw`: quantized variants on the register-A wgmma kernel (`LinearConfig.quant_wgmma`, sm_90a).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from sparsecc.ops.sparse_linear import LinearConfig, launch_linear
 
 def main(argv: list[str]) -> None:
     variants = ["NV24", "w4g128"]
+    quant_wgmma = "--qw" in argv  # the register-A wgmma kernel (quantized weights, sm_90a)
+    argv = [a for a in argv if a != "--qw"]
     if "--variants" in argv:
         i = argv.index("--variants")
         variants = argv[i + 1].split(",")
@@ -25,7 +29,7 @@ def main(argv: list[str]) -> None:
     m, shape, tile, warps, stages, split = (argv + ["1", "28672x8192", "16x64x256", "4", "3", "1"][len(argv):])[:6]
     m = int(m)
     n, k = (int(v) for v in shape.split("x"))
-    cfg = LinearConfig(*(int(v) for v in tile.split("x")), int(warps), int(stages), int(split))
+    cfg = LinearConfig(*(int(v) for v in tile.split("x")), int(warps), int(stages), int(split), quant_wgmma)
     torch.manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.float16)
     dense_w = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))

@@ -44,7 +44,7 @@ def main() -> int:
                 status |= not ok
                 print(f"sparse_mm {dtype} {m}x{n}x{k}{' (B column-major)' if column_major else ''} config={cfg}: "
                       f"max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
-    return int(status | user_kernels() | quantized_prefill())
+    return int(status | user_kernels() | quantized_prefill() | linear_8bit())
 
 
 def quantized_prefill() -> int:
@@ -75,6 +75,36 @@ def quantized_prefill() -> int:
         ok = err <= 0.02 * max(want.abs().max().item(), 1.0)
         status |= not ok
         print(f"sparse_linear {dtype} {scheme} {m}x{n}x{k} {cfg}: max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
+    return status
+
+
+def linear_8bit() -> int:
+    """sparse_linear_8bit (fp8 and int8, per-token x quantization fused) on a ragged token count at
+    each of its Hopper tiles: `default_config_linear_8bit`'s grid-filling 128x256x128 s4 and
+    128x128x256 s3, and the small-M 64x128x256, each against the torch reference."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        return 0
+    import sparsecc
+    from sparsecc.nn.quantize import quantize_rows
+    from sparsecc.ops.sparse_linear import LinearConfig
+    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit, sparse_linear_8bit
+
+    status = 0
+    m, n, k = 517, 392, 704
+    tiles = (LinearConfig(128, 256, 128, 8, 4), LinearConfig(128, 128, 256, 8, 3), LinearConfig(64, 128, 256, 4, 4))
+    for dtype in (torch.float8_e4m3fn, torch.int8):
+        q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
+        w = sparsecc.compress(q)
+        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        bias = torch.randn(n, dtype=torch.float16, device="cuda")
+        want = reference_linear_8bit(x, w, sw, bias, "silu").float()
+        for cfg in tiles:
+            y = sparse_linear_8bit(x, w, sw, bias, "silu", config=cfg)
+            torch.cuda.synchronize()
+            err = (y.float() - want).abs().max().item()
+            ok = err <= 0.02 * max(want.abs().max().item(), 1.0)
+            status |= not ok
+            print(f"sparse_linear_8bit {dtype} {m}x{n}x{k} {cfg}: max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
     return status
 
 

@@ -110,7 +110,7 @@ def time_us(fn: Callable[[], Any], target_us: float = 3000.0, reps: int = 7) -> 
     return max(timed(flushed) - timed(flush.zero_), 0.01)
 
 
-_MEDIUM_TILES = [(64, 128, 64, 4), (128, 128, 64, 4), (128, 256, 64, 8), (64, 64, 128, 4)]
+_MEDIUM_TILES = [(64, 128, 64, 4), (128, 128, 64, 4), (128, 256, 64, 8), (64, 64, 128, 4), (128, 128, 64, 8)]
 """(BLOCK_M, BLOCK_N, BLOCK_K, warps) tried at 17-1023 tokens, 4 stages each."""
 _NARROW_TILES = [(16, 32, 1024, 3, 1), (16, 64, 256, 3, 1), (32, 64, 256, 4, 1), (32, 32, 512, 4, 1),
                  (32, 64, 256, 4, 2), (16, 128, 128, 3, 1)]
@@ -137,6 +137,11 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     if quantized and m >= 128 and has_quant_wgmma(w.device):
         # the register-A wgmma tiles, and the 16-bit kernel's prefill tile on mma.sp (the old default)
         cands += [LinearConfig(bm, bn, 128, 8, ns, quant_wgmma=True) for bm, bn, ns in ((128, 128, 4), (64, 256, 3))]
+        if m <= 256:  # K split over two programs, and one warpgroup over 64 tokens: more CTAs
+            # (bench/linear_mid_sweep.py --scheme, stop 24: 4096x4096 M = 128 0.77 -> 0.95x F.linear)
+            cands += [LinearConfig(128, 128, 128, 8, 4, 2, quant_wgmma=True),
+                      LinearConfig(64, 128, 128, 4, 4, 1, quant_wgmma=True),
+                      LinearConfig(64, 128, 128, 4, 4, 2, quant_wgmma=True)]
         cands.append(default_linear_config(m, n, k))
     if m <= 128:
         cands += [replace(base, split_k=s) for s in (1, 2, 4) if s != base.split_k and k // s >= 1024]

@@ -58,8 +58,13 @@ def _activate(acc, ACTIVATION: tl.constexpr):
 @sparsecc.jit
 def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
-    """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]), W 2:4 sparse along K."""
+                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, ROWS_16B: tl.constexpr = False):
+    """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]), W 2:4 sparse along K. ROWS_16B: the host saw
+    X's row stride a multiple of 8 elements and W's (dense K) of 16, so the rows of X and of W's
+    kept values start 16 bytes apart and the tiles can stream by TMA."""
+    if ROWS_16B:
+        stride_wn = tl.multiple_of(stride_wn, 16)
+        stride_xm = tl.multiple_of(stride_xm, 8)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, 0),
@@ -80,17 +85,21 @@ def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym
 @sparsecc.jit
 def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm, stride_wn, stride_ym,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+                                SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+                                ROWS_16B: tl.constexpr = False):
     """`sparse_linear_kernel` with K split over SPLIT_K programs (axis 2): each writes its K
     slice's product as an fp32 partial tile PARTIALS[pid_k] (SPLIT_K × M × N); the last to take
     a ticket (TICKETS: one zeroed int32 per output tile) sums the partials in order and runs the
-    epilogue.
+    epilogue. ROWS_16B as in `sparse_linear_kernel`.
 
         grid = (cdiv(M, BLOCK_M), cdiv(N, BLOCK_N), SPLIT_K)
         sparse_linear_splitk_kernel[grid](y, x, w, y, partials, tickets, M, N, K, x.stride(0), w.stride(0),
                                           y.stride(0), BLOCK_M=8, BLOCK_N=64, BLOCK_K=256, SPLIT_K=2,
                                           HAS_BIAS=False, ACTIVATION="none")
     """
+    if ROWS_16B:
+        stride_wn = tl.multiple_of(stride_wn, 16)
+        stride_xm = tl.multiple_of(stride_xm, 8)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -209,9 +218,10 @@ def quantized_decode_config(m: int, n: int, k: int) -> LinearConfig:
     return LinearConfig(8 if m <= 8 else 16, 64, 256, 4, 3, split_k=split)
 
 
-QUANT_WGMMA_FROM = 256
+QUANT_WGMMA_FROM = 128
 """Tokens from which a quantized weight on Hopper takes `quantized_prefill_config` (register-A
-wgmma); a first guess from the compile-time resources, to be tuned by measurement."""
+wgmma): at 128 tokens it ran 0.95-1.40x F.linear where the mma.sp tiles ran 0.77-0.98x
+(bench/linear_mid_sweep.py --scheme, H100, stop 24)."""
 
 
 QUANT_WGMMA_RING: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True, "wgmma_in_flight": False}
@@ -250,15 +260,20 @@ def quantized_prefill_config(m: int, n: int, k: int, dtype: torch.dtype | None =
     two warpgroups (each one m64n128k32 wgmma per k32 step of the dequantized tile), BLOCK_K
     128 (one group of w4g128 / w8g128; `quantized_linear_config` widens it for larger groups)
     and three stages, four for fp16 activations (`dtype`), whose loop keeps a wgmma group in
-    flight (`quant_wgmma_options`: copies two steps ahead); no spills per ptxas.
+    flight (`quant_wgmma_options`: copies two steps ahead); no spills per ptxas. K split in two
+    where up to 256 tokens leave the tiles under half a wave (4096x4096 at 128 tokens: 32).
     bench/dispatch_table.py times the other candidates of `dispatch_measure`.
 
         >>> quantized_prefill_config(2048, 4096, 4096)
         LinearConfig(block_m=128, block_n=128, block_k=128, num_warps=8, num_stages=3, split_k=1, quant_wgmma=True)
         >>> quantized_prefill_config(2048, 4096, 4096, torch.float16).num_stages
         4
+        >>> quantized_prefill_config(128, 4096, 4096).split_k, quantized_prefill_config(128, 11008, 4096).split_k
+        (2, 1)
     """
-    return LinearConfig(128, 128, 128, 8, 4 if dtype == torch.float16 else 3, quant_wgmma=True)
+    tiles = -(-m // 128) * -(-n // 128)
+    split_k = 2 if m <= 256 and tiles < SM_COUNT // 2 and k >= 2048 else 1
+    return LinearConfig(128, 128, 128, 8, 4 if dtype == torch.float16 else 3, split_k, quant_wgmma=True)
 
 
 def quantized_default_config(m: int, n: int, k: int, w: QuantizedSparseTensor, device: torch.device) -> LinearConfig:
@@ -440,6 +455,8 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
         consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
         env = env_overrides()
         consts.update({name: on for name, on in quant_wgmma_options(x.dtype).items() if name not in env})
+    if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
+        consts["ROWS_16B"] = True  # TMA copies (see the kernel)
     if cfg.split_k <= 1:
         sparse_linear_kernel[(grid_m, grid_n)](y, x, w, bias, m, n, k, x.stride(0), w.stride(0), y.stride(0),
                                                **consts)

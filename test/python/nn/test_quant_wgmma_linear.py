@@ -31,7 +31,7 @@ from sparsecc.ops.sparse_linear import (
 
 sl = importlib.import_module("sparsecc.ops.sparse_linear")  # the module (sparsecc.ops.sparse_linear is the function)
 
-TILES = [(128, 128, 128, 8, 3), (128, 128, 128, 8, 4), (64, 256, 128, 8, 3)]
+TILES = [(128, 128, 128, 8, 3), (128, 128, 128, 8, 4), (64, 256, 128, 8, 3), (64, 128, 128, 4, 4)]
 """The quant_wgmma tiles: quantized_prefill_config's and the other candidates dispatch_measure times."""
 
 
@@ -129,6 +129,11 @@ def test_quantized_prefill_on_hopper_takes_the_wgmma_tiles(hopper):
     assert not quantized_default_config(sl.QUANT_WGMMA_FROM - 1, 4096, 4096, w, cuda).quant_wgmma
     assert quantized_default_config(16, 4096, 4096, w, cuda) == sl.quantized_linear_config(
         sl.quantized_decode_config(16, 4096, 4096), w)
+    # from 128 tokens; K split in two where the 128x128 tiles make under half a wave
+    mid = quantized_default_config(128, 4096, 4096, w, cuda)
+    assert mid.quant_wgmma and mid.split_k == 2
+    assert quantized_default_config(128, 11008, 4096, w, cuda).split_k == 1
+    assert quantized_default_config(512, 4096, 4096, w, cuda).split_k == 1
     wide = _weight(256, 512, torch.float16, "w4g256")
     assert quantized_default_config(2048, 4096, 4096, wide, cuda).block_k == 256  # whole groups
 
