@@ -34,7 +34,8 @@ import sparsecc  # noqa: E402
 from sparsecc.ops import dispatch, dispatch_measure  # noqa: E402
 
 SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008), (32000, 4096),   # Llama-2-7B: qkvo, gate/up, down, lm_head
-          (14336, 4096), (4096, 14336), (8192, 8192), (28672, 8192)]   # Llama-3 8B / 70B
+          (14336, 4096), (4096, 14336), (8192, 8192), (28672, 8192),   # Llama-3 8B / 70B
+          (12288, 4096), (22016, 4096)]   # Llama-2-7B with q/k/v and gate/up fused (bench/llama_e2e.py)
 QUICK_SHAPES = [(4096, 4096), (11008, 4096)]
 SCHEMES = ["nv24", "w4g128", "w8g128", "fp8"]
 QUICK_MS = [1, 16, 64, 512, 2048]
