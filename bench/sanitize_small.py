@@ -1,6 +1,6 @@
-"""One small ragged sparse_mm on the GPU, for memory checkers.
+"""Small ragged launches of the GPU kernels, for memory checkers.
 
-    compute-sanitizer --tool memcheck python bench/sanitize_small.py
+    compute-sanitizer --tool memcheck python bench/sanitize_small.py [sparse_mm linear_16bit ...]
 
 Shapes are chosen so every boundary check matters: M and N are not multiples of any tile size
 and K is not a multiple of BLOCK_K. Exits 1 if the result differs from torch.mm.
@@ -13,10 +13,22 @@ import sys
 import torch
 
 
-def main() -> int:
+def main(only: list[str]) -> int:
+    """Every section, or those named on the command line (`SECTIONS`)."""
     if not torch.cuda.is_available():
         print("bench/sanitize_small.py needs a CUDA GPU", file=sys.stderr)
         return 2
+    if only:
+        unknown = [name for name in only if name not in SECTIONS]
+        if unknown:
+            print(f"unknown sections {unknown}; known: {', '.join(SECTIONS)}", file=sys.stderr)
+            return 2
+        return int(any([SECTIONS[name]() for name in only]))
+    return int(sparse_mm_cases() | user_kernels() | quantized_prefill() | linear_8bit() | linear_16bit())
+
+
+def sparse_mm_cases() -> int:
+    """sparse_mm on ragged shapes at each of its tile families, fp16 and bf16."""
     import sparsecc
     from sparsecc.ops import sparse_mm
     from sparsecc.ops.sparse_mm import MMConfig
@@ -44,7 +56,33 @@ def main() -> int:
                 status |= not ok
                 print(f"sparse_mm {dtype} {m}x{n}x{k}{' (B column-major)' if column_major else ''} config={cfg}: "
                       f"max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
-    return int(status | user_kernels() | quantized_prefill() | linear_8bit())
+    return status
+
+
+def linear_16bit() -> int:
+    """sparse_linear with a 16-bit 2:4 weight on ragged M, N and K whose rows start 16 bytes
+    apart (so its tiles stream by TMA), at the prefill and mid-M tiles and split-K, with bias and
+    an activation, into a NaN-poisoned output."""
+    import sparsecc
+    from sparsecc.ops.sparse_linear import LinearConfig, reference_linear, sparse_linear
+
+    status = 0
+    m, n, k = 517, 392, 720
+    tiles = (LinearConfig(128, 256, 64, 8, 4), LinearConfig(128, 128, 64, 4, 4), LinearConfig(64, 64, 128, 4, 4, 2),
+             LinearConfig(16, 64, 256, 4, 3))
+    for dtype in (torch.float16, torch.bfloat16):
+        w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=dtype, device="cuda")))
+        x = torch.randn(m, k, dtype=dtype, device="cuda")
+        bias = torch.randn(n, dtype=dtype, device="cuda")
+        want = reference_linear(x, w, bias, "silu").float()
+        for cfg in tiles:
+            y = sparse_linear(x, w, bias, "silu", config=cfg)
+            torch.cuda.synchronize()
+            err = (y.float() - want).abs().max().item()
+            ok = err <= 0.02 * max(want.abs().max().item(), 1.0) and not y.isnan().any().item()
+            status |= not ok
+            print(f"sparse_linear {dtype} {m}x{n}x{k} {cfg}: max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
+    return status
 
 
 def quantized_prefill() -> int:
@@ -129,5 +167,10 @@ def user_kernels() -> int:
     return status
 
 
+SECTIONS = {"sparse_mm": sparse_mm_cases, "user_kernels": user_kernels, "quantized_prefill": quantized_prefill,
+            "linear_8bit": linear_8bit, "linear_16bit": linear_16bit}
+"""The sections `python bench/sanitize_small.py [SECTION ...]` runs."""
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
