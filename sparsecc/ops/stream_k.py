@@ -13,12 +13,13 @@ pieces, in program order, to its own sum and runs the epilogue.
     y = torch.empty(m, n, dtype=x.dtype, device=x.device)
     launch_linear_stream_k(y, x, w, y, LinearConfig(128, 256, 64, 8, 4), has_bias=False, activation="none")
 
-Not dispatched: on the H100 it runs 0.55-0.84x F.linear where the data-parallel kernel runs
-0.96-1.31x (bench/stream_k.py, M = 128-2048, NOTES stop 24). Its PTX shows why: inside the
-`while`, each piece's K loop initialises its mbarrier ring again and issues its TMA copies from
-the compute warps (no producer warp: the pipeline keeps one ring across trips, with a producer
-warp, only for grouped-GEMM loops under `tma_extents`), and a piece reaches `PARTIALS` through
-fp32 pointer stores. It is the measuring stick for those pipeline changes.
+Not dispatched: on the H100 it runs 0.56-0.96x F.linear where the data-parallel kernel runs
+0.95-1.34x (bench/stream_k.py, M = 128-2048, NOTES stop 24). It compiles with `tma_extents`, so
+that its K loop keeps one TMA ring across the `while` trips with a producer warp (the piece
+fix-up is unrolled over `PIECES` so that the K loop stays the only loop in the `while`). The
+pieces are the cost: whole tiles only (a grid that divides the work) ran 64.9 us where the
+data-parallel kernel ran 68.0 (4096x4096 at 2048 tokens), the same work in pieces 119 us, with 2.8x
+the DRAM reads and 7x the writes (ncu). It is the measuring stick for a cheaper fix-up.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ __all__ = ["launch_linear_stream_k", "sparse_linear_stream_k_kernel", "stream_k_
 @sparsecc.jit
 def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm, stride_wn, stride_ym, PER,
                                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                  HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, ROWS_16B: tl.constexpr = False):
+                                  PIECES: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+                                  ROWS_16B: tl.constexpr = False):
     """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]) (W 2:4 along K), program p running the
-    flattened (tile, K step) indices [p * PER, (p + 1) * PER) (module docstring). PARTIALS:
+    flattened (tile, K step) indices [p * PER, (p + 1) * PER) (module docstring); PIECES: the
+    most programs one tile's K steps span (`stream_k_programs`). PARTIALS:
     num_programs x 2 x BLOCK_M x BLOCK_N fp32; TICKETS: one zeroed int32 per output tile."""
     if ROWS_16B:
         stride_wn = tl.multiple_of(stride_wn, 16)
@@ -81,8 +84,11 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
             finish = done + count == steps
             if finish:
                 tile_first = tile * steps
-                for q in range(tile_first // PER, (tile_first + steps - 1) // PER + 1):
-                    if q != pid:
+                q_first = tile_first // PER
+                q_last = (tile_first + steps - 1) // PER
+                for j in tl.static_range(PIECES):  # unrolled: the K loop stays the only loop in the `while`
+                    q = q_first + j
+                    if (q <= q_last) & (q != pid):
                         other = tl.where(q * PER >= tile_first, 0, 1)
                         piece = PARTIALS + ((q * 2 + other) * BLOCK_M + rows[:, None]) * BLOCK_N + cols[None, :]
                         acc += tl.load(piece)
@@ -98,17 +104,18 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
         it += count
 
 
-def stream_k_programs(m: int, n: int, k: int, cfg: LinearConfig, sms: int = SM_COUNT) -> tuple[int, int]:
-    """(programs, K steps a program) of a stream-K launch: one program an SM, each at least
-    two K steps' worth.
+def stream_k_programs(m: int, n: int, k: int, cfg: LinearConfig, sms: int = SM_COUNT) -> tuple[int, int, int]:
+    """(programs, K steps a program, the most programs a tile's steps span) of a stream-K
+    launch: one program an SM, each at least two K steps' worth.
 
         >>> stream_k_programs(512, 11008, 4096, LinearConfig(128, 256, 64, 8, 4))
-        (132, 84)
+        (132, 84, 2)
     """
     steps = -(-k // cfg.block_k)
     total = -(-m // cfg.block_m) * -(-n // cfg.block_n) * steps
     per = max(-(-total // sms), 2)
-    return -(-total // per), per
+    pieces = min(-(-(steps - 1) // per) + 1, -(-total // per))
+    return -(-total // per), per, pieces
 
 
 def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor,
@@ -120,12 +127,12 @@ def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | Q
     n = w.shape[0]
     if sms is None:
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
-    programs, per = stream_k_programs(m, n, k, cfg, sms)
+    programs, per, pieces = stream_k_programs(m, n, k, cfg, sms)
     tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
     partials = torch.empty((programs, 2, cfg.block_m, cfg.block_n), dtype=torch.float32, device=y.device)
     tickets = torch.zeros(tiles, dtype=torch.int32, device=y.device)
-    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
-                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, PIECES=pieces, HAS_BIAS=has_bias,
+                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages, tma_extents=True)
     if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
         consts["ROWS_16B"] = True
     sparse_linear_stream_k_kernel[(programs,)](y, x, w, bias, partials, tickets, m, n, k, x.stride(0), w.stride(0),

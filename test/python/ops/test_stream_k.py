@@ -38,10 +38,11 @@ def test_stream_k_matches_torch_on_the_interpreter(m, n, k, sms):
 
 def test_programs_share_the_steps_evenly():
     cfg = LinearConfig(128, 256, 64, 8, 4)
-    assert stream_k_programs(512, 11008, 4096, cfg) == (132, 84)  # 172 tiles x 64 steps over 132 SMs
-    assert stream_k_programs(1, 32, 64, cfg) == (1, 2)  # at least two steps a program
-    programs, per = stream_k_programs(2048, 4096, 4096, cfg, sms=100)
-    assert (programs - 1) * per < 256 * 64 <= programs * per
+    assert stream_k_programs(512, 11008, 4096, cfg) == (132, 84, 2)  # 172 tiles x 64 steps over 132 SMs
+    assert stream_k_programs(1, 32, 64, cfg) == (1, 2, 1)  # at least two steps a program
+    programs, per, pieces = stream_k_programs(2048, 4096, 4096, cfg, sms=100)
+    assert (programs - 1) * per < 256 * 64 <= programs * per and pieces == 2
+    assert stream_k_programs(16, 32, 256, LinearConfig(16, 32, 32, 4, 1), sms=3)[2] == 3  # 8 steps over 3 + 3 + 2
 
 
 @pytest.mark.gpu
