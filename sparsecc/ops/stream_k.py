@@ -1,25 +1,29 @@
-"""Stream-K `sparse_linear`: a fixed grid of programs shares the (output tile, K step) work evenly.
+"""Persistent `sparse_linear` with the last wave split along K (data-parallel + stream-K).
 
-A data-parallel launch of T output tiles on P SMs runs ceil(T / P) waves: 172 tiles of
-128x256 (11008x4096 at 512 tokens) take two full waves on an H100's 132 SMs where 1.3 would do,
-and 64 tiles (4096x4096) leave half the GPU idle. Here program p of P takes the K steps
-[p * per, (p + 1) * per) of the T * steps flattened (tile, step) space, `per` = ceil(T * steps /
-P): a run of whole K loops, with a partial tile at either end. A program that ran a tile's
-whole K loop writes its output as `sparse_linear_kernel` does; the pieces of a split tile go to
-fp32 scratch (`PARTIALS`: two slots a program, its first piece and its last) and the program
-whose piece completes the tile's K steps (a ticket per tile counting them) adds the other
-pieces, in program order, to its own sum and runs the epilogue.
+A data-parallel launch of T output tiles on P SMs runs ceil(T / P) waves: 172 tiles of 128x256
+(11008x4096 at 512 tokens) take two full waves on an H100's 132 SMs where 1.3 would do, and 64
+tiles (4096x4096) leave half the GPU idle. Here P programs take work items in turn: the tiles of
+the full waves whole, then each tile of the last wave as SPLIT parts along K (`stream_k_plan`),
+so that the last wave spreads over the GPU. A whole tile's program writes its output as
+`sparse_linear_kernel` does; a part's fp32 sum goes to scratch (`PARTIALS`), and the program
+whose part completes its tile (a ticket per split tile) adds the others to its own sum and runs
+the epilogue.
 
     y = torch.empty(m, n, dtype=x.dtype, device=x.device)
     launch_linear_stream_k(y, x, w, y, LinearConfig(128, 256, 64, 8, 4), has_bias=False, activation="none")
 
-Not dispatched: on the H100 it runs 0.56-0.96x F.linear where the data-parallel kernel runs
-0.95-1.34x (bench/stream_k.py, M = 128-2048, NOTES stop 24). It compiles with `tma_extents`, so
-that its K loop keeps one TMA ring across the `while` trips with a producer warp (the piece
-fix-up is unrolled over `PIECES` so that the K loop stays the only loop in the `while`). The
-pieces are the cost: whole tiles only (a grid that divides the work) ran 64.9 us where the
-data-parallel kernel ran 68.0 (4096x4096 at 2048 tokens), the same work in pieces 119 us, with 2.8x
-the DRAM reads and 7x the writes (ncu). It is the measuring stick for a cheaper fix-up.
+It compiles with `tma_extents`, so that its K loop keeps one TMA ring across the `while` trips
+and a producer warp (the fix-up is unrolled over SPLIT so that the K loop stays the only loop in
+the `while`). Its first form spread all the work evenly (parts at both ends of every program's
+range): 0.56-0.96x F.linear where the data-parallel kernel runs 0.95-1.34x on the H100, the
+parts' 34 MB of fp32 scratch pushing the operands out of L2 (2.8x the DRAM reads, ncu; NOTES
+stop 24), while whole tiles only beat data-parallel (64.9 vs 68.0 us at 4096x4096, 2048 tokens).
+
+Not dispatched: this form too runs under the data-parallel kernel on the H100 (bench/stream_k.py,
+stop 24: 0.74-1.93x F.linear against 0.66-1.97x at its tiles, but under the dispatcher's pick in
+every cell; 11008x4096 at 512 tokens 0.78x against 0.96x), and with no split at all
+(4096x4096, 2048 tokens: 1.13x against 1.26x), so the `while` loop itself costs: the next lever
+is in its codegen, not in the split.
 """
 
 from __future__ import annotations
@@ -37,34 +41,35 @@ from sparsecc.runtime.sparse_tensor import SparseTensor
 
 _jit = importlib.import_module("sparsecc.frontend.jit")
 
-__all__ = ["launch_linear_stream_k", "sparse_linear_stream_k_kernel", "stream_k_programs"]
+__all__ = ["MAX_SPLIT", "launch_linear_stream_k", "sparse_linear_stream_k_kernel", "stream_k_plan"]
 
 
 @sparsecc.jit
-def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm, stride_wn, stride_ym, PER,
+def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm, stride_wn, stride_ym,
+                                  WHOLE, PART_STEPS, ITEMS,
                                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                  PIECES: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+                                  SPLIT: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
                                   ROWS_16B: tl.constexpr = False):
-    """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]) (W 2:4 along K), program p running the
-    flattened (tile, K step) indices [p * PER, (p + 1) * PER) (module docstring); PIECES: the
-    most programs one tile's K steps span (`stream_k_programs`). PARTIALS:
-    num_programs x 2 x BLOCK_M x BLOCK_N fp32; TICKETS: one zeroed int32 per output tile."""
+    """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]) (W 2:4 along K) over ITEMS work items, program p
+    taking items p, p + P, ...: items below WHOLE are the first WHOLE output tiles, whole; the
+    others are the parts of the remaining tiles, SPLIT a tile, PART_STEPS K steps each
+    (`stream_k_plan`). PARTIALS: (ITEMS - WHOLE) x BLOCK_M x BLOCK_N fp32, a part's sum; TICKETS:
+    one zeroed int32 per split tile."""
     if ROWS_16B:
         stride_wn = tl.multiple_of(stride_wn, 16)
         stride_xm = tl.multiple_of(stride_xm, 8)
-    pid = tl.program_id(0)
     steps = tl.cdiv(K, BLOCK_K)
     tiles_n = tl.cdiv(N, BLOCK_N)
-    total = tl.cdiv(M, BLOCK_M) * tiles_n * steps
-    start = pid * PER
-    end = tl.minimum(start + PER, total)
-    it = start
     rows = tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
-    while it < end:
-        tile = it // steps
-        first = it - tile * steps
-        count = tl.minimum(steps - first, end - it)
+    item = tl.program_id(0)
+    while item < ITEMS:
+        split = item >= WHOLE
+        j = tl.maximum(item - WHOLE, 0)  # the part's index among all parts
+        part = j % SPLIT
+        tile = tl.where(split, WHOLE + j // SPLIT, item)
+        first = tl.where(split, part * PART_STEPS, 0)
+        count = tl.where(split, tl.minimum(PART_STEPS, steps - first), steps)
         pid_m = tile // tiles_n
         pid_n = tile - pid_m * tiles_n
         x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
@@ -73,67 +78,72 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
                                   block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         acc = _accumulate_k(acc, x_ptr, w_ptr, count, BLOCK_K)
-        rn = pid_n * BLOCK_N + cols
-        finish = count == steps
-        if count != steps:
-            # a piece: its slot is 0 where it starts the program's range, else 1 (its last piece)
-            slot = tl.where(it == start, 0, 1)
-            scratch = PARTIALS + ((pid * 2 + slot) * BLOCK_M + rows[:, None]) * BLOCK_N + cols[None, :]
-            tl.store(scratch, acc)
-            done = tl.atomic_add(TICKETS + tile, count, sem="acq_rel")  # publishes the piece, sees the others
-            finish = done + count == steps
+        finish = item < WHOLE
+        if split:
+            tl.store(PARTIALS + (j * BLOCK_M + rows[:, None]) * BLOCK_N + cols[None, :], acc)
+            done = tl.atomic_add(TICKETS + (tile - WHOLE), 1, sem="acq_rel")  # publishes the part, sees the others
+            finish = done == SPLIT - 1
             if finish:
-                tile_first = tile * steps
-                q_first = tile_first // PER
-                q_last = (tile_first + steps - 1) // PER
-                for j in tl.static_range(PIECES):  # unrolled: the K loop stays the only loop in the `while`
-                    q = q_first + j
-                    if (q <= q_last) & (q != pid):
-                        other = tl.where(q * PER >= tile_first, 0, 1)
-                        piece = PARTIALS + ((q * 2 + other) * BLOCK_M + rows[:, None]) * BLOCK_N + cols[None, :]
-                        acc += tl.load(piece)
+                base = j - part
+                for other in tl.static_range(SPLIT):  # unrolled: the K loop stays the only loop in the `while`
+                    if other != part:
+                        acc += tl.load(PARTIALS + ((base + other) * BLOCK_M + rows[:, None]) * BLOCK_N + cols[None, :])
         if finish:
-            out = acc
+            rn = pid_n * BLOCK_N + cols
             if HAS_BIAS:
-                out += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-            out = _activate(out, ACTIVATION)
+                acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+            acc = _activate(acc, ACTIVATION)
             y_ptr = tl.make_block_ptr(Y, shape=(M, N), strides=(stride_ym, 1),
                                       offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
                                       block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-            tl.store(y_ptr, out.to(Y.dtype.element_ty), boundary_check=(0, 1))
-        it += count
+            tl.store(y_ptr, acc.to(Y.dtype.element_ty), boundary_check=(0, 1))
+        item += tl.num_programs(0)
 
 
-def stream_k_programs(m: int, n: int, k: int, cfg: LinearConfig, sms: int = SM_COUNT) -> tuple[int, int, int]:
-    """(programs, K steps a program, the most programs a tile's steps span) of a stream-K
-    launch: one program an SM, each at least two K steps' worth.
+MAX_SPLIT = 4
+"""The most parts a tail tile is split into (each part's fp32 sum goes through global memory)."""
 
-        >>> stream_k_programs(512, 11008, 4096, LinearConfig(128, 256, 64, 8, 4))
-        (132, 84, 2)
+
+def stream_k_plan(m: int, n: int, k: int, cfg: LinearConfig, sms: int = SM_COUNT) -> tuple[int, int, int, int]:
+    """(programs, whole tiles, parts a split tile, K steps a part) of a launch on `sms` SMs: the
+    full waves of tiles run whole; when the last wave would leave more than half the SMs idle,
+    its tiles are split along K into as many parts (at most `MAX_SPLIT`, at least two K steps
+    each) as spread them over the GPU.
+
+        >>> stream_k_plan(512, 11008, 4096, LinearConfig(128, 256, 64, 8, 4))  # 172 tiles: 132 + 40 in 3
+        (132, 132, 3, 22)
+        >>> stream_k_plan(2048, 4096, 4096, LinearConfig(128, 256, 64, 8, 4))  # 256 tiles: no split
+        (132, 256, 1, 64)
     """
     steps = -(-k // cfg.block_k)
-    total = -(-m // cfg.block_m) * -(-n // cfg.block_n) * steps
-    per = max(-(-total // sms), 2)
-    pieces = min(-(-(steps - 1) // per) + 1, -(-total // per))
-    return -(-total // per), per, pieces
+    tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
+    tail = tiles % sms
+    split = min(sms // tail, MAX_SPLIT, steps // 2) if tail else 1
+    if split < 2 or 2 * tail > sms:
+        return min(tiles, sms), tiles, 1, steps
+    part_steps = -(-steps // split)
+    split = -(-steps // part_steps)  # no empty part
+    items = tiles - tail + tail * split
+    return min(items, sms), tiles - tail, split, part_steps
 
 
 def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor,
                            bias: torch.Tensor, cfg: LinearConfig, has_bias: bool, activation: str,
                            sms: int | None = None) -> None:
-    """One stream-K launch of `cfg`'s tiles writing `y` (M x N), as `launch_linear` takes them
-    (no checks); `sms`: the programs to spread over (default: the device's SM count)."""
+    """One launch of `cfg`'s tiles on `stream_k_plan`'s programs writing `y` (M x N), as
+    `launch_linear` takes them (no checks); `sms`: the SMs to plan for (default: the device's)."""
     m, k = x.shape
     n = w.shape[0]
     if sms is None:
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
-    programs, per, pieces = stream_k_programs(m, n, k, cfg, sms)
+    programs, whole, split, part_steps = stream_k_plan(m, n, k, cfg, sms)
     tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
-    partials = torch.empty((programs, 2, cfg.block_m, cfg.block_n), dtype=torch.float32, device=y.device)
-    tickets = torch.zeros(tiles, dtype=torch.int32, device=y.device)
-    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, PIECES=pieces, HAS_BIAS=has_bias,
+    items = whole + (tiles - whole) * split
+    partials = torch.empty((items - whole, cfg.block_m, cfg.block_n), dtype=torch.float32, device=y.device)
+    tickets = torch.zeros(max(tiles - whole, 1), dtype=torch.int32, device=y.device)
+    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, SPLIT=split, HAS_BIAS=has_bias,
                   ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages, tma_extents=True)
     if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
         consts["ROWS_16B"] = True
     sparse_linear_stream_k_kernel[(programs,)](y, x, w, bias, partials, tickets, m, n, k, x.stride(0), w.stride(0),
-                                               y.stride(0), per, **consts)
+                                               y.stride(0), whole, part_steps, items, **consts)

@@ -10,7 +10,7 @@ import torch
 
 import sparsecc
 from sparsecc.ops.sparse_linear import LinearConfig, reference_linear
-from sparsecc.ops.stream_k import launch_linear_stream_k, stream_k_programs
+from sparsecc.ops.stream_k import launch_linear_stream_k, stream_k_plan
 
 
 def _check(device: str, m: int, n: int, k: int, cfg: LinearConfig, sms: int | None, seed: int = 0) -> None:
@@ -27,22 +27,27 @@ def _check(device: str, m: int, n: int, k: int, cfg: LinearConfig, sms: int | No
 
 @pytest.mark.filterwarnings("ignore::sparsecc.frontend.jit.InterpreterFallbackWarning")
 @pytest.mark.parametrize("m, n, k, sms", [
-    (37, 48, 96, 3),    # 6 tiles x 3 steps over 3 programs of 6 steps: whole tiles only
-    (40, 64, 160, 7),   # 6 tiles x 5 steps over 7 programs of 5: tiles split in two
-    (33, 70, 64, 7),    # ragged M and N, 2 steps a tile
-    (16, 32, 256, 3),   # one tile of 8 steps over 3 programs: a range inside a tile, three pieces
+    (37, 48, 96, 3),    # 6 tiles over 3 programs: two full waves, nothing split
+    (40, 64, 160, 4),   # 6 tiles: one wave of 4, the last 2 tiles in 2 parts (3 and 2 K steps)
+    (33, 70, 64, 7),    # ragged M and N: 9 tiles on 7 programs, 2 K steps a tile: too short to split
+    (16, 32, 256, 3),   # one tile of 8 steps in 3 parts (3, 3, 2 steps)
+    (48, 32, 512, 9),   # 3 tiles of 16 steps, each in 3 parts on 9 programs
 ])
 def test_stream_k_matches_torch_on_the_interpreter(m, n, k, sms):
     _check("cpu", m, n, k, LinearConfig(16, 32, 32, 4, 1), sms)
 
 
-def test_programs_share_the_steps_evenly():
+def test_the_plan_splits_only_a_sparse_last_wave():
     cfg = LinearConfig(128, 256, 64, 8, 4)
-    assert stream_k_programs(512, 11008, 4096, cfg) == (132, 84, 2)  # 172 tiles x 64 steps over 132 SMs
-    assert stream_k_programs(1, 32, 64, cfg) == (1, 2, 1)  # at least two steps a program
-    programs, per, pieces = stream_k_programs(2048, 4096, 4096, cfg, sms=100)
-    assert (programs - 1) * per < 256 * 64 <= programs * per and pieces == 2
-    assert stream_k_programs(16, 32, 256, LinearConfig(16, 32, 32, 4, 1), sms=3)[2] == 3  # 8 steps over 3 + 3 + 2
+    assert stream_k_plan(512, 11008, 4096, cfg) == (132, 132, 3, 22)  # 172 tiles: 132 whole, 40 in 3 parts
+    assert stream_k_plan(512, 4096, 4096, cfg) == (128, 0, 2, 32)  # 64 tiles, each in 2 parts
+    assert stream_k_plan(2048, 4096, 4096, cfg) == (132, 256, 1, 64)  # 124 in the last wave: no split
+    assert stream_k_plan(512, 28672, 8192, cfg) == (132, 396, 2, 64)  # 448 tiles: 3 waves + 52 in 2 parts
+    small = LinearConfig(16, 32, 32, 4, 1)
+    assert stream_k_plan(16, 32, 256, small, sms=3) == (3, 0, 3, 3)
+    assert stream_k_plan(16, 32, 64, small, sms=8) == (1, 1, 1, 2)  # 2 K steps: too short to split
+    programs, whole, split, part = stream_k_plan(16, 32, 160, small, sms=8)
+    assert split * part >= 5 > (split - 1) * part  # no empty part
 
 
 @pytest.mark.gpu
@@ -52,3 +57,4 @@ def test_stream_k_matches_torch_on_the_gpu(m, n, k):
         pytest.skip("needs a CUDA GPU")
     _check("cuda", m, n, k, LinearConfig(128, 256, 64, 8, 4), None)
     _check("cuda", m, n, k, LinearConfig(128, 128, 64, 4, 4), 7)
+    _check("cuda", m, n, k, LinearConfig(128, 128, 64, 8, 4), 100)
