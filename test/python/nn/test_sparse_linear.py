@@ -5,6 +5,7 @@ interpreter and on the GPU (CUDA graphs)."""
 from __future__ import annotations
 
 import copy
+import importlib
 import io
 
 import pytest
@@ -330,3 +331,35 @@ def test_the_sparse_mm_op_on_the_gpu():
     b = torch.randn(256, 72, device="cuda").half()
     with torch.no_grad():
         _close(module(b), (dense.float() @ b.float() * 2).half())
+
+
+@pytest.mark.parametrize("split_k", [1, 2])
+def test_16_byte_rows_take_the_tma_hint_and_nothing_else_does(split_k, monkeypatch):
+    """`launch_linear` passes ROWS_16B (stride hints that let the K loop stream by TMA) exactly
+    when X's row stride is a multiple of 8 elements (W's, a multiple of 16, compress ensures),
+    for 16-bit 2:4 weights, in both the plain and the split-K kernel; quantized weights and
+    other strides compile as before."""
+    sl = importlib.import_module("sparsecc.ops.sparse_linear")
+    seen: list[dict] = []
+
+    class Recorder:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: seen.append(kwargs)
+
+    monkeypatch.setattr(sl, "sparse_linear_kernel", Recorder())
+    monkeypatch.setattr(sl, "sparse_linear_splitk_kernel", Recorder())
+    cfg = sl.LinearConfig(16, 32, 64, 4, 1, split_k)
+
+    def hint(k: int, x_cols: int, quant: str | None = None) -> bool:
+        dense = sparsecc.prune_2to4(torch.randn(32, k).half())
+        w = sparsecc.compress(dense, quant=quant) if quant else sparsecc.compress(dense)
+        x = torch.randn(8, x_cols).half()[:, :k]
+        y = torch.empty(8, 32, dtype=torch.float16)
+        sl.launch_linear(y, x, w, y, cfg, has_bias=False, activation="none")
+        return seen.pop().get("ROWS_16B", False)
+
+    assert hint(128, 128)
+    assert hint(128, 136)  # a view: X's rows 136 elements apart
+    assert not hint(128, 132)  # 132 * 2 bytes: rows not 16 bytes apart
+    assert hint(144, 144)  # compress keeps K a multiple of 16, so W's kept values rows are 16-byte multiples
+    assert not hint(128, 128, "w4g128")
