@@ -20,10 +20,11 @@ parts' 34 MB of fp32 scratch pushing the operands out of L2 (2.8x the DRAM reads
 stop 24), while whole tiles only beat data-parallel (64.9 vs 68.0 us at 4096x4096, 2048 tokens).
 
 Not dispatched: this form too runs under the data-parallel kernel on the H100 (bench/stream_k.py,
-stop 24: 0.74-1.93x F.linear against 0.66-1.97x at its tiles, but under the dispatcher's pick in
-every cell; 11008x4096 at 512 tokens 0.78x against 0.96x), and with no split at all
-(4096x4096, 2048 tokens: 1.13x against 1.26x), so the `while` loop itself costs: the next lever
-is in its codegen, not in the split.
+stop 24: 11008x4096 at 512 tokens 0.78x F.linear against 0.96x). Whole tiles cost 3% more than
+data-parallel (ncu); a part costs nearly a whole tile: its epilogue is ~1,500 instructions a warp
+of address math and scattered 8-byte stores (and the reload) of the fp32 part, a third of the
+stall samples (ncu source counters, NOTES stop 24). Parts written and read back in the
+accumulator's own register order would need none of that address math: the next lever.
 """
 
 from __future__ import annotations
@@ -139,8 +140,11 @@ def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | Q
     programs, whole, split, part_steps = stream_k_plan(m, n, k, cfg, sms)
     tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
     items = whole + (tiles - whole) * split
-    partials = torch.empty((items - whole, cfg.block_m, cfg.block_n), dtype=torch.float32, device=y.device)
-    tickets = torch.zeros(max(tiles - whole, 1), dtype=torch.int32, device=y.device)
+    if split > 1:  # a zeroed ticket per split tile (one memset launch), scratch for the parts
+        partials = torch.empty((items - whole, cfg.block_m, cfg.block_n), dtype=torch.float32, device=y.device)
+        tickets = torch.zeros(tiles - whole, dtype=torch.int32, device=y.device)
+    else:  # whole tiles only: the kernel never touches either
+        partials = tickets = y
     consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, SPLIT=split, HAS_BIAS=has_bias,
                   ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages, tma_extents=True)
     if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
