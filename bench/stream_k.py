@@ -17,14 +17,15 @@ import sys
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from linear_mid_sweep import parse_tiles  # noqa: E402
 
 import sparsecc  # noqa: E402
 from sparsecc.ops.dispatch_measure import cold_l2, time_us  # noqa: E402
 from sparsecc.ops.sparse_linear import (  # noqa: E402
-    LinearConfig,
     launch_linear,
     quantized_linear_config,
     sparse_linear,
@@ -35,14 +36,6 @@ SHAPES = ["4096x4096", "11008x4096", "4096x11008", "14336x4096", "28672x8192"]
 TILES = "128x256x64w8s4,128x128x64w8s4,128x128x64w4s4"
 
 
-def parse_tile(t: str) -> LinearConfig:
-    """'128x256x64w8s4' (+ 'qw': quant_wgmma) -> LinearConfig."""
-    qw = t.endswith("qw")
-    dims, _, rest = t.removesuffix("qw").partition("w")
-    warps, _, stages = rest.partition("s")
-    return LinearConfig(*(int(v) for v in dims.split("x")), int(warps), int(stages), quant_wgmma=qw)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("shapes", nargs="*", default=SHAPES)
@@ -50,7 +43,7 @@ def main() -> int:
     ap.add_argument("--tiles", default=TILES)
     ap.add_argument("--scheme", default="", help="a quantized scheme instead of fp16 2:4")
     a = ap.parse_args()
-    tiles = [parse_tile(t) for t in a.tiles.split(",")]
+    tiles = parse_tiles(a.tiles)
     rows = []
     with cold_l2():
         for shape in a.shapes:

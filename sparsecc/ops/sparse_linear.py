@@ -56,15 +56,24 @@ def _activate(acc, ACTIVATION: tl.constexpr):
 
 
 @sparsecc.jit
+def _row_strides(stride_xm, stride_wn, ROWS_16B: tl.constexpr):
+    """X's and W's row strides, declared multiples of 8 and 16 elements where the host saw them
+    so (`ROWS_16B`, `launch_constants`): X's rows and W's kept-value rows then start 16 bytes
+    apart and the K loop's tiles can stream by TMA. Inlined where it is called."""
+    if ROWS_16B:
+        stride_xm = tl.multiple_of(stride_xm, 8)
+        stride_wn = tl.multiple_of(stride_wn, 16)
+    return stride_xm, stride_wn
+
+
+@sparsecc.jit
 def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, ROWS_16B: tl.constexpr = False):
     """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]), W 2:4 sparse along K. ROWS_16B: the host saw
     X's row stride a multiple of 8 elements and W's (dense K) of 16, so the rows of X and of W's
     kept values start 16 bytes apart and the tiles can stream by TMA."""
-    if ROWS_16B:
-        stride_wn = tl.multiple_of(stride_wn, 16)
-        stride_xm = tl.multiple_of(stride_xm, 8)
+    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, 0),
@@ -97,9 +106,7 @@ def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, strid
                                           y.stride(0), BLOCK_M=8, BLOCK_N=64, BLOCK_K=256, SPLIT_K=2,
                                           HAS_BIAS=False, ACTIVATION="none")
     """
-    if ROWS_16B:
-        stride_wn = tl.multiple_of(stride_wn, 16)
-        stride_xm = tl.multiple_of(stride_xm, 8)
+    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -436,6 +443,27 @@ def _linear_other(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
     return _dispatch.activate(y, activation)
 
 
+def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, cfg: LinearConfig, has_bias: bool,
+                     activation: str) -> dict[str, Any]:
+    """The constexprs and compile options of a linear kernel launch of `cfg` (the tiles, the
+    epilogue, `quant_wgmma` with its dtype's loop options unless the environment sets them, and
+    `ROWS_16B` where X's and W's rows start 16 bytes apart), shared by every linear kernel.
+
+        >>> launch_constants(torch.zeros(4, 64).half(), sparsecc.compress(torch.zeros(8, 64).half()),
+        ...                  LinearConfig(16, 32, 64), False, "none")["ROWS_16B"]
+        True
+    """
+    consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
+                                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
+        consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
+        env = env_overrides()
+        consts.update({name: on for name, on in quant_wgmma_options(x.dtype).items() if name not in env})
+    if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
+        consts["ROWS_16B"] = True
+    return consts
+
+
 def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor,
                   cfg: LinearConfig, has_bias: bool, activation: str) -> None:
     """One launch of the linear kernel for `cfg` (split-K when `cfg.split_k` > 1) writing
@@ -449,14 +477,7 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
     m, k = x.shape
     n = w.shape[0]
     grid_m, grid_n = (m + cfg.block_m - 1) // cfg.block_m, (n + cfg.block_n - 1) // cfg.block_n
-    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
-                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-    if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
-        consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
-        env = env_overrides()
-        consts.update({name: on for name, on in quant_wgmma_options(x.dtype).items() if name not in env})
-    if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
-        consts["ROWS_16B"] = True  # TMA copies (see the kernel)
+    consts = launch_constants(x, w, cfg, has_bias, activation)
     if cfg.split_k <= 1:
         sparse_linear_kernel[(grid_m, grid_n)](y, x, w, bias, m, n, k, x.stride(0), w.stride(0), y.stride(0),
                                                **consts)

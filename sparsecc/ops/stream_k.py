@@ -29,18 +29,20 @@ accumulator's own register order would need none of that address math: the next 
 
 from __future__ import annotations
 
-import importlib
-
 import torch
 
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops.mm_tiles import _accumulate_k
-from sparsecc.ops.sparse_linear import SM_COUNT, LinearConfig, _activate
+from sparsecc.ops.sparse_linear import (
+    SM_COUNT,
+    LinearConfig,
+    _activate,
+    _row_strides,
+    launch_constants,
+)
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
-
-_jit = importlib.import_module("sparsecc.frontend.jit")
 
 __all__ = ["MAX_SPLIT", "launch_linear_stream_k", "sparse_linear_stream_k_kernel", "stream_k_plan"]
 
@@ -56,9 +58,7 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
     others are the parts of the remaining tiles, SPLIT a tile, PART_STEPS K steps each
     (`stream_k_plan`). PARTIALS: (ITEMS - WHOLE) x BLOCK_M x BLOCK_N fp32, a part's sum; TICKETS:
     one zeroed int32 per split tile."""
-    if ROWS_16B:
-        stride_wn = tl.multiple_of(stride_wn, 16)
-        stride_xm = tl.multiple_of(stride_xm, 8)
+    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B)
     steps = tl.cdiv(K, BLOCK_K)
     tiles_n = tl.cdiv(N, BLOCK_N)
     rows = tl.arange(0, BLOCK_M)
@@ -145,9 +145,6 @@ def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | Q
         tickets = torch.zeros(tiles - whole, dtype=torch.int32, device=y.device)
     else:  # whole tiles only: the kernel never touches either
         partials = tickets = y
-    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, SPLIT=split, HAS_BIAS=has_bias,
-                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages, tma_extents=True)
-    if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
-        consts["ROWS_16B"] = True
+    consts = launch_constants(x, w, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
     sparse_linear_stream_k_kernel[(programs,)](y, x, w, bias, partials, tickets, m, n, k, x.stride(0), w.stride(0),
                                                y.stride(0), whole, part_steps, items, **consts)
