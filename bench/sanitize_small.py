@@ -59,6 +59,15 @@ def sparse_mm_cases() -> int:
     return status
 
 
+def _mismatch(label: str, y: torch.Tensor, want: torch.Tensor) -> bool:
+    """Print `label` with y's largest error against `want` (fp32) and whether it is within 2% of
+    want's largest magnitude (at least 1); True on a mismatch (a NaN in y is one)."""
+    err = (y.float() - want).abs().max().item()
+    ok = err <= 0.02 * max(want.abs().max().item(), 1.0)
+    print(f"{label}: max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
+    return not ok
+
+
 def linear_16bit() -> int:
     """sparse_linear with a 16-bit 2:4 weight on ragged M, N and K whose rows start 16 bytes
     apart (so its tiles stream by TMA), at the prefill and mid-M tiles and split-K, with bias and
@@ -78,10 +87,7 @@ def linear_16bit() -> int:
         for cfg in tiles:
             y = sparse_linear(x, w, bias, "silu", config=cfg)
             torch.cuda.synchronize()
-            err = (y.float() - want).abs().max().item()
-            ok = err <= 0.02 * max(want.abs().max().item(), 1.0) and not y.isnan().any().item()
-            status |= not ok
-            print(f"sparse_linear {dtype} {m}x{n}x{k} {cfg}: max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
+            status |= _mismatch(f"sparse_linear {dtype} {m}x{n}x{k} {cfg}", y, want)
     return status
 
 
@@ -109,10 +115,7 @@ def quantized_prefill() -> int:
         launch_linear(y, x, w, y, cfg, has_bias=False, activation="none")
         torch.cuda.synchronize()
         want = reference_linear(x, w).float()
-        err = (y.float() - want).abs().max().item()
-        ok = err <= 0.02 * max(want.abs().max().item(), 1.0)
-        status |= not ok
-        print(f"sparse_linear {dtype} {scheme} {m}x{n}x{k} {cfg}: max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
+        status |= _mismatch(f"sparse_linear {dtype} {scheme} {m}x{n}x{k} {cfg}", y, want)
     return status
 
 
@@ -139,10 +142,7 @@ def linear_8bit() -> int:
         for cfg in tiles:
             y = sparse_linear_8bit(x, w, sw, bias, "silu", config=cfg)
             torch.cuda.synchronize()
-            err = (y.float() - want).abs().max().item()
-            ok = err <= 0.02 * max(want.abs().max().item(), 1.0)
-            status |= not ok
-            print(f"sparse_linear_8bit {dtype} {m}x{n}x{k} {cfg}: max |err| {err:.3g} {'ok' if ok else 'MISMATCH'}")
+            status |= _mismatch(f"sparse_linear_8bit {dtype} {m}x{n}x{k} {cfg}", y, want)
     return status
 
 
