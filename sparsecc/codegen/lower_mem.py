@@ -133,6 +133,36 @@ def global_addr(L: LoweringContext, bp: BlockPtr, g: list[SSAValue], elt: Attrib
     return em.add(bp.base, em.mul(off, esize(elt)))
 
 
+def register_addrs(L: LoweringContext, bp: BlockPtr, dl: DistLayout, coords: list[tuple[SSAValue, ...]],
+                   elt: Attribute) -> list[SSAValue]:
+    """Per register of `dl`, the global address of its element, as `global_addr` gives it: where
+    no dim of the layout wraps, a register's coordinates are the thread's base plus constants
+    (`dl.regs`), so the thread's base address is computed once and each register adds, per dim, a
+    constant multiple of the stride shared by every register with that offset (a few 64-bit adds
+    an element instead of a 64-bit multiply an element and dim)."""
+    if any(dl.wrap):
+        return [global_addr(L, bp, global_coords(L, bp, c), elt) for c in coords]
+    em = L.em
+    nbytes = esize(elt)
+    first = dl.regs[0]
+    base = global_addr(L, bp, [em.add(bp.offsets[d], em.sub(coords[0][d], first[d])) for d in range(len(first))], elt)
+    steps: dict[tuple[int, int], SSAValue] = {}
+
+    def step(d: int, k: int) -> SSAValue:
+        if (d, k) not in steps:
+            steps[(d, k)] = em.mul(bp.strides[d], k * nbytes)
+        return steps[(d, k)]
+
+    out = []
+    for offs in dl.regs:
+        addr = base
+        for d, k in enumerate(offs):
+            if k:
+                addr = em.add(addr, step(d, k))
+        out.append(addr)
+    return out
+
+
 def in_bounds(L: LoweringContext, bp: BlockPtr, g: list[SSAValue], dims: list[int]) -> SSAValue | None:
     em = L.em
     pred: SSAValue | None = None
@@ -223,9 +253,10 @@ def load_block(L: LoweringContext, bp: BlockPtr, ty: TensorType, dims: list[int]
     def scalar() -> list[SSAValue]:
         out = []
         zero = pad_value(L, elt, padding) if dims else None
+        addrs = register_addrs(L, bp, dl, coords, elt)
         for r in range(dl.num_regs):
             g = global_coords(L, bp, coords[r])
-            addr = global_addr(L, bp, g, elt)
+            addr = addrs[r]
             pred = in_bounds(L, bp, g, dims)
             op = ptx.LdGlobalOp(addr, elt, 1, mask=pred, other=[zero] if pred is not None else [])
             out.append(L.em.val(op))
@@ -238,9 +269,10 @@ def load_block(L: LoweringContext, bp: BlockPtr, ty: TensorType, dims: list[int]
         out = []
         wt, wn = word_type(elt, run)
         zero_w = L.em.c(0, wt) if isinstance(wt, IntegerType) else pad_value(L, wt, padding)
+        addrs = register_addrs(L, bp, dl, coords, elt)
         for r0 in range(0, dl.num_regs, run):
             g = global_coords(L, bp, coords[r0])
-            addr = global_addr(L, bp, g, elt)
+            addr = addrs[r0]
             pred = in_bounds(L, bp, g, dims)
             op = L.em.op(ptx.LdGlobalOp(addr, wt, wn, mask=pred, other=[zero_w] * wn if pred is not None else []))
             vals = unpack_words(L, list(op.results), elt, run)
@@ -266,19 +298,23 @@ def store_block(L: LoweringContext, bp: BlockPtr, val: Regs, dims: list[int], kn
     fast = fast_dim(ty)
     run = contiguous_run(dl, fast, max(1, 16 // esize(elt)))
 
-    def store_at(g: list[SSAValue], words: list[SSAValue]) -> None:
-        """One bounds-checked global store of `words` starting at global element `g`."""
-        L.em.op(ptx.StGlobalOp(global_addr(L, bp, g, elt), words, mask=in_bounds(L, bp, g, dims)))
+    def store_at(g: list[SSAValue], words: list[SSAValue], addr: SSAValue | None = None) -> None:
+        """One bounds-checked global store of `words` starting at global element `g` (at `addr`
+        where the caller has it)."""
+        addr = global_addr(L, bp, g, elt) if addr is None else addr
+        L.em.op(ptx.StGlobalOp(addr, words, mask=in_bounds(L, bp, g, dims)))
 
     def scalar() -> list[SSAValue]:
+        addrs = register_addrs(L, bp, dl, coords, elt)
         for r in range(dl.num_regs):
-            store_at(global_coords(L, bp, coords[r]), [val.regs[r]])
+            store_at(global_coords(L, bp, coords[r]), [val.regs[r]], addrs[r])
         return []
 
     def vector() -> list[SSAValue]:
+        addrs = register_addrs(L, bp, dl, coords, elt)
         for r0 in range(0, dl.num_regs, run):
             g = global_coords(L, bp, coords[r0])
-            store_at(g, pack_words(L, val.regs[r0:r0 + run]))
+            store_at(g, pack_words(L, val.regs[r0:r0 + run]), addrs[r0])
         return []
 
     def pieces() -> list[SSAValue]:

@@ -12,6 +12,7 @@ unknown operand makes the result unknown too:
   `run_phase` runs on to the next barrier or mbarrier wait, so that the threads of a CTA can run
   a whole K loop in lockstep.
 - memory: `ld.param`; `ld.global` / `ld.shared` and `st.shared`, scalar or `{...}` vectors;
+  `st.global` is recorded (`global_stores`: address, value, bytes), not written;
   `cp.async.{ca,cg}.shared.global` with its optional src-size (the rest zero-filled);
   `mbarrier.try_wait` succeeds (the run is sequential: every copy has landed). Memories are dicts
   address -> byte; a subclass changes what loads, stores and copies hold (`load`, `store`, `copy`).
@@ -25,7 +26,7 @@ unknown operand makes the result unknown too:
   destination, a `{...}` list as a list) for the test to check.
 
 Not executed (unknown results): other float arithmetic, conversions to or from floats, shuffles,
-ldmatrix and stmatrix, stores to global memory; barriers and fences are no-ops.
+ldmatrix and stmatrix; barriers and fences are no-ops.
 
     t = PtxThread(tid=0, params={"x_ptr": 1 << 32}, glob=image, shared={})
     wgmmas = t.run([ln.strip() for ln in ptx.splitlines()], until="back_edge")
@@ -137,6 +138,7 @@ class PtxThread:
         self.glob = {} if glob is None else glob
         self.shared = {} if shared is None else shared
         self.wgmmas: list[Wgmma] = []
+        self.global_stores: list[tuple[int, object, int]] = []  # (address, value, bytes) of each st.global
         self.pc = 0  # where `run_phase` goes on
 
     # -- memory (what a subclass may change) ----------------------------------------------------
@@ -275,6 +277,12 @@ class PtxThread:
             width = _width(opcode)
             for i, r in enumerate(r.strip() for r in args[1].strip("{}").split(",")):
                 self.store(addr + i * width, env.get(r), width)
+        elif head == "st" and ".global" in opcode:
+            addr = self.val(args[0].strip("[]"))
+            assert isinstance(addr, int), f"{opcode} {args}: unknown address"
+            width = _width(opcode)
+            for i, r in enumerate(r.strip() for r in args[1].strip("{}").split(",")):
+                self.global_stores.append((addr + i * width, env.get(r), width))
         elif opcode.startswith("cp.async.c") and ".shared.global" in opcode:
             dst, src = self.val(args[0].strip("[]")), self.val(args[1].strip("[]"))
             size = int(args[2])
