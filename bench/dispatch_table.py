@@ -101,6 +101,20 @@ def layer_table(gpu: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merged_entries(old: list[dict], new: list[dict]) -> list[dict]:
+    """`old`'s entries with those `new` measures again (same scheme, dtype and shape) replaced,
+    in `old`'s order, then `new`'s other entries.
+
+        >>> merged_entries([{"scheme": "nv24", "dtype": "float16", "n": 1, "k": 2, "m": {}}],
+        ...                [{"scheme": "nv24", "dtype": "float16", "n": 1, "k": 2, "m": {"1": 0}}])[0]["m"]
+        {'1': 0}
+    """
+    key = lambda e: (e["scheme"], e["dtype"], e["n"], e["k"])  # noqa: E731
+    fresh = {key(e): e for e in new}
+    out = [fresh.pop(key(e), e) for e in old]
+    return out + [e for e in new if key(e) in fresh]
+
+
 def _bands(plan):
     low = 0
     for bound, mode, _ in plan:
@@ -118,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--md", default=None, help="with --layers: write the table here (default: print it)")
     p.add_argument("--schemes", default=",".join(SCHEMES), help=f"comma-separated (default {','.join(SCHEMES)})")
     p.add_argument("--ms", default=",".join(map(str, dispatch.BUCKETS)), help="token counts")
+    p.add_argument("--shapes", default=None, help="comma-separated NxK (default: the Llama shapes of SHAPES)")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the entries of --out's existing table that this run does not measure again "
+                        "(one shape's rows rebuilt without re-timing the others)")
     p.add_argument("--dtype", choices=("float16", "bfloat16"), default="float16")
     p.add_argument("--budget", type=float, default=420.0, help="seconds; later shapes are skipped (default 420)")
     p.add_argument("--out", default=None, help="the JSON to write (default: the package's table for this GPU)")
@@ -139,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error("needs a CUDA GPU (--check reads the tables on the CPU)")
     gpu = torch.cuda.get_device_name()
     shapes = QUICK_SHAPES if args.quick else SHAPES
+    if args.shapes:
+        try:
+            shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(",") if s.strip()]
+        except ValueError:
+            p.error(f"--shapes: expected NxK,NxK,..., got {args.shapes!r}")
     ms = QUICK_MS if args.quick else [int(m) for m in args.ms.split(",") if m]
     schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
     dtype = getattr(torch, args.dtype)
@@ -166,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
            "sparsecc": sparsecc.__version__, "how": "bench/dispatch_table.py" + (" --quick" if args.quick else "")
            + (" --cold" if args.cold else ""),
            "skipped": skipped, "entries": entries}
+    if args.merge and os.path.exists(out):
+        doc["entries"] = merged_entries(json.load(open(out))["entries"], entries)
     dispatch.parse_entries(doc)  # what the dispatcher reads back
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:

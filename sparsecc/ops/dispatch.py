@@ -205,9 +205,9 @@ def parse_entries(obj: Any) -> list[Entry]:
                 c = r.get("config")
                 if c is not None and (not isinstance(c, list) or len(c) not in (6, 7)
                                       or not all(isinstance(v, int) and v > 0 for v in c)
-                                      or (len(c) == 7 and c[6] != 1)):
-                    raise ValueError(f"config must be 6 positive ints (a 7th, 1, for a quant_wgmma tile) "
-                                     f"or null, got {c!r}")
+                                      or (len(c) == 7 and c[6] > 3)):
+                    raise ValueError(f"config must be 6 positive ints (a 7th of flags, 1 to 3: quant_wgmma 1, "
+                                     f"stream_k 2) or null, got {c!r}")
                 configs.append(tuple(c) if c is not None else None)
             out.append(Entry(str(e["scheme"]), str(e["dtype"]), int(e["n"]), int(e["k"]),
                              _num(e["densify_us"]) or 0.0, _num(e.get("dequant_us")) or 0.0,

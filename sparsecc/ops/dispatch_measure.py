@@ -26,7 +26,7 @@ import contextlib
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import astuple, replace
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -119,14 +119,18 @@ _NARROW_TILES = [(16, 32, 1024, 3, 1), (16, 64, 256, 3, 1), (32, 64, 256, 4, 1),
 
 def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     """Tile configs to time for the 2:4 linear kernel: the default pick first, then split-K
-    variants at few tokens (more CTAs for long rows)."""
+    variants at few tokens (more CTAs for long rows), and from 256 tokens stream-K forms of the
+    tiles whose last wave it would split."""
     from sparsecc.ops.sparse_linear import (
+        SM_COUNT,
         LinearConfig,
         default_linear_config,
         has_quant_wgmma,
         quantized_default_config,
         quantized_linear_config,
     )
+    from sparsecc.ops.sparse_mm import sm_count
+    from sparsecc.ops.stream_k import stream_k_plan
     from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 
     quantized = isinstance(w, QuantizedSparseTensor)
@@ -154,6 +158,10 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
                   if bm <= max(32, m) and k // s >= 1024]
     if quantized:
         cands = [quantized_linear_config(c, w) for c in cands]
+    if m >= 256:  # the persistent form where its plan splits a thin last wave (bench/stream_k.py, stop 25)
+        sms = sm_count(w.device.index) if w.device.type == "cuda" else SM_COUNT
+        cands += [replace(c, stream_k=True) for c in cands
+                  if c.split_k == 1 and c.block_m >= 64 and stream_k_plan(m, n, k, c, sms)[2] > 1]
     out: list[Any] = []
     for c in cands:
         if c not in out:
@@ -176,8 +184,7 @@ def _best_linear(x: torch.Tensor, w: Any, log: Callable[[str], None]) -> tuple[f
             log(f"    config {cfg} failed: {type(e).__name__}: {str(e)[:120]}")
             continue
         if best[0] is None or t < best[0]:
-            # a quant_wgmma tile adds a 7th entry, 1 (dispatch.parse_entries)
-            best = (t, None if i == 0 else [*astuple(cfg)[:6], *([1] if cfg.quant_wgmma else [])])
+            best = (t, None if i == 0 else cfg.table_row())
     return best
 
 

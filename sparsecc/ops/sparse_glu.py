@@ -33,6 +33,7 @@ from sparsecc.ops.sparse_linear import (
     default_linear_config,
     quantized_decode_config,
     quantized_linear_config,
+    table_linear_config,
 )
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
@@ -118,14 +119,14 @@ def swiglu_config(m: int, half: int, k: int, w: SparseTensor | QuantizedSparseTe
     """
     quantized = isinstance(w, QuantizedSparseTensor)
     picked = _dispatch.table_config(m, half, k, w.dtype, _dispatch.scheme_of(w), device)
-    cfg = LinearConfig(*picked) if picked is not None else None
+    cfg = table_linear_config(picked) if picked is not None else None
     if cfg is None:
         cfg = default_linear_config(m, half, k, device.type)
         if quantized and device.type == "cuda" and m <= 64:
             cfg = quantized_decode_config(m, half, k)
     if quantized:
         cfg = quantized_linear_config(cfg, w)
-    cfg = replace(cfg, split_k=1)
+    cfg = replace(cfg, split_k=1, stream_k=False)  # one program a tile: the fused kernel has neither form
     if device.type != "cuda":
         return cfg  # the interpreter: no registers or shared memory to fit
     while cfg.block_m * cfg.block_n > MAX_ACC:
@@ -185,6 +186,8 @@ def sparse_swiglu(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
         _check_config(config, w)
         if config.split_k != 1:
             raise ValueError(f"sparse_swiglu: config split_k must be 1, got {config.split_k}")
+        if config.stream_k:
+            raise ValueError("sparse_swiglu: config stream_k is not a form of the fused kernel (one program a tile)")
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     if x2.stride(-1) != 1 or x2.data_ptr() % 16:

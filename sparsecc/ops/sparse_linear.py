@@ -145,8 +145,13 @@ class LinearConfig:
     dequantized W tile is wgmma's register A; needs 4 or 8 warps and BLOCK_M a multiple of 16);
     it changes nothing for 16-bit weights or other GPUs.
 
+    `stream_k`: run the persistent kernel of `sparsecc.ops.stream_k` (one program an SM, the
+    last wave's tiles split along K where it would leave most SMs idle); not with `split_k`.
+
         >>> LinearConfig(16, 32, 512, num_warps=4, num_stages=2, split_k=4)
         LinearConfig(block_m=16, block_n=32, block_k=512, num_warps=4, num_stages=2, split_k=4)
+        >>> LinearConfig(128, 256, 64, 8, 4, stream_k=True)
+        LinearConfig(block_m=128, block_n=256, block_k=64, num_warps=8, num_stages=4, split_k=1, stream_k=True)
     """
 
     block_m: int
@@ -156,11 +161,31 @@ class LinearConfig:
     num_stages: int = NUM_STAGES
     split_k: int = 1
     quant_wgmma: bool = False
+    stream_k: bool = False
+
+    def __post_init__(self) -> None:
+        if self.stream_k and self.split_k > 1:
+            raise ValueError(f"LinearConfig: stream_k splits the last wave itself; it takes split_k=1, "
+                             f"not {self.split_k}")
 
     def __repr__(self) -> str:
-        """The fields, `quant_wgmma` only where set (the tiles of other weights do not have it)."""
-        names = [f.name for f in fields(self) if f.name != "quant_wgmma" or self.quant_wgmma]
+        """The fields, the two switches only where set (most tiles have neither)."""
+        names = [f.name for f in fields(self) if f.name not in _SWITCHES or getattr(self, f.name)]
         return f"LinearConfig({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
+
+    def table_row(self) -> list[int]:
+        """The config as a dispatch table stores it: the six ints, then a 7th of flags (1:
+        `quant_wgmma`, 2: `stream_k`) where either is set; `table_linear_config` reads it back.
+
+            >>> LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, stream_k=True).table_row()
+            [128, 128, 128, 8, 3, 1, 3]
+        """
+        flags = int(self.quant_wgmma) | 2 * int(self.stream_k)
+        return [self.block_m, self.block_n, self.block_k, self.num_warps, self.num_stages, self.split_k,
+                *([flags] if flags else [])]
+
+
+_SWITCHES = ("quant_wgmma", "stream_k")
 
 
 def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> LinearConfig:
@@ -310,12 +335,15 @@ def has_quant_wgmma(device: torch.device) -> bool:
 
 def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:
     """The LinearConfig of a dispatch table's config: 6 ints (block_m, block_n, block_k,
-    num_warps, num_stages, split_k) and a 7th, 1, for `quant_wgmma` tiles.
+    num_warps, num_stages, split_k) and a 7th of flags (`LinearConfig.table_row`).
 
         >>> table_linear_config((128, 128, 128, 8, 3, 1, 1)).quant_wgmma
         True
+        >>> table_linear_config((128, 256, 64, 8, 4, 1, 2)).stream_k
+        True
     """
-    return LinearConfig(*picked[:6], quant_wgmma=len(picked) > 6 and picked[6] == 1)
+    flags = picked[6] if len(picked) > 6 else 0
+    return LinearConfig(*picked[:6], quant_wgmma=bool(flags & 1), stream_k=bool(flags & 2))
 
 
 def quantized_linear_config(cfg: LinearConfig, w: QuantizedSparseTensor) -> LinearConfig:
@@ -466,7 +494,8 @@ def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, c
 
 def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor,
                   cfg: LinearConfig, has_bias: bool, activation: str) -> None:
-    """One launch of the linear kernel for `cfg` (split-K when `cfg.split_k` > 1) writing
+    """One launch of the linear kernel for `cfg` (split-K when `cfg.split_k` > 1, stream-K when
+    `cfg.stream_k`) writing
     `y` (M × N); `x` is M × K with unit column stride, `bias` any tensor when `has_bias` is
     False. No checks: `sparse_linear` is the checked entry point; benchmarks call this to time
     one config.
@@ -474,6 +503,11 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
         y = torch.empty(x.shape[0], w.shape[0], dtype=x.dtype, device=x.device)
         launch_linear(y, x, w, y, LinearConfig(8, 64, 256, 4, 3, split_k=2), has_bias=False, activation="none")
     """
+    if cfg.stream_k:  # (imported here: stream_k builds on this module's kernel pieces)
+        from sparsecc.ops.stream_k import launch_linear_stream_k
+
+        launch_linear_stream_k(y, x, w, bias, cfg, has_bias, activation)
+        return
     m, k = x.shape
     n = w.shape[0]
     grid_m, grid_n = (m + cfg.block_m - 1) // cfg.block_m, (n + cfg.block_n - 1) // cfg.block_n

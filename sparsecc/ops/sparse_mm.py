@@ -229,11 +229,16 @@ def _programs(m: int, n: int, block_m: int, block_n: int, persistent: bool, devi
     tiles = (rows + rows % num_ctas) * -(-n // block_n)
     if not persistent:
         return tiles
-    return min(tiles, _sm_count(device.index) if device.type == "cuda" else 8)
+    return min(tiles, sm_count(device.index) if device.type == "cuda" else 8)
 
 
 @functools.cache
-def _sm_count(index: int | None) -> int:
+def sm_count(index: int | None) -> int:
+    """The streaming multiprocessors of CUDA device `index` (None: the current device), cached:
+    the program count of a persistent launch.
+
+        programs = min(tiles, sm_count(x.device.index))
+    """
     props = torch.cuda.get_device_properties(torch.cuda.current_device() if index is None else index)
     return props.multi_processor_count
 

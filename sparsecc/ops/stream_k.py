@@ -14,17 +14,15 @@ the epilogue.
 
 It compiles with `tma_extents`, so that its K loop keeps one TMA ring across the `while` trips
 and a producer warp (the fix-up is unrolled over SPLIT so that the K loop stays the only loop in
-the `while`). Its first form spread all the work evenly (parts at both ends of every program's
-range): 0.56-0.96x F.linear where the data-parallel kernel runs 0.95-1.34x on the H100, the
-parts' 34 MB of fp32 scratch pushing the operands out of L2 (2.8x the DRAM reads, ncu; NOTES
-stop 24), while whole tiles only beat data-parallel (64.9 vs 68.0 us at 4096x4096, 2048 tokens).
+the `while`). The programs take tiles token tile first, as the data-parallel grid does, so that
+those at work together share a few weight panels in L2 (weight tile first, every program streamed
+the whole weight once per token tile: 1.7x the DRAM reads).
 
-Not dispatched: this form too runs under the data-parallel kernel on the H100 (bench/stream_k.py,
-stop 24: 11008x4096 at 512 tokens 0.78x F.linear against 0.96x). Whole tiles cost 3% more than
-data-parallel (ncu); a part costs nearly a whole tile: its epilogue is ~1,500 instructions a warp
-of address math and scattered 8-byte stores (and the reload) of the fp32 part, a third of the
-stall samples (ncu source counters, NOTES stop 24). Parts written and read back in the
-accumulator's own register order would need none of that address math: the next lever.
+The dispatcher times it from 256 tokens where its plan splits a last wave
+(`LinearConfig(stream_k=True)`; bench/stream_k.py, NOTES stop 25): 11008x4096 at 512 tokens
+1.05x F.linear where data-parallel runs 0.97x, 4096x11008 1.10x (0.98x), 11008x4096 at 2048
+1.31x (1.24x); a launch without a split is 10-15% slower than data-parallel, so it is never timed
+there.
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ from sparsecc.ops.sparse_linear import (
     _row_strides,
     launch_constants,
 )
+from sparsecc.ops.sparse_mm import sm_count
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
@@ -60,7 +59,7 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
     one zeroed int32 per split tile."""
     stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B)
     steps = tl.cdiv(K, BLOCK_K)
-    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles_m = tl.cdiv(M, BLOCK_M)
     rows = tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     item = tl.program_id(0)
@@ -71,8 +70,8 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
         tile = tl.where(split, WHOLE + j // SPLIT, item)
         first = tl.where(split, part * PART_STEPS, 0)
         count = tl.where(split, tl.minimum(PART_STEPS, steps - first), steps)
-        pid_m = tile // tiles_n
-        pid_n = tile - pid_m * tiles_n
+        pid_n = tile // tiles_m  # token tiles fastest, as the data-parallel grid: the programs at
+        pid_m = tile - pid_n * tiles_m  # work together share a few weight panels in L2
         x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
                                   block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
         w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
@@ -136,7 +135,7 @@ def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | Q
     m, k = x.shape
     n = w.shape[0]
     if sms is None:
-        sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
+        sms = sm_count(x.device.index) if x.is_cuda else 4
     programs, whole, split, part_steps = stream_k_plan(m, n, k, cfg, sms)
     tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
     items = whole + (tiles - whole) * split

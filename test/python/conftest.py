@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -49,3 +51,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason=reason)
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_dynamo_per_file() -> Iterator[None]:
+    """Each test file starts without the compiled code of the files before it: dynamo's recompile
+    limit (8 per code object) counts across files, so a file's `fullgraph=True` compiles would
+    fail (FailOnRecompileLimitHit) depending on which files ran first in the process."""
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        dynamo.reset()
+    yield

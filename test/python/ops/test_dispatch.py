@@ -158,6 +158,31 @@ def test_a_bad_table_file_is_ignored_with_a_warning(tmp_path, monkeypatch):
         assert dispatch.choose(1, 4096, 4096, torch.float16, "w4g128", "cuda").mode == "sparse"
 
 
+def test_a_config_flags_entry_round_trips_and_bad_flags_are_refused(tmp_path, monkeypatch):
+    from sparsecc.ops.sparse_linear import LinearConfig, table_linear_config
+
+    for cfg in (LinearConfig(128, 256, 64, 8, 4, stream_k=True), LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True),
+                LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, stream_k=True), LinearConfig(16, 32, 512, 4, 3, 2)):
+        row = cfg.table_row()
+        assert table_linear_config(tuple(row)) == cfg
+        assert dispatch.parse_entries({"entries": [{**W4, "m": {"1": _row(8.0, 20.0, config=row)}}]})[0].configs == (
+            tuple(row),)
+    with pytest.raises(ValueError, match=r"entry 0: config must be 6 positive ints \(a 7th of flags, 1 to 3"):
+        dispatch.parse_entries({"entries": [{**W4, "m": {"1": _row(8.0, 20.0, config=[128, 256, 64, 8, 4, 1, 4])}}]})
+    with pytest.raises(ValueError, match="stream_k splits the last wave itself; it takes split_k=1, not 2"):
+        LinearConfig(128, 256, 64, 8, 4, split_k=2, stream_k=True)
+
+
+def test_stream_k_is_timed_only_where_its_plan_splits_a_thin_last_wave():
+    w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(11008, 256).half()))
+    streamed = lambda m: [c for c in dispatch_measure._linear_candidates(m, 11008, 4096, w) if c.stream_k]  # noqa: E731
+    assert streamed(128) == []                                 # decode and mid-M: the split-K family's place
+    assert any((c.block_m, c.block_n) == (128, 256) for c in streamed(512))  # 172 tiles: 132 + 40 split in 3
+    assert all(c.split_k == 1 for c in streamed(512))
+    thick = dispatch_measure._linear_candidates(2048, 4096, 4096, w)  # 256 tiles of 128x256: 124 in the last wave
+    assert not any(c.stream_k and (c.block_m, c.block_n) == (128, 256) for c in thick)
+
+
 def test_tuned_entries_override_the_shipped_ones(tmp_path, monkeypatch):
     _table(tmp_path, monkeypatch, [W4])
     tuned = dispatch.tuned_path(GPU)

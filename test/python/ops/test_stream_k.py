@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import sparsecc
-from sparsecc.ops.sparse_linear import LinearConfig, reference_linear
+from sparsecc.ops.sparse_glu import sparse_swiglu
+from sparsecc.ops.sparse_linear import LinearConfig, reference_linear, sparse_linear
 from sparsecc.ops.stream_k import launch_linear_stream_k, stream_k_plan
 
 
@@ -58,3 +59,23 @@ def test_stream_k_matches_torch_on_the_gpu(m, n, k):
     _check("cuda", m, n, k, LinearConfig(128, 256, 64, 8, 4), None)
     _check("cuda", m, n, k, LinearConfig(128, 128, 64, 4, 4), 7)
     _check("cuda", m, n, k, LinearConfig(128, 128, 64, 8, 4), 100)
+    g = torch.Generator().manual_seed(2)  # the dispatch table's route: a stream_k config through sparse_linear
+    w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, generator=g).half()).cuda())
+    x = torch.randn(m, k, generator=g).half().cuda()
+    y = sparse_linear(x, w, config=LinearConfig(128, 256, 64, 8, 4, stream_k=True))
+    torch.testing.assert_close(y.float(), reference_linear(x, w).float(), rtol=1e-2, atol=1e-2 * (k / 64) ** 0.5)
+
+
+@pytest.mark.filterwarnings("ignore::sparsecc.frontend.jit.InterpreterFallbackWarning")
+def test_sparse_linear_runs_a_stream_k_config():
+    """`LinearConfig(stream_k=True)` is the dispatch table's way to pick this kernel: through
+    `sparse_linear`'s checks to `launch_linear`, on the interpreter's 4 programs (40x64 in 6
+    tiles of 16x32: one wave of 4 whole, 2 tiles split in 2 parts)."""
+    g = torch.Generator().manual_seed(1)
+    w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(64, 160, generator=g).half()))
+    x = torch.randn(40, 160, generator=g).half()
+    y = sparse_linear(x, w, config=LinearConfig(16, 32, 32, 4, 1, stream_k=True))
+    torch.testing.assert_close(y.float(), reference_linear(x, w).float(), rtol=1e-2, atol=1e-2)
+    with pytest.raises(ValueError, match="sparse_swiglu: config stream_k is not a form of the fused kernel"):
+        sparse_swiglu(x, sparsecc.compress(sparsecc.prune_2to4(torch.randn(128, 160, generator=g).half())),
+                      config=LinearConfig(16, 32, 32, 4, 1, stream_k=True))
