@@ -167,8 +167,34 @@ def user_kernels() -> int:
     return status
 
 
+def stream_k() -> int:
+    """The stream-K linear kernel planned for few SMs, so that a ragged shape has whole tiles and
+    split ones (fp32 parts through scratch, a ticket each): 16-bit with bias and an activation,
+    and on Hopper a 4-bit weight on the register-A wgmma tile, into NaN-poisoned outputs."""
+    import sparsecc
+    from sparsecc.ops.sparse_linear import LinearConfig, reference_linear
+    from sparsecc.ops.stream_k import launch_linear_stream_k
+
+    status = 0
+    m, n = 517, 392
+    cases = [(None, 1488, LinearConfig(128, 128, 64, 4, 4)), (None, 1488, LinearConfig(128, 256, 64, 8, 4))]
+    if torch.cuda.get_device_capability() == (9, 0):  # K in whole quantization groups
+        cases.append(("w4g128", 1536, LinearConfig(128, 128, 128, 8, 4, quant_wgmma=True)))
+    for quant, k, cfg in cases:
+        w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=torch.float16, device="cuda")), quant=quant)
+        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        bias = torch.randn(n, dtype=torch.float16, device="cuda")
+        want = reference_linear(x, w, bias, "silu").float()
+        for sms in (4, 9):  # 20 or 10 tiles: whole tiles only, or whole ones and the rest in 2-4 parts
+            y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+            launch_linear_stream_k(y, x, w, bias, cfg, True, "silu", sms=sms)
+            torch.cuda.synchronize()
+            status |= _mismatch(f"stream_k {quant or 'fp16'} {m}x{n}x{k} {cfg} on {sms} SMs", y, want)
+    return status
+
+
 SECTIONS = {"sparse_mm": sparse_mm_cases, "user_kernels": user_kernels, "quantized_prefill": quantized_prefill,
-            "linear_8bit": linear_8bit, "linear_16bit": linear_16bit}
+            "linear_8bit": linear_8bit, "linear_16bit": linear_16bit, "stream_k": stream_k}
 """The sections `python bench/sanitize_small.py [SECTION ...]` runs."""
 
 

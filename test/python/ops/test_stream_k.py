@@ -76,6 +76,31 @@ def test_sparse_linear_runs_a_stream_k_config():
     x = torch.randn(40, 160, generator=g).half()
     y = sparse_linear(x, w, config=LinearConfig(16, 32, 32, 4, 1, stream_k=True))
     torch.testing.assert_close(y.float(), reference_linear(x, w).float(), rtol=1e-2, atol=1e-2)
+    wq = sparsecc.compress(sparsecc.prune_2to4(torch.randn(64, 512, generator=g).half()), quant="w4g128")
+    xq = torch.randn(40, 512, generator=g).half()  # 6 tiles of 4 K steps: 2 split in 2 parts
+    yq = sparse_linear(xq, wq, config=LinearConfig(16, 32, 128, 4, 1, stream_k=True))
+    torch.testing.assert_close(yq.float(), reference_linear(xq, wq).float(), rtol=1e-2, atol=2e-2)
     with pytest.raises(ValueError, match="sparse_swiglu: config stream_k is not a form of the fused kernel"):
         sparse_swiglu(x, sparsecc.compress(sparsecc.prune_2to4(torch.randn(128, 160, generator=g).half())),
                       config=LinearConfig(16, 32, 32, 4, 1, stream_k=True))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("quant", ["w4g128", "w8g128"])
+def test_quantized_stream_k_on_the_register_a_wgmma_tile(quant):
+    """The dispatch table's quant_wgmma + stream_k configs (flags 3): a quantized weight through
+    sparse_linear on the persistent kernel, whole tiles and split ones (plans for 9 SMs)."""
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 GPU (the register-A wgmma tile)")
+    g = torch.Generator().manual_seed(3)
+    w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(392, 1536, generator=g).half()).cuda(), quant=quant)
+    x = torch.randn(517, 1536, generator=g).half().cuda()
+    bias = torch.randn(392, generator=g).half().cuda()
+    want = reference_linear(x, w, bias, "silu").float()
+    cfg = LinearConfig(128, 128, 128, 8, 4, quant_wgmma=True, stream_k=True)
+    for sms in (4, 9, None):
+        y = torch.full((517, 392), float("nan"), dtype=torch.float16, device="cuda")
+        launch_linear_stream_k(y, x, w, bias, cfg, has_bias=True, activation="silu", sms=sms)
+        torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=2e-2 * max(want.abs().max().item(), 1.0))
+    y = sparse_linear(x, w, bias, "silu", config=cfg)
+    torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=2e-2 * max(want.abs().max().item(), 1.0))
