@@ -230,7 +230,7 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
     In a K loop the body writes the same PTX registers each trip, so the drain below comes
     first. With one dot per body (`frag_keep` 0) that is `wait_group 0`: step j+1 dequantizes
     only after group j landed, and the tensor cores idle meanwhile. Unrolled by two
-    (`wgmma_unroll`, part of `sparse_linear.QUANT_WGMMA_RING`; `frag_keep` 1), dots 2i and
+    (`wgmma_unroll`, part of `linear_config.QUANT_WGMMA_RING`; `frag_keep` 1), dots 2i and
     2i+1 have register sets of their own, R0 and R1: before dot j+1 writes R_{(j+1) % 2}, the
     wait keeps one group, g_j (reading R_{j % 2} and its B slot), and retires g_{j-1}, the last
     reader of R_{(j+1) % 2}; so step j+1 is dequantized while g_j runs (issue 26; checked on the

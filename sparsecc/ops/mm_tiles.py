@@ -1,8 +1,10 @@
-"""The pieces every sparse_mm kernel shares: tile order, operand block pointers, the K loop, the
-epilogue store (`@sparsecc.jit` helpers, inlined into each kernel), and the launch config type.
+"""The pieces every sparse_mm and linear kernel shares: tile order, operand block pointers, the K
+loop, the epilogue store and activation (`@sparsecc.jit` helpers, inlined into each kernel), and
+sparse_mm's launch config type.
 
-`sparsecc.ops.sparse_mm` (fp16 / bf16) and `sparsecc.ops.sparse_mm_8bit` (int8 / fp8) build
-their kernels from them.
+`sparsecc.ops.sparse_mm` (fp16 / bf16), `sparsecc.ops.sparse_mm_8bit` (int8 / fp8) and the linear
+kernels (`sparse_linear`, `sparse_linear_8bit`, `stream_k`, `sparse_glu`) build their kernels from
+them.
 """
 
 from __future__ import annotations
@@ -78,6 +80,29 @@ def _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
                                  BLOCK_M, BLOCK_N, BLOCK_K, B_KMAJOR)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
     return _accumulate_k(acc, a_ptr, b_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
+
+
+@sparsecc.jit
+def _activate(acc, ACTIVATION: tl.constexpr):
+    """acc through a linear layer's epilogue activation (`sparse_linear.ACTIVATIONS`)."""
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu_tanh":
+        acc = 0.5 * acc * (1.0 + tl.tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)))
+    elif ACTIVATION == "silu":
+        acc = acc * tl.sigmoid(acc)
+    return acc
+
+
+@sparsecc.jit
+def _row_strides(stride_xm, stride_wn, ROWS_16B: tl.constexpr):
+    """X's and W's row strides, declared multiples of 8 and 16 elements where the host saw them
+    so (`ROWS_16B`, `launch_constants`): X's rows and W's kept-value rows then start 16 bytes
+    apart and the K loop's tiles can stream by TMA. Inlined where it is called."""
+    if ROWS_16B:
+        stride_xm = tl.multiple_of(stride_xm, 8)
+        stride_wn = tl.multiple_of(stride_wn, 16)
+    return stride_xm, stride_wn
 
 
 @dataclass(frozen=True)

@@ -26,44 +26,22 @@ in a fixed order and runs the epilogue, in the same launch (`launch_linear`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from typing import Any
 
 import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.defaults import NUM_STAGES, NUM_WARPS
 from sparsecc.ops import dispatch as _dispatch
 from sparsecc.ops.densify import weight16
-from sparsecc.ops.mm_tiles import _accumulate_k
+from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, launch_constants, table_linear_config
+from sparsecc.ops.mm_tiles import _accumulate_k, _activate, _row_strides
+from sparsecc.ops.stream_k import launch_linear_stream_k
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
-from sparsecc.switches import env_overrides
 
 ACTIVATIONS = ("none", "relu", "gelu_tanh", "silu")
-
-
-@sparsecc.jit
-def _activate(acc, ACTIVATION: tl.constexpr):
-    if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0)
-    elif ACTIVATION == "gelu_tanh":
-        acc = 0.5 * acc * (1.0 + tl.tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)))
-    elif ACTIVATION == "silu":
-        acc = acc * tl.sigmoid(acc)
-    return acc
-
-
-@sparsecc.jit
-def _row_strides(stride_xm, stride_wn, ROWS_16B: tl.constexpr):
-    """X's and W's row strides, declared multiples of 8 and 16 elements where the host saw them
-    so (`ROWS_16B`, `launch_constants`): X's rows and W's kept-value rows then start 16 bytes
-    apart and the K loop's tiles can stream by TMA. Inlined where it is called."""
-    if ROWS_16B:
-        stride_xm = tl.multiple_of(stride_xm, 8)
-        stride_wn = tl.multiple_of(stride_wn, 16)
-    return stride_xm, stride_wn
 
 
 @sparsecc.jit
@@ -136,58 +114,6 @@ def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, strid
         tl.store(Y + rm[:, None] * stride_ym + rn[None, :], acc.to(Y.dtype.element_ty), mask=inside)
 
 
-@dataclass(frozen=True)
-class LinearConfig:
-    """Tiles of one sparse_linear launch (BLOCK_M over tokens, BLOCK_N over output features);
-    `split_k` > 1 splits K over that many programs per output tile (decode: more CTAs).
-
-    `quant_wgmma`: for a quantized W on sm_90a, compile with the `quant_wgmma` switch (the
-    dequantized W tile is wgmma's register A; needs 4 or 8 warps and BLOCK_M a multiple of 16);
-    it changes nothing for 16-bit weights or other GPUs.
-
-    `stream_k`: run the persistent kernel of `sparsecc.ops.stream_k` (one program an SM, the
-    last wave's tiles split along K where it would leave most SMs idle); not with `split_k`.
-
-        >>> LinearConfig(16, 32, 512, num_warps=4, num_stages=2, split_k=4)
-        LinearConfig(block_m=16, block_n=32, block_k=512, num_warps=4, num_stages=2, split_k=4)
-        >>> LinearConfig(128, 256, 64, 8, 4, stream_k=True)
-        LinearConfig(block_m=128, block_n=256, block_k=64, num_warps=8, num_stages=4, split_k=1, stream_k=True)
-    """
-
-    block_m: int
-    block_n: int
-    block_k: int
-    num_warps: int = NUM_WARPS
-    num_stages: int = NUM_STAGES
-    split_k: int = 1
-    quant_wgmma: bool = False
-    stream_k: bool = False
-
-    def __post_init__(self) -> None:
-        if self.stream_k and self.split_k > 1:
-            raise ValueError(f"LinearConfig: stream_k splits the last wave itself; it takes split_k=1, "
-                             f"not {self.split_k}")
-
-    def __repr__(self) -> str:
-        """The fields, the two switches only where set (most tiles have neither)."""
-        names = [f.name for f in fields(self) if f.name not in _SWITCHES or getattr(self, f.name)]
-        return f"LinearConfig({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
-
-    def table_row(self) -> list[int]:
-        """The config as a dispatch table stores it: the six ints, then a 7th of flags (1:
-        `quant_wgmma`, 2: `stream_k`) where either is set; `table_linear_config` reads it back.
-
-            >>> LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, stream_k=True).table_row()
-            [128, 128, 128, 8, 3, 1, 3]
-        """
-        flags = int(self.quant_wgmma) | 2 * int(self.stream_k)
-        return [self.block_m, self.block_n, self.block_k, self.num_warps, self.num_stages, self.split_k,
-                *([flags] if flags else [])]
-
-
-_SWITCHES = ("quant_wgmma", "stream_k")
-
-
 def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> LinearConfig:
     """The tiles bench/linear.py measured best on the H100 (bench/results/linear-current-*.md)."""
     if device_type == "cpu":
@@ -199,10 +125,6 @@ def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> 
     if m >= 1024:  # prefill: 1.17-1.33x F.linear at 2048 tokens on Llama-2-7B shapes
         return LinearConfig(128, 256, 64, 8, 4)
     return _medium_m_config(m, n, k)
-
-
-SM_COUNT = 132
-"""Streaming multiprocessors of an H100 SXM / H200: the CTA count one wave fills."""
 
 
 def _medium_m_config(m: int, n: int, k: int) -> LinearConfig:
@@ -256,37 +178,6 @@ wgmma): at 128 tokens it ran 0.95-1.40x F.linear where the mma.sp tiles ran 0.77
 (bench/linear_mid_sweep.py --scheme, H100, stop 24)."""
 
 
-QUANT_WGMMA_RING: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True, "wgmma_in_flight": False}
-"""The mbarrier-ring form of `quant_wgmma` loops (for A/B runs): a per-slot mbarrier ring and the
-K loop unrolled by two, so that each warp's dequantization of one K step overlaps the wgmmas of
-the step before. Measured 4-7% slower than the plain loop on the H100 (w4g128 fp16 and bf16,
-4096x4096 and 11008x4096 at M = 512 / 2048: bench/results/NOTES.md, stop 23 run 2). bf16
-weights reach the fragments through a layout convert whose CTA barrier drains every group once
-per K step; `SPARSECC_WGMMA_RING_IN_FLIGHT=1` (switch `wgmma_ring_in_flight`) keeps the last
-group running there (no gain measured)."""
-
-QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": False, "wgmma_unroll": True, "wgmma_in_flight": True}
-"""Compile options of fp16 `quant_wgmma` launches: the CTA-barrier loop unrolled by two (each copy
-of the body its own fragment registers) with the wgmma group of the step before running through
-the barrier (`wgmma_in_flight`: copies S-2 steps ahead, so `quantized_prefill_config` gives fp16
-four stages), each K step's dequantization overlapping the previous step's wgmmas: 4-7% faster
-than the plain loop on the H100 (stop 23 run 8). A switch set in the environment wins."""
-
-QUANT_WGMMA_PLAIN: dict[str, bool] = {"mbarriers": False, "wgmma_unroll": False, "wgmma_in_flight": False}
-"""The plain CTA-barrier loop: bf16 `quant_wgmma` launches (four stages do not fit beside the
-bf16 fragments' convert scratch, and in flight at three the kernel takes 254 registers,
-unmeasured)."""
-
-
-def quant_wgmma_options(dtype: torch.dtype) -> dict[str, bool]:
-    """The compile options of a `quant_wgmma` launch whose activations are `dtype`.
-
-        >>> quant_wgmma_options(torch.float16)["wgmma_in_flight"], quant_wgmma_options(torch.bfloat16)["wgmma_unroll"]
-        (True, False)
-    """
-    return QUANT_WGMMA_OPTIONS if dtype == torch.float16 else QUANT_WGMMA_PLAIN
-
-
 def quantized_prefill_config(m: int, n: int, k: int, dtype: torch.dtype | None = None) -> LinearConfig:
     """Tiles for a quantized weight at prefill on sm_90a: 128 tokens x 128 weight rows a CTA over
     two warpgroups (each one m64n128k32 wgmma per k32 step of the dequantized tile), BLOCK_K
@@ -331,19 +222,6 @@ def has_quant_wgmma(device: torch.device) -> bool:
     """Whether `device` runs the register-A wgmma kernel of quantized weights (compute
     capability 9.0, compiled for sm_90a)."""
     return device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
-
-
-def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:
-    """The LinearConfig of a dispatch table's config: 6 ints (block_m, block_n, block_k,
-    num_warps, num_stages, split_k) and a 7th of flags (`LinearConfig.table_row`).
-
-        >>> table_linear_config((128, 128, 128, 8, 3, 1, 1)).quant_wgmma
-        True
-        >>> table_linear_config((128, 256, 64, 8, 4, 1, 2)).stream_k
-        True
-    """
-    flags = picked[6] if len(picked) > 6 else 0
-    return LinearConfig(*picked[:6], quant_wgmma=bool(flags & 1), stream_k=bool(flags & 2))
 
 
 def quantized_linear_config(cfg: LinearConfig, w: QuantizedSparseTensor) -> LinearConfig:
@@ -471,27 +349,6 @@ def _linear_other(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias
     return _dispatch.activate(y, activation)
 
 
-def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, cfg: LinearConfig, has_bias: bool,
-                     activation: str) -> dict[str, Any]:
-    """The constexprs and compile options of a linear kernel launch of `cfg` (the tiles, the
-    epilogue, `quant_wgmma` with its dtype's loop options unless the environment sets them, and
-    `ROWS_16B` where X's and W's rows start 16 bytes apart), shared by every linear kernel.
-
-        >>> launch_constants(torch.zeros(4, 64).half(), sparsecc.compress(torch.zeros(8, 64).half()),
-        ...                  LinearConfig(16, 32, 64), False, "none")["ROWS_16B"]
-        True
-    """
-    consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
-                                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-    if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
-        consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
-        env = env_overrides()
-        consts.update({name: on for name, on in quant_wgmma_options(x.dtype).items() if name not in env})
-    if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
-        consts["ROWS_16B"] = True
-    return consts
-
-
 def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, bias: torch.Tensor,
                   cfg: LinearConfig, has_bias: bool, activation: str) -> None:
     """One launch of the linear kernel for `cfg` (split-K when `cfg.split_k` > 1, stream-K when
@@ -503,9 +360,7 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
         y = torch.empty(x.shape[0], w.shape[0], dtype=x.dtype, device=x.device)
         launch_linear(y, x, w, y, LinearConfig(8, 64, 256, 4, 3, split_k=2), has_bias=False, activation="none")
     """
-    if cfg.stream_k:  # (imported here: stream_k builds on this module's kernel pieces)
-        from sparsecc.ops.stream_k import launch_linear_stream_k
-
+    if cfg.stream_k:
         launch_linear_stream_k(y, x, w, bias, cfg, has_bias, activation)
         return
     m, k = x.shape

@@ -24,9 +24,10 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.mm_tiles import _accumulate_k
+from sparsecc.ops.linear_config import LinearConfig
+from sparsecc.ops.mm_tiles import _accumulate_k, _activate
 from sparsecc.ops.quantize_rows import quantize_rows_fused
-from sparsecc.ops.sparse_linear import ACTIVATIONS, LinearConfig, _activate
+from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.passes.convert_tt_to_ttg import has_wgmma
 from sparsecc.runtime.sparse_tensor import SparseTensor
 

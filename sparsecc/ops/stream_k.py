@@ -31,14 +31,8 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.mm_tiles import _accumulate_k
-from sparsecc.ops.sparse_linear import (
-    SM_COUNT,
-    LinearConfig,
-    _activate,
-    _row_strides,
-    launch_constants,
-)
+from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, launch_constants
+from sparsecc.ops.mm_tiles import _accumulate_k, _activate, _row_strides
 from sparsecc.ops.sparse_mm import sm_count
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor

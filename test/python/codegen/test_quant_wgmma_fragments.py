@@ -27,12 +27,8 @@ from ptx_emulator import PtxThread
 from wgmma_descriptors import kmajor_addr
 
 import sparsecc
-from sparsecc.ops.sparse_linear import (
-    QUANT_WGMMA_PLAIN,
-    QUANT_WGMMA_RING,
-    quant_wgmma_options,
-    sparse_linear_kernel,
-)
+from sparsecc.ops.linear_config import QUANT_WGMMA_PLAIN, QUANT_WGMMA_RING, quant_wgmma_options
+from sparsecc.ops.sparse_linear import sparse_linear_kernel
 from sparsecc.runtime.quant_codec import dequantize_tile
 
 BLOCK_M, BLOCK_K = 128, 128  # tokens, K: quantized_prefill_config's tile (BLOCK_N weight rows: 128 or 256)

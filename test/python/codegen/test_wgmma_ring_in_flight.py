@@ -4,7 +4,7 @@ before, and does every register a group in flight reads stay unwritten until it 
 
 Read from the PTX with `wgmma_hazards.scan_loop` (the PTX ISA rule for wgmma register
 operands, walked over the K loop twice):
-- fp16 weights in the overlapped form (`sparse_linear.QUANT_WGMMA_RING`: the loop unrolled by
+- fp16 weights in the overlapped form (`linear_config.QUANT_WGMMA_RING`: the loop unrolled by
   two, an mbarrier ring; `launch_linear` compiles the plain loop by default): every write of an A fragment happens while the other copy's group
   runs (`wgmma.wait_group 1`, never 0 in the loop); without the options each K step waits for
   its group (`wait_group 0`) before it dequantizes;
@@ -27,12 +27,8 @@ from wgmma_hazards import scan_loop
 
 import sparsecc
 from sparsecc.codegen.ptxas import assemble
-from sparsecc.ops.sparse_linear import (
-    QUANT_WGMMA_RING,
-    quant_wgmma_options,
-    quantized_prefill_config,
-    sparse_linear_kernel,
-)
+from sparsecc.ops.linear_config import QUANT_WGMMA_RING, quant_wgmma_options
+from sparsecc.ops.sparse_linear import quantized_prefill_config, sparse_linear_kernel
 
 PREFILL = (128, 128, 128, 8, 3)
 """quantized_prefill_config's tile (block_m, block_n, block_k, warps, stages)."""

@@ -1,5 +1,5 @@
 """GPU (`gpu`, sm_90a): sparse_linear's quantized prefill kernel (`quant_wgmma` tiles) in the
-mbarrier-ring form (`sparse_linear.QUANT_WGMMA_RING`, set through the environment: launch_linear
+mbarrier-ring form (`linear_config.QUANT_WGMMA_RING`, set through the environment: launch_linear
 compiles the plain loop by default) with `SPARSECC_WGMMA_RING_IN_FLIGHT=1`, against torch and
 against the same launch with the switch off.
 
@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import sparsecc
+from sparsecc.ops import linear_config
 from sparsecc.ops.sparse_linear import LinearConfig, launch_linear, reference_linear
 
 sl = importlib.import_module("sparsecc.ops.sparse_linear")
@@ -52,7 +53,7 @@ def test_ring_in_flight_matches_torch_and_the_switch_off(m, n, k, scheme, dtype,
     bias = torch.randn(n, generator=g).to(dtype).cuda()
     cfg = sl.quantized_linear_config(sl.quantized_prefill_config(m, n, k), w)
     assert cfg.quant_wgmma
-    for name, on in sl.QUANT_WGMMA_RING.items():
+    for name, on in linear_config.QUANT_WGMMA_RING.items():
         monkeypatch.setenv(f"SPARSECC_{name.upper()}", "1" if on else "0")
     monkeypatch.setenv(SWITCH, "0")
     off = _launch(x, w, bias, cfg)

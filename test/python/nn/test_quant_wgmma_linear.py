@@ -18,7 +18,7 @@ import torch
 from ptxas_tools import needs_ptxas
 
 import sparsecc
-from sparsecc.ops import dispatch
+from sparsecc.ops import dispatch, linear_config
 from sparsecc.ops.sparse_linear import (
     LinearConfig,
     launch_linear,
@@ -44,7 +44,7 @@ def _compile(dtype: str, scheme: str, tile: tuple[int, ...], target: str, **opts
     """The kernel as `launch_linear` compiles a quant_wgmma tile (`quant_wgmma_options` of the
     dtype, unless `opts` say)."""
     bm, bn, bk, nw, ns = tile
-    opts = {**sl.quant_wgmma_options(torch.float16 if dtype == "fp16" else torch.bfloat16), **opts}
+    opts = {**linear_config.quant_wgmma_options(torch.float16 if dtype == "fp16" else torch.bfloat16), **opts}
     return sparsecc.compile(sparse_linear_kernel, _sig(dtype, scheme),
                             {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": True, "ACTIVATION": "silu"},
                             target=target, num_warps=nw, num_stages=ns, **opts)
@@ -89,7 +89,7 @@ def test_the_other_candidate_tiles_assemble(tile, scheme):
 def test_the_ring_form_assembles_too(dtype):
     """QUANT_WGMMA_RING (the A/B variant): the mbarrier ring, the body unrolled by two (twice
     and once after it: an odd count of K steps), one K step's wgmmas in flight; no spills."""
-    ck = _compile(dtype, "w4g128", TILES[0], "sm_90a", quant_wgmma=True, **sl.QUANT_WGMMA_RING)
+    ck = _compile(dtype, "w4g128", TILES[0], "sm_90a", quant_wgmma=True, **linear_config.QUANT_WGMMA_RING)
     ptx = ck.asm["ptx"]
     assert ptx.count("wgmma.mma_async.sp") == 3 * 4 and "wgmma.wait_group.sync.aligned 1" in ptx
     assert "mbarrier.try_wait" in ptx
@@ -175,7 +175,7 @@ def test_a_table_config_may_name_a_quant_wgmma_tile():
     entry = dispatch.parse_entries(_table([128, 128, 128, 8, 3, 1, 1]))[0]
     assert sl.table_linear_config(entry.configs[0]) == quantized_prefill_config(2048, 4096, 4096)
     assert not sl.table_linear_config((128, 256, 128, 8, 3, 1)).quant_wgmma
-    for bad in ([128, 128, 128, 8, 3, 1, 0], [128, 128, 128, 8, 3, 1, 2], [128, 128, 128, 8, 3, 1, 1, 1]):
+    for bad in ([128, 128, 128, 8, 3, 1, 0], [128, 128, 128, 8, 3, 1, 4], [128, 128, 128, 8, 3, 1, 1, 1]):
         with pytest.raises(ValueError, match="entry 0: config must be 6 positive ints"):
             dispatch.parse_entries(_table(bad))
 

@@ -1,0 +1,144 @@
+"""What one launch of a 2:4 linear kernel takes: its tiles (`LinearConfig`, as the dispatch table
+stores them), the compile options of Hopper's register-A wgmma tiles for quantized weights, and
+the constexprs every linear kernel (data-parallel, split-K, stream-K) is launched with.
+
+    cfg = LinearConfig(128, 256, 64, num_warps=8, num_stages=4)
+    consts = launch_constants(x, w, cfg, has_bias=False, activation="none")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+
+from sparsecc.defaults import NUM_STAGES, NUM_WARPS
+from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
+from sparsecc.runtime.sparse_tensor import SparseTensor
+from sparsecc.switches import env_overrides
+
+__all__ = ["QUANT_WGMMA_OPTIONS", "QUANT_WGMMA_PLAIN", "QUANT_WGMMA_RING", "SM_COUNT", "LinearConfig",
+           "launch_constants", "quant_wgmma_options", "table_linear_config"]
+
+
+@dataclass(frozen=True)
+class LinearConfig:
+    """Tiles of one sparse_linear launch (BLOCK_M over tokens, BLOCK_N over output features);
+    `split_k` > 1 splits K over that many programs per output tile (decode: more CTAs).
+
+    `quant_wgmma`: for a quantized W on sm_90a, compile with the `quant_wgmma` switch (the
+    dequantized W tile is wgmma's register A; needs 4 or 8 warps and BLOCK_M a multiple of 16);
+    it changes nothing for 16-bit weights or other GPUs.
+
+    `stream_k`: run the persistent kernel of `sparsecc.ops.stream_k` (one program an SM, the
+    last wave's tiles split along K where it would leave most SMs idle); not with `split_k`.
+
+        >>> LinearConfig(16, 32, 512, num_warps=4, num_stages=2, split_k=4)
+        LinearConfig(block_m=16, block_n=32, block_k=512, num_warps=4, num_stages=2, split_k=4)
+        >>> LinearConfig(128, 256, 64, 8, 4, stream_k=True)
+        LinearConfig(block_m=128, block_n=256, block_k=64, num_warps=8, num_stages=4, split_k=1, stream_k=True)
+    """
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = NUM_WARPS
+    num_stages: int = NUM_STAGES
+    split_k: int = 1
+    quant_wgmma: bool = False
+    stream_k: bool = False
+
+    def __post_init__(self) -> None:
+        if self.stream_k and self.split_k > 1:
+            raise ValueError(f"LinearConfig: stream_k splits the last wave itself; it takes split_k=1, "
+                             f"not {self.split_k}")
+
+    def __repr__(self) -> str:
+        """The fields, the two switches only where set (most tiles have neither)."""
+        names = [f.name for f in fields(self) if f.name not in _SWITCHES or getattr(self, f.name)]
+        return f"LinearConfig({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
+
+    def table_row(self) -> list[int]:
+        """The config as a dispatch table stores it: the six ints, then a 7th of flags (1:
+        `quant_wgmma`, 2: `stream_k`) where either is set; `table_linear_config` reads it back.
+
+            >>> LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, stream_k=True).table_row()
+            [128, 128, 128, 8, 3, 1, 3]
+        """
+        flags = int(self.quant_wgmma) | 2 * int(self.stream_k)
+        return [self.block_m, self.block_n, self.block_k, self.num_warps, self.num_stages, self.split_k,
+                *([flags] if flags else [])]
+
+
+_SWITCHES = ("quant_wgmma", "stream_k")
+
+
+SM_COUNT = 132
+"""Streaming multiprocessors of an H100 SXM / H200: the CTA count one wave fills."""
+
+
+QUANT_WGMMA_RING: dict[str, bool] = {"mbarriers": True, "wgmma_unroll": True, "wgmma_in_flight": False}
+"""The mbarrier-ring form of `quant_wgmma` loops (for A/B runs): a per-slot mbarrier ring and the
+K loop unrolled by two, so that each warp's dequantization of one K step overlaps the wgmmas of
+the step before. Measured 4-7% slower than the plain loop on the H100 (w4g128 fp16 and bf16,
+4096x4096 and 11008x4096 at M = 512 / 2048: bench/results/NOTES.md, stop 23 run 2). bf16
+weights reach the fragments through a layout convert whose CTA barrier drains every group once
+per K step; `SPARSECC_WGMMA_RING_IN_FLIGHT=1` (switch `wgmma_ring_in_flight`) keeps the last
+group running there (no gain measured)."""
+
+QUANT_WGMMA_OPTIONS: dict[str, bool] = {"mbarriers": False, "wgmma_unroll": True, "wgmma_in_flight": True}
+"""Compile options of fp16 `quant_wgmma` launches: the CTA-barrier loop unrolled by two (each copy
+of the body its own fragment registers) with the wgmma group of the step before running through
+the barrier (`wgmma_in_flight`: copies S-2 steps ahead, so `quantized_prefill_config` gives fp16
+four stages), each K step's dequantization overlapping the previous step's wgmmas: 4-7% faster
+than the plain loop on the H100 (stop 23 run 8). A switch set in the environment wins."""
+
+QUANT_WGMMA_PLAIN: dict[str, bool] = {"mbarriers": False, "wgmma_unroll": False, "wgmma_in_flight": False}
+"""The plain CTA-barrier loop: bf16 `quant_wgmma` launches (four stages do not fit beside the
+bf16 fragments' convert scratch, and in flight at three the kernel takes 254 registers,
+unmeasured)."""
+
+
+def quant_wgmma_options(dtype: torch.dtype) -> dict[str, bool]:
+    """The compile options of a `quant_wgmma` launch whose activations are `dtype`.
+
+        >>> quant_wgmma_options(torch.float16)["wgmma_in_flight"], quant_wgmma_options(torch.bfloat16)["wgmma_unroll"]
+        (True, False)
+    """
+    return QUANT_WGMMA_OPTIONS if dtype == torch.float16 else QUANT_WGMMA_PLAIN
+
+
+def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:
+    """The LinearConfig of a dispatch table's config: 6 ints (block_m, block_n, block_k,
+    num_warps, num_stages, split_k) and a 7th of flags (`LinearConfig.table_row`).
+
+        >>> table_linear_config((128, 128, 128, 8, 3, 1, 1)).quant_wgmma
+        True
+        >>> table_linear_config((128, 256, 64, 8, 4, 1, 2)).stream_k
+        True
+    """
+    flags = picked[6] if len(picked) > 6 else 0
+    return LinearConfig(*picked[:6], quant_wgmma=bool(flags & 1), stream_k=bool(flags & 2))
+
+
+def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, cfg: LinearConfig, has_bias: bool,
+                     activation: str) -> dict[str, Any]:
+    """The constexprs and compile options of a linear kernel launch of `cfg` (the tiles, the
+    epilogue, `quant_wgmma` with its dtype's loop options unless the environment sets them, and
+    `ROWS_16B` where X's and W's rows start 16 bytes apart), shared by every linear kernel.
+
+        >>> import sparsecc
+        >>> launch_constants(torch.zeros(4, 64).half(), sparsecc.compress(torch.zeros(8, 64).half()),
+        ...                  LinearConfig(16, 32, 64), False, "none")["ROWS_16B"]
+        True
+    """
+    consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
+                                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
+        consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
+        env = env_overrides()
+        consts.update({name: on for name, on in quant_wgmma_options(x.dtype).items() if name not in env})
+    if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
+        consts["ROWS_16B"] = True
+    return consts
