@@ -198,6 +198,19 @@ class PtxThread:
         if insn is not None and self.guard_taken(insn[0], line):
             self._execute(insn[1], insn[2])
 
+    def _runnable(self, line: str) -> tuple[str, list[str]] | None:
+        """(opcode, args) of `line` when it runs for this thread: None for directives, labels and
+        an instruction whose guard is not taken. An mbarrier wait is taken as passed (its
+        predicate set true, whatever its guard), as a race-free kernel's waits all end."""
+        insn = decode(line)
+        if insn is None:
+            return None
+        guard, opcode, args = insn
+        if opcode.startswith("mbarrier.try_wait"):
+            self.env[args[0]] = True
+            return opcode, args
+        return (opcode, args) if self.guard_taken(guard, line) else None
+
     def run(self, lines: list[str], until: str) -> list[Wgmma]:
         """Run `lines` (stripped) from the top until the first loop's label (`until="loop"`) or its
         back edge (`until="back_edge"`); return the wgmmas executed on the way."""
@@ -212,14 +225,11 @@ class PtxThread:
                     return self.wgmmas
                 in_loop = True
                 continue
-            insn = decode(line)
+            insn = self._runnable(line)
             if insn is None:
                 continue
-            guard, opcode, args = insn
+            opcode, args = insn
             if opcode.startswith("mbarrier.try_wait"):
-                self.env[args[0]] = True
-                continue
-            if not self.guard_taken(guard, line):
                 continue
             if opcode.split(".")[0] == "bra":
                 if in_loop and "$L__loop" in args[0] and "end" not in args[0]:
@@ -244,15 +254,12 @@ class PtxThread:
             if line.startswith("$L__loop_end") and line.endswith(":"):
                 self.pc = len(lines)
                 return False
-            insn = decode(line)
+            insn = self._runnable(line)
             if insn is None:
                 continue
-            guard, opcode, args = insn
+            opcode, args = insn
             if opcode.startswith("mbarrier.try_wait"):
-                self.env[args[0]] = True
                 return True
-            if not self.guard_taken(guard, line):
-                continue
             if opcode.split(".")[0] == "bra":
                 self.pc = lines.index(args[0] + ":")
                 continue
