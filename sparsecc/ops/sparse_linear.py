@@ -21,7 +21,9 @@ in the 16-bit kernel; below that (and on other GPUs) the dequantized tile feeds 
 At decode a few tokens give few output tiles, too few CTAs to keep the SMs' loads in flight:
 `LinearConfig(split_k=S)` runs `sparse_linear_splitk_kernel`, S programs per tile, each over
 a contiguous S-th of K; the last of them to finish (a ticket counter) sums the S partial tiles
-in a fixed order and runs the epilogue, in the same launch (`launch_linear`).
+in a fixed order and runs the epilogue, in the same launch (`launch_linear`). Where the tiles
+make full waves and a thin last one, `LinearConfig(stream_k=True)` runs the persistent form of
+`sparsecc.ops.stream_k` instead (one program an SM, the last wave split along K).
 """
 
 from __future__ import annotations
