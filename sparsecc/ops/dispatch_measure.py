@@ -121,9 +121,8 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     """Tile configs to time for the 2:4 linear kernel: the default pick first, then split-K
     variants at few tokens (more CTAs for long rows), and from 256 tokens stream-K forms of the
     tiles whose last wave it would split."""
+    from sparsecc.ops.linear_config import SM_COUNT, LinearConfig
     from sparsecc.ops.sparse_linear import (
-        SM_COUNT,
-        LinearConfig,
         default_linear_config,
         has_quant_wgmma,
         quantized_default_config,

@@ -26,14 +26,12 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops import dispatch as _dispatch
+from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, table_linear_config
 from sparsecc.ops.sparse_linear import (
-    SM_COUNT,
-    LinearConfig,
     _check_config,
     default_linear_config,
     quantized_decode_config,
     quantized_linear_config,
-    table_linear_config,
 )
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
