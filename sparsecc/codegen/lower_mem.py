@@ -10,6 +10,7 @@ guarantees 16-byte aligned base pointers.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, scf
@@ -134,14 +135,15 @@ def global_addr(L: LoweringContext, bp: BlockPtr, g: list[SSAValue], elt: Attrib
 
 
 def register_addrs(L: LoweringContext, bp: BlockPtr, dl: DistLayout, coords: list[tuple[SSAValue, ...]],
-                   elt: Attribute) -> list[SSAValue]:
-    """Per register of `dl`, the global address of its element, as `global_addr` gives it: where
-    no dim of the layout wraps, a register's coordinates are the thread's base plus constants
-    (`dl.regs`), so the thread's base address is computed once and each register adds, per dim, a
-    constant multiple of the stride shared by every register with that offset (a few 64-bit adds
-    an element instead of a 64-bit multiply an element and dim)."""
+                   elt: Attribute) -> Callable[[int, list[SSAValue]], SSAValue]:
+    """`addr_of(r, g)`: the global address of register r of `dl`, whose global coordinates are
+    `g` (`global_coords`), as `global_addr` gives it. Where no dim of the layout wraps, a
+    register's coordinates are the thread's base plus constants (`dl.regs`), so the thread's base
+    address is computed once and each register adds, per dim, a constant multiple of the stride
+    shared by every register with that offset (a few 64-bit adds an element instead of a 64-bit
+    multiply an element and dim); elsewhere each address comes from `g` where it is asked for."""
     if any(dl.wrap):
-        return [global_addr(L, bp, global_coords(L, bp, c), elt) for c in coords]
+        return lambda r, g: global_addr(L, bp, g, elt)
     em = L.em
     nbytes = esize(elt)
     first = dl.regs[0]
@@ -153,14 +155,14 @@ def register_addrs(L: LoweringContext, bp: BlockPtr, dl: DistLayout, coords: lis
             steps[(d, k)] = em.mul(bp.strides[d], k * nbytes)
         return steps[(d, k)]
 
-    out = []
+    addrs = []
     for offs in dl.regs:
         addr = base
         for d, k in enumerate(offs):
             if k:
                 addr = em.add(addr, step(d, k))
-        out.append(addr)
-    return out
+        addrs.append(addr)
+    return lambda r, g: addrs[r]
 
 
 def in_bounds(L: LoweringContext, bp: BlockPtr, g: list[SSAValue], dims: list[int]) -> SSAValue | None:
@@ -253,10 +255,10 @@ def load_block(L: LoweringContext, bp: BlockPtr, ty: TensorType, dims: list[int]
     def scalar() -> list[SSAValue]:
         out = []
         zero = pad_value(L, elt, padding) if dims else None
-        addrs = register_addrs(L, bp, dl, coords, elt)
+        addr_of = register_addrs(L, bp, dl, coords, elt)
         for r in range(dl.num_regs):
             g = global_coords(L, bp, coords[r])
-            addr = addrs[r]
+            addr = addr_of(r, g)
             pred = in_bounds(L, bp, g, dims)
             op = ptx.LdGlobalOp(addr, elt, 1, mask=pred, other=[zero] if pred is not None else [])
             out.append(L.em.val(op))
@@ -269,10 +271,10 @@ def load_block(L: LoweringContext, bp: BlockPtr, ty: TensorType, dims: list[int]
         out = []
         wt, wn = word_type(elt, run)
         zero_w = L.em.c(0, wt) if isinstance(wt, IntegerType) else pad_value(L, wt, padding)
-        addrs = register_addrs(L, bp, dl, coords, elt)
+        addr_of = register_addrs(L, bp, dl, coords, elt)
         for r0 in range(0, dl.num_regs, run):
             g = global_coords(L, bp, coords[r0])
-            addr = addrs[r0]
+            addr = addr_of(r0, g)
             pred = in_bounds(L, bp, g, dims)
             op = L.em.op(ptx.LdGlobalOp(addr, wt, wn, mask=pred, other=[zero_w] * wn if pred is not None else []))
             vals = unpack_words(L, list(op.results), elt, run)
@@ -305,16 +307,17 @@ def store_block(L: LoweringContext, bp: BlockPtr, val: Regs, dims: list[int], kn
         L.em.op(ptx.StGlobalOp(addr, words, mask=in_bounds(L, bp, g, dims)))
 
     def scalar() -> list[SSAValue]:
-        addrs = register_addrs(L, bp, dl, coords, elt)
+        addr_of = register_addrs(L, bp, dl, coords, elt)
         for r in range(dl.num_regs):
-            store_at(global_coords(L, bp, coords[r]), [val.regs[r]], addrs[r])
+            g = global_coords(L, bp, coords[r])
+            store_at(g, [val.regs[r]], addr_of(r, g))
         return []
 
     def vector() -> list[SSAValue]:
-        addrs = register_addrs(L, bp, dl, coords, elt)
+        addr_of = register_addrs(L, bp, dl, coords, elt)
         for r0 in range(0, dl.num_regs, run):
             g = global_coords(L, bp, coords[r0])
-            store_at(g, pack_words(L, val.regs[r0:r0 + run]), addrs[r0])
+            store_at(g, pack_words(L, val.regs[r0:r0 + run]), addr_of(r0, g))
         return []
 
     def pieces() -> list[SSAValue]:

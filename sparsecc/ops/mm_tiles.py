@@ -105,6 +105,18 @@ def _row_strides(stride_xm, stride_wn, ROWS_16B: tl.constexpr):
     return stride_xm, stride_wn
 
 
+@sparsecc.jit
+def _linear_epilogue(Y, BIAS, acc, M, N, stride_ym, pid_m, pid_n,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    """A linear kernel's output tile (pid_m, pid_n): acc plus BIAS[N], through the activation,
+    stored in Y's dtype (rows and columns past M and N left alone)."""
+    if HAS_BIAS:
+        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    acc = _activate(acc, ACTIVATION)
+    _store_tile(Y, acc, M, N, stride_ym, 1, pid_m, pid_n, BLOCK_M, BLOCK_N)
+
+
 @dataclass(frozen=True)
 class MMConfig:
     """Tile sizes and launch options of one sparse_mm launch."""

@@ -38,7 +38,7 @@ import sparsecc.language as tl
 from sparsecc.ops import dispatch as _dispatch
 from sparsecc.ops.densify import weight16
 from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, launch_constants, table_linear_config
-from sparsecc.ops.mm_tiles import _accumulate_k, _activate, _row_strides
+from sparsecc.ops.mm_tiles import _accumulate_k, _activate, _linear_epilogue, _row_strides
 from sparsecc.ops.stream_k import launch_linear_stream_k
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
@@ -62,13 +62,7 @@ def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym
                               block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc = _accumulate_k(acc, x_ptr, w_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
-    if HAS_BIAS:
-        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-    acc = _activate(acc, ACTIVATION)
-    y_ptr = tl.make_block_ptr(Y, shape=(M, N), strides=(stride_ym, 1), offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
-                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-    tl.store(y_ptr, acc.to(Y.dtype.element_ty), boundary_check=(0, 1))
+    _linear_epilogue(Y, BIAS, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
 
 
 @sparsecc.jit

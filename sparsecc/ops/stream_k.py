@@ -32,7 +32,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, launch_constants
-from sparsecc.ops.mm_tiles import _accumulate_k, _activate, _row_strides
+from sparsecc.ops.mm_tiles import _accumulate_k, _linear_epilogue, _row_strides
 from sparsecc.ops.sparse_mm import sm_count
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
@@ -54,8 +54,6 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
     stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B)
     steps = tl.cdiv(K, BLOCK_K)
     tiles_m = tl.cdiv(M, BLOCK_M)
-    rows = tl.arange(0, BLOCK_M)
-    cols = tl.arange(0, BLOCK_N)
     item = tl.program_id(0)
     while item < ITEMS:
         split = item >= WHOLE
@@ -73,24 +71,20 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         acc = _accumulate_k(acc, x_ptr, w_ptr, count, BLOCK_K)
         finish = item < WHOLE
-        if split:
-            tl.store(PARTIALS + (j * BLOCK_M + rows[:, None]) * BLOCK_N + cols[None, :], acc)
-            done = tl.atomic_add(TICKETS + (tile - WHOLE), 1, sem="acq_rel")  # publishes the part, sees the others
-            finish = done == SPLIT - 1
-            if finish:
-                base = j - part
-                for other in tl.static_range(SPLIT):  # unrolled: the K loop stays the only loop in the `while`
-                    if other != part:
-                        acc += tl.load(PARTIALS + ((base + other) * BLOCK_M + rows[:, None]) * BLOCK_N + cols[None, :])
+        if SPLIT > 1:  # (constexpr: a launch that splits nothing compiles no fix-up)
+            if split:
+                # a block pointer: each element's address is the thread's base plus constants
+                parts = tl.make_block_ptr(PARTIALS, shape=((ITEMS - WHOLE) * BLOCK_M, BLOCK_N), strides=(BLOCK_N, 1),
+                                          offsets=(j * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+                tl.store(parts, acc)
+                done = tl.atomic_add(TICKETS + (tile - WHOLE), 1, sem="acq_rel")  # publishes the part, sees the others
+                finish = done == SPLIT - 1
+                if finish:
+                    for other in tl.static_range(SPLIT):  # unrolled: the K loop stays the only loop in the `while`
+                        if other != part:
+                            acc += tl.load(tl.advance(parts, ((other - part) * BLOCK_M, 0)))
         if finish:
-            rn = pid_n * BLOCK_N + cols
-            if HAS_BIAS:
-                acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-            acc = _activate(acc, ACTIVATION)
-            y_ptr = tl.make_block_ptr(Y, shape=(M, N), strides=(stride_ym, 1),
-                                      offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
-                                      block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-            tl.store(y_ptr, acc.to(Y.dtype.element_ty), boundary_check=(0, 1))
+            _linear_epilogue(Y, BIAS, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
         item += tl.num_programs(0)
 
 

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ptxas_tools import needs_ptxas
 
 import sparsecc
+from sparsecc.codegen.ptxas import assemble
 from sparsecc.ops.sparse_glu import sparse_swiglu
 from sparsecc.ops.sparse_linear import LinearConfig, reference_linear, sparse_linear
-from sparsecc.ops.stream_k import launch_linear_stream_k, stream_k_plan
+from sparsecc.ops.stream_k import (
+    launch_linear_stream_k,
+    sparse_linear_stream_k_kernel,
+    stream_k_plan,
+)
 
 
 def _check(device: str, m: int, n: int, k: int, cfg: LinearConfig, sms: int | None, seed: int = 0) -> None:
@@ -104,3 +110,26 @@ def test_quantized_stream_k_on_the_register_a_wgmma_tile(quant):
         torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=2e-2 * max(want.abs().max().item(), 1.0))
     y = sparse_linear(x, w, bias, "silu", config=cfg)
     torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=2e-2 * max(want.abs().max().item(), 1.0))
+
+
+_SIG = {"Y": "*fp16", "X": "*fp16", "W": "*fp16:NV24", "BIAS": "*fp16", "PARTIALS": "*fp32", "TICKETS": "*i32",
+        "M": "i32:16", "N": "i32:16", "K": "i32:16", "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16",
+        "WHOLE": "i32", "PART_STEPS": "i32", "ITEMS": "i32"}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("tile", [(128, 256, 64, 8), (128, 128, 64, 4)])
+def test_the_dispatched_tiles_assemble_without_spills(tile):
+    """The forms the H100 table dispatches (whole tiles only, and 2 or 3 parts a split tile) on
+    sm_90a as a launch specializes them: no spills (the parts' scratch through a block pointer,
+    no fix-up code without a split; a whole-tile launch spilled 1,012 bytes before), and only a
+    split launch has the ticket atomic."""
+    bm, bn, bk, warps = tile
+    consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": False, "ACTIVATION": "none", "ROWS_16B": True}
+    for split in (1, 2, 3):
+        ck = sparsecc.compile(sparse_linear_stream_k_kernel, signature=_SIG, constexprs=consts | {"SPLIT": split},
+                              target="sm_90a", num_warps=warps, num_stages=4, tma_extents=True)
+        ptx = ck.asm["ptx"]
+        assert ("atom." in ptx) == (split > 1), split
+        res = assemble(ptx, "sm_90a").kernel_resources()
+        assert res.spill_stores == 0 and res.spill_loads == 0, (split, res)
