@@ -102,16 +102,23 @@ def layer_table(gpu: str) -> str:
 
 
 def merged_entries(old: list[dict], new: list[dict]) -> list[dict]:
-    """`old`'s entries with those `new` measures again (same scheme, dtype and shape) replaced,
-    in `old`'s order, then `new`'s other entries.
+    """`old`'s entries, in `old`'s order, with the token counts `new` measured again (same
+    scheme, dtype and shape) replaced and the others kept, then `new`'s other entries.
 
-        >>> merged_entries([{"scheme": "nv24", "dtype": "float16", "n": 1, "k": 2, "m": {}}],
+        >>> merged_entries([{"scheme": "nv24", "dtype": "float16", "n": 1, "k": 2, "m": {"1": 5, "16": 6}}],
         ...                [{"scheme": "nv24", "dtype": "float16", "n": 1, "k": 2, "m": {"1": 0}}])[0]["m"]
-        {'1': 0}
+        {'1': 0, '16': 6}
     """
     key = lambda e: (e["scheme"], e["dtype"], e["n"], e["k"])  # noqa: E731
     fresh = {key(e): e for e in new}
-    out = [fresh.pop(key(e), e) for e in old]
+
+    def merged(e: dict) -> dict:
+        n = fresh.pop(key(e), None)
+        if n is None:
+            return e
+        ms = {**e["m"], **n["m"]}
+        return {**e, **n, "m": {m: ms[m] for m in sorted(ms, key=int)}}
+    out = [merged(e) for e in old]
     return out + [e for e in new if key(e) in fresh]
 
 
@@ -190,7 +197,10 @@ def main(argv: list[str] | None = None) -> int:
            + (" --cold" if args.cold else ""),
            "skipped": skipped, "entries": entries}
     if args.merge and os.path.exists(out):
-        doc["entries"] = merged_entries(json.load(open(out))["entries"], entries)
+        old = json.load(open(out))
+        doc["entries"] = merged_entries(old["entries"], entries)
+        doc["how"] = (f"{old.get('how', 'bench/dispatch_table.py')}; then {doc['how']} --merge of "
+                      f"{','.join(schemes)} at M = {','.join(map(str, ms))} on {len(shapes)} shapes")
     dispatch.parse_entries(doc)  # what the dispatcher reads back
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:

@@ -140,6 +140,11 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     if quantized and m >= 128 and has_quant_wgmma(w.device):
         # the register-A wgmma tiles, and the 16-bit kernel's prefill tile on mma.sp (the old default)
         cands += [LinearConfig(bm, bn, 128, 8, ns, quant_wgmma=True) for bm, bn, ns in ((128, 128, 4), (64, 256, 3))]
+        if m >= 256 and w.dtype == torch.float16:
+            # 256 tokens a tile: each dequantized A fragment feeds twice the MMA work (fp16 only,
+            # bf16's convert scratch does not fit beside 3 stages). bench/stream_k.py, stop 26:
+            # w4 28672x8192 M = 256 1.15x F.linear (128x128: 0.88x), 4096² M = 2048 98 vs 119 us
+            cands.append(LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True))
         if m <= 256:  # K split over two programs, and one warpgroup over 64 tokens: more CTAs
             # (bench/linear_mid_sweep.py --scheme, stop 24: 4096x4096 M = 128 0.77 -> 0.95x F.linear)
             cands += [LinearConfig(128, 128, 128, 8, 4, 2, quant_wgmma=True),

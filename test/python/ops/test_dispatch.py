@@ -6,6 +6,7 @@ sparse_linear and sparse_mm compute what the 2:4 path computes, eagerly and unde
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 
@@ -18,6 +19,7 @@ from sparsecc.nn import SparseLinear
 from sparsecc.nn.tuning import tune
 from sparsecc.ops import dispatch, dispatch_measure, sparse_linear, sparse_mm
 from sparsecc.ops.densify import dense_weight, dequantize_kept, scale_kept, weight16
+from sparsecc.ops.linear_config import LinearConfig
 from sparsecc.ops.sparse_linear import reference_linear
 
 GPU = "Fake GPU 80GB"
@@ -181,6 +183,23 @@ def test_stream_k_is_timed_only_where_its_plan_splits_a_thin_last_wave():
     assert all(c.split_k == 1 for c in streamed(512))
     thick = dispatch_measure._linear_candidates(2048, 4096, 4096, w)  # 256 tiles of 128x256: 124 in the last wave
     assert not any(c.stream_k and (c.block_m, c.block_n) == (128, 256) for c in thick)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_the_256_token_quant_wgmma_tile_is_timed_from_256_tokens_in_fp16(dtype, monkeypatch):
+    """On a GPU with the register-A wgmma kernel: 256 tokens a tile (each dequantized fragment
+    feeds twice the MMA work) from M = 256, and in its stream-K form where the plan splits;
+    bf16 never (its convert scratch does not fit beside the tile's 3 stages)."""
+    monkeypatch.setattr(importlib.import_module("sparsecc.ops.sparse_linear"), "has_quant_wgmma", lambda device: True)
+    w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(256, 512).to(dtype)), quant="w4g128")
+    wide = lambda m, n: [c for c in dispatch_measure._linear_candidates(m, n, 4096, w)  # noqa: E731
+                         if (c.block_m, c.block_n, c.quant_wgmma) == (256, 128, True)]
+    assert wide(128, 11008) == []
+    if dtype == torch.bfloat16:
+        assert wide(512, 11008) == [] and wide(2048, 4096) == []
+        return
+    assert wide(2048, 4096) == [LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True)]  # 256 tiles: no split
+    assert LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True, stream_k=True) in wide(512, 11008)  # 172 tiles
 
 
 def test_tuned_entries_override_the_shipped_ones(tmp_path, monkeypatch):

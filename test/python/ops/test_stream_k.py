@@ -103,13 +103,14 @@ def test_quantized_stream_k_on_the_register_a_wgmma_tile(quant):
     x = torch.randn(517, 1536, generator=g).half().cuda()
     bias = torch.randn(392, generator=g).half().cuda()
     want = reference_linear(x, w, bias, "silu").float()
-    cfg = LinearConfig(128, 128, 128, 8, 4, quant_wgmma=True, stream_k=True)
-    for sms in (4, 9, None):
-        y = torch.full((517, 392), float("nan"), dtype=torch.float16, device="cuda")
-        launch_linear_stream_k(y, x, w, bias, cfg, has_bias=True, activation="silu", sms=sms)
+    for cfg in (LinearConfig(128, 128, 128, 8, 4, quant_wgmma=True, stream_k=True),
+                LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True, stream_k=True)):
+        for sms in (4, 9, None):
+            y = torch.full((517, 392), float("nan"), dtype=torch.float16, device="cuda")
+            launch_linear_stream_k(y, x, w, bias, cfg, has_bias=True, activation="silu", sms=sms)
+            torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=2e-2 * max(want.abs().max().item(), 1.0))
+        y = sparse_linear(x, w, bias, "silu", config=cfg)
         torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=2e-2 * max(want.abs().max().item(), 1.0))
-    y = sparse_linear(x, w, bias, "silu", config=cfg)
-    torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=2e-2 * max(want.abs().max().item(), 1.0))
 
 
 _SIG = {"Y": "*fp16", "X": "*fp16", "W": "*fp16:NV24", "BIAS": "*fp16", "PARTIALS": "*fp32", "TICKETS": "*i32",
