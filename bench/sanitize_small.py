@@ -193,8 +193,39 @@ def stream_k() -> int:
     return status
 
 
+def quant_256() -> int:
+    """The 256-token register-A wgmma tile of quantized weights (Hopper, fp16), data-parallel and
+    stream-K (planned for 4 and 9 SMs: whole tiles only, then split ones), 4- and 8-bit codes,
+    ragged M and N, with bias and an activation, into NaN-poisoned outputs."""
+    import sparsecc
+    from sparsecc.ops.sparse_linear import LinearConfig, launch_linear, reference_linear
+    from sparsecc.ops.stream_k import launch_linear_stream_k
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        print("quant_256: needs an sm_90 GPU (the register-A wgmma tile)")
+        return 0
+    status = 0
+    m, n, k = 517, 392, 1536
+    cfg = LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True)
+    for quant in ("w4g128", "w8g128"):
+        w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=torch.float16, device="cuda")), quant=quant)
+        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        bias = torch.randn(n, dtype=torch.float16, device="cuda")
+        want = reference_linear(x, w, bias, "silu").float()
+        for sms in (None, 4, 9):  # None: the data-parallel kernel
+            y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+            if sms is None:
+                launch_linear(y, x, w, bias, cfg, True, "silu")
+            else:
+                launch_linear_stream_k(y, x, w, bias, cfg, True, "silu", sms=sms)
+            torch.cuda.synchronize()
+            form = "data-parallel" if sms is None else f"stream_k on {sms} SMs"
+            status |= _mismatch(f"{quant} {m}x{n}x{k} {cfg} {form}", y, want)
+    return status
+
+
 SECTIONS = {"sparse_mm": sparse_mm_cases, "user_kernels": user_kernels, "quantized_prefill": quantized_prefill,
-            "linear_8bit": linear_8bit, "linear_16bit": linear_16bit, "stream_k": stream_k}
+            "linear_8bit": linear_8bit, "linear_16bit": linear_16bit, "stream_k": stream_k, "quant_256": quant_256}
 """The sections `python bench/sanitize_small.py [SECTION ...]` runs."""
 
 
