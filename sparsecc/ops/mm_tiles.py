@@ -106,14 +106,21 @@ def _row_strides(stride_xm, stride_wn, ROWS_16B: tl.constexpr):
 
 
 @sparsecc.jit
+def _bias_activate(acc, BIAS, N, pid_n, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    """A linear layer's fp32 output tile of column block pid_n plus BIAS[N] (where HAS_BIAS),
+    through the activation."""
+    if HAS_BIAS:
+        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    return _activate(acc, ACTIVATION)
+
+
+@sparsecc.jit
 def _linear_epilogue(Y, BIAS, acc, M, N, stride_ym, pid_m, pid_n,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
     """A linear kernel's output tile (pid_m, pid_n): acc plus BIAS[N], through the activation,
     stored in Y's dtype (rows and columns past M and N left alone)."""
-    if HAS_BIAS:
-        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-    acc = _activate(acc, ACTIVATION)
+    acc = _bias_activate(acc, BIAS, N, pid_n, BLOCK_N, HAS_BIAS, ACTIVATION)
     _store_tile(Y, acc, M, N, stride_ym, 1, pid_m, pid_n, BLOCK_M, BLOCK_N)
 
 

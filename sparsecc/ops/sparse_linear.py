@@ -38,7 +38,12 @@ import sparsecc.language as tl
 from sparsecc.ops import dispatch as _dispatch
 from sparsecc.ops.densify import weight16
 from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, launch_constants, table_linear_config
-from sparsecc.ops.mm_tiles import _accumulate_k, _activate, _linear_epilogue, _row_strides
+from sparsecc.ops.mm_tiles import (
+    _accumulate_k,
+    _bias_activate,
+    _linear_epilogue,
+    _row_strides,
+)
 from sparsecc.ops.stream_k import launch_linear_stream_k
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
@@ -104,9 +109,7 @@ def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, strid
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for s in tl.static_range(SPLIT_K):
             acc += tl.load(PARTIALS + s * M * N + tile_offsets, mask=inside, other=0.0)
-        if HAS_BIAS:
-            acc += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-        acc = _activate(acc, ACTIVATION)
+        acc = _bias_activate(acc, BIAS, N, pid_n, BLOCK_N, HAS_BIAS, ACTIVATION)
         tl.store(Y + rm[:, None] * stride_ym + rn[None, :], acc.to(Y.dtype.element_ty), mask=inside)
 
 

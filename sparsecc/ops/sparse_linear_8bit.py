@@ -25,7 +25,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops.linear_config import LinearConfig
-from sparsecc.ops.mm_tiles import _accumulate_k, _activate
+from sparsecc.ops.mm_tiles import _accumulate_k, _linear_epilogue
 from sparsecc.ops.quantize_rows import quantize_rows_fused
 from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.passes.convert_tt_to_ttg import has_wgmma
@@ -60,12 +60,7 @@ def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]
     out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
-    if HAS_BIAS:
-        out += tl.load(BIAS + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-    out = _activate(out, ACTIVATION)
-    y_ptr = tl.make_block_ptr(Y, shape=(M, N), strides=(stride_ym, 1), offsets=(pid_m * BLOCK_M, pid_n * BLOCK_N),
-                              block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-    tl.store(y_ptr, out.to(Y.dtype.element_ty), boundary_check=(0, 1))
+    _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
 
 
 # BLOCK_M over tokens, BLOCK_N over output features: sparse_mm_8bit's measured tiles (NOTES stop
