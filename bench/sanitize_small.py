@@ -167,52 +167,22 @@ def user_kernels() -> int:
     return status
 
 
-def stream_k() -> int:
-    """The stream-K linear kernel planned for few SMs, so that a ragged shape has whole tiles and
-    split ones (fp32 parts through scratch, a ticket each): 16-bit with bias and an activation,
-    and on Hopper a 4-bit weight on the register-A wgmma tile, into NaN-poisoned outputs."""
+def _linear_launches(cases: list, plans: tuple[int | None, ...]) -> int:
+    """Each (quant, K, cfg) of `cases` on a 517 x 392 output (ragged for every tile), with bias and
+    silu, into NaN-poisoned outputs, once per entry of `plans`: None for the data-parallel kernel,
+    else the stream-K kernel planned for that many SMs."""
     import sparsecc
-    from sparsecc.ops.sparse_linear import LinearConfig, reference_linear
+    from sparsecc.ops.sparse_linear import launch_linear, reference_linear
     from sparsecc.ops.stream_k import launch_linear_stream_k
 
     status = 0
     m, n = 517, 392
-    cases = [(None, 1488, LinearConfig(128, 128, 64, 4, 4)), (None, 1488, LinearConfig(128, 256, 64, 8, 4))]
-    if torch.cuda.get_device_capability() == (9, 0):  # K in whole quantization groups
-        cases.append(("w4g128", 1536, LinearConfig(128, 128, 128, 8, 4, quant_wgmma=True)))
     for quant, k, cfg in cases:
         w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=torch.float16, device="cuda")), quant=quant)
         x = torch.randn(m, k, dtype=torch.float16, device="cuda")
         bias = torch.randn(n, dtype=torch.float16, device="cuda")
         want = reference_linear(x, w, bias, "silu").float()
-        for sms in (4, 9):  # 20 or 10 tiles: whole tiles only, or whole ones and the rest in 2-4 parts
-            y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
-            launch_linear_stream_k(y, x, w, bias, cfg, True, "silu", sms=sms)
-            torch.cuda.synchronize()
-            status |= _mismatch(f"stream_k {quant or 'fp16'} {m}x{n}x{k} {cfg} on {sms} SMs", y, want)
-    return status
-
-
-def quant_256() -> int:
-    """The 256-token register-A wgmma tile of quantized weights (Hopper, fp16), data-parallel and
-    stream-K (planned for 4 and 9 SMs: whole tiles only, then split ones), 4- and 8-bit codes,
-    ragged M and N, with bias and an activation, into NaN-poisoned outputs."""
-    import sparsecc
-    from sparsecc.ops.sparse_linear import LinearConfig, launch_linear, reference_linear
-    from sparsecc.ops.stream_k import launch_linear_stream_k
-
-    if torch.cuda.get_device_capability() != (9, 0):
-        print("quant_256: needs an sm_90 GPU (the register-A wgmma tile)")
-        return 0
-    status = 0
-    m, n, k = 517, 392, 1536
-    cfg = LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True)
-    for quant in ("w4g128", "w8g128"):
-        w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=torch.float16, device="cuda")), quant=quant)
-        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
-        bias = torch.randn(n, dtype=torch.float16, device="cuda")
-        want = reference_linear(x, w, bias, "silu").float()
-        for sms in (None, 4, 9):  # None: the data-parallel kernel
+        for sms in plans:
             y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
             if sms is None:
                 launch_linear(y, x, w, bias, cfg, True, "silu")
@@ -220,8 +190,33 @@ def quant_256() -> int:
                 launch_linear_stream_k(y, x, w, bias, cfg, True, "silu", sms=sms)
             torch.cuda.synchronize()
             form = "data-parallel" if sms is None else f"stream_k on {sms} SMs"
-            status |= _mismatch(f"{quant} {m}x{n}x{k} {cfg} {form}", y, want)
+            status |= _mismatch(f"{quant or 'fp16'} {m}x{n}x{k} {cfg} {form}", y, want)
     return status
+
+
+def stream_k() -> int:
+    """The stream-K linear kernel planned for few SMs, so that a ragged shape has whole tiles and
+    split ones (fp32 parts through scratch, a ticket each): 16-bit with bias and an activation,
+    and on Hopper a 4-bit weight on the register-A wgmma tile, into NaN-poisoned outputs."""
+    from sparsecc.ops.linear_config import LinearConfig
+
+    cases = [(None, 1488, LinearConfig(128, 128, 64, 4, 4)), (None, 1488, LinearConfig(128, 256, 64, 8, 4))]
+    if torch.cuda.get_device_capability() == (9, 0):  # K in whole quantization groups
+        cases.append(("w4g128", 1536, LinearConfig(128, 128, 128, 8, 4, quant_wgmma=True)))
+    return _linear_launches(cases, (4, 9))  # 20 or 10 tiles: whole tiles only, or whole ones and the rest in 2-4 parts
+
+
+def quant_256() -> int:
+    """The 256-token register-A wgmma tile of quantized weights (Hopper, fp16), data-parallel and
+    stream-K (planned for 4 and 9 SMs: whole tiles only, then split ones), 4- and 8-bit codes,
+    ragged M and N, with bias and an activation, into NaN-poisoned outputs."""
+    from sparsecc.ops.linear_config import LinearConfig
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        print("quant_256: needs an sm_90 GPU (the register-A wgmma tile)")
+        return 0
+    cfg = LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True)
+    return _linear_launches([(quant, 1536, cfg) for quant in ("w4g128", "w8g128")], (None, 4, 9))
 
 
 SECTIONS = {"sparse_mm": sparse_mm_cases, "user_kernels": user_kernels, "quantized_prefill": quantized_prefill,
