@@ -93,7 +93,7 @@ def linear_16bit() -> int:
 
 def quantized_prefill() -> int:
     """sparse_linear with a quantized weight on Hopper's quant_wgmma tile (register-A wgmma, the
-    mbarrier ring with the codes and synchronously stored scales, the loop unrolled by two) on a
+    loop of TMA copies behind mbarriers, the scales loaded into registers a step ahead) on a
     ragged token count, 4- and 8-bit, with and without zero points, fp16 and bf16."""
     if torch.cuda.get_device_capability() != (9, 0):
         return 0

@@ -87,6 +87,8 @@ class CompileOptions:
     """Dense 16-bit dots of loaded tiles as sm_90a wgmma (off: mma.sync)."""
     quant_wgmma: bool = SWITCHES["quant_wgmma"].default
     """sm_90a: dots of dequantized A with B rows of whole 128-byte blocks as register-A wgmma."""
+    register_scales: bool = SWITCHES["register_scales"].default
+    """quant_wgmma scales in registers, loaded a K step ahead (off: staged in shared memory)."""
     coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
     strength_reduce: bool = SWITCHES["strength_reduce"].default
@@ -168,6 +170,8 @@ def make_ttgir(opts: CompileOptions) -> list[str]:
         layouts += " dense-wgmma=false"
     if opts.quant_wgmma:
         layouts += " quant-wgmma=true"
+        if not opts.register_scales:
+            layouts += " register-scales=false"
     return [
         f"convert-tt-to-ttg{{{layouts}}}",
         "sparse-gpu-encoding",

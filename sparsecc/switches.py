@@ -8,7 +8,10 @@ built-in default, for A/B runs of whole benchmarks without editing them:
 
     SPARSECC_TMA=0 python bench/quick_mm.py      # every kernel compiled with tma=False
 
-An option passed explicitly wins over both.
+An option passed explicitly wins over both. The environment is read when a launch takes a
+kernel's full path (its first launch of a specialization); later launches of that
+specialization take the fast path with the kernel compiled then, so an A/B run inside one
+process clears the kernel's fast paths (`kernel.fast.clear()`) after changing a variable.
 """
 
 from __future__ import annotations
@@ -77,6 +80,11 @@ SWITCHES: dict[str, Switch] = {
                           "into shared memory, B comes through a descriptor (convert-tt-to-ttg"
                           "{quant-wgmma}; off: mma.sp; sparse_linear turns it on for its quantized "
                           "prefill tiles, `LinearConfig.quant_wgmma`)"),
+    "register_scales": Switch("SPARSECC_REGISTER_SCALES", True,
+                              "a quant_wgmma dot's scales (and zero points) are loaded in its accumulator "
+                              "layout, each thread the ones of its own fragment rows, one K step ahead, "
+                              "instead of streaming through shared memory; the loop's other tiles can then "
+                              "be TMA copies (convert-tt-to-ttg{register-scales}; off: staged in shared memory)"),
     "coalesce_mma_stores": Switch("SPARSECC_COALESCE_MMA_STORES", True,
                                   "store an MMA tile whose memory runs along its rows (a transposed "
                                   "product: MoE and sparse_linear's W x^T into y) as 16-byte vectors "

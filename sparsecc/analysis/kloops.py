@@ -47,6 +47,8 @@ def reads_wgmma_result(op: Operation) -> bool:
     yield that only passes them on): the group that writes them must have landed first."""
     if isinstance(op, tt.DotOp | scf.YieldOp | scf.IfOp | scf.ForOp):
         return False
+    if isinstance(op, tt.DequantizeOp):  # its scales may sit in the accumulator layout: loaded, no wgmma writes them
+        return False
     return any(isinstance(t := v.type, TensorType) and isinstance(enc := t.encoding, ttgd.MmaEncodingAttr)
                and enc.version_major == 3 for v in op.operands)
 

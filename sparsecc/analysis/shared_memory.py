@@ -18,6 +18,7 @@ import math
 from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Operation, SSAValue
 
+from sparsecc.analysis.dequantize import scales_in_registers
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
 from sparsecc.analysis.mma_rename import renames_registers
@@ -110,7 +111,8 @@ def shared_size(op: Operation) -> int:
             return 0  # attention's P (the accumulator's registers become the next dot's A), alpha
         return math.prod(ty.get_shape()) * (2 if ty.element_type == i1 else esize(ty.element_type))
     if isinstance(op, tt.DequantizeOp):
-        return sum(dequantize_padded_bytes(v) for v in op.operands if not dequantize_reads_in_place(v))
+        return sum(dequantize_padded_bytes(v) for v in op.operands
+                   if not dequantize_reads_in_place(v) and not scales_in_registers(op, v))
     if isinstance(op, tt.AtomicRMWOp) and atomic_needs_broadcast(op):
         return 4
     return 0

@@ -29,6 +29,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, TensorType, f16, f32, i8, i16, i32
 from xdsl.ir import SSAValue
 
+from sparsecc.analysis.dequantize import scale_registers, scales_in_registers
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.layouts import contiguous_run, distributed
 from sparsecc.analysis.shared_memory import dequantize_padded_bytes
@@ -43,8 +44,8 @@ def _row_major(ty: TensorType) -> ttgd.MemDescType:
     return ttgd.MemDescType(ty.get_shape(), ty.element_type, ttgd.SharedEncodingAttr(1, 1, 1, (1, 0)), True)
 
 
-def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> list[Smem]:
-    out: list[Smem] = []
+def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> list[Smem | Regs]:
+    out: list[Smem | Regs] = []
     offset = 0
     stored = False
     for v in op.operands:
@@ -53,6 +54,8 @@ def _buffers(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) 
         assert isinstance(ty, TensorType)
         if isinstance(got, Smem):
             out.append(got)
+        elif isinstance(got, Regs) and scales_in_registers(op, v):
+            out.append(got)  # each thread holds the scales of its own fragment rows
         elif isinstance(got, Regs):
             if scratch is None:
                 raise LoweringError("tt.dequantize: an operand in registers needs the op's scratch buffer")
@@ -78,8 +81,8 @@ class _Operands:
     cols: int
     per_scale: int  # kept columns a scale covers
     codes: Smem
-    scales: Smem
-    zeros: Smem | None
+    scales: Smem | Regs
+    zeros: Smem | Regs | None
 
 
 def _operands(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None) -> _Operands:
@@ -87,6 +90,9 @@ def _operands(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None)
     assert isinstance(res_ty, TensorType) and isinstance(scales_ty, TensorType)
     rows, cols = res_ty.get_shape()
     bufs = _buffers(L, op, scratch)
+    assert isinstance(bufs[0], Smem)
+    if not isinstance(res_ty.encoding, ttgd.DotOperandEncodingAttr):
+        assert all(isinstance(b, Smem) for b in bufs)
     return _Operands(op.bits.value.data, rows, cols, cols // scales_ty.get_shape()[1], bufs[0], bufs[1],
                      bufs[2] if len(bufs) > 2 else None)
 
@@ -169,16 +175,25 @@ def _pair_template(bits: int, e: int) -> str:
     return head + shift + _NIBBLE_PAIR + _PAIR_TAIL
 
 
-def _zeros_and_scales(L: LoweringContext, bits: int, scales_sm: Smem, zeros_sm: Smem | None,
-                      idx: tuple[SSAValue, SSAValue]) -> tuple[SSAValue, SSAValue]:
-    """{1024 + zero} x2 and {scale} x2 (f16 pairs in b32) of the group at `idx`."""
+def _zeros_and_scales(L: LoweringContext, bits: int, scales_sm: Smem | Regs, zeros_sm: Smem | Regs | None,
+                      idx: tuple[SSAValue, SSAValue] | int) -> tuple[SSAValue, SSAValue]:
+    """{1024 + zero} x2 and {scale} x2 (f16 pairs in b32) of the group at `idx`: (row, group
+    column) in shared memory, or the register index where the operands are in registers."""
     em = L.em
-    scale = em.op(ptx.LdSharedOp(smem_addr(L, scales_sm, idx), f16, 1)).results[0]
+
+    def element(src: Smem | Regs) -> SSAValue:
+        if isinstance(src, Regs):
+            assert isinstance(idx, int)
+            return src.regs[idx]
+        assert isinstance(idx, tuple)
+        return em.op(ptx.LdSharedOp(smem_addr(L, src, idx), f16, 1)).results[0]
+
+    scale = element(scales_sm)
     scales = em.op(ptx.AsmOp("mov.b32 $0, {$1, $1};", [scale], [i32], pure=True)).results[0]
     if zeros_sm is None:
         biased = 0x6400 + (1 << (bits - 1))
         return em.c(biased << 16 | biased), scales
-    zero = em.op(ptx.LdSharedOp(smem_addr(L, zeros_sm, idx), f16, 1)).results[0]
+    zero = element(zeros_sm)
     zeros = em.op(ptx.AsmOp("{\n.reg .b16 %zq<2>;\nmov.b16 %zq0, 0x6400;\nadd.rn.f16 %zq1, $1, %zq0;\n"
                             "mov.b32 $0, {%zq1, %zq1};\n}", [zero], [i32], pure=True)).results[0]
     return zeros, scales
@@ -254,10 +269,19 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
     per_chunk = 16 * 8 // bits  # kept columns a 16-byte chunk holds: 32 (two k32 steps) or 16
     groups: dict[tuple[int, int, int], tuple[SSAValue, SSAValue]] = {}
 
+    in_regs = None
+    if ops.zeros is not None and isinstance(ops.zeros, Regs) != isinstance(ops.scales, Regs):
+        raise LoweringError("internal: tt.dequantize's scales and zero points must both be in registers or neither")
+    if isinstance(ops.scales, Regs):
+        in_regs = scale_registers(enc.parent, ops.rows, ops.scales.ty.get_shape()[1])
+        if in_regs is None:
+            raise LoweringError("internal: tt.dequantize's scales are in registers no thread can read its own from")
+
     def zeros_and_scales(i: int, half: int, row: SSAValue, col: int) -> tuple[SSAValue, SSAValue]:
         key = (i, half, col // per_scale)
         if key not in groups:
-            groups[key] = _zeros_and_scales(L, bits, ops.scales, ops.zeros, (row, em.c(col // per_scale)))
+            where = in_regs[key] if in_regs is not None else (row, em.c(col // per_scale))
+            groups[key] = _zeros_and_scales(L, bits, ops.scales, ops.zeros, where)
         return groups[key]
 
     frags: dict[tuple[int, int], list[SSAValue]] = {}

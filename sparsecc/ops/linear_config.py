@@ -125,8 +125,9 @@ def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:
 def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, cfg: LinearConfig, has_bias: bool,
                      activation: str) -> dict[str, Any]:
     """The constexprs and compile options of a linear kernel launch of `cfg` (the tiles, the
-    epilogue, `quant_wgmma` with its dtype's loop options unless the environment sets them, and
-    `ROWS_16B` where X's and W's rows start 16 bytes apart), shared by every linear kernel.
+    epilogue, `quant_wgmma` with its dtype's loop options unless the environment sets them,
+    `ROWS_16B` where X's and W's rows start 16 bytes apart, and for a quantized W `ROWS_64` where
+    its dense rows are multiples of 64 elements), shared by every linear kernel.
 
         >>> import sparsecc
         >>> launch_constants(torch.zeros(4, 64).half(), sparsecc.compress(torch.zeros(8, 64).half()),
@@ -139,6 +140,9 @@ def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, c
         consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
         env = env_overrides()
         consts.update({name: on for name, on in quant_wgmma_options(x.dtype).items() if name not in env})
-    if not isinstance(w, QuantizedSparseTensor) and x.stride(0) % 8 == 0 and w.stride(0) % 16 == 0:
+    quantized = isinstance(w, QuantizedSparseTensor)
+    if x.stride(0) % 8 == 0 and w.stride(0) % (64 if quantized else 16) == 0:
         consts["ROWS_16B"] = True
+        if quantized:  # the codes' rows: K/4 (4-bit) or K/2 (8-bit) bytes
+            consts["ROWS_64"] = True
     return consts

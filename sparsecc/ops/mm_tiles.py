@@ -95,13 +95,17 @@ def _activate(acc, ACTIVATION: tl.constexpr):
 
 
 @sparsecc.jit
-def _row_strides(stride_xm, stride_wn, ROWS_16B: tl.constexpr):
+def _row_strides(stride_xm, stride_wn, ROWS_16B: tl.constexpr, ROWS_64: tl.constexpr = False):
     """X's and W's row strides, declared multiples of 8 and 16 elements where the host saw them
     so (`ROWS_16B`, `launch_constants`): X's rows and W's kept-value rows then start 16 bytes
-    apart and the K loop's tiles can stream by TMA. Inlined where it is called."""
+    apart and the K loop's tiles can stream by TMA. `ROWS_64`: W's dense rows are multiples of
+    64 elements, so the rows of a quantized W's 4- or 8-bit codes start 16 bytes apart too.
+    Inlined where it is called."""
     if ROWS_16B:
         stride_xm = tl.multiple_of(stride_xm, 8)
         stride_wn = tl.multiple_of(stride_wn, 16)
+    if ROWS_64:
+        stride_wn = tl.multiple_of(stride_wn, 64)
     return stride_xm, stride_wn
 
 

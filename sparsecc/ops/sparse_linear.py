@@ -54,11 +54,12 @@ ACTIVATIONS = ("none", "relu", "gelu_tanh", "silu")
 @sparsecc.jit
 def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, ROWS_16B: tl.constexpr = False):
+                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, ROWS_16B: tl.constexpr = False, ROWS_64: tl.constexpr = False):
     """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]), W 2:4 sparse along K. ROWS_16B: the host saw
     X's row stride a multiple of 8 elements and W's (dense K) of 16, so the rows of X and of W's
-    kept values start 16 bytes apart and the tiles can stream by TMA."""
-    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B)
+    kept values start 16 bytes apart and the tiles can stream by TMA; ROWS_64 (quantized W): W's
+    of 64, so its codes' rows do too."""
+    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B, ROWS_64)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, 0),
@@ -74,7 +75,7 @@ def sparse_linear_kernel(Y, X, W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym
 def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm, stride_wn, stride_ym,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                 SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                                ROWS_16B: tl.constexpr = False):
+                                ROWS_16B: tl.constexpr = False, ROWS_64: tl.constexpr = False):
     """`sparse_linear_kernel` with K split over SPLIT_K programs (axis 2): each writes its K
     slice's product as an fp32 partial tile PARTIALS[pid_k] (SPLIT_K × M × N); the last to take
     a ticket (TICKETS: one zeroed int32 per output tile) sums the partials in order and runs the
@@ -85,7 +86,7 @@ def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, strid
                                           y.stride(0), BLOCK_M=8, BLOCK_N=64, BLOCK_K=256, SPLIT_K=2,
                                           HAS_BIAS=False, ACTIVATION="none")
     """
-    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B)
+    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B, ROWS_64)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)

@@ -45,13 +45,13 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
                                   WHOLE, PART_STEPS, ITEMS,
                                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                   SPLIT: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                                  ROWS_16B: tl.constexpr = False):
+                                  ROWS_16B: tl.constexpr = False, ROWS_64: tl.constexpr = False):
     """Y[M, N] = act(X[M, K] @ W[N, K].T + BIAS[N]) (W 2:4 along K) over ITEMS work items, program p
     taking items p, p + P, ...: items below WHOLE are the first WHOLE output tiles, whole; the
     others are the parts of the remaining tiles, SPLIT a tile, PART_STEPS K steps each
     (`stream_k_plan`). PARTIALS: (ITEMS - WHOLE) x BLOCK_M x BLOCK_N fp32, a part's sum; TICKETS:
     one zeroed int32 per split tile."""
-    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B)
+    stride_xm, stride_wn = _row_strides(stride_xm, stride_wn, ROWS_16B, ROWS_64)
     steps = tl.cdiv(K, BLOCK_K)
     tiles_m = tl.cdiv(M, BLOCK_M)
     item = tl.program_id(0)

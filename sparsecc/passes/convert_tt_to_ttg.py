@@ -17,6 +17,9 @@ of sparsecc/dialects/ttg.py):
   puts its warps along M (`dequant-warps-m`, on by default: each warp dequantizes only the
   rows it multiplies); on sm_90a with `quant-wgmma` such a dot whose K-major 16-bit B rows
   span whole 128-byte column blocks becomes wgmma (#ttg.mma version 3) with register A;
+  the block-pointer loads of its scales (and zero points) then take that accumulator layout
+  (`register-scales`, on by default; `analysis.dequantize.scale_registers`): each thread loads
+  the scales of its own fragment rows, and they never go through shared memory;
 - the results of tt.join, tt.split and tt.cat (and of a reshape next to a join or a split) get
   the layout derived from their operand's that lets them rename registers (no shared memory:
   sparsecc/analysis/shuffles.py), unless a dot or a block pointer's order chose theirs;
@@ -54,6 +57,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc.analysis.axis_info import AxisAnalysis
+from sparsecc.analysis.dequantize import fragment_dequantize, scale_registers
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.shuffles import derived_layout
 from sparsecc.defaults import NUM_WARPS
@@ -309,6 +313,9 @@ class ConvertTTToTTGPass(ModulePass):
     quant_wgmma: bool = False
     """Sparse dots of a dequantized A whose K-major 16-bit B rows span whole 128-byte column
     blocks become sm_90a wgmma (`_quant_wgmma_ok`); off: they keep mma.sp."""
+    register_scales: bool = True
+    """The scales (and zero points) of a wgmma's fragment dequantization are loaded in the
+    accumulator layout, into registers (`_register_scales`); off: staged in shared memory."""
 
     def __post_init__(self) -> None:
         """A bad `target` option is refused with the options (`sparsecc-opt`: "invalid options
@@ -474,6 +481,8 @@ class ConvertTTToTTGPass(ModulePass):
         if _derive_shape_layouts(func, uf, groups, self.num_warps):
             # a slice's parent may have changed
             self._choose_all(groups, uf, lambda g: isinstance(g.layout, SliceEncodingAttr))
+        if self.register_scales:
+            _register_scales(func, uf, groups)
         for group in groups.values():
             assert group.layout is not None
             for v in group.values:
@@ -662,6 +671,39 @@ def _quant_wgmma_ok(dot: tt.DotOp) -> bool:
     dequantizes each warp's register-A fragments (codegen/lower_quant.py) and B is read through
     a descriptor per k32 step, as for the 16-bit kernel's one-atom rows."""
     return isinstance(dot.a.owner, tt.DequantizeOp) and (tt.shape_of(dot.b.type)[0] * 2) % 128 == 0
+
+
+def _register_scales(func: tt.FuncOp, uf: _Layouts, groups: dict[SSAValue, _Group]) -> None:
+    """The scales and zero points of a `tt.dequantize` that builds a wgmma's A fragments
+    (`analysis.dequantize.fragment_dequantize`) take the dot's accumulator layout where each
+    thread then holds the scales of its own fragment rows (`scale_registers`): their group (the
+    block pointer, its advances and loop-carried copies, the loaded tile) must hold no other
+    tensor, so that nothing else changes layout with it."""
+    for dq in [o for o in func.walk() if isinstance(o, tt.DequantizeOp)]:
+        uses = list(dq.result.uses)
+        if len(uses) != 1 or not isinstance(uses[0].operation, tt.DotOp) or uses[0].index != 0:
+            continue
+        dot = uses[0].operation
+        mma = groups[uf.find(dot.result)].layout
+        if not (isinstance(mma, MmaEncodingAttr) and mma.version_major == 3):
+            continue
+        k_width = max(1, 4 // _bytes(tt.element_type(dq.result.type)))
+        if not fragment_dequantize(dq, DotOperandEncodingAttr(0, mma, k_width, 0)):
+            continue
+        chosen = []
+        for v in (dq.scales, dq.zeros):
+            if v is None:
+                continue
+            if not isinstance(v.owner, tt.LoadOp) or len(list(v.uses)) != 1 or v not in uf.parent:
+                break
+            group = groups[uf.find(v)]
+            tensors = [u for u in group.values if isinstance(u.type, TensorType)]
+            if tensors != [v] or scale_registers(mma, *tt.shape_of(v.type)) is None:
+                break
+            chosen.append(group)
+        else:  # the scales and the zero points both, or neither
+            for group in chosen:
+                group.layout = mma
 
 
 def _layout(ty: Attribute) -> Attribute:

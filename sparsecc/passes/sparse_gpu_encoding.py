@@ -77,6 +77,7 @@ from sparsecc.dialects.ttg import (
     LocalAllocOp,
     LocalLoadOp,
     MemDescType,
+    MmaEncodingAttr,
     SharedEncodingAttr,
 )
 
@@ -135,6 +136,8 @@ def _stage_dequantize_operands(dq: tt.DequantizeOp) -> None:
             continue
         ty = v.type
         assert isinstance(ty, TensorType)
+        if isinstance(ty.encoding, MmaEncodingAttr):
+            continue  # scales in a wgmma's accumulator layout: registers by design (convert-tt-to-ttg)
         # codes rows are read 4-16 bytes a thread, several rows a warp: swizzled like ldmatrix
         # rows so those rows fall in different banks (scales rows are too short to need it)
         enc = (mma_swizzle(ty.get_shape()[1], _elem_bytes(ty.element_type)) if i == 0

@@ -102,6 +102,7 @@ from sparsecc.dialects.ttg import (
     module_target,
 )
 from sparsecc.passes.continued_rings import carry_counter, ring_outer_loop, ring_start, trip_count
+from sparsecc.passes.register_prefetch import prefetch_register_loads
 
 
 class PipelineError(DiagnosticException):
@@ -411,6 +412,9 @@ class PipelinePass(ModulePass):
         """Pipeline one loop with this pass's num_stages (unchanged when it does not match)."""
         streams = _find_streams(loop)
         wgmma = streams and _wgmma_loop(loop) and loop.lb.type == i32
+        if wgmma:  # registers a dequantization reads, loaded a step ahead (outside the rings)
+            loop = prefetch_register_loads(loop)
+            streams = _find_streams(loop)
         tma = wgmma and self.tma and _tma_streams(loop, streams, self.tma_extents)
         if wgmma and (self.mbarriers or tma):
             if self.prefetch:

@@ -5,9 +5,12 @@
 // sparse_linear's product W x^T with a quantized W: the dequantized A (64 rows x 128 of K) and a
 // K-major B (x^T, order [0, 1]) whose rows of 128 f16 are two 128-byte column blocks. With
 // quant-wgmma on sm_90a the dot is a warpgroup MMA (version 3, one m64n64 block, the A
-// fragments built in registers); without it, or on sm_80, it stays on mma.sp with its warps
-// along M.
+// fragments built in registers, its scales loaded in the accumulator layout: each thread the
+// scales of its own fragment rows); without it, or on sm_80, it stays on mma.sp with its warps
+// along M and blocked scales.
 
+// CHECK: %pw_scales = tt.make_tensor_ptr {{.*}} !tt.ptr<tensor<64x1xf16, #ttg.mma<{versionMajor = 3, warpsPerCTA = [4, 1], instrShape = [64, 64]}>>>
+// OFF: %pw_scales = tt.make_tensor_ptr {{.*}} !tt.ptr<tensor<64x1xf16, #ttg.blocked
 // CHECK: tt.dequantize
 // CHECK: tt.dot {{.*}} -> tensor<64x64xf32, #ttg.mma<{versionMajor = 3, warpsPerCTA = [4, 1], instrShape = [64, 64]}>>
 // OFF: tt.dot {{.*}} -> tensor<64x64xf32, #ttg.mma<{versionMajor = 2, warpsPerCTA = [4, 1], instrShape = [16, 8]}>>

@@ -121,7 +121,7 @@ def _check_a(scheme: str, tid: int, steps: list, block_n: int, want: np.ndarray)
 
 @pytest.mark.parametrize("scheme, block_n, opts", [
     ("w4g128", 128, {}), ("w8g128", 128, {}), ("w4g128z", 256, {}), ("w8g64z", 128, {}),
-    ("w4g128", 128, OVERLAP), ("w8g128z", 256, OVERLAP)], ids=str)
+    ("w4g128", 128, OVERLAP), ("w8g128z", 256, OVERLAP), ("w8g64z", 128, {"register_scales": False})], ids=str)
 def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n, opts):
     """BLOCK_N = 256: each warp dequantizes two m16 tiles, rows 16 w' and 128 + 16 w' (w' its
     warp in the CTA), the warpgroup's two m64 blocks. With `OVERLAP` the mbarrier ring and the
@@ -160,17 +160,20 @@ def test_each_thread_hands_wgmma_its_dequantized_a_fragments(scheme, block_n, op
 
 @pytest.mark.parametrize("scheme, block_n, opts, stages", [
     ("w4g128", 128, PLAIN, 3), ("w8g64z", 128, PLAIN, 3), ("w4g128z", 128, OVERLAP, 3),
-    ("w4g128", 128, SHIPPED, 4), ("w8g128z", 128, SHIPPED, 4)], ids=str)
+    ("w4g128", 128, SHIPPED, 4), ("w8g128z", 128, SHIPPED, 4), ("w8g64z", 128, {**SHIPPED, "register_scales": False}, 4)],
+    ids=str)
 def test_every_k_step_dequantizes_with_its_own_scales(scheme, block_n, opts, stages):
     """All K / BLOCK_K = 4 iterations, the CTA's 256 threads in lockstep from one barrier or
-    mbarrier wait to the next (`PtxThread.run_phase`): the scales (and zero points) of steps 2
-    and 3 are the ones the loop body's copies bring into the ring (a synchronous ld.global +
-    st.shared each: a BLOCK_N x BLOCK_K/G tile is too narrow for cp.async), in the CTA-barrier
-    form and in the mbarrier ring unrolled by two; every wgmma must get the dequantized values
-    of its own K step; so in the fp16 loop as shipped (`SHIPPED`: four stages, unrolled, a group
-    kept in flight through the barrier)."""
+    mbarrier wait to the next (`PtxThread.run_phase`): the scales (and zero points) of each step
+    are the ones each thread loaded into registers one iteration earlier (`register_scales`:
+    the accumulator layout, a thread's own fragment rows), or with the switch off the ones the
+    loop body's copies bring into the ring (a synchronous ld.global + st.shared each: a
+    BLOCK_N x BLOCK_K/G tile is too narrow for cp.async), in the CTA-barrier form and in the
+    mbarrier ring unrolled by two; every wgmma must get the dequantized values of its own K
+    step; so in the fp16 loop as shipped (`SHIPPED`: four stages, unrolled, a group kept in
+    flight through the barrier)."""
     w, _, lines, params, glob = _compiled(scheme, block_n, opts, stages)
-    assert any("ld.global.b" in ln for ln in lines)  # the scales: too narrow for cp.async
+    assert any("ld.global.b16" in ln for ln in lines)  # the scales: in registers, or too narrow for cp.async
     shared: dict[int, int] = {}
     threads = [_thread(tid, params, glob, shared) for tid in range(THREADS)]
     running = list(threads)

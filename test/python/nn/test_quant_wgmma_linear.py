@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 
 import pytest
 import torch
@@ -42,13 +43,16 @@ def _sig(dtype: str, scheme: str) -> dict[str, str]:
             "N": "i32", "K": "i32", "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32"}
 
 
-def _compile(dtype: str, scheme: str, tile: tuple[int, ...], target: str, **opts: bool):
+def _compile(dtype: str, scheme: str, tile: tuple[int, ...], target: str, rows: bool = False, **opts: bool):
     """The kernel as `launch_linear` compiles a quant_wgmma tile (`quant_wgmma_options` of the
-    dtype, unless `opts` say)."""
+    dtype, unless `opts` say); `rows`: with the stride hints of rows 64 elements apart
+    (`ROWS_16B`, `ROWS_64`)."""
     bm, bn, bk, nw, ns = tile
     opts = {**linear_config.quant_wgmma_options(torch.float16 if dtype == "fp16" else torch.bfloat16), **opts}
-    return sparsecc.compile(sparse_linear_kernel, _sig(dtype, scheme),
-                            {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": True, "ACTIVATION": "silu"},
+    consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": True, "ACTIVATION": "silu"}
+    if rows:
+        consts.update(ROWS_16B=True, ROWS_64=True)
+    return sparsecc.compile(sparse_linear_kernel, _sig(dtype, scheme), consts,
                             target=target, num_warps=nw, num_stages=ns, **opts)
 
 
@@ -96,6 +100,35 @@ def test_the_ring_form_assembles_too(dtype):
     assert ptx.count("wgmma.mma_async.sp") == 3 * 4 and "wgmma.wait_group.sync.aligned 1" in ptx
     assert "mbarrier.try_wait" in ptx
     assert ck.metadata["ptxas"]["sparse_linear_kernel"].spill_stores == 0
+
+
+def _loop(ptx: str) -> str:
+    """The PTX of the first loop (its label to its back edge)."""
+    head = re.search(r"^(\$L__loop\d+):", ptx, re.M)
+    assert head is not None
+    return ptx[head.start():ptx.index(f"bra {head.group(1)};", head.start())]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("scheme, tile", [("w4g128", TILES[1]), ("w8g128z", TILES[1]), ("w4g128", TILES[4])],
+                         ids=str)
+def test_rows_of_64_elements_take_the_tma_loop(scheme, tile):
+    """With ROWS_16B and ROWS_64 (`launch_constants`: a quantized weight whose rows are multiples of
+    64 elements) every tile of the fp16 loop (tokens, metadata, codes) is a TMA copy behind
+    mbarriers: the scales (and zero points) are loaded into registers in the accumulator layout
+    one K step ahead (`register_scales`), never through shared memory; the loop keeps one wgmma
+    group in flight through each step's dequantization, and nothing spills. With
+    `register_scales` off the scale column needs a synchronous copy into shared memory and
+    the loop stays on cp.async."""
+    ck = _compile("fp16", scheme, tile, "sm_90a", rows=True, quant_wgmma=True)
+    ptx = ck.asm["ptx"]
+    loop = _loop(ptx)
+    assert "cp.async.bulk.tensor" in loop and "cp.async.cg" not in ptx and "mbarrier.try_wait" in loop
+    assert "ld.global.b16" in loop and "st.shared.b16" not in ptx  # scales straight into registers
+    assert "wgmma.wait_group.sync.aligned 1" in loop and "wgmma.wait_group.sync.aligned 0" not in loop
+    assert ck.metadata["ptxas"]["sparse_linear_kernel"].spill_stores == 0
+    staged = _compile("fp16", scheme, tile, "sm_90a", rows=True, quant_wgmma=True, register_scales=False)
+    assert "cp.async.bulk.tensor" not in staged.asm["ptx"] and "cp.async.cg" in staged.asm["ptx"]
 
 
 @needs_ptxas

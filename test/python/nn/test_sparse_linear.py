@@ -337,7 +337,8 @@ def test_the_sparse_mm_op_on_the_gpu():
 def test_16_byte_rows_take_the_tma_hint_and_nothing_else_does(split_k, monkeypatch):
     """`launch_linear` passes ROWS_16B (stride hints that let the K loop stream by TMA) exactly
     when X's row stride is a multiple of 8 elements (W's, a multiple of 16, compress ensures),
-    for 16-bit 2:4 weights, in both the plain and the split-K kernel; quantized weights and
+    in both the plain and the split-K kernel; a quantized weight also needs its dense rows a
+    multiple of 64 elements and then gets ROWS_64 too (its codes' rows start 16 bytes apart);
     other strides compile as before."""
     sl = importlib.import_module("sparsecc.ops.sparse_linear")
     seen: list[dict] = []
@@ -356,10 +357,14 @@ def test_16_byte_rows_take_the_tma_hint_and_nothing_else_does(split_k, monkeypat
         x = torch.randn(8, x_cols).half()[:, :k]
         y = torch.empty(8, 32, dtype=torch.float16)
         sl.launch_linear(y, x, w, y, cfg, has_bias=False, activation="none")
-        return seen.pop().get("ROWS_16B", False)
+        consts = seen.pop()
+        assert consts.get("ROWS_64", False) == (quant is not None and consts.get("ROWS_16B", False))
+        return consts.get("ROWS_16B", False)
 
     assert hint(128, 128)
     assert hint(128, 136)  # a view: X's rows 136 elements apart
     assert not hint(128, 132)  # 132 * 2 bytes: rows not 16 bytes apart
     assert hint(144, 144)  # compress keeps K a multiple of 16, so W's kept values rows are 16-byte multiples
-    assert not hint(128, 128, "w4g128")
+    assert hint(128, 128, "w4g128") and hint(192, 192, "w8g64z")
+    assert not hint(160, 160, "w8c")  # 160: W's rows not a multiple of 64
+    assert not hint(128, 132, "w4g128")

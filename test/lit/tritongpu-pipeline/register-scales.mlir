@@ -1,0 +1,22 @@
+// RUN: sparsecc-opt %S/../convert-tt-to-ttg/quant-wgmma.mlir -p "decompose-sparse-tensors,convert-tt-to-ttg{num-warps=4 target=sm_90a quant-wgmma=true},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 mbarriers=true}" | filecheck %s
+// RUN: sparsecc-opt %S/../convert-tt-to-ttg/quant-wgmma.mlir -p "decompose-sparse-tensors,convert-tt-to-ttg{num-warps=4 target=sm_90a quant-wgmma=true register-scales=false},sparse-gpu-encoding,tritongpu-pipeline{num-stages=3 mbarriers=true}" | filecheck %s --check-prefix=OFF
+
+// A wgmma K loop whose A is dequantized into its fragments (quant-wgmma): convert-tt-to-ttg puts
+// the scales' block pointer in the dot's accumulator layout (register-scales, the default), so
+// they get no shared-memory ring; tritongpu-pipeline loads them one K step ahead instead
+// (passes/register_prefetch.py): step 0's tile before the loop, carried in, and each iteration
+// loads the next step's right after advancing the pointer, then yields it. With
+// register-scales=false the scales are a 64x1 ring like the codes.
+
+// CHECK: %pw_scales = tt.make_tensor_ptr {{.*}} !tt.ptr<tensor<64x1xf16, #ttg.mma<{versionMajor = 3
+// CHECK: %[[FIRST:.*]] = tt.load %pw_scales {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32}
+// CHECK-NOT: memdesc<3x64x1xf16
+// CHECK: scf.for {{.*}} iter_args({{.*}}%pw_i_scales = %pw_scales, {{.*}}%w_scales = %[[FIRST]]
+// CHECK: tt.dequantize %{{.*}}, %w_scales {bits = 4 : i32}
+// CHECK: %pw_n_scales = tt.advance %pw_i_scales
+// CHECK-NEXT: %[[NEXT:.*]] = tt.load %pw_n_scales {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32}
+// CHECK: scf.yield {{.*}}%pw_n_scales, {{.*}}%[[NEXT]],
+
+// OFF: ttg.local_alloc : () -> !ttg.memdesc<3x64x1xf16
+// OFF: scf.for
+// OFF: tt.dequantize %{{.*}}, %{{.*}} {bits = 4 : i32} : {{.*}}, tensor<64x1xf16, #ttg.blocked
