@@ -61,6 +61,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
@@ -688,27 +689,12 @@ class PipelinePass(ModulePass):
         base, finish = carry_counter(outer, _const(0, i32, home)) if outer is not None else (None, None)
         self._hoist_invariant_offsets(loop, streams)
 
-        def issue(ptrs: list[SSAValue], slot: SSAValue, pred: SSAValue, gstep: SSAValue | None = None) -> None:
-            if tma:
-                wait = None if gstep is None else WaitBarrierOp(empty, slot, _parity(gstep, S, before, flip=True))
-                self._tma_group(streams, ptrs, rings, full, slot, pred, before, wait, multicast=multicast)
-                return
-            for j, st in enumerate(streams):
-                self._copy(st, ptrs[j], rings[j], slot, pred, before)
-            _insert(ArriveBarrierOp(full, slot, "copies"), before)
-
+        issue = partial(self._issue_stage, streams, rings, (full, empty), before, tma, multicast)
         ptrs = self._prologue(loop, streams, issue, base=base)
         body = self._new_body(loop, ptrs)
         if base is not None:  # the ring's slots go on where the last trip left them
             body.rd0, body.wr0 = ring_start(base, S, before)
-        rd, iv, top = body.rd, body.block.args[0], body.top
-        step = _step_index(iv, loop, top)
-        gstep = step if base is None else _insert(arith.AddiOp(base, step), top).results[0]
-        top_wait = _insert(WaitBarrierOp(full, rd, _parity(gstep, S, top)), top)
-        if self.ring_in_flight and not tma:
-            top_wait.attributes[WGMMA_IN_FLIGHT] = UnitAttr()
-        self._read_slots(streams, rings, rd, top, replace=True)
-        self._erase_old_chains(streams)
+        step, gstep = self._wait_and_read(loop, streams, body, rings, full, base, tma)
         yield_op = body.block.last_op
         assert isinstance(yield_op, scf.YieldOp)
         at = InsertPoint.before(yield_op)
@@ -722,6 +708,38 @@ class PipelinePass(ModulePass):
             self._release_last(new_loop, empty, base, finish)
         elif _in_a_loop(new_loop):
             self._retire_barriers(new_loop, (lb, ub, step_v), full, tma)
+
+    def _issue_stage(self, streams: list[_Stream], rings: list[SSAValue], barriers: tuple[SSAValue, SSAValue],
+                     before: InsertPoint, tma: bool, multicast: int | None, ptrs: list[SSAValue], slot: SSAValue,
+                     pred: SSAValue, gstep: SSAValue | None = None) -> None:
+        """One stage's copies into `slot` of a ring loop (`_pipeline_mbarriers`), where `pred`
+        holds: TMA boxes counted on the full barrier (after waiting for the slot's empty barrier
+        at ring step `gstep`, when given), or cp.async copies and their arrival on it."""
+        full, empty = barriers
+        if tma:
+            wait = None if gstep is None else WaitBarrierOp(empty, slot, _parity(gstep, self.num_stages, before,
+                                                                                 flip=True))
+            self._tma_group(streams, ptrs, rings, full, slot, pred, before, wait, multicast=multicast)
+            return
+        for j, st in enumerate(streams):
+            self._copy(st, ptrs[j], rings[j], slot, pred, before)
+        _insert(ArriveBarrierOp(full, slot, "copies"), before)
+
+    def _wait_and_read(self, loop: scf.ForOp, streams: list[_Stream], body: _Body, rings: list[SSAValue],
+                       full: SSAValue, base: SSAValue | None, tma: bool) -> tuple[SSAValue, SSAValue]:
+        """The top of a ring loop's body (`_pipeline_mbarriers`): the wait on slot rd's full
+        barrier, then the streams' tiles read from that slot in place of their loads. Returns the
+        iteration number and the ring's step (the same, unless a continued ring starts at
+        `base`)."""
+        rd, iv, top = body.rd, body.block.args[0], body.top
+        step = _step_index(iv, loop, top)
+        gstep = step if base is None else _insert(arith.AddiOp(base, step), top).results[0]
+        top_wait = _insert(WaitBarrierOp(full, rd, _parity(gstep, self.num_stages, top)), top)
+        if self.ring_in_flight and not tma:
+            top_wait.attributes[WGMMA_IN_FLIGHT] = UnitAttr()
+        self._read_slots(streams, rings, rd, top, replace=True)
+        self._erase_old_chains(streams)
+        return step, gstep
 
     @staticmethod
     def _release_last(loop: scf.ForOp, empty: SSAValue, base: SSAValue, finish: Callable[[SSAValue], None]) -> None:
