@@ -10,7 +10,9 @@ code j of row r, its nibble, the scale (and zero point) of its group, and comput
 pairs with f16x2 arithmetic on codes placed in the mantissa of 1024.0 (no conversions), bf16
 in f32.
 Operands that arrive in registers (a loop the pipeline left alone) are first stored row-major
-into the op's scratch buffer. A run of consecutive elements of one row shares one scale read
+into the op's scratch buffer, except the scales (and zero points) of a fragment dequantization
+held in the wgmma accumulator layout (`analysis.dequantize.scales_in_registers`): each thread
+already holds the scales of its own fragment rows, and reads them from its registers. A run of consecutive elements of one row shares one scale read
 and one word of codes.
 
 When the result is the dot's values operand itself (`#ttg.dot_op<{opIdx = 0, meta = 0}>`,
@@ -90,9 +92,10 @@ def _operands(L: LoweringContext, op: tt.DequantizeOp, scratch: SSAValue | None)
     assert isinstance(res_ty, TensorType) and isinstance(scales_ty, TensorType)
     rows, cols = res_ty.get_shape()
     bufs = _buffers(L, op, scratch)
-    assert isinstance(bufs[0], Smem)
-    if not isinstance(res_ty.encoding, ttgd.DotOperandEncodingAttr):
-        assert all(isinstance(b, Smem) for b in bufs)
+    if not isinstance(bufs[0], Smem) or (not isinstance(res_ty.encoding, ttgd.DotOperandEncodingAttr)
+                                         and not all(isinstance(b, Smem) for b in bufs)):
+        raise LoweringError("internal: tt.dequantize reads its codes, and outside a fragment dequantization "
+                            "every operand, from shared memory")
     return _Operands(op.bits.value.data, rows, cols, cols // scales_ty.get_shape()[1], bufs[0], bufs[1],
                      bufs[2] if len(bufs) > 2 else None)
 
