@@ -64,6 +64,11 @@ MARGIN = 0.98
 """Another path replaces the 2:4 kernel only where it is estimated at least 2% faster (noise)."""
 DEFAULT_SPARSE_UP_TO = 256
 """Without a table: quantized and 8-bit weights run their own kernel up to this many tokens."""
+QUANT_WGMMA_UP_TO = 1024
+"""Without a table, on a GPU with the register-A wgmma kernel of quantized weights (Hopper): that
+kernel up to this many tokens, `sparse16` above. In the H100 table (stop 27: the kernel on TMA)
+the kernel leads at 512 tokens on all 10 shapes (0.92-1.30x dense, sparse16 0.76-0.92x) and
+sparse16 at 2048 on 9 (1.11-1.22x, the kernel 0.99-1.16x)."""
 CACHED_SPARSE_UP_TO = 16
 """Without a table, for a layer that keeps a dense copy: its 2:4 kernel up to this many tokens."""
 TABLES = Path(__file__).resolve().parent / "dispatch_tables"
@@ -331,22 +336,22 @@ def default_mode(scheme: str, m: int, cached: bool = False, quant_wgmma: bool = 
 
     - 16-bit 2:4 weights: the 2:4 kernel at every M;
     - quantized and 8-bit weights: their own kernel up to `DEFAULT_SPARSE_UP_TO` (256) tokens,
-      above that dequantize to 16-bit kept values and run the 16-bit 2:4 kernel (sparse16),
-      except quantized weights on a GPU with their register-A wgmma kernel (`quant_wgmma`:
-      Hopper, `sparse_linear.quantized_prefill_config`), which keep it at every M;
+      above that dequantize to 16-bit kept values and run the 16-bit 2:4 kernel (sparse16);
+      quantized weights on a GPU with their register-A wgmma kernel (`quant_wgmma`: Hopper,
+      `sparse_linear.quantized_prefill_config`) keep it up to `QUANT_WGMMA_UP_TO` (1024);
     - a layer that keeps a dense copy: its 2:4 kernel up to `CACHED_SPARSE_UP_TO` (16) tokens
       (decode, where halving the weight bytes wins), the cached dense weight above.
 
         >>> default_mode("nv24", 4096), default_mode("w4g128", 2048), default_mode("fp8", 16)
         ('sparse', 'sparse16', 'sparse')
-        >>> default_mode("w4g128", 2048, quant_wgmma=True)
-        'sparse'
+        >>> default_mode("w4g128", 1024, quant_wgmma=True), default_mode("w4g128", 2048, quant_wgmma=True)
+        ('sparse', 'sparse16')
     """
     if cached:
         return "sparse" if m <= CACHED_SPARSE_UP_TO else "dense"
     if scheme == "nv24" or m <= DEFAULT_SPARSE_UP_TO:
         return "sparse"
-    if quant_wgmma and scheme.startswith("w"):  # w4g128, w8c, ...: not the 8-bit fp8 / int8 weights
+    if quant_wgmma and scheme.startswith("w") and m <= QUANT_WGMMA_UP_TO:  # w4g128, w8c, ...: not fp8 / int8
         return "sparse"
     return "sparse16"
 
