@@ -11,6 +11,10 @@ K loop keeps no shared-memory stream for them (the other streams can then be TMA
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from xdsl.dialects.builtin import TensorType, f16
 
 from sparsecc.analysis.layouts import WARP, LayoutError, distributed
@@ -35,7 +39,9 @@ def fragment_dequantize(op: tt.DequantizeOp, enc: object) -> bool:
             and codes_ty.get_shape()[1] % 16 == 0 and cols % 16 == 0 and per_scale % 8 == 0)
 
 
-def scale_registers(mma: ttgd.MmaEncodingAttr, rows: int, groups: int) -> dict[tuple[int, int, int], int] | None:
+@functools.cache
+def scale_registers(mma: ttgd.MmaEncodingAttr, rows: int,
+                    groups: int) -> Mapping[tuple[int, int, int], int] | None:
     """Where a thread finds the scale of each group of its A fragment rows when a rows x groups
     scale tile is held in the accumulator layout `mma` (a wgmma's, #ttg.mma version 3): key
     (m16 tile i of the warp, half h: row g or g + 8, group column c) -> register index, the same
@@ -44,9 +50,10 @@ def scale_registers(mma: ttgd.MmaEncodingAttr, rows: int, groups: int) -> dict[t
 
     A warp's i-th m16 tile is tile `w_m + i * W_m` of the block (`codegen.lower_dot.warp_m_tiles`),
     its rows 16 * tile + g and + 8 for lane 4g + t, exactly the rows the accumulator layout gives
-    the thread; its fragments span every kept column, so it needs every group column.
+    the thread; its fragments span every kept column, so it needs every group column. Cached
+    (several passes and the lowering ask, each evaluating every thread): the map is read-only.
 
-        >>> scale_registers(ttgd.MmaEncodingAttr((8, 1), version_major=3, instr_shape=(64, 128)), 128, 1)
+        >>> dict(scale_registers(ttgd.MmaEncodingAttr((8, 1), version_major=3, instr_shape=(64, 128)), 128, 1))
         {(0, 0, 0): 0, (0, 1, 0): 2}
     """
     if mma.version_major != 3:
@@ -70,7 +77,7 @@ def scale_registers(mma: ttgd.MmaEncodingAttr, rows: int, groups: int) -> dict[t
                 if r is None:
                     return None
                 found[(i, h, c)] = r
-    return found
+    return MappingProxyType(found)
 
 
 def scales_in_registers(op: tt.DequantizeOp, v: object) -> bool:

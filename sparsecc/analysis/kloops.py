@@ -53,6 +53,30 @@ def reads_wgmma_result(op: Operation) -> bool:
                and enc.version_major == 3 for v in op.operands)
 
 
+def carried_advance(loop: scf.ForOp, load: tt.LoadOp) -> tt.AdvanceOp | None:
+    """The `tt.advance` that makes the next iteration's pointer of `load`, a load of `loop`'s body
+    through a block pointer the loop carries: the body's yield passes on that advance of it, and
+    nothing but the load and the advance uses it. None otherwise (the tile is not a stream the
+    pipeline can run ahead of the loop).
+
+    Example: in `for ... iter_args(%p = %p0) { %t = tt.load %p; %q = tt.advance %p, [0, 64];
+    scf.yield %q }`, the advance is `%q`'s."""
+    body = loop.body.block
+    ptr = load.ptr
+    if ptr.owner is not body or not (isinstance(ptr.type, tt.PointerType) and ptr.type.is_block):
+        return None
+    idx = body.args.index(ptr) - 1  # type: ignore[arg-type]
+    y = body.last_op
+    if idx < 0 or not isinstance(y, scf.YieldOp):
+        return None
+    adv = y.operands[idx].owner
+    if not isinstance(adv, tt.AdvanceOp) or adv.ptr is not ptr:
+        return None
+    if any(u.operation is not load and u.operation is not adv for u in ptr.uses):
+        return None
+    return adv
+
+
 def accumulation_chains(loop: scf.ForOp) -> list[list[tt.DotOp]]:
     """K-loop accumulations of `loop`: for an iter_arg used only as the accumulator of a dot,
     the dots that pass the sum along (each result used only as the next dot's accumulator)
@@ -289,6 +313,7 @@ def wgmma_loops(root: Operation) -> list[scf.ForOp]:
 
 __all__ = [
     "accumulation_chains",
+    "carried_advance",
     "carried_in_flight",
     "epilogue_if",
     "is_zero_splat",

@@ -531,8 +531,7 @@ class ConvertTTToTTGPass(ModulePass):
         if _layout(dot.c.type) != mma:
             _convert_operand(dot, 2, mma)
         sparse = dot.meta is not None
-        a_bytes = _bytes(tt.element_type(dot.a.type))
-        k_width = max(1, 4 // a_bytes)
+        k_width = _k_width(dot)
         _convert_operand(dot, 0, DotOperandEncodingAttr(0, mma, k_width, 0 if sparse else -1))
         _convert_operand(dot, 1, DotOperandEncodingAttr(1, mma, k_width))
         if sparse:
@@ -673,6 +672,11 @@ def _quant_wgmma_ok(dot: tt.DotOp) -> bool:
     return isinstance(dot.a.owner, tt.DequantizeOp) and (tt.shape_of(dot.b.type)[0] * 2) % 128 == 0
 
 
+def _k_width(dot: tt.DotOp) -> int:
+    """The k_width of a dot's operand encodings: A's elements in 32 bits (16-bit: 2, 8-bit: 4)."""
+    return max(1, 4 // _bytes(tt.element_type(dot.a.type)))
+
+
 def _register_scales(func: tt.FuncOp, uf: _Layouts, groups: dict[SSAValue, _Group]) -> None:
     """The scales and zero points of a `tt.dequantize` that builds a wgmma's A fragments
     (`analysis.dequantize.fragment_dequantize`) take the dot's accumulator layout where each
@@ -687,8 +691,7 @@ def _register_scales(func: tt.FuncOp, uf: _Layouts, groups: dict[SSAValue, _Grou
         mma = groups[uf.find(dot.result)].layout
         if not (isinstance(mma, MmaEncodingAttr) and mma.version_major == 3):
             continue
-        k_width = max(1, 4 // _bytes(tt.element_type(dq.result.type)))
-        if not fragment_dequantize(dq, DotOperandEncodingAttr(0, mma, k_width, 0)):
+        if not fragment_dequantize(dq, DotOperandEncodingAttr(0, mma, _k_width(dot), 0)):
             continue
         chosen = []
         for v in (dq.scales, dq.zeros):

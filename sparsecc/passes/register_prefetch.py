@@ -26,22 +26,15 @@ from xdsl.ir import BlockArgument
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from sparsecc.analysis.dequantize import scales_in_registers
+from sparsecc.analysis.kloops import carried_advance
 from sparsecc.dialects import tt
 
 
 def _advance_of(load: tt.LoadOp, loop: scf.ForOp) -> tt.AdvanceOp | None:
-    """The advance that yields `load`'s pointer (a loop-carried block pointer) for the next
-    iteration, when every dimension it moves is boundary-checked by `load`; else None."""
-    body = loop.body.block
-    ptr = load.ptr
-    if not (isinstance(ptr, BlockArgument) and ptr.block is body and ptr.index > 0):
-        return None
-    if not (isinstance(ptr.type, tt.PointerType) and ptr.type.is_block) or load.mask is not None:
-        return None
-    y = body.last_op
-    assert isinstance(y, scf.YieldOp)
-    adv = y.operands[ptr.index - 1].owner
-    if not isinstance(adv, tt.AdvanceOp) or adv.ptr is not ptr or adv.parent_block() is not body:
+    """The advance that yields `load`'s pointer for the next iteration (`kloops.carried_advance`)
+    when every dimension it moves is boundary-checked by `load` and no mask applies; else None."""
+    adv = carried_advance(loop, load)
+    if adv is None or load.mask is not None:
         return None
     checked = set(load.boundaryCheck.get_values()) if load.boundaryCheck is not None else set()
     for d, off in enumerate(adv.offsets):
@@ -49,8 +42,6 @@ def _advance_of(load: tt.LoadOp, loop: scf.ForOp) -> tt.AdvanceOp | None:
         fixed_zero = isinstance(o, arith.ConstantOp) and isinstance(o.value, IntegerAttr) and o.value.value.data == 0
         if not fixed_zero and d not in checked:
             return None
-    if any(u.operation is not load and u.operation is not adv for u in ptr.uses):
-        return None
     return adv
 
 

@@ -73,6 +73,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.dtypes import esize
+from sparsecc.analysis.kloops import carried_advance
 from sparsecc.analysis.tma import box_plan, tensor_ptr_root, tma_copy_plan
 from sparsecc.analysis.tma_extents import extents_of, loop_extents, record_extents
 from sparsecc.defaults import NUM_CTAS, NUM_STAGES
@@ -176,16 +177,12 @@ def _defined_outside(v: SSAValue, loop: scf.ForOp) -> bool:
 
 def _find_streams(loop: scf.ForOp) -> list[_Stream]:
     body = loop.body.block
-    yield_op = body.last_op
-    assert isinstance(yield_op, scf.YieldOp)
     streams = []
     for load in body.ops:
-        if not isinstance(load, tt.LoadOp) or load.ptr.owner is not body:
+        if not isinstance(load, tt.LoadOp):
             continue
-        ptr = load.ptr
-        assert isinstance(ptr, SSAValue)
-        idx = body.args.index(ptr) - 1  # type: ignore[arg-type]
-        if idx < 0 or not (isinstance(ptr.type, tt.PointerType) and ptr.type.is_block):
+        adv = carried_advance(loop, load)
+        if adv is None:
             continue
         users = [u.operation for u in load.result.uses]
         if len(users) != 1 or not isinstance(users[0], LocalAllocOp):
@@ -194,14 +191,10 @@ def _find_streams(loop: scf.ForOp) -> list[_Stream]:
         lls = [u.operation for u in alloc.result.uses]
         if not lls or not all(isinstance(ll, LocalLoadOp) and ll.parent_block() is body for ll in lls):
             continue
-        adv = yield_op.operands[idx].owner
-        if not isinstance(adv, tt.AdvanceOp) or adv.ptr is not ptr:
-            continue
         offset_ops = _offset_slice(adv, loop)
         if offset_ops is None:
             continue
-        if any(u.operation is not load and u.operation is not adv for u in ptr.uses):
-            continue
+        idx = body.args.index(load.ptr) - 1  # type: ignore[arg-type]
         streams.append(_Stream(idx, load, alloc, lls, adv, offset_ops))  # type: ignore[arg-type]
     return streams
 
@@ -414,8 +407,9 @@ class PipelinePass(ModulePass):
         streams = _find_streams(loop)
         wgmma = streams and _wgmma_loop(loop) and loop.lb.type == i32
         if wgmma:  # registers a dequantization reads, loaded a step ahead (outside the rings)
-            loop = prefetch_register_loads(loop)
-            streams = _find_streams(loop)
+            prefetched = prefetch_register_loads(loop)
+            if prefetched is not loop:  # a new loop: its streams' iter_args moved
+                loop, streams = prefetched, _find_streams(prefetched)
         tma = wgmma and self.tma and _tma_streams(loop, streams, self.tma_extents)
         if wgmma and (self.mbarriers or tma):
             if self.prefetch:
