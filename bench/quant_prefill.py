@@ -34,6 +34,7 @@ import triton.testing
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import sparsecc  # noqa: E402
+from sparsecc.frontend.jit import drop_fast_paths  # noqa: E402
 from sparsecc.ops.sparse_linear import (  # noqa: E402
     LinearConfig,
     default_linear_config,
@@ -41,40 +42,31 @@ from sparsecc.ops.sparse_linear import (  # noqa: E402
     quantized_linear_config,
     quantized_prefill_config,
     sparse_linear,
-    sparse_linear_kernel,
-    sparse_linear_splitk_kernel,
 )
-from sparsecc.ops.stream_k import sparse_linear_stream_k_kernel  # noqa: E402
 
 SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (28672, 8192)]
 WGMMA_TILES = [(128, 128, 128, 8, 4), (64, 256, 128, 8, 3)]
 """Besides quantized_prefill_config's tile."""
 
 
-LINEAR_KERNELS = (sparse_linear_kernel, sparse_linear_splitk_kernel, sparse_linear_stream_k_kernel)
-
-
 @contextlib.contextmanager
 def switched(env: dict[str, str]) -> Iterator[None]:
     """quant_wgmma launches with the switches `env` names set (the environment wins over
     QUANT_WGMMA_OPTIONS). A kernel's launch fast path keeps the kernel its first launch compiled
-    whatever the environment says later (`sparsecc.frontend.jit`), so the linear kernels' fast
-    paths are dropped on the way in and out: each launch then takes the full path once, which
-    reads the switches."""
+    whatever the environment says later, so the fast paths are dropped on the way in and out
+    (`drop_fast_paths`): each launch then takes the full path once, which reads the switches."""
     old = {v: os.environ.get(v) for v in env}
     os.environ.update(env)
-    for kernel in LINEAR_KERNELS:
-        kernel.fast.clear()
+    drop_fast_paths()
     try:
         yield
     finally:
-        for kernel in LINEAR_KERNELS:
-            kernel.fast.clear()
         for v, value in old.items():
             if value is None:
                 os.environ.pop(v, None)
             else:
                 os.environ[v] = value
+        drop_fast_paths()
 
 
 def graph_us(fn) -> float:

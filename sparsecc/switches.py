@@ -11,7 +11,7 @@ built-in default, for A/B runs of whole benchmarks without editing them:
 An option passed explicitly wins over both. The environment is read when a launch takes a
 kernel's full path (its first launch of a specialization); later launches of that
 specialization take the fast path with the kernel compiled then, so an A/B run inside one
-process clears the kernel's fast paths (`kernel.fast.clear()`) after changing a variable.
+process calls `sparsecc.frontend.jit.drop_fast_paths()` after changing a variable.
 """
 
 from __future__ import annotations

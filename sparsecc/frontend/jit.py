@@ -16,7 +16,9 @@ function generated once per positional-argument count, `_key_fn`) and call
 the stored function, which flattens SparseTensors, resolves the grid and hands the arguments to
 the launcher's per-kernel closure (checks, then packing and the driver call in one C call where
 lib/launch.c is built). Anything else (keyword runtime arguments, unhashable constexprs,
-bad types, a wrong argument count) takes the full path, which also reports errors.
+bad types, a wrong argument count) takes the full path, which also reports errors. The
+environment's switches are read on the full path only: after changing one inside a process,
+`drop_fast_paths()` makes each kernel's next launch read them again.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import importlib
 import os
 import sys
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -108,6 +111,22 @@ class _SpecCache(dict):  # type: ignore[type-arg]
         return super().pop(*args)
 
 
+_KERNELS: weakref.WeakSet[JITFunction] = weakref.WeakSet()
+"""Every live `@sparsecc.jit` kernel, for `drop_fast_paths`."""
+
+
+def drop_fast_paths() -> None:
+    """Drop every kernel's launch fast paths: each kernel's next launch takes the full path once,
+    which reads the environment's switches again (`sparsecc.switches`). The fast path keeps the
+    kernel its specialization's first launch compiled, so an A/B run inside one process calls
+    this after changing a `SPARSECC_*` variable (compiled kernels stay cached, per switch value).
+
+        >>> drop_fast_paths()  # after os.environ["SPARSECC_TMA"] = "0": next launches compile with tma=False
+    """
+    for kernel in list(_KERNELS):
+        kernel.fast.clear()
+
+
 class JITFunction(KernelFunction):
     """A Python function compiled to tt IR; launch it with `kernel[grid](*args, **meta)`."""
 
@@ -123,6 +142,7 @@ class JITFunction(KernelFunction):
         self.debug, self.launch_metadata, self.noinline, self.repr = debug, launch_metadata, noinline, repr
         self.fast: dict[Any, Callable[[Any, Sequence[Any], dict[str, Any]], None]] = {}
         """Fast-path key -> prebuilt launch function (see the module docstring)."""
+        _KERNELS.add(self)
         self.cache: dict[Any, Any] = _SpecCache(self.fast)
         self._cx_pos = tuple(n in self.constexpr_names for n in self.arg_names)
         self._key_fns: dict[int, Callable[[Sequence[Any], dict[str, Any]], Any]] = {}

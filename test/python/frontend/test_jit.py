@@ -264,3 +264,26 @@ def test_grids_and_launch_options_must_be_ints_never_truncated(fake_interpreter)
     assert [c["grid"] for c in fake_interpreter] == [(4, 1, 1)]
     k[(4,)](x, y, 100, 0.5, True, BLOCK=32, num_warps=4)  # the fast path is still taken for good ones
     assert [c["grid"] for c in fake_interpreter] == [(4, 1, 1)] * 2
+
+
+def test_a_switch_changed_in_the_process_takes_effect_after_drop_fast_paths(monkeypatch):
+    """The launch fast path keeps the kernel its specialization's first launch compiled: a switch
+    set in the environment afterwards changes nothing until `drop_fast_paths()`, after which the
+    next launch takes the full path, reads it, and compiles (and caches) a kernel of its own."""
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    monkeypatch.delenv("SPARSECC_TMA", raising=False)
+    k = fresh(add_constexpr_kernel)
+    x = torch.tensor([3], dtype=torch.int32)
+    y = torch.zeros(1, dtype=torch.int32)
+    k[(1,)](x, y, F=4)
+    k[(1,)](x, y, F=4)
+    assert len(k.cache) == 1 and len(k.fast) == 1
+    monkeypatch.setenv("SPARSECC_TMA", "0")
+    k[(1,)](x, y, F=4)
+    assert len(k.cache) == 1  # the fast path: the environment was not read
+    jit_mod.drop_fast_paths()
+    assert not k.fast
+    y.zero_()
+    k[(1,)](x, y, F=4)
+    assert y.item() == 7 and len(k.cache) == 2
+    assert any(not key[2].tma for key in k.cache)
