@@ -423,6 +423,24 @@ def _cache_layers(cache) -> list:
     return layers
 
 
+def print_kernels(run, what: str, steps: int = 16) -> None:
+    """The GPU kernels of `steps` calls of `run` (torch.profiler, CUPTI), per step: the time each
+    kind of kernel takes and how many launches it makes, longest first (`--profile`)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            run()
+        torch.cuda.synchronize()
+    rows = [(e.device_time_total / steps, e.count / steps, e.key) for e in prof.key_averages() if e.device_time_total > 0]
+    rows.sort(reverse=True)
+    total = sum(us for us, _, _ in rows)
+    print(f"{TAG} kernels of {what}, per step: {total:.1f} us in {sum(c for _, c, _ in rows):.0f} launches",
+          file=sys.stderr)
+    for us, count, name in rows[:24]:
+        print(f"{TAG}   {us:8.1f} us {count:5.1f}x  {name[:110]}", file=sys.stderr)
+
+
 def measure_decode(model: nn.Module, batch: int, args: argparse.Namespace, mode: Mode) -> dict:
     from transformers import StaticCache
 
@@ -465,6 +483,9 @@ def measure_decode(model: nn.Module, batch: int, args: argparse.Namespace, mode:
             rewind()
             sync(device)
             times.append(timed(generate, device))
+        if args.profile and device == "cuda":
+            rewind()
+            print_kernels(run, f"decode b={batch} [{mode}]")
     t = statistics.median(times[1:])
     run = cache = None  # frees the graph's pool and the cache (the closures hold these cells)
     return {"tok_s": batch * steps / t, "ms_per_step": t / steps * 1e3, "warm_s": warm_s, "logits": logits}
@@ -619,6 +640,7 @@ def run_isolated(variant: str, args: argparse.Namespace, timeout: float) -> dict
                "--compile", "on" if args.compile else "off", "--graphs", "on" if args.graphs else "off"]
         cmd += ["--tiny"] if args.tiny else []
         cmd += ["--fuse", "on" if args.fuse else "off"]
+        cmd += ["--profile"] if args.profile else []
         cmd += [] if args.fallback_eager else ["--no-fallback-eager"]
         try:
             proc = subprocess.run(cmd, timeout=timeout)
@@ -810,6 +832,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget", type=int, default=480,
                    help="seconds for all isolated variants together (default 480): a variant gets at most "
                         "its share of what is left, so that the table always comes out")
+    p.add_argument("--profile", action="store_true",
+                   help="after each decode cell, print its kernels per step (torch.profiler)")
     p.add_argument("--out", default=None, help="a .md file, or a folder for llama-e2e-current-<GPU>.md")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -1,0 +1,161 @@
+"""One decoder layer's GEMMs at batch 1 (and 16), back to back in one CUDA graph, per scheme:
+what a decode step's GEMMs cost where a model runs them, without the launch and event overheads
+that a single kernel's do_bench carries (~8 us each at these sizes).
+
+The Llama-2-7B layer of `llama_e2e.py` (`--fuse on`): q/k/v 12288x4096, o 4096x4096,
+gate/up 22016x4096, down 4096x11008, plus the 32000x4096 lm_head, as `SparseLinear` layers
+(sparsify_'s dispatch) or as nn.Linear (dense). Prints µs for the five GEMMs, the bytes they
+stream and the rate, beside `stream_probe.py`'s rate for a walk with no math (2.66 TB/s in a
+graph, NOTES stop 28).
+
+    python bench/decode_graph.py [--schemes dense,nv24,w4g128,w8g128,fp8] [--m 1,16]
+    python bench/decode_graph.py --sweep nv24 [--m 1]   # tiles of each shape, timed in a graph
+
+`--sweep SCHEME`: per shape, each tile of `SWEEP[SCHEME]` (and the one the dispatcher picks)
+timed as distinct weights of that shape back to back in one graph (enough copies to stream
+150 MB, so none sits in L2): the per-GEMM time a model sees, split-K's ticket memset included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import torch
+import triton.testing
+from torch import nn
+
+import sparsecc
+from sparsecc.nn import sparsify_
+from sparsecc.ops import dispatch
+from sparsecc.ops.linear_config import LinearConfig
+from sparsecc.ops.sparse_linear import launch_linear, sparse_linear
+
+SHAPES = ((12288, 4096), (4096, 4096), (22016, 4096), (4096, 11008), (32000, 4096))
+
+
+SWEEP = {
+    "nv24": [(16, 64, 256, 4, 3), (16, 64, 256, 4, 2), (16, 64, 128, 4, 4), (16, 32, 256, 4, 4),
+             (16, 32, 512, 4, 3), (16, 128, 256, 4, 2), (16, 128, 128, 4, 3), (16, 64, 512, 4, 2),
+             (8, 64, 256, 4, 3), (16, 32, 512, 4, 3, 2), (16, 64, 256, 4, 3, 2), (16, 32, 1024, 4, 3)],
+    "w4g128": [(8, 64, 512, 4, 2), (8, 64, 256, 4, 3), (8, 32, 512, 4, 2), (8, 32, 256, 4, 3),
+               (8, 128, 256, 4, 3), (8, 128, 256, 4, 2), (8, 64, 512, 4, 3), (8, 32, 1024, 4, 2),
+               (8, 64, 256, 4, 3, 2), (8, 64, 256, 4, 3, 4), (8, 32, 512, 4, 2, 2), (8, 32, 256, 4, 3, 2)],
+}
+SWEEP["w8g128"] = SWEEP["w4g128"]
+
+
+def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False) -> None:
+    """Per shape of `SHAPES`, each tile of `SWEEP[scheme]` timed in a graph (module docstring);
+    `only`: those tiles (indices), `warm`: compile and check them, no timing (so that parallel
+    warm-up processes fill the kernel cache before one timing process runs)."""
+    for n, k in SHAPES:
+        one = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))
+        w0 = sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
+        nbytes = sum(t.numel() * t.element_size() for t in (w0.values, w0.meta, getattr(w0, "scales", None))
+                     if t is not None)
+        copies = max(2, math.ceil(150e6 / nbytes))
+        ws = [w0] + [sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
+                     for _ in range(copies - 1)]
+        x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+        y = torch.empty(m, n, device="cuda", dtype=torch.float16)
+        ref = sparse_linear(x, w0)
+        chosen = dispatch.table_config(m, n, k, torch.float16, dispatch.scheme_of(w0), x.device)
+        line = []
+        tiles = [t for i, t in enumerate(SWEEP[scheme]) if only is None or i in only]
+        for tile in ([] if warm else [None]) + tiles:
+            if tile is None:  # the dispatcher's path
+                def step(ws=ws, x=x) -> None:
+                    for w in ws:
+                        sparse_linear(x, w)
+                name = f"dispatched {chosen}"
+            else:
+                cfg = LinearConfig(*tile[:5], split_k=tile[5] if len(tile) > 5 else 1)
+                try:
+                    y.fill_(float("nan"))
+                    launch_linear(y, x, w0, y, cfg, has_bias=False, activation="none")
+                    torch.testing.assert_close(y, ref, rtol=2e-2, atol=2e-2)
+                except Exception as e:  # noqa: BLE001 - a tile that does not fit this shape: said, skipped
+                    print(f"{n}x{k} M={m} {tile}: skipped ({type(e).__name__}: {str(e)[:120]})", flush=True)
+                    continue
+
+                def step(ws=ws, cfg=cfg, x=x, y=y) -> None:
+                    for w in ws:
+                        launch_linear(y, x, w, y, cfg, has_bias=False, activation="none")
+                name = "x".join(map(str, tile[:3])) + f"w{tile[3]}s{tile[4]}" + (f"k{tile[5]}" if len(tile) > 5 else "")
+            step()
+            if warm:
+                continue
+            us = triton.testing.do_bench_cudagraph(step, rep=100) * 1e3 / copies
+            line.append((us, name))
+            print(f"{scheme} {n}x{k} M={m} {name:28}: {us:6.1f} us a GEMM, {nbytes / us / 1e6:.2f} TB/s", flush=True)
+        if warm:
+            continue
+        best = min(line)
+        print(f"BEST {scheme} {n}x{k} M={m}: {best[1]} {best[0]:.1f} us (dispatched {line[0][0]:.1f} us)", flush=True)
+        del ws
+        torch.cuda.empty_cache()
+
+
+def layers(scheme: str) -> nn.ModuleList:
+    """The five Linear layers of `SHAPES`, 2:4-pruned, held as `scheme` holds them."""
+    mods = nn.ModuleList(nn.Linear(k, n, bias=False, device="cuda", dtype=torch.float16) for n, k in SHAPES)
+    with torch.no_grad():
+        for m in mods:
+            m.weight.copy_(sparsecc.prune_2to4(m.weight))
+    if scheme == "nv24":
+        sparsify_(mods, prune=False)
+    elif scheme == "fp8":
+        sparsify_(mods, prune=False, weight_dtype=torch.float8_e4m3fn)
+    elif scheme != "dense":
+        sparsify_(mods, prune=False, quant=scheme)
+    return mods
+
+
+def streamed_bytes(mods: nn.ModuleList) -> int:
+    """The bytes of every parameter and buffer the layers hold (what a decode step reads)."""
+    return sum(t.numel() * t.element_size() for t in [*mods.parameters(), *mods.buffers()])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--schemes", default="dense,nv24,w4g128,w8g128,fp8")
+    p.add_argument("--m", default="1,16")
+    p.add_argument("--sweep", default=None, choices=sorted(SWEEP), help="time tiles per shape (see above)")
+    p.add_argument("--tiles", default=None, help="with --sweep: indices into its tile list (default all)")
+    p.add_argument("--warm", action="store_true", help="with --sweep: compile and check only")
+    args = p.parse_args()
+    if args.sweep:
+        only = {int(i) for i in args.tiles.split(",")} if args.tiles else None
+        for m in (int(v) for v in args.m.split(",")):
+            sweep(args.sweep, m, only, args.warm)
+        return
+    rows = []
+    for scheme in args.schemes.split(","):
+        mods = layers(scheme)
+        nbytes = streamed_bytes(mods)
+        for m in (int(v) for v in args.m.split(",")):
+            xs = [torch.randn(m, k, device="cuda", dtype=torch.float16) for _, k in SHAPES]
+
+            def step(mods=mods, xs=xs) -> None:
+                for mod, x in zip(mods, xs):
+                    mod(x)
+
+            for _ in range(2):
+                step()
+            us = triton.testing.do_bench_cudagraph(step, rep=200) * 1e3
+            rows.append((scheme, m, us, nbytes))
+            print(f"{scheme:7} M={m:3d}: {us:7.1f} us for the five GEMMs, {nbytes / 1e6:6.1f} MB, "
+                  f"{nbytes / us / 1e6:.2f} TB/s", flush=True)
+        del mods
+        torch.cuda.empty_cache()
+    print("| scheme | M | µs (5 GEMMs, one graph) | MB | TB/s | × dense |")
+    print("|---|---|---|---|---|---|")
+    dense = {m: us for s, m, us, _ in rows if s == "dense"}
+    for s, m, us, nb in rows:
+        ratio = f"{dense[m] / us:.2f}×" if m in dense else "—"
+        print(f"| {s} | {m} | {us:.1f} | {nb / 1e6:.1f} | {nb / us / 1e6:.2f} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
