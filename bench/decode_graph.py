@@ -10,6 +10,10 @@ graph, NOTES stop 28).
 
     python bench/decode_graph.py [--schemes dense,nv24,w4g128,w8g128,fp8] [--m 1,16]
     python bench/decode_graph.py --sweep nv24 [--m 1]   # tiles of each shape, timed in a graph
+    python bench/decode_graph.py --schemes w4g128 --variant new:SPARSECC_SCALE_AFTER_DOT=1+SPARSECC_NARROW_COPIES=1
+
+`--variant NAME:ENV=V+ENV=V` (repeatable) times each scheme's GEMMs again with those compiler
+switches set (`sparsecc.switches`), in the same run, as rows `scheme/NAME`.
 
 `--sweep SCHEME`: per shape, each tile of `SWEEP[SCHEME]` (and the one the dispatcher picks)
 timed as distinct weights of that shape back to back in one graph (enough copies to stream
@@ -19,13 +23,16 @@ timed as distinct weights of that shape back to back in one graph (enough copies
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 
 import torch
 import triton.testing
 from torch import nn
 
 import sparsecc
+from sparsecc.frontend.jit import drop_fast_paths
 from sparsecc.nn import sparsify_
 from sparsecc.ops import dispatch
 from sparsecc.ops.linear_config import LinearConfig
@@ -118,6 +125,25 @@ def streamed_bytes(mods: nn.ModuleList) -> int:
     return sum(t.numel() * t.element_size() for t in [*mods.parameters(), *mods.buffers()])
 
 
+@contextlib.contextmanager
+def switched(spec: str):
+    """The environment of `ENV=V+ENV=V` for the block, the launch fast paths dropped on the way
+    in and out so that each launch compiles (or finds) the kernel those switches give."""
+    pairs = [kv.split("=", 1) for kv in spec.split("+") if kv]
+    old = {k: os.environ.get(k) for k, _ in pairs}
+    os.environ.update(dict(pairs))
+    drop_fast_paths()
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        drop_fast_paths()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--schemes", default="dense,nv24,w4g128,w8g128,fp8")
@@ -125,7 +151,9 @@ def main() -> None:
     p.add_argument("--sweep", default=None, choices=sorted(SWEEP), help="time tiles per shape (see above)")
     p.add_argument("--tiles", default=None, help="with --sweep: indices into its tile list (default all)")
     p.add_argument("--warm", action="store_true", help="with --sweep: compile and check only")
+    p.add_argument("--variant", action="append", default=[], help="NAME:ENV=V+ENV=V, switches to time too")
     args = p.parse_args()
+    variants = [("", "")] + [tuple(v.split(":", 1)) for v in args.variant]
     if args.sweep:
         only = {int(i) for i in args.tiles.split(",")} if args.tiles else None
         for m in (int(v) for v in args.m.split(",")):
@@ -142,12 +170,15 @@ def main() -> None:
                 for mod, x in zip(mods, xs):
                     mod(x)
 
-            for _ in range(2):
-                step()
-            us = triton.testing.do_bench_cudagraph(step, rep=200) * 1e3
-            rows.append((scheme, m, us, nbytes))
-            print(f"{scheme:7} M={m:3d}: {us:7.1f} us for the five GEMMs, {nbytes / 1e6:6.1f} MB, "
-                  f"{nbytes / us / 1e6:.2f} TB/s", flush=True)
+            for name, spec in variants if scheme != "dense" else variants[:1]:
+                with switched(spec):
+                    for _ in range(2):
+                        step()
+                    us = triton.testing.do_bench_cudagraph(step, rep=200) * 1e3
+                label = f"{scheme}/{name}" if name else scheme
+                rows.append((label, m, us, nbytes))
+                print(f"{label:7} M={m:3d}: {us:7.1f} us for the five GEMMs, {nbytes / 1e6:6.1f} MB, "
+                      f"{nbytes / us / 1e6:.2f} TB/s", flush=True)
         del mods
         torch.cuda.empty_cache()
     print("| scheme | M | µs (5 GEMMs, one graph) | MB | TB/s | × dense |")

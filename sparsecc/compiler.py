@@ -89,6 +89,10 @@ class CompileOptions:
     """sm_90a: dots of dequantized A with B rows of whole 128-byte blocks as register-A wgmma."""
     register_scales: bool = SWITCHES["register_scales"].default
     """quant_wgmma scales in registers, loaded a K step ahead (off: staged in shared memory)."""
+    narrow_copies: bool = SWITCHES["narrow_copies"].default
+    """Async copies of 4- or 8-byte rows as cp.async.ca chunks (`convert-ttg-to-ptx{narrow-copies}`)."""
+    scale_after_dot: bool = SWITCHES["scale_after_dot"].default
+    """Quantized mma.sp dots apply the scales to each group's sums (`tritongpu-scale-after-dot`)."""
     coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
     strength_reduce: bool = SWITCHES["strength_reduce"].default
@@ -190,6 +194,7 @@ def ttgir_rewrites(opts: CompileOptions) -> list[str]:
         ['tritongpu-coalesce-mma-stores{target=sm_90a}', 'tritongpu-sink-local-loads']
     """
     return [
+        *(["tritongpu-scale-after-dot"] if opts.scale_after_dot else []),
         *([f"tritongpu-coalesce-mma-stores{{target={opts.target}}}"] if opts.coalesce_mma_stores else []),
         *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
         "tritongpu-sink-local-loads",
@@ -203,7 +208,8 @@ def make_ptx(opts: CompileOptions) -> list[str]:
     return [
         "tritongpu-insert-barriers",
         "allocate-shared-memory",
-        f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}}}",
+        f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}"
+        f"{' narrow-copies=true' if opts.narrow_copies else ''}}}",
         "ptx-hoist-loop-invariants",
         *(["ptx-strength-reduce"] if opts.strength_reduce else []),
         EMIT_PTX,

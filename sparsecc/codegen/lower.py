@@ -33,13 +33,13 @@ from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
 
 
 def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 1,
-                   a_smem_option: bool = False) -> LoweringState:
+                   a_smem_option: bool = False, narrow_copies: bool = False) -> LoweringState:
     """Lower `func` to a `ptx.kernel` (the returned state's `kernel`; its `cfg` holds the launch
     facts: threads, shared bytes, tensor maps).
 
     Example: `lower_function(func, "sm_90a", num_warps=4).kernel` is the kernel of a ttgir
     `tt.func` after sparse-gpu-encoding."""
-    cfg, params = plan_kernel(func, target, num_warps, cluster, a_smem_option)
+    cfg, params = plan_kernel(func, target, num_warps, cluster, a_smem_option, narrow_copies)
     kernel = ptx.KernelOp(func.sym_name.data, params, target=target, maxntid=(cfg.threads, 1, 1),
                           shared_bytes=cfg.smem_bytes, cluster=(cluster, 1, 1) if cluster > 1 else None)
     em = Emitter(kernel.body.block)
@@ -67,7 +67,7 @@ def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 
 
 
 def plan_kernel(func: tt.FuncOp, target: str, num_warps: int, cluster: int,
-                a_smem_option: bool) -> tuple[KernelConfig, list[tuple[str, str]]]:
+                a_smem_option: bool, narrow_copies: bool = False) -> tuple[KernelConfig, list[tuple[str, str]]]:
     """The per-kernel decisions, made before the first op is lowered, and the kernel's
     parameters (the function's, then one tensor map per TMA'd block pointer)."""
     wgmma = uses_wgmma(func)
@@ -84,7 +84,7 @@ def plan_kernel(func: tt.FuncOp, target: str, num_warps: int, cluster: int,
                                 "but it has no TMA copies feeding a wgmma dot")
         producer_warps, tma_thread = split[2], 32 * num_warps
     cfg = KernelConfig(func, target, num_warps, cluster, wgmma, a_smem_option or bool(tensor_maps),
-                       producer_warps, tma_thread, divs, offsets, smem_bytes, tensor_maps)
+                       producer_warps, tma_thread, divs, offsets, smem_bytes, tensor_maps, narrow_copies)
     return cfg, params
 
 

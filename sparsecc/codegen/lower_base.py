@@ -61,6 +61,9 @@ class Regs:
 class Frag:
     ty: TensorType
     frags: dict[tuple[int, int], list[SSAValue]]
+    row_scales: dict[tuple[int, int], tuple[SSAValue, SSAValue]] | None = None
+    """A dequantized A whose dot applies the scales (`ttg.scale_after_dot`): per (m16 tile, K
+    step) the f32 scales of the thread's rows g and g + 8, one tuple object per scale group."""
 
 
 @dataclass

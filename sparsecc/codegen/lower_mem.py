@@ -459,7 +459,9 @@ def load_shared(L: LoweringContext, sm: Smem, ty: TensorType) -> Regs:
 def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padding: int | None,
                war_barrier: bool = True, known: PtrDiv | None = None, guarded: bool = False) -> None:
     """cp.async.cg 16-byte chunks (zero-filled out of bounds) when aligned, else a synchronous
-    ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says.
+    ld.global + st.shared copy. Threads take chunks as the pointer's tile layout says. With
+    `narrow_copies` (KernelConfig), a tile whose contiguous runs are 4 or 8 bytes (a quantized
+    weight's scales: a few fp16 a row) is copied by cp.async.ca chunks of that size.
     `war_barrier=False`: the pipeline proved no read since the last barrier hits this slot.
     `guarded`: an mbarrier wait proved every reader of the slot, wgmma groups included, done."""
     tile = bp.ptr_type.pointee  # type: ignore[attr-defined]
@@ -473,8 +475,12 @@ def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padd
     dl = distributed(enc, tile.get_shape())
     coords = L.coords(dl)
     fast = fast_dim(tile)
-    vec16 = 16 // esize(elt)
     run = shared_run(sm.ty, dl, fast, elt)
+    vec = 16 // esize(elt)
+    if run < vec and L.cfg.narrow_copies:
+        vec = next((n // esize(elt) for n in (8, 4) if n // esize(elt) and run % (n // esize(elt)) == 0), vec)
+    size = vec * esize(elt)
+    cache = "cg" if size == 16 else "ca"  # .cg copies 16 bytes only
     if not guarded:
         # copies come before the dot: the group in flight is the last iteration's, maybe
         # reading this very slot
@@ -484,9 +490,9 @@ def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padd
 
     def fast_path() -> list[SSAValue]:
         if not any(dl.wrap):
-            _async_copy_strided(L, bp, sm, dl, dims, vec16)
+            _async_copy_strided(L, bp, sm, dl, dims, vec)
             return []
-        for r0 in range(0, dl.num_regs, vec16):
+        for r0 in range(0, dl.num_regs, vec):
             g = global_coords(L, bp, coords[r0])
             src = global_addr(L, bp, g, elt)
             dst = smem_addr(L, sm, coords[r0])
@@ -494,7 +500,7 @@ def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padd
             owner = first_replica(L, dl, r0)
 
             def copy(dst=dst, src=src, mask=mask) -> list[SSAValue]:
-                L.em.op(ptx.CpAsyncOp(dst, src, mask=mask, size=16, cache="cg"))
+                L.em.op(ptx.CpAsyncOp(dst, src, mask=mask, size=size, cache=cache))
                 return []
 
             if owner is None:
@@ -509,10 +515,10 @@ def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padd
             L.em.op(ptx.StSharedOp(smem_addr(L, sm, coords[r0]), pack_words(L, loaded[r0:r0 + run])))
         return []
 
-    if run >= vec16 and known is not None and known.vectors_aligned(fast, vec16, dims):
+    if run >= vec and known is not None and known.vectors_aligned(fast, vec, dims):
         fast_path()
-    elif run >= vec16:
-        _two_paths(L, vector_ok(L, bp, fast, vec16, dims), fast_path, slow_path, [])
+    elif run >= vec:
+        _two_paths(L, vector_ok(L, bp, fast, vec, dims), fast_path, slow_path, [])
     else:
         slow_path()
 
@@ -598,7 +604,8 @@ def _async_copy_strided(L: LoweringContext, bp: BlockPtr, sm: Smem, dl: DistLayo
             pred = p if pred is None else em.band(pred, p)
         sd = deltas[r0 // vec] if deltas is not None else None
         dst = em.add(dst0, sd * esz) if sd is not None else smem_addr(L, sm, L.coords(dl)[r0])
-        L.em.op(ptx.CpAsyncOp(dst, src, mask=pred, size=16, cache="cg"))
+        size = vec * esz
+        L.em.op(ptx.CpAsyncOp(dst, src, mask=pred, size=size, cache="cg" if size == 16 else "ca"))
 
 
 def load_block_scalar(L: LoweringContext, bp: BlockPtr, tile: TensorType, dl: DistLayout, coords, dims) -> list[SSAValue]:

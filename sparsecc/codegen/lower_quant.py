@@ -237,6 +237,10 @@ CHUNK_PLACES = {4: ((0, 0), (0, 1), (1, 0), (1, 1)), 8: ((0, 0), (0, 1))}
 within the chunk, position): position 0 is register `half` (kept columns 2t, 2t + 1 of the
 step), 1 register `2 + half` (columns 8 + 2t, 9 + 2t); a chunk of 4-bit codes spans two steps."""
 _SCALE_PAIR = "sub.f16x2 $0, $1, $2;\nmul.rn.f16x2 $0, $0, $3;"
+_ZERO_PAIR = "sub.f16x2 $0, $1, $2;"
+"""`code - zero` alone, for a dequantization whose dot applies the scales (`ttg.scale_after_dot`)."""
+_SCALE_F32 = "{\n.reg .b16 %sq<2>;\nmov.b32 {%sq0, %sq1}, $1;\ncvt.f32.f16 $0, %sq0;\n}"
+"""The f32 scale of a {scale} x2 pair."""
 
 
 def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
@@ -287,6 +291,20 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
             groups[key] = _zeros_and_scales(L, bits, ops.scales, ops.zeros, where)
         return groups[key]
 
+    after_dot = ttgd.SCALE_AFTER_DOT in op.attributes
+    if after_dot and enc.parent.version_major != 2:
+        raise LoweringError("internal: ttg.scale_after_dot on a dequantization that feeds a wgmma dot")
+    row_f32: dict[tuple[int, int], tuple[SSAValue, SSAValue]] = {}
+
+    def f32_scales(i: int, group: int) -> tuple[SSAValue, SSAValue]:
+        """The f32 scales of the thread's rows g and g + 8 of m16 tile i in `group` (one tuple
+        a group, so that the dot sees where a group ends)."""
+        if (i, group) not in row_f32:
+            row_f32[(i, group)] = tuple(
+                em.op(ptx.AsmOp(_SCALE_F32, [groups[(i, h, group)][1]], [f32], pure=True)).results[0]
+                for h in (0, 1))
+        return row_f32[(i, group)]
+
     frags: dict[tuple[int, int], list[SSAValue]] = {}
     for i in range(rep):
         for half in (0, 1):
@@ -298,9 +316,15 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
                 for pair, (dk, pos) in zip(pairs, CHUNK_PLACES[bits]):
                     kk = c * (per_chunk // 16) + dk
                     zeros, scales = zeros_and_scales(i, half, row, 16 * kk + 8 * pos)
-                    value = em.op(ptx.AsmOp(_SCALE_PAIR, [pair, zeros, scales], [i32], pure=True)).results[0]
+                    if after_dot:
+                        value = em.op(ptx.AsmOp(_ZERO_PAIR, [pair, zeros], [i32], pure=True)).results[0]
+                    else:
+                        value = em.op(ptx.AsmOp(_SCALE_PAIR, [pair, zeros, scales], [i32], pure=True)).results[0]
                     frags.setdefault((i, kk), [None] * 4)[half + 2 * pos] = value
-    return Frag(res_ty, frags)
+    if not after_dot:
+        return Frag(res_ty, frags)
+    # every step of a fragment lies in one group (the pass checked per_scale % 16 == 0)
+    return Frag(res_ty, frags, {(i, kk): f32_scales(i, 16 * kk // per_scale) for i, kk in frags})
 
 
 def _load_f32(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, SSAValue]) -> SSAValue:

@@ -1135,6 +1135,9 @@ barriers that are part of an op: ttg.async_wait, ttg.init_barrier, a releasing a
 SLOT_SAFE = "ttg.slot_safe"
 """On an async copy: its slot is none that was read since the last CTA barrier, so the
 lowering needs no barrier before it (the reads since then target the next slot)."""
+SCALE_AFTER_DOT = "ttg.scale_after_dot"
+"""On a tt.dequantize: its mma.sp dot applies the scales to each group's fp32 sums; the
+fragments hold `code - zero` (tritongpu-scale-after-dot)."""
 SLOT_GUARDED = "ttg.slot_guarded"
 """On an async copy (mbarrier mode): a ttg.wait_barrier on the slot's empty barrier came
 first, so the lowering needs neither a CTA barrier nor a wgmma drain before it."""

@@ -98,6 +98,12 @@ def _convert_ttg_to_ptx() -> type[ModulePass]:
     return ConvertTTGToPTXPass
 
 
+def _scale_after_dot() -> type[ModulePass]:
+    from sparsecc.passes.tritongpu_scale_after_dot import ScaleAfterDotPass
+
+    return ScaleAfterDotPass
+
+
 def _coalesce_mma_stores() -> type[ModulePass]:
     from sparsecc.passes.tritongpu_coalesce_mma_stores import CoalesceMmaStoresPass
 
@@ -142,6 +148,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tritongpu-wgmma-unroll": _wgmma_unroll,
     "tritongpu-sink-local-loads": _sink_local_loads,
     "tritongpu-coalesce-mma-stores": _coalesce_mma_stores,
+    "tritongpu-scale-after-dot": _scale_after_dot,
     "tritongpu-warp-specialize": _warp_specialize,
     "tritongpu-insert-barriers": _insert_barriers,
     "allocate-shared-memory": _allocate_shared_memory,

@@ -96,7 +96,8 @@ def ensure_shared_plan(module: ModuleOp, func: tt.FuncOp) -> None:
                                 "allocate-shared-memory after the passes that add ops", op)
 
 
-def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -> ptx.KernelOp:
+def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False,
+                   narrow_copies: bool = False) -> ptx.KernelOp:
     """Replace the module's one `tt.func` by its `ptx.kernel`, its `ttg.*` attributes by
     `sparsecc.launch`; returns the kernel."""
     funcs = [op for op in module.ops if isinstance(op, tt.FuncOp)]
@@ -109,7 +110,8 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False) -
     check_target_features(module, func, target, cluster)
     ensure_shared_plan(module, func)
     try:
-        lowered = lower_function(func, target, num_warps, cluster=cluster, a_smem_option=a_from_shared)
+        lowered = lower_function(func, target, num_warps, cluster=cluster, a_smem_option=a_from_shared,
+                                 narrow_copies=narrow_copies)
     except LoweringError as e:
         if e.op is None:  # (e.g. a parameter type the kernel cannot take): the function's place
             e.op = func
@@ -154,12 +156,15 @@ class ConvertTTGToPTXPass(ModulePass):
     when the module has no `ttg.shared`). Guarantees: the module holds one `ptx.kernel` for `target`
     (default: the module's `ttg.target`) and a `sparsecc.launch` attribute, no `ttg.*` ones.
     `a-from-shared`: wgmma reads A through a descriptor also outside TMA kernels.
+    `narrow-copies`: a tile whose rows hold only 4 or 8 contiguous bytes (a quantized weight's
+    scales) is copied by cp.async.ca chunks of that size instead of synchronously.
     """
 
     name = "convert-ttg-to-ptx"
 
     target: str = ""
     a_from_shared: bool = False
+    narrow_copies: bool = False
 
     def __post_init__(self) -> None:
         """A bad `target` option is refused with the options (`apply` checks the module's)."""
@@ -171,7 +176,7 @@ class ConvertTTGToPTXPass(ModulePass):
         if not target:
             raise LoweringError("convert-ttg-to-ptx needs a target: a target option or a module with a "
                                 "\"ttg.target\" attribute (run convert-tt-to-ttg first)", op)
-        convert_module(op, target, self.a_from_shared)
+        convert_module(op, target, self.a_from_shared, self.narrow_copies)
 
 
 __all__ = ["ConvertTTGToPTXPass", "convert_module"]

@@ -8,6 +8,7 @@
 // CHECK-DAG: {{^}}cse{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}tritongpu-wgmma-unroll{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}tritongpu-sink-local-loads{{ +[A-Z].*$}}
+// CHECK-DAG: {{^}}tritongpu-scale-after-dot{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}tritongpu-warp-specialize{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}convert-ttg-to-ptx{{ +[A-Z].*$}}
 // CHECK-DAG: {{^}}ptx-hoist-loop-invariants{{ +[A-Z].*$}}
