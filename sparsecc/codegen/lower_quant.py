@@ -294,17 +294,6 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
     after_dot = ttgd.SCALE_AFTER_DOT in op.attributes
     if after_dot and enc.parent.version_major != 2:
         raise LoweringError("internal: ttg.scale_after_dot on a dequantization that feeds a wgmma dot")
-    row_f32: dict[tuple[int, int], tuple[SSAValue, SSAValue]] = {}
-
-    def f32_scales(i: int, group: int) -> tuple[SSAValue, SSAValue]:
-        """The f32 scales of the thread's rows g and g + 8 of m16 tile i in `group` (one tuple
-        a group, so that the dot sees where a group ends)."""
-        if (i, group) not in row_f32:
-            row_f32[(i, group)] = tuple(
-                em.op(ptx.AsmOp(_SCALE_F32, [groups[(i, h, group)][1]], [f32], pure=True)).results[0]
-                for h in (0, 1))
-        return row_f32[(i, group)]
-
     frags: dict[tuple[int, int], list[SSAValue]] = {}
     for i in range(rep):
         for half in (0, 1):
@@ -316,15 +305,28 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
                 for pair, (dk, pos) in zip(pairs, CHUNK_PLACES[bits]):
                     kk = c * (per_chunk // 16) + dk
                     zeros, scales = zeros_and_scales(i, half, row, 16 * kk + 8 * pos)
-                    if after_dot:
-                        value = em.op(ptx.AsmOp(_ZERO_PAIR, [pair, zeros], [i32], pure=True)).results[0]
-                    else:
-                        value = em.op(ptx.AsmOp(_SCALE_PAIR, [pair, zeros, scales], [i32], pure=True)).results[0]
+                    template, args = (_ZERO_PAIR, [pair, zeros]) if after_dot else (_SCALE_PAIR, [pair, zeros, scales])
+                    value = em.op(ptx.AsmOp(template, args, [i32], pure=True)).results[0]
                     frags.setdefault((i, kk), [None] * 4)[half + 2 * pos] = value
-    if not after_dot:
-        return Frag(res_ty, frags)
-    # every step of a fragment lies in one group (the pass checked per_scale % 16 == 0)
-    return Frag(res_ty, frags, {(i, kk): f32_scales(i, 16 * kk // per_scale) for i, kk in frags})
+    return Frag(res_ty, frags, _row_scales(L, groups, list(frags), per_scale) if after_dot else None)
+
+
+def _row_scales(L: LoweringContext, groups: dict[tuple[int, int, int], tuple[SSAValue, SSAValue]],
+                keys: list[tuple[int, int]], per_scale: int) -> dict[tuple[int, int], tuple[SSAValue, SSAValue]]:
+    """Per fragment (m16 tile i, K step kk) the f32 scales of the thread's rows g and g + 8, for
+    a dot that applies them (`ttg.scale_after_dot`): one tuple a scale group, so that the dot
+    sees where a group ends. Every step lies in one group (the pass checked per_scale % 16)."""
+    em = L.em
+    by_group: dict[tuple[int, int], tuple[SSAValue, SSAValue]] = {}
+    out = {}
+    for i, kk in keys:
+        group = 16 * kk // per_scale
+        if (i, group) not in by_group:
+            by_group[(i, group)] = tuple(
+                em.op(ptx.AsmOp(_SCALE_F32, [groups[(i, h, group)][1]], [f32], pure=True)).results[0]
+                for h in (0, 1))
+        out[(i, kk)] = by_group[(i, group)]
+    return out
 
 
 def _load_f32(L: LoweringContext, sm: Smem, idx: tuple[SSAValue, SSAValue]) -> SSAValue:
