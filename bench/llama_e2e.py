@@ -483,7 +483,7 @@ def measure_decode(model: nn.Module, batch: int, args: argparse.Namespace, mode:
             rewind()
             sync(device)
             times.append(timed(generate, device))
-        if args.profile and device == "cuda":
+        if getattr(args, "profile", False) and device == "cuda":  # llama_tp.py builds its own args
             rewind()
             print_kernels(run, f"decode b={batch} [{mode}]")
     t = statistics.median(times[1:])
