@@ -23,16 +23,14 @@ timed as distinct weights of that shape back to back in one graph (enough copies
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
-import os
 
 import torch
 import triton.testing
 from torch import nn
 
 import sparsecc
-from sparsecc.frontend.jit import drop_fast_paths
+from bench.quant_prefill import switched
 from sparsecc.nn import sparsify_
 from sparsecc.ops import dispatch
 from sparsecc.ops.linear_config import LinearConfig
@@ -125,25 +123,6 @@ def streamed_bytes(mods: nn.ModuleList) -> int:
     return sum(t.numel() * t.element_size() for t in [*mods.parameters(), *mods.buffers()])
 
 
-@contextlib.contextmanager
-def switched(spec: str):
-    """The environment of `ENV=V+ENV=V` for the block, the launch fast paths dropped on the way
-    in and out so that each launch compiles (or finds) the kernel those switches give."""
-    pairs = [kv.split("=", 1) for kv in spec.split("+") if kv]
-    old = {k: os.environ.get(k) for k, _ in pairs}
-    os.environ.update(dict(pairs))
-    drop_fast_paths()
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        drop_fast_paths()
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--schemes", default="dense,nv24,w4g128,w8g128,fp8")
@@ -153,7 +132,8 @@ def main() -> None:
     p.add_argument("--warm", action="store_true", help="with --sweep: compile and check only")
     p.add_argument("--variant", action="append", default=[], help="NAME:ENV=V+ENV=V, switches to time too")
     args = p.parse_args()
-    variants = [("", "")] + [tuple(v.split(":", 1)) for v in args.variant]
+    variants = [("", {})] + [(name, dict(kv.split("=", 1) for kv in spec.split("+") if kv))
+                             for name, spec in (v.split(":", 1) for v in args.variant)]
     if args.sweep:
         only = {int(i) for i in args.tiles.split(",")} if args.tiles else None
         for m in (int(v) for v in args.m.split(",")):
@@ -170,8 +150,8 @@ def main() -> None:
                 for mod, x in zip(mods, xs):
                     mod(x)
 
-            for name, spec in variants if scheme != "dense" else variants[:1]:
-                with switched(spec):
+            for name, env in variants if scheme != "dense" else variants[:1]:
+                with switched(env):
                     for _ in range(2):
                         step()
                     us = triton.testing.do_bench_cudagraph(step, rep=200) * 1e3

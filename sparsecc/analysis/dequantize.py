@@ -39,6 +39,14 @@ def fragment_dequantize(op: tt.DequantizeOp, enc: object) -> bool:
             and codes_ty.get_shape()[1] % 16 == 0 and cols % 16 == 0 and per_scale % 8 == 0)
 
 
+def feeding_dot(op: tt.DequantizeOp) -> tt.DotOp | None:
+    """The `tt.dot` whose A operand is `op`'s only use, or None."""
+    uses = list(op.result.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, tt.DotOp) or uses[0].index != 0:
+        return None
+    return uses[0].operation
+
+
 @functools.cache
 def scale_registers(mma: ttgd.MmaEncodingAttr, rows: int,
                     groups: int) -> Mapping[tuple[int, int, int], int] | None:
@@ -93,4 +101,4 @@ def scales_in_registers(op: tt.DequantizeOp, v: object) -> bool:
     return ty.encoding == enc.parent and scale_registers(enc.parent, *ty.get_shape()) is not None
 
 
-__all__ = ["fragment_dequantize", "scale_registers", "scales_in_registers"]
+__all__ = ["feeding_dot", "fragment_dequantize", "scale_registers", "scales_in_registers"]

@@ -540,60 +540,45 @@ def _mma_sp_steps(L: LoweringContext, a: Frag, b: Frag, c: Regs, meta: Frag, t: 
                   rep: tuple[int, int]) -> list[SSAValue]:
     """The accumulators after the `mma.sp`s of a sparse dot: per K step (the format's
     instruction's k), one per (m16, n8) tile of the warp, with the step's metadata register
-    and sparsity selector."""
+    and sparsity selector.
+
+    An A of `code - zero` values whose scales the dot applies (`a.row_scales`,
+    `ttg.scale_after_dot`): each scale group's steps sum into fp32 registers of their own,
+    started at zero, and at the group's last step one FMA a register adds scale * sum to the
+    accumulator (registers 0, 1 of an m16n8 tile are row g, 2, 3 row g + 8)."""
     em = L.em
     instr = _sparse_instruction(a.ty.element_type, meta, warpgroup=False)
     k, kstep = b.ty.get_shape()[0], instr.shape[2]
     if k % kstep:
         raise LoweringError(f"sparse tt.dot: K = {k} must be a multiple of {kstep}")
     rep_m, rep_n = rep
-    if a.row_scales is not None:
-        return _scaled_mma_sp_steps(L, a, b, c, meta, t, rep, instr, k // kstep)
+    steps, scales = k // kstep, a.row_scales
     acc = list(c.regs)
-    for s in range(k // kstep):
-        q, selector = instr.meta.step(s)
-        for i in range(rep_m):
-            for j in range(rep_n):
-                base = (i * rep_n + j) * 4
-                bregs = b.frags[(j, 2 * s)] + b.frags[(j, 2 * s + 1)]
-                op = em.op(ptx.MmaSpOp(a.frags[(i, s)], bregs, acc[base:base + 4], meta.frags[(i, q)][0],
-                                       ab_type=t, selector=selector))
-                acc[base:base + 4] = list(op.results)
-    return acc
-
-
-_FMA_F32 = "fma.rn.f32 $0, $1, $2, $3;"
-
-
-def _scaled_mma_sp_steps(L: LoweringContext, a: Frag, b: Frag, c: Regs, meta: Frag, t: str,
-                         rep: tuple[int, int], instr: Instruction, steps: int) -> list[SSAValue]:
-    """`_mma_sp_steps` for an A of `code - zero` values whose scales the dot applies
-    (`ttg.scale_after_dot`): each scale group's steps sum into fp32 registers of their own,
-    started at zero, and at the group's last step one FMA a register adds scale * sum to the
-    accumulator (registers 0, 1 of an m16n8 tile are row g, 2, 3 row g + 8)."""
-    em = L.em
-    assert a.row_scales is not None
-    rep_m, rep_n = rep
-    acc = list(c.regs)
-    zero = em.val(arith.ConstantOp(FloatAttr(0.0, f32)))
+    zero = em.val(arith.ConstantOp(FloatAttr(0.0, f32))) if scales is not None else None
     sums: dict[tuple[int, int], list[SSAValue]] = {}
     for s in range(steps):
         q, selector = instr.meta.step(s)
         for i in range(rep_m):
-            scales = a.row_scales[(i, s)]
-            ends = s + 1 == steps or a.row_scales[(i, s + 1)] is not scales
+            ends = scales is not None and (s + 1 == steps or scales[(i, s + 1)] is not scales[(i, s)])
             for j in range(rep_n):
                 base = (i * rep_n + j) * 4
                 bregs = b.frags[(j, 2 * s)] + b.frags[(j, 2 * s + 1)]
-                op = em.op(ptx.MmaSpOp(a.frags[(i, s)], bregs, sums.get((i, j), [zero] * 4),
-                                       meta.frags[(i, q)][0], ab_type=t, selector=selector))
+                into = acc[base:base + 4] if scales is None else sums.get((i, j), [zero] * 4)
+                op = em.op(ptx.MmaSpOp(a.frags[(i, s)], bregs, into, meta.frags[(i, q)][0],
+                                       ab_type=t, selector=selector))
+                if scales is None:
+                    acc[base:base + 4] = list(op.results)
+                    continue
                 sums[(i, j)] = list(op.results)
                 if ends:
                     part = sums.pop((i, j))
                     for r in range(4):
-                        acc[base + r] = em.op(ptx.AsmOp(_FMA_F32, [scales[r // 2], part[r], acc[base + r]], [f32],
-                                                        pure=True)).results[0]
+                        acc[base + r] = em.op(ptx.AsmOp(_FMA_F32, [scales[(i, s)][r // 2], part[r], acc[base + r]],
+                                                        [f32], pure=True)).results[0]
     return acc
+
+
+_FMA_F32 = "fma.rn.f32 $0, $1, $2, $3;"
 
 
 def _mma_steps(L: LoweringContext, a: Frag, b: Frag, c: Regs, t: str, rep: tuple[int, int]) -> list[SSAValue]:

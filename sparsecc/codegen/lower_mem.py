@@ -479,8 +479,6 @@ def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padd
     vec = 16 // esize(elt)
     if run < vec and L.cfg.narrow_copies:
         vec = next((n // esize(elt) for n in (8, 4) if n // esize(elt) and run % (n // esize(elt)) == 0), vec)
-    size = vec * esize(elt)
-    cache = "cg" if size == 16 else "ca"  # .cg copies 16 bytes only
     if not guarded:
         # copies come before the dot: the group in flight is the last iteration's, maybe
         # reading this very slot
@@ -500,7 +498,7 @@ def async_copy(L: LoweringContext, bp: BlockPtr, sm: Smem, dims: list[int], padd
             owner = first_replica(L, dl, r0)
 
             def copy(dst=dst, src=src, mask=mask) -> list[SSAValue]:
-                L.em.op(ptx.CpAsyncOp(dst, src, mask=mask, size=size, cache=cache))
+                _cp_async(L, dst, src, mask, vec * esize(elt))
                 return []
 
             if owner is None:
@@ -604,8 +602,12 @@ def _async_copy_strided(L: LoweringContext, bp: BlockPtr, sm: Smem, dl: DistLayo
             pred = p if pred is None else em.band(pred, p)
         sd = deltas[r0 // vec] if deltas is not None else None
         dst = em.add(dst0, sd * esz) if sd is not None else smem_addr(L, sm, L.coords(dl)[r0])
-        size = vec * esz
-        L.em.op(ptx.CpAsyncOp(dst, src, mask=pred, size=size, cache="cg" if size == 16 else "ca"))
+        _cp_async(L, dst, src, pred, vec * esz)
+
+
+def _cp_async(L: LoweringContext, dst: SSAValue, src: SSAValue, mask: SSAValue | None, size: int) -> None:
+    """One cp.async of `size` bytes: `.cg` (L2 only) for 16, `.ca` for the 4 and 8 it does not take."""
+    L.em.op(ptx.CpAsyncOp(dst, src, mask=mask, size=size, cache="cg" if size == 16 else "ca"))
 
 
 def load_block_scalar(L: LoweringContext, bp: BlockPtr, tile: TensorType, dl: DistLayout, coords, dims) -> list[SSAValue]:

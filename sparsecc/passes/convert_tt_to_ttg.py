@@ -57,7 +57,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from sparsecc.analysis.axis_info import AxisAnalysis
-from sparsecc.analysis.dequantize import fragment_dequantize, scale_registers
+from sparsecc.analysis.dequantize import feeding_dot, fragment_dequantize, scale_registers
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.shuffles import derived_layout
 from sparsecc.defaults import NUM_WARPS
@@ -684,10 +684,9 @@ def _register_scales(func: tt.FuncOp, uf: _Layouts, groups: dict[SSAValue, _Grou
     block pointer, its advances and loop-carried copies, the loaded tile) must hold no other
     tensor, so that nothing else changes layout with it."""
     for dq in [o for o in func.walk() if isinstance(o, tt.DequantizeOp)]:
-        uses = list(dq.result.uses)
-        if len(uses) != 1 or not isinstance(uses[0].operation, tt.DotOp) or uses[0].index != 0:
+        dot = feeding_dot(dq)
+        if dot is None:
             continue
-        dot = uses[0].operation
         mma = groups[uf.find(dot.result)].layout
         if not (isinstance(mma, MmaEncodingAttr) and mma.version_major == 3):
             continue

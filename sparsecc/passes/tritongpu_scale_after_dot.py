@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from sparsecc.analysis.dequantize import fragment_dequantize
+from sparsecc.analysis.dequantize import feeding_dot, fragment_dequantize
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -39,10 +39,9 @@ MMA_STEP_COLUMNS = 16
 
 def scale_after_dot_eligible(op: tt.DequantizeOp) -> bool:
     """Whether `op`'s scales can be applied to its dot's sums (module docstring)."""
-    uses = list(op.result.uses)
-    if len(uses) != 1 or not isinstance(uses[0].operation, tt.DotOp) or uses[0].index != 0:
+    dot = feeding_dot(op)
+    if dot is None:
         return False
-    dot = uses[0].operation
     res_ty, dot_ty, scales_ty = op.result.type, dot.result.type, op.scales.type
     if not (isinstance(res_ty, TensorType) and isinstance(dot_ty, TensorType) and isinstance(scales_ty, TensorType)):
         return False
