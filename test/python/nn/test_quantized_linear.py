@@ -218,14 +218,16 @@ def test_quantized_sparse_linear_on_the_gpu(scheme, m, n, k):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("switches", ["SPARSECC_SCALE_AFTER_DOT", "SPARSECC_NARROW_COPIES",
-                                      "SPARSECC_SCALE_AFTER_DOT,SPARSECC_NARROW_COPIES"])
+@pytest.mark.parametrize("switches", ["SPARSECC_SCALE_AFTER_DOT=0,SPARSECC_NARROW_COPIES=0",
+                                      "SPARSECC_SCALE_AFTER_DOT=1,SPARSECC_NARROW_COPIES=0",
+                                      "SPARSECC_SCALE_AFTER_DOT=0,SPARSECC_NARROW_COPIES=1",
+                                      "SPARSECC_SCALE_AFTER_DOT=1,SPARSECC_NARROW_COPIES=1"])
 @pytest.mark.parametrize("scheme", ["w4g128", "w8g128", "w8c", "w4g64z"])
 @pytest.mark.parametrize("m, n, k, split", [(1, 4096, 4096, 1), (5, 1000, 1536, 1), (16, 384, 2048, 2)])
 def test_decode_switches_on_the_gpu(scheme, m, n, k, split, switches, monkeypatch):
     """The decode tiles (and their split-K form) with `scale_after_dot` (the scales applied to
-    each group's fp32 sums) and `narrow_copies` (the scales by 8-byte cp.async): the result
-    matches the dequantized reference, NaN-poisoned output, ragged N and K."""
+    each group's fp32 sums) and `narrow_copies` (the scales by 8-byte cp.async) each on and
+    off: the result matches the dequantized reference, NaN-poisoned output, ragged N and K."""
     from sparsecc.frontend.jit import drop_fast_paths
     from sparsecc.ops.sparse_linear import launch_linear
 
@@ -234,15 +236,15 @@ def test_decode_switches_on_the_gpu(scheme, m, n, k, split, switches, monkeypatc
     x = torch.randn(m, k, generator=g, device="cuda").half()
     b = torch.randn(n, generator=g, device="cuda").half()
     cfg = quantized_linear_config(LinearConfig(8, 64, 256, 4, 3, split_k=split), w)
-    for env in switches.split(","):
-        monkeypatch.setenv(env, "1")
+    for setting in switches.split(","):
+        monkeypatch.setenv(*setting.split("="))
     drop_fast_paths()
     try:
         y = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
         launch_linear(y, x, w, b, cfg, has_bias=True, activation="silu")
     finally:
-        for env in switches.split(","):
-            monkeypatch.delenv(env)
+        for setting in switches.split(","):
+            monkeypatch.delenv(setting.split("=")[0])
         drop_fast_paths()
     _close(y, reference_linear(x, w, b, "silu"))
 
