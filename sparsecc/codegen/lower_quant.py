@@ -179,9 +179,10 @@ def _pair_template(bits: int, e: int) -> str:
 
 
 def _zeros_and_scales(L: LoweringContext, bits: int, scales_sm: Smem | Regs, zeros_sm: Smem | Regs | None,
-                      idx: tuple[SSAValue, SSAValue] | int) -> tuple[SSAValue, SSAValue]:
+                      idx: tuple[SSAValue, SSAValue] | int, nibbles: bool = False) -> tuple[SSAValue, SSAValue]:
     """{1024 + zero} x2 and {scale} x2 (f16 pairs in b32) of the group at `idx`: (row, group
-    column) in shared memory, or the register index where the operands are in registers."""
+    column) in shared memory, or the register index where the operands are in registers.
+    With `nibbles`, the first is {1024 + zero, 64 + zero}, for _W4_CHUNK's pairs."""
     em = L.em
 
     def element(src: Smem | Regs) -> SSAValue:
@@ -195,8 +196,10 @@ def _zeros_and_scales(L: LoweringContext, bits: int, scales_sm: Smem | Regs, zer
     scales = em.op(ptx.AsmOp("mov.b32 $0, {$1, $1};", [scale], [i32], pure=True)).results[0]
     if zeros_sm is None:
         biased = 0x6400 + (1 << (bits - 1))
-        return em.c(biased << 16 | biased), scales
+        return em.c(NIBBLE_FIXED_OFFSETS if nibbles else biased << 16 | biased), scales
     zero = element(zeros_sm)
+    if nibbles:
+        return em.op(ptx.AsmOp(NIBBLE_OFFSETS, [zero], [i32], pure=True)).results[0], scales
     zeros = em.op(ptx.AsmOp("{\n.reg .b16 %zq<2>;\nmov.b16 %zq0, 0x6400;\nadd.rn.f16 %zq1, $1, %zq0;\n"
                             "mov.b32 $0, {%zq1, %zq1};\n}", [zero], [i32], pure=True)).results[0]
     return zeros, scales
@@ -213,14 +216,15 @@ def _f16_pairs(L: LoweringContext, word: SSAValue, run: int, bits: int, scales_s
     return out
 
 
-# bytes t, 4 + t, 8 + t, 12 + t of a 16-byte chunk of 4-bit codes (w0..w3 = $4..$7, $8 = the
-# selector t | (4 + t) << 4) as the f16 pairs 1024 + (lo, hi nibble) of each ($0..$3)
-_W4_CHUNK = ("{\n.reg .b32 %fq<6>;\n"
-             "prmt.b32 %fq0, $4, $5, $8;\nprmt.b32 %fq1, $6, $7, $8;\nprmt.b32 %fq0, %fq0, %fq1, 0x5410;\n"
-             "and.b32 %fq2, %fq0, 0x0F0F0F0F;\nshr.b32 %fq3, %fq0, 4;\nand.b32 %fq3, %fq3, 0x0F0F0F0F;\n"
-             "prmt.b32 %fq4, %fq2, %fq3, 0x5140;\nprmt.b32 %fq5, %fq2, %fq3, 0x7362;\n"
-             "prmt.b32 $0, %fq4, 0x64646464, 0x4140;\nprmt.b32 $1, %fq4, 0x64646464, 0x4342;\n"
-             "prmt.b32 $2, %fq5, 0x64646464, 0x4140;\nprmt.b32 $3, %fq5, 0x64646464, 0x4342;\n}")
+# byte t of each word of a 16-byte chunk of 4-bit codes (w0..w3 = $4..$7, $8 = the selector
+# t | t << 8, which puts byte t in bytes 0 and 2) as {1024 + lo nibble, 64 + hi nibble} ($0..$3):
+# one prmt and one lop3 a pair. The high nibble stays in bits 4-7 of its half, which under the
+# exponent of 64.0 (0x5400) weigh 1/16 each; subtracting {1024 + zero, 64 + zero} leaves both
+# halves `code - zero` exactly.
+_W4_CHUNK = ("{\n.reg .b32 %fq<4>;\n"
+             + "".join(f"prmt.b32 %fq{w}, ${4 + w}, ${4 + w}, $8;\n"
+                       f"lop3.b32 ${w}, %fq{w}, 0x00F0000F, 0x54006400, 0xEA;\n" for w in range(4))
+             + "}")
 # bytes 2t, 2t + 1 and 8 + 2t, 9 + 2t of a 16-byte chunk of 8-bit codes (w0..w3 = $2..$5, $6 =
 # the selector 2t | (2t + 1) << 4) as the f16 pairs 1024 + code ($0, $1)
 _W8_CHUNK = ("{\n.reg .b32 %fq<2>;\n"
@@ -229,9 +233,9 @@ _W8_CHUNK = ("{\n.reg .b32 %fq<2>;\n"
 CHUNK_TEMPLATE = {4: _W4_CHUNK, 8: _W8_CHUNK}
 """Per code width: the PTX that turns one 16-byte chunk (4 words) and the thread's selector into
 its f16 pairs (1024 + code each half)."""
-CHUNK_SELECTOR = {4: (17, 64), 8: (34, 16)}
-"""Per code width: the thread's prmt selector is t * a + b for t = lane % 4 (t | (4 + t) << 4
-for 4-bit codes, 2t | (2t + 1) << 4 for 8-bit ones)."""
+CHUNK_SELECTOR = {4: (257, 0), 8: (34, 16)}
+"""Per code width: the thread's prmt selector is t * a + b for t = lane % 4 (t | t << 8 for
+4-bit codes, 2t | (2t + 1) << 4 for 8-bit ones)."""
 CHUNK_PLACES = {4: ((0, 0), (0, 1), (1, 0), (1, 1)), 8: ((0, 0), (0, 1))}
 """Per code width: where each f16 pair of a chunk goes in the A fragments, as (16-column step
 within the chunk, position): position 0 is register `half` (kept columns 2t, 2t + 1 of the
@@ -239,6 +243,11 @@ step), 1 register `2 + half` (columns 8 + 2t, 9 + 2t); a chunk of 4-bit codes sp
 _SCALE_PAIR = "sub.f16x2 $0, $1, $2;\nmul.rn.f16x2 $0, $0, $3;"
 _ZERO_PAIR = "sub.f16x2 $0, $1, $2;"
 """`code - zero` alone, for a dequantization whose dot applies the scales (`ttg.scale_after_dot`)."""
+NIBBLE_FIXED_OFFSETS = 0x54806408
+"""{1032.0, 72.0} as an f16x2 word: what _W4_CHUNK's pairs less the fixed zero point 8 subtract."""
+NIBBLE_OFFSETS = ("{\n.reg .b16 %zq<4>;\nmov.b16 %zq2, 0x6400;\nmov.b16 %zq3, 0x5400;\n"
+                  "add.rn.f16 %zq0, $1, %zq2;\nadd.rn.f16 %zq1, $1, %zq3;\nmov.b32 $0, {%zq0, %zq1};\n}")
+"""{1024 + zero, 64 + zero} ($0) from an f16 zero point ($1): what _W4_CHUNK's pairs subtract."""
 _SCALE_F32 = "{\n.reg .b16 %sq<2>;\nmov.b32 {%sq0, %sq1}, $1;\ncvt.f32.f16 $0, %sq0;\n}"
 """The f32 scale of a {scale} x2 pair."""
 
@@ -288,7 +297,7 @@ def _fragments(L: LoweringContext, op: tt.DequantizeOp, ops: _Operands) -> Frag:
         key = (i, half, col // per_scale)
         if key not in groups:
             where = in_regs[key] if in_regs is not None else (row, em.c(col // per_scale))
-            groups[key] = _zeros_and_scales(L, bits, ops.scales, ops.zeros, where)
+            groups[key] = _zeros_and_scales(L, bits, ops.scales, ops.zeros, where, nibbles=bits == 4)
         return groups[key]
 
     after_dot = ttgd.SCALE_AFTER_DOT in op.attributes

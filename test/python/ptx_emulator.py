@@ -20,8 +20,8 @@ unknown operand makes the result unknown too:
   compares signed), selp, mad, add sub mul div rem min max and or xor shl shr, each result
   wrapped to its type's width (16, 32 or 64 bits; `.wide` results are not); prmt.b32 in its
   default mode; lop3.b32.
-- f16: add / sub / mul `.f16x2` and `add.rn.f16`, one rounding per operation as the hardware does
-  (numpy float16); `{lo, hi}` operands pack two 16-bit registers.
+- f16: add / sub / mul / fma `.f16x2` and `add.rn.f16` / `sub.rn.f16`, one rounding per operation
+  as the hardware does (numpy float16); `{lo, hi}` operands pack two 16-bit registers.
 - wgmma.mma_async: not computed; recorded as (opcode, values of its operands after the
   destination, a `{...}` list as a list) for the test to check.
 
@@ -108,6 +108,11 @@ def f16_bits(x: np.float16) -> int:
 def _halves(op, a: int, b: int) -> int:
     """An f16x2 operation: `op` on the low halves and on the high halves."""
     return f16_bits(op(f16(a), f16(b))) | f16_bits(op(f16(a >> 16), f16(b >> 16))) << 16
+
+
+def _fma(a: int, b: int, c: int) -> np.float16:
+    """One half of fma.rn.f16x2: the exact a * b + c of three f16s, rounded once."""
+    return np.float16(float(f16(a)) * float(f16(b)) + float(f16(c)))
 
 
 def _width(opcode: str) -> int:
@@ -319,8 +324,12 @@ class PtxThread:
             return None
         if opcode in _F16X2:
             return _halves(_F16X2[opcode], *srcs)
-        if opcode == "add.rn.f16":
-            return f16_bits(np.add(f16(srcs[0]), f16(srcs[1])))
+        if opcode in ("add.rn.f16", "sub.rn.f16"):
+            op = np.add if opcode.startswith("add") else np.subtract
+            return f16_bits(op(f16(srcs[0]), f16(srcs[1])))
+        if opcode == "fma.rn.f16x2":  # a * b + c exact in float64, rounded once
+            a, b, c = srcs
+            return f16_bits(_fma(a, b, c)) | f16_bits(_fma(a >> 16, b >> 16, c >> 16)) << 16
         if re.search(r"\.f(16|32|64)", opcode):
             return None  # other float arithmetic and conversions: not modelled
         bits = re.search(r"\.[usb](16|32|64)$", opcode)
