@@ -190,7 +190,7 @@ def ttgir_rewrites(opts: CompileOptions) -> list[str]:
     """The ttgir -> ttgir rewrites that end the ttgir stage (so its text shows them): what a
     hand-built or partially lowered ttgir module runs before `make_ptx`.
 
-        >>> ttgir_rewrites(CompileOptions(target="sm_90a", warp_specialize=False))
+        >>> ttgir_rewrites(CompileOptions(target="sm_90a", warp_specialize=False, scale_after_dot=False))
         ['tritongpu-coalesce-mma-stores{target=sm_90a}', 'tritongpu-sink-local-loads']
     """
     return [
@@ -209,7 +209,7 @@ def make_ptx(opts: CompileOptions) -> list[str]:
         "tritongpu-insert-barriers",
         "allocate-shared-memory",
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}"
-        f"{' narrow-copies=true' if opts.narrow_copies else ''}}}",
+        f"{'' if opts.narrow_copies else ' narrow-copies=false'}}}",
         "ptx-hoist-loop-invariants",
         *(["ptx-strength-reduce"] if opts.strength_reduce else []),
         EMIT_PTX,

@@ -33,7 +33,7 @@ from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
 
 
 def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 1,
-                   a_smem_option: bool = False, narrow_copies: bool = False) -> LoweringState:
+                   a_smem_option: bool = False, narrow_copies: bool = True) -> LoweringState:
     """Lower `func` to a `ptx.kernel` (the returned state's `kernel`; its `cfg` holds the launch
     facts: threads, shared bytes, tensor maps).
 
@@ -67,7 +67,7 @@ def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 
 
 
 def plan_kernel(func: tt.FuncOp, target: str, num_warps: int, cluster: int,
-                a_smem_option: bool, narrow_copies: bool = False) -> tuple[KernelConfig, list[tuple[str, str]]]:
+                a_smem_option: bool, narrow_copies: bool = True) -> tuple[KernelConfig, list[tuple[str, str]]]:
     """The per-kernel decisions, made before the first op is lowered, and the kernel's
     parameters (the function's, then one tensor map per TMA'd block pointer)."""
     wgmma = uses_wgmma(func)

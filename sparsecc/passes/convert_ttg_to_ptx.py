@@ -97,7 +97,7 @@ def ensure_shared_plan(module: ModuleOp, func: tt.FuncOp) -> None:
 
 
 def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False,
-                   narrow_copies: bool = False) -> ptx.KernelOp:
+                   narrow_copies: bool = True) -> ptx.KernelOp:
     """Replace the module's one `tt.func` by its `ptx.kernel`, its `ttg.*` attributes by
     `sparsecc.launch`; returns the kernel."""
     funcs = [op for op in module.ops if isinstance(op, tt.FuncOp)]
@@ -156,15 +156,16 @@ class ConvertTTGToPTXPass(ModulePass):
     when the module has no `ttg.shared`). Guarantees: the module holds one `ptx.kernel` for `target`
     (default: the module's `ttg.target`) and a `sparsecc.launch` attribute, no `ttg.*` ones.
     `a-from-shared`: wgmma reads A through a descriptor also outside TMA kernels.
-    `narrow-copies`: a tile whose rows hold only 4 or 8 contiguous bytes (a quantized weight's
-    scales) is copied by cp.async.ca chunks of that size instead of synchronously.
+    `narrow-copies` (on by default): a tile whose rows hold only 4 or 8 contiguous bytes (a
+    quantized weight's scales) is copied by cp.async.ca chunks of that size instead of
+    synchronously.
     """
 
     name = "convert-ttg-to-ptx"
 
     target: str = ""
     a_from_shared: bool = False
-    narrow_copies: bool = False
+    narrow_copies: bool = True
 
     def __post_init__(self) -> None:
         """A bad `target` option is refused with the options (`apply` checks the module's)."""

@@ -45,12 +45,16 @@ def test_stage_pass_lists_follow_the_options():
     default, other_opts = CompileOptions(target="sm_90a"), CompileOptions(
         target="sm_90a", wgmma_unroll=True, warp_specialize=False, wgmma_a_smem=True)
     coalesce = "tritongpu-coalesce-mma-stores{target=sm_90a}"
-    assert make_ttgir(default)[-4:] == ["cse", coalesce, "tritongpu-sink-local-loads", "tritongpu-warp-specialize"]
-    assert make_ttgir(other_opts)[-4:] == ["cse", coalesce, "tritongpu-wgmma-unroll", "tritongpu-sink-local-loads"]
+    assert make_ttgir(default)[-5:] == ["cse", "tritongpu-scale-after-dot", coalesce, "tritongpu-sink-local-loads",
+                                        "tritongpu-warp-specialize"]
+    assert make_ttgir(other_opts)[-5:] == ["cse", "tritongpu-scale-after-dot", coalesce, "tritongpu-wgmma-unroll",
+                                           "tritongpu-sink-local-loads"]
     assert make_ptx(default) == ["tritongpu-insert-barriers", "allocate-shared-memory",
                                  "convert-ttg-to-ptx{target=sm_90a a-from-shared=false}",
                                  "ptx-hoist-loop-invariants", "ptx-strength-reduce", EMIT_PTX]
     assert make_ptx(other_opts)[2] == "convert-ttg-to-ptx{target=sm_90a a-from-shared=true}"
+    no_narrow = CompileOptions(target="sm_90a", narrow_copies=False)
+    assert make_ptx(no_narrow)[2] == "convert-ttg-to-ptx{target=sm_90a a-from-shared=false narrow-copies=false}"
     passes = get_all_passes()
     for spec in make_ttgir(default) + make_ttgir(other_opts) + make_ptx(default)[:-1]:
         assert spec.split("{")[0] in passes

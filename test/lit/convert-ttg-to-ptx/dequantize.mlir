@@ -1,12 +1,13 @@
 // RUN: sparsecc-opt %s -p "sparse-gpu-encoding,convert-ttg-to-ptx" | filecheck %s
 // tt.dequantize (covers handlers/dequantize.py) of 4-bit codes straight into mma.sp A
 // fragments (input as in sparse-gpu-encoding/dequantize.mlir): each thread reads 16 bytes of
-// codes from shared memory, splits the nibbles into f16 pairs (the 0x0F0F0F0F mask), and
-// scales them as f16x2 pairs by its row's scale (sub.f16x2 of the zero point, mul.rn.f16x2);
+// codes from shared memory, puts each byte's nibbles into an f16 pair (one prmt, then one lop3
+// with the 0x00F0000F mask and the exponents 0x54006400: {1024 + lo, 64 + hi}), and scales
+// them as f16x2 pairs by its row's scale (sub.f16x2 of the zero point, mul.rn.f16x2);
 // those registers are the mma.sp A operands, no ldmatrix for A.
 
 // CHECK:      [[W0:%.*]], [[W1:%.*]], [[W2:%.*]], [[W3:%.*]] = "ptx.ld.shared"(%{{.*}}) {{.*}} -> (i32, i32, i32, i32)
-// CHECK-NEXT: [[P0:%.*]], [[P1:%.*]], [[P2:%.*]], [[P3:%.*]] = "ptx.asm"([[W0]], [[W1]], [[W2]], [[W3]], %{{.*}}) <{template = "{{.*}}0x0F0F0F0F
+// CHECK-NEXT: [[P0:%.*]], [[P1:%.*]], [[P2:%.*]], [[P3:%.*]] = "ptx.asm"([[W0]], [[W1]], [[W2]], [[W3]], %{{.*}}) <{template = "{{.*}}prmt.b32 %fq0, $4, $4, $8;{{.*}}0x00F0000F, 0x54006400
 // CHECK:      [[S:%.*]] = "ptx.ld.shared"(%{{.*}}) {{.*}} -> f16
 // CHECK-NEXT: [[S2:%.*]] = "ptx.asm"([[S]]) <{template = "mov.b32 $0, {$1, $1};", pure}>
 // CHECK:      [[F0:%.*]] = "ptx.asm"([[P0]], %{{.*}}, [[S2]]) <{template = "sub.f16x2 $0, $1, $2;{{.*}}mul.rn.f16x2
