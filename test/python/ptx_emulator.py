@@ -34,6 +34,7 @@ ldmatrix and stmatrix; barriers and fences are no-ops.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import MutableMapping
 
@@ -115,18 +116,38 @@ def _fma(a: int, b: int, c: int) -> np.float16:
     return np.float16(float(f16(a)) * float(f16(b)) + float(f16(c)))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _literal(tok: str) -> int | None:
+    """An integer literal's value (decimal or 0x hex), else None."""
+    if re.fullmatch(r"-?\d+", tok):
+        return int(tok)
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", tok):
+        return int(tok, 16)
+    return None
+
+
+@functools.cache
+def _integer_kind(opcode: str) -> tuple[bool, int | None]:
+    """(whether the opcode computes on floats, the mask of its integer result width or None)."""
+    bits = re.search(r"\.[usb](16|32|64)$", opcode)
+    return bool(re.search(r"\.f(16|32|64)", opcode)), _MASK[bits.group(1)] if bits else None
+
+
+@functools.cache
 def _width(opcode: str) -> int:
     """Bytes of one element of a load or store (`.b32`, `.v4.b16`, ...)."""
     return int(re.search(r"[bsuf](8|16|32|64)$", opcode).group(1)) // 8
 
 
-def decode(line: str) -> tuple[str | None, str, list[str]] | None:
-    """A stripped line as (guard, opcode, operands), or None for directives, labels and the rest."""
+@functools.lru_cache(maxsize=1 << 16)
+def decode(line: str) -> tuple[str | None, str, tuple[str, ...]] | None:
+    """A stripped line as (guard, opcode, operands), or None for directives, labels and the rest.
+    Cached: every thread of a CTA decodes the same lines."""
     m = INSN.match(line)
     if m is None or line.startswith("."):
         return None
     rest = m.group(3)
-    return m.group(1), m.group(2), split_operands(rest) if rest else []
+    return m.group(1), m.group(2), tuple(split_operands(rest)) if rest else ()
 
 
 class PtxThread:
@@ -172,10 +193,9 @@ class PtxThread:
         tok = tok.strip()
         if tok in self.env:
             return self.env[tok]
-        if re.fullmatch(r"-?\d+", tok):
-            return int(tok)
-        if re.fullmatch(r"0[xX][0-9a-fA-F]+", tok):
-            return int(tok, 16)
+        literal = _literal(tok)
+        if literal is not None:
+            return literal
         if tok.startswith("{"):
             parts = [self.val(p) for p in tok.strip("{}").split(",")]
             if len(parts) == 2 and all(isinstance(p, int) for p in parts):
@@ -203,7 +223,7 @@ class PtxThread:
         if insn is not None and self.guard_taken(insn[0], line):
             self._execute(insn[1], insn[2])
 
-    def _runnable(self, line: str) -> tuple[str, list[str]] | None:
+    def _runnable(self, line: str) -> tuple[str, tuple[str, ...]] | None:
         """(opcode, args) of `line` when it runs for this thread: None for directives, labels and
         an instruction whose guard is not taken. An mbarrier wait is taken as passed (its
         predicate set true, whatever its guard), as a race-free kernel's waits all end."""
@@ -273,7 +293,7 @@ class PtxThread:
                 return True
         return False
 
-    def _execute(self, opcode: str, args: list[str]) -> None:
+    def _execute(self, opcode: str, args: tuple[str, ...]) -> None:
         env, head = self.env, opcode.split(".")[0]
         if head == "ld" and ".param" in opcode:
             env[args[0]] = self.params[args[1].strip("[]")]
@@ -330,10 +350,9 @@ class PtxThread:
         if opcode == "fma.rn.f16x2":  # a * b + c exact in float64, rounded once
             a, b, c = srcs
             return f16_bits(_fma(a, b, c)) | f16_bits(_fma(a >> 16, b >> 16, c >> 16)) << 16
-        if re.search(r"\.f(16|32|64)", opcode):
+        floating, mask = _integer_kind(opcode)
+        if floating:
             return None  # other float arithmetic and conversions: not modelled
-        bits = re.search(r"\.[usb](16|32|64)$", opcode)
-        mask = _MASK[bits.group(1)] if bits else None
         if head in ("cvt", "cvta"):
             return srcs[0]
         if head == "setp":
