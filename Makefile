@@ -31,8 +31,12 @@ demo: $(DEMO_STAMP)
 lit: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/lit -v test/lit
 
+# pytest runs on every core (pytest-xdist), at most PYTEST_WORKERS_MAX processes (each imports torch).
+PYTEST_WORKERS_MAX ?= 4
+PYTEST = $(PY) -m pytest -q -n auto --maxprocesses=$(PYTEST_WORKERS_MAX) test/python
+
 pytest: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q test/python
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PYTEST)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check sparsecc test bench docs
@@ -40,7 +44,7 @@ lint: $(STAMP)
 # pytest runs the lit suite too (test/python/tools/test_lit.py), so one command covers everything.
 test: $(STAMP)
 	$(MAKE) lint
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q test/python
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PYTEST)
 
 # The packaged form: build the wheel, install it into a fresh virtualenv (torch from the host's
 # site-packages or the CPU build) and run the demo from outside the source tree.
