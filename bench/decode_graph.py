@@ -10,7 +10,7 @@ graph, NOTES stop 28).
 
     python bench/decode_graph.py [--schemes dense,nv24,w4g128,w8g128,fp8] [--m 1,16]
     python bench/decode_graph.py --sweep nv24 [--m 1]   # tiles of each shape, timed in a graph
-    python bench/decode_graph.py --schemes w4g128 --variant new:SPARSECC_SCALE_AFTER_DOT=1+SPARSECC_NARROW_COPIES=1
+    python bench/decode_graph.py --schemes w4g128 --variant off:SPARSECC_SCALE_AFTER_DOT=0+SPARSECC_NARROW_COPIES=0
 
 `--variant NAME:ENV=V+ENV=V` (repeatable) times each scheme's GEMMs again with those compiler
 switches set (`sparsecc.switches`), in the same run, as rows `scheme/NAME`.
