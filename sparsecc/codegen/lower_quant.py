@@ -232,7 +232,7 @@ _W8_CHUNK = ("{\n.reg .b32 %fq<2>;\n"
              "prmt.b32 $0, %fq0, 0x64646464, 0x4140;\nprmt.b32 $1, %fq1, 0x64646464, 0x4140;\n}")
 CHUNK_TEMPLATE = {4: _W4_CHUNK, 8: _W8_CHUNK}
 """Per code width: the PTX that turns one 16-byte chunk (4 words) and the thread's selector into
-its f16 pairs (1024 + code each half)."""
+its f16 pairs (1024 + code each half for 8-bit codes, {1024 + lo, 64 + hi} for 4-bit ones)."""
 CHUNK_SELECTOR = {4: (257, 0), 8: (34, 16)}
 """Per code width: the thread's prmt selector is t * a + b for t = lane % 4 (t | t << 8 for
 4-bit codes, 2t | (2t + 1) << 4 for 8-bit ones)."""
@@ -244,7 +244,7 @@ _SCALE_PAIR = "sub.f16x2 $0, $1, $2;\nmul.rn.f16x2 $0, $0, $3;"
 _ZERO_PAIR = "sub.f16x2 $0, $1, $2;"
 """`code - zero` alone, for a dequantization whose dot applies the scales (`ttg.scale_after_dot`)."""
 NIBBLE_FIXED_OFFSETS = 0x54806408
-"""{1032.0, 72.0} as an f16x2 word: what _W4_CHUNK's pairs less the fixed zero point 8 subtract."""
+"""{1032.0, 72.0} as an f16x2 word: what _W4_CHUNK's pairs subtract for the fixed zero point 8."""
 NIBBLE_OFFSETS = ("{\n.reg .b16 %zq<4>;\nmov.b16 %zq2, 0x6400;\nmov.b16 %zq3, 0x5400;\n"
                   "add.rn.f16 %zq0, $1, %zq2;\nadd.rn.f16 %zq1, $1, %zq3;\nmov.b32 $0, {%zq0, %zq1};\n}")
 """{1024 + zero, 64 + zero} ($0) from an f16 zero point ($1): what _W4_CHUNK's pairs subtract."""
