@@ -1,8 +1,8 @@
 # The quantized-decode switches (`scale_after_dot`, `narrow_copies`, both on by default) on the
 # GPU: their GPU tests, a layer's five GEMMs in one CUDA graph with and without them
 # (`decode_graph.py --variant`, same run), and the compiled Llama decode at batch 1 and 16 for
-# dense, 4-bit and 8-bit weights, a second run with the switches off in its environment. `tests graph` fits one device call (~3 min),
-# `e2e` another (~6 min).
+# dense, 4-bit and 8-bit weights, a second run with the switches off in its environment.
+# `tests graph` fits one device call (~3 min), `e2e` another (~6 min).
 #   bash bench/gpu_decode_ab.sh tests graph      then      bash bench/gpu_decode_ab.sh e2e
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -1
 export PYTHONPATH=$PWD:/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 SPARSECC_CACHE_DIR=/tmp/scc

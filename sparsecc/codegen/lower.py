@@ -30,10 +30,12 @@ from sparsecc.codegen.lower_state import Barriers, KernelConfig, LoweringState, 
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import ClusterBarrierOp
+from sparsecc.switches import SWITCHES
 
 
 def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 1,
-                   a_smem_option: bool = False, narrow_copies: bool = True) -> LoweringState:
+                   a_smem_option: bool = False,
+                   narrow_copies: bool = SWITCHES["narrow_copies"].default) -> LoweringState:
     """Lower `func` to a `ptx.kernel` (the returned state's `kernel`; its `cfg` holds the launch
     facts: threads, shared bytes, tensor maps).
 
@@ -67,7 +69,7 @@ def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 
 
 
 def plan_kernel(func: tt.FuncOp, target: str, num_warps: int, cluster: int,
-                a_smem_option: bool, narrow_copies: bool = True) -> tuple[KernelConfig, list[tuple[str, str]]]:
+                a_smem_option: bool, narrow_copies: bool) -> tuple[KernelConfig, list[tuple[str, str]]]:
     """The per-kernel decisions, made before the first op is lowered, and the kernel's
     parameters (the function's, then one tensor map per TMA'd block pointer)."""
     wgmma = uses_wgmma(func)

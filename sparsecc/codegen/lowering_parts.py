@@ -43,7 +43,7 @@ class KernelConfig:
     smem_bytes: int
     tensor_maps: dict
     """tt.make_tensor_ptr -> (kernel param index, BoxPlan, TensorMapRecipe) of its TMA copies."""
-    narrow_copies: bool = True
+    narrow_copies: bool
     """Async copies of tiles whose rows hold 4 or 8 contiguous bytes go as cp.async.ca chunks
     of that size (CompileOptions.narrow_copies), not as synchronous loads and shared stores."""
 

@@ -32,6 +32,7 @@ from sparsecc.passes.allocate_shared_memory import (
     has_shared_plan,
     shared_size,
 )
+from sparsecc.switches import SWITCHES
 
 
 def _needs(op: Operation) -> tuple[str, str] | None:
@@ -97,7 +98,7 @@ def ensure_shared_plan(module: ModuleOp, func: tt.FuncOp) -> None:
 
 
 def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False,
-                   narrow_copies: bool = True) -> ptx.KernelOp:
+                   narrow_copies: bool = SWITCHES["narrow_copies"].default) -> ptx.KernelOp:
     """Replace the module's one `tt.func` by its `ptx.kernel`, its `ttg.*` attributes by
     `sparsecc.launch`; returns the kernel."""
     funcs = [op for op in module.ops if isinstance(op, tt.FuncOp)]
@@ -156,7 +157,7 @@ class ConvertTTGToPTXPass(ModulePass):
     when the module has no `ttg.shared`). Guarantees: the module holds one `ptx.kernel` for `target`
     (default: the module's `ttg.target`) and a `sparsecc.launch` attribute, no `ttg.*` ones.
     `a-from-shared`: wgmma reads A through a descriptor also outside TMA kernels.
-    `narrow-copies` (on by default): a tile whose rows hold only 4 or 8 contiguous bytes (a
+    `narrow-copies` (the `narrow_copies` switch's default): a tile whose rows hold only 4 or 8 contiguous bytes (a
     quantized weight's scales) is copied by cp.async.ca chunks of that size instead of
     synchronously.
     """
@@ -165,7 +166,7 @@ class ConvertTTGToPTXPass(ModulePass):
 
     target: str = ""
     a_from_shared: bool = False
-    narrow_copies: bool = True
+    narrow_copies: bool = SWITCHES["narrow_copies"].default
 
     def __post_init__(self) -> None:
         """A bad `target` option is refused with the options (`apply` checks the module's)."""
