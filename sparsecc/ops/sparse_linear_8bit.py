@@ -33,7 +33,8 @@ from sparsecc.runtime.sparse_tensor import SparseTensor
 
 _jit = importlib.import_module("sparsecc.frontend.jit")
 
-__all__ = ["default_config_linear_8bit", "scaled_sparse_linear_kernel", "sparse_linear_8bit"]
+__all__ = ["default_config_linear_8bit", "launch_linear_8bit", "scaled_sparse_linear_kernel",
+           "scaled_sparse_linear_splitk_kernel", "sparse_linear_8bit"]
 
 
 @sparsecc.jit
@@ -62,6 +63,54 @@ def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride
     out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
     _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
 
+
+
+@sparsecc.jit
+def scaled_sparse_linear_splitk_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm, stride_wn,
+                                       stride_ym, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                       BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr, ACC_INT: tl.constexpr,
+                                       HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, K_32: tl.constexpr = False):
+    """`scaled_sparse_linear_kernel` with K split over SPLIT_K programs (axis 2), for a few tokens
+    on a long K, where one program per output tile leaves SMs idle: each program writes its K
+    slice's sum (int32 for int8, else fp32: PARTIALS' dtype) as a partial tile PARTIALS[pid_k]
+    (SPLIT_K x M x N); the last to take a ticket (TICKETS: one zeroed int32 per output tile) adds
+    the partials in order, so the result does not depend on which finished last, then applies
+    both scales and the epilogue.
+
+        grid = (cdiv(M, BLOCK_M), cdiv(N, BLOCK_N), SPLIT_K)
+        scaled_sparse_linear_splitk_kernel[grid](y, xq, w, xs, sw, y, partials, tickets, M, N, K, xq.stride(0),
+                                                 w.stride(0), y.stride(0), BLOCK_M=16, BLOCK_N=64, BLOCK_K=256,
+                                                 SPLIT_K=2, ACC_INT=False, HAS_BIAS=False, ACTIVATION="none")
+    """
+    if K_32:
+        stride_wn = tl.multiple_of(stride_wn, 32)
+        stride_xm = tl.multiple_of(stride_xm, 32)
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    steps = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(steps, SPLIT_K)
+    first = pid_k * per_split
+    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+    acc = _accumulate_k(acc, x_ptr, w_ptr, tl.minimum(per_split, steps - first), BLOCK_K)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    tile_offsets = rm[:, None] * N + rn[None, :]
+    tl.store(PARTIALS + pid_k * M * N + tile_offsets, acc, mask=inside)
+    tile = pid_m * tl.num_programs(1) + pid_n
+    ticket = tl.atomic_add(TICKETS + tile, 1, sem="acq_rel")  # publishes this partial, sees the others
+    if ticket == SPLIT_K - 1:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+        for s in tl.static_range(SPLIT_K):
+            acc += tl.load(PARTIALS + s * M * N + tile_offsets, mask=inside, other=0)
+        out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]
+        out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
+        _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
 
 # BLOCK_M over tokens, BLOCK_N over output features: sparse_mm_8bit's measured tiles (NOTES stop
 # 14) with their M and N swapped (that kernel put W's rows on M), BLOCK_K halved where the
@@ -154,14 +203,44 @@ def sparse_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Ten
     xq, x_scale = quantize_rows_fused(x2, w.dtype)
     target = _jit.current_target() if x.is_cuda else None
     cfg = config if config is not None else default_config_linear_8bit(m, n, k, x.device.type, target)
-    b = bias.to(x.dtype).contiguous() if bias is not None else y
-    grid = (-(-m // cfg.block_m), -(-n // cfg.block_n))
-    scaled_sparse_linear_kernel[grid](
-        y, xq, w, x_scale, weight_scale.contiguous(), b, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, ACC_INT=w.dtype == torch.int8,
-        HAS_BIAS=bias is not None, ACTIVATION=activation, K_32=k % 32 == 0,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    b = bias.to(x.dtype).contiguous() if bias is not None else None
+    launch_linear_8bit(y, xq, x_scale, w, weight_scale.contiguous(), b, activation, cfg)
     return y.reshape(*lead, n)
+
+
+def launch_linear_8bit(y: torch.Tensor, xq: torch.Tensor, x_scale: torch.Tensor, w: SparseTensor,
+                       weight_scale: torch.Tensor, bias: torch.Tensor | None, activation: str,
+                       cfg: LinearConfig) -> None:
+    """One launch of `scaled_sparse_linear_kernel` for `cfg` on already quantized tokens (`xq`,
+    M x K codes of W's dtype with unit column stride; `x_scale` M fp32), writing `y` (M x N). No
+    checks: `sparse_linear_8bit` is the checked entry point; benchmarks call this to time the
+    GEMM alone, as a peer's kernel that takes quantized inputs is timed.
+
+        xq, xs = quantize_rows_fused(x, w.dtype)
+        launch_linear_8bit(y, xq, xs, w, sw, None, "none", default_config_linear_8bit(*y.shape, x.shape[1]))
+    """
+    m, k = xq.shape
+    n = w.shape[0]
+    grid = (-(-m // cfg.block_m), -(-n // cfg.block_n))
+    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, ACC_INT=w.dtype == torch.int8,
+                  HAS_BIAS=bias is not None, ACTIVATION=activation, K_32=k % 32 == 0,
+                  num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    b = bias if bias is not None else y
+    if cfg.split_k <= 1:
+        scaled_sparse_linear_kernel[grid](y, xq, w, x_scale, weight_scale, b, m, n, k, xq.stride(0), w.stride(0),
+                                          y.stride(0), **consts)
+        return
+    if cfg.split_k * m * n >= 2**31:  # the kernel indexes its partial tiles with 32-bit offsets
+        raise ValueError(f"sparse_linear_8bit: split_k={cfg.split_k} partial tiles of {m}x{n} exceed 2**31 "
+                         "elements; use a smaller split_k (split-K is for a few tokens)")
+    # every element a program's tile covers is written before it is read; the tickets are zeroed
+    # per launch, so launches on several streams or in CUDA graphs never share them
+    partials = torch.empty((cfg.split_k, m, n), dtype=torch.int32 if w.dtype == torch.int8 else torch.float32,
+                           device=y.device)
+    tickets = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=y.device)
+    scaled_sparse_linear_splitk_kernel[(*grid, cfg.split_k)](
+        y, xq, w, x_scale, weight_scale, b, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
+        SPLIT_K=cfg.split_k, **consts)
 
 
 def reference_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Tensor,

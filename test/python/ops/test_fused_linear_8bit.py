@@ -17,11 +17,13 @@ import sparsecc
 from sparsecc.codegen import ptxas
 from sparsecc.nn import SparseLinear
 from sparsecc.nn.quantize import quantize_rows
+from sparsecc.ops.sparse_linear import LinearConfig
 from sparsecc.ops.sparse_linear_8bit import (
     FILLED_CTAS,
     default_config_linear_8bit,
     reference_linear_8bit,
     scaled_sparse_linear_kernel,
+    scaled_sparse_linear_splitk_kernel,
     sparse_linear_8bit,
 )
 
@@ -55,6 +57,24 @@ def test_interpreter_matches_torch(wdt, xdt, m, n, k, act, bias):
     ref = reference_linear_8bit(x, w, sw, b, act)
     assert y.shape == (2, m, n) and y.dtype == xdt
     torch.testing.assert_close(y, ref)  # fp32 sums of the same codes, one rounding to x's dtype
+
+
+@pytest.mark.parametrize("wdt", EIGHT_BIT, ids=str)
+@pytest.mark.parametrize("m, n, k, split", [(1, 64, 256, 2), (3, 40, 320, 3), (17, 72, 192, 4), (2, 48, 64, 2)])
+def test_split_k_on_the_interpreter(wdt, m, n, k, split):
+    """K split over `split` programs (uneven slices; with K = 64 and BLOCK_K = 64 the second
+    program has no K step and adds a zero partial): the partial sums of each slice (int32 for
+    int8, so still exact), added in order by the last program, equal the one-program result."""
+    w, sw = _weight(n, k, wdt, seed=k)
+    g = torch.Generator().manual_seed(m * k)
+    x = (torch.randn(m, k, generator=g) * 2).half()
+    b = torch.randn(n, generator=g).half()
+    cfg = LinearConfig(16, 32, 64, num_warps=4, num_stages=1, split_k=split)
+    y = sparse_linear_8bit(x, w, sw, b, "silu", config=cfg)
+    torch.testing.assert_close(y, reference_linear_8bit(x, w, sw, b, "silu"))
+    whole = sparse_linear_8bit(x, w, sw, b, "silu", config=LinearConfig(16, 32, 64, num_warps=4, num_stages=1))
+    if wdt == torch.int8:  # integer partials: the same sums whatever the split
+        assert torch.equal(y, whole)
 
 
 def test_bad_arguments():
@@ -117,6 +137,25 @@ def test_default_tiles_assemble(target, elt, m):
     assert ".sp" in ptx  # the sparse tensor cores (mma.sp / wgmma .sp)
 
 
+@needs_ptxas
+@pytest.mark.parametrize("target, elt", [("sm_90a", "fp8e4nv"), ("sm_90a", "i8"), ("sm_80", "i8")])
+def test_split_k_tiles_assemble(target, elt):
+    """The split-K kernel at the decode tile compiles and assembles for each target, on the
+    sparse tensor cores, with no spills, and publishes its partial with an acq_rel atomic."""
+    cfg = default_config_linear_8bit(1, 4096, 4096, "cuda", target)
+    sig = {**_sig(elt), "PARTIALS": "*i32" if elt == "i8" else "*fp32", "TICKETS": "*i32"}
+    order = ["Y", "X", "W", "SCALE_X", "SCALE_W", "BIAS", "PARTIALS", "TICKETS", "M", "N", "K",
+             "stride_xm", "stride_wn", "stride_ym"]
+    kernel = sparsecc.compile(scaled_sparse_linear_splitk_kernel, {name: sig[name] for name in order},
+                              {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k,
+                               "SPLIT_K": 2, "ACC_INT": elt == "i8", "HAS_BIAS": True, "ACTIVATION": "silu",
+                               "K_32": True},
+                              target=target, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    ptx = kernel.asm["ptx"]
+    assert ".sp" in ptx and "atom" in ptx and ".acq_rel" in ptx
+    assert ptxas.assemble(ptx, target).kernel_resources().spill_stores == 0
+
+
 # -- the GPU ---------------------------------------------------------------------------------------
 
 
@@ -150,6 +189,25 @@ def test_gpu_matches_torch(wdt, xdt, m, n, k):
     err = (y.float() - ref.float()).abs().max().item()
     # the same codes (bit for bit: test_quantize_rows_fused), fp32 sums in another order
     assert err <= 1e-2 * max(ref.float().abs().max().item(), 1.0), err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wdt", EIGHT_BIT, ids=str)
+@pytest.mark.parametrize("m, n, k, cfg", [
+    (1, 4096, 11008, LinearConfig(16, 64, 256, 4, 4, split_k=2)), (16, 4096, 11008, LinearConfig(16, 64, 256, 4, 4, split_k=4)),
+    (5, 1000, 4160, LinearConfig(16, 64, 256, 4, 4, split_k=3)), (64, 4096, 4096, LinearConfig(64, 128, 256, 4, 4, split_k=2))])
+def test_split_k_on_the_gpu(wdt, m, n, k, cfg):
+    """Split-K launches (ragged N and K included) against torch, the output poisoned first."""
+    w, sw = _weight(n, k, wdt, "cuda", seed=k)
+    g = torch.Generator(device="cuda").manual_seed(m)
+    x = torch.randn(m, k, device="cuda", generator=g).half()
+    b = torch.randn(n, device="cuda", generator=g).half()
+    ref = reference_linear_8bit(x, w, sw, b, "silu")
+    for _ in range(2):  # the second launch finds the tickets of the first zeroed again
+        y = sparse_linear_8bit(x, w, sw, b, "silu", config=cfg)
+        assert y.isfinite().all()
+        err = (y.float() - ref.float()).abs().max().item()
+        assert err <= 1e-2 * max(ref.float().abs().max().item(), 1.0), err
 
 
 @pytest.mark.gpu
@@ -192,4 +250,4 @@ def test_the_path_launches_two_kernels(wdt):
     kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     kernels = [k for k in kernels if "memset" not in k.lower() and "memcpy" not in k.lower()]
     assert len(kernels) == 2, kernels
-    assert "quantize_rows_kernel" in kernels[0] and "scaled_sparse_linear_kernel" in kernels[1], kernels
+    assert "quantize_rows_kernel" in kernels[0] and "scaled_sparse_linear_" in kernels[1], kernels
