@@ -131,6 +131,7 @@ def measure_shape(n: int, k: int, ms: list[int], tiles: list[LinearConfig], ao_g
         row["ao gemm"] = timer(lambda xq=xq, xs=xs: ao_gemm(xq, xs, ao_w, ao_meta, sw, None, torch.bfloat16))
         default = default_config_linear_8bit(m, n, k)
         best: tuple[float, str] | None = None
+        times: list[str] = []
         for cfg in [default, *tiles]:
             def run(cfg: LinearConfig = cfg, y: torch.Tensor = y, xq: torch.Tensor = xq, xs: torch.Tensor = xs) -> None:
                 launch_linear_8bit(y, xq, xs, w8, sw, None, "none", cfg)
@@ -144,11 +145,13 @@ def measure_shape(n: int, k: int, ms: list[int], tiles: list[LinearConfig], ao_g
             except Exception as e:  # noqa: BLE001 - a tile that does not compile is skipped, said
                 print(f"  {n}x{k} M={m} {tile_name(cfg)}: {type(e).__name__}: {str(e)[:100]}", flush=True)
                 continue
+            times.append(f"{tile_name(cfg)}={t:.1f}")
             if cfg is default:
                 row["cc default"] = t
             if best is None or t < best[0]:
                 best = (t, tile_name(cfg) + (" (default)" if cfg == default else ""))
         row["cc best"], best_tile = best if best else (float("nan"), "-")
+        print(f"  {n}x{k} M={m} ao {row['ao gemm']:.1f}: " + " ".join(times), flush=True)
         check("sparsecc layer", sparse_linear_8bit(x, w8, sw), want)  # the same quantization as `want`
         row["cc layer"] = timer(lambda x=x: sparse_linear_8bit(x, w8, sw))
         note = ""

@@ -24,7 +24,7 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.linear_config import LinearConfig
+from sparsecc.ops.linear_config import SM_COUNT, LinearConfig
 from sparsecc.ops.mm_tiles import _accumulate_k, _linear_epilogue
 from sparsecc.ops.quantize_rows import quantize_rows_fused
 from sparsecc.ops.sparse_linear import ACTIVATIONS
@@ -112,13 +112,19 @@ def scaled_sparse_linear_splitk_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIALS
         out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
         _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
 
+
 # BLOCK_M over tokens, BLOCK_N over output features: sparse_mm_8bit's measured tiles (NOTES stop
-# 14) with their M and N swapped (that kernel put W's rows on M), BLOCK_K halved where the
-# swapped tile spilled or lost TMA under ptxas (decode 16x64x512: 255 registers and no TMA;
-# 16x64x256 takes 38 registers and TMA). From 256 tokens on sm_90a, the tiles
-# bench/linear_8bit_tiles.py measured best on the H100 (fp8, cold L2, NOTES stop 23 run 4).
+# 14) with their M and N swapped (that kernel put W's rows on M). On sm_90a up to 256 tokens, the
+# tiles bench/fp8_torchao.py measured best on the H100 against torchao's CUTLASS kernel (cold L2,
+# NOTES stop 30 runs 4-5): more bytes in flight than the old 16x64x256 s4 / 64x128x256 s4 (8
+# stages at decode where the grid leaves each SM one CTA, 5-6 stages at 17-255 tokens; a 512-wide
+# K step at decode was as fast but took 255 registers and spilled with a bias). From 256 tokens,
+# bench/linear_8bit_tiles.py's (NOTES stop 23 run 4).
 _DECODE = LinearConfig(16, 64, 256, num_warps=4, num_stages=4)
+_DECODE_DEEP = LinearConfig(16, 64, 256, num_warps=4, num_stages=8)
+_NARROW = LinearConfig(32, 64, 256, num_warps=4, num_stages=6)
 _SMALL = LinearConfig(64, 128, 256, num_warps=4, num_stages=4)
+_SMALL_DEEP = LinearConfig(64, 128, 256, num_warps=4, num_stages=5)
 _MID = LinearConfig(128, 128, 256, num_warps=8, num_stages=3)
 _LARGE = {True: LinearConfig(128, 256, 128, num_warps=8, num_stages=4),
           False: LinearConfig(128, 128, 128, num_warps=4, num_stages=3)}
@@ -127,31 +133,45 @@ FILLED_CTAS = 80
 """CTAs a tile's grid needs to take it (about 0.6 of an H100's 132 SMs): with fewer, the next
 smaller tile's grid keeps more SMs busy. Measured on the H100 at 256-2048 tokens: 128x256 tiles
 win from 86 CTAs on (11008 outputs, 256 tokens: 29.8 us against 34.5 for 64x128), 128x128x256
-wins at 512 tokens on 4096 outputs (64 CTAs of 128x256: 20.8 us against 28.7 at 4096x4096)."""
+wins at 512 tokens on 4096 outputs (64 CTAs of 128x256: 20.8 us against 28.7 at 4096x4096); at
+17-128 tokens 64x128 wins from 86 CTAs on (11008 outputs, 64 tokens: 16.0 us against 20.1 for
+32x64), 32x64 below (4096x11008 at 128 tokens, 64 CTAs of 64x128: 19.7 us against 22.4); at
+decode 16x64 with 8 stages wins up to a CTA an SM (4096x11008, 64 CTAs: 16.6 us against 21.5
+with 4) and loses above (11008x4096, 172 CTAs: 18.8 against 15.2)."""
+
+
+def _ctas(m: int, n: int, tile: LinearConfig) -> int:
+    return -(-m // tile.block_m) * -(-n // tile.block_n)
 
 
 def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda",
                                target: str | None = "sm_90a") -> LinearConfig:
-    """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs: decode
-    tiles up to 16 tokens, 64x128 up to 256; from 256 on sm_90a the largest tile whose grid has
-    `FILLED_CTAS` CTAs (128x256, then 128x128x256 from 512 tokens), else 64x128; elsewhere
-    128x128 above 256 tokens.
+    """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs. On sm_90a:
+    up to 16 tokens 16x64, with 8 stages where the grid has at most one CTA an SM (`SM_COUNT`),
+    else 4; up to 256, 64x128 where its grid has
+    `FILLED_CTAS` CTAs, else 32x64 (more CTAs, each with six stages in flight); from 256 the
+    largest tile whose grid has `FILLED_CTAS` CTAs (128x256, then 128x128x256 from 512 tokens),
+    else 64x128. Elsewhere 16x64 up to 16 tokens, 64x128 up to 256, 128x128 above.
 
         >>> default_config_linear_8bit(1, 4096, 4096)
-        LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=4, split_k=1)
+        LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=8, split_k=1)
+        >>> default_config_linear_8bit(64, 4096, 4096).block_n, default_config_linear_8bit(64, 11008, 4096).block_n
+        (64, 128)
         >>> default_config_linear_8bit(512, 4096, 4096).block_n, default_config_linear_8bit(512, 11008, 4096).block_n
         (128, 256)
     """
     if device_type == "cpu":
         return _CPU
-    if m <= 16:
-        return _DECODE
     if not has_wgmma(target):
+        if m <= 16:
+            return _DECODE
         return _SMALL if m <= 256 or n <= 256 else _LARGE[False]
+    if m <= 16:
+        return _DECODE_DEEP if _ctas(m, n, _DECODE_DEEP) <= SM_COUNT else _DECODE
     if m < 256:
-        return _SMALL
+        return _SMALL_DEEP if _ctas(m, n, _SMALL_DEEP) >= FILLED_CTAS else _NARROW
     for tile in (_LARGE[True], *((_MID,) if m > 256 else ())):
-        if -(-m // tile.block_m) * -(-n // tile.block_n) >= FILLED_CTAS:
+        if _ctas(m, n, tile) >= FILLED_CTAS:
             return tile
     return _SMALL
 

@@ -117,6 +117,18 @@ def test_hopper_tiles_fill_the_gpu(m, n, want):
     assert default_config_linear_8bit(m, n, 4096, "cuda", "sm_80").block_n in (64, 128)  # no wgmma: unchanged
 
 
+@pytest.mark.parametrize("m, n, want", [
+    (1, 4096, (16, 64, 8)), (16, 8192, (16, 64, 8)), (1, 11008, (16, 64, 4)), (64, 4096, (32, 64, 6)),
+    (128, 4096, (32, 64, 6)), (64, 11008, (64, 128, 5)), (128, 8192, (64, 128, 5)), (200, 4096, (64, 128, 5))])
+def test_hopper_tiles_below_256_tokens(m, n, want):
+    """Below 256 tokens on sm_90a, the tiles bench/fp8_torchao.py measured best against torchao
+    (NOTES stop 30): 8 stages at decode while the grid leaves each SM at most one CTA; 64x128 with
+    5 stages where its grid reaches FILLED_CTAS, else 32x64 with 6."""
+    cfg = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a")
+    assert (cfg.block_m, cfg.block_n, cfg.num_stages) == want
+    assert cfg.split_k == 1
+
+
 @needs_ptxas
 @pytest.mark.parametrize("target, elt", [("sm_90a", "fp8e4nv"), ("sm_90a", "i8"), ("sm_80", "i8")])
 @pytest.mark.parametrize("m", [1, 64, 2048])
