@@ -48,6 +48,10 @@ from sparsecc.ops.sparse_linear_8bit import (  # noqa: E402
 
 SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008), (8192, 8192)]
 MS = [1, 16, 64, 128, 512, 4096]
+FP8_SUM = 2 ** -5
+"""Relative bound of an fp8 GEMM against the float64 product of its codes: Hopper's fp8 wgmma
+sums in less than fp32's precision (both kernels here err alike: 0.24 on a largest |y| of 29.4 at
+4096 tokens x K 14336, where bf16's rounding alone allows 0.12)."""
 TILES = "16x64x256w4s4,16x128x256w4s4,32x64x256w4s4,32x128x256w4s4,64x64x256w4s4,64x128x256w4s4," \
         "64x128x128w4s4,128x128x256w8s3,128x256x128w8s4,64x256x128w4s3"
 
@@ -127,7 +131,7 @@ def measure_shape(n: int, k: int, ms: list[int], tiles: list[LinearConfig], ao_g
         want = (xq.double() * xs.double()[:, None]) @ exact_w.T
         y = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
         row = {"dense": timer(lambda x=x: F.linear(x, weight))}
-        check("torchao gemm", ao_gemm(xq, xs, ao_w, ao_meta, sw, None, torch.bfloat16), want)
+        check("torchao gemm", ao_gemm(xq, xs, ao_w, ao_meta, sw, None, torch.bfloat16), want, rel=FP8_SUM)
         row["ao gemm"] = timer(lambda xq=xq, xs=xs: ao_gemm(xq, xs, ao_w, ao_meta, sw, None, torch.bfloat16))
         default = default_config_linear_8bit(m, n, k)
         best: tuple[float, str] | None = None
@@ -138,7 +142,7 @@ def measure_shape(n: int, k: int, ms: list[int], tiles: list[LinearConfig], ao_g
             try:
                 y.fill_(float("nan"))
                 run()
-                check(f"sparsecc gemm {tile_name(cfg)}", y, want)
+                check(f"sparsecc gemm {tile_name(cfg)}", y, want, rel=FP8_SUM)
                 t = timer(run)
             except SystemExit:
                 raise
@@ -152,7 +156,7 @@ def measure_shape(n: int, k: int, ms: list[int], tiles: list[LinearConfig], ao_g
                 best = (t, tile_name(cfg) + (" (default)" if cfg == default else ""))
         row["cc best"], best_tile = best if best else (float("nan"), "-")
         print(f"  {n}x{k} M={m} ao {row['ao gemm']:.1f}: " + " ".join(times), flush=True)
-        check("sparsecc layer", sparse_linear_8bit(x, w8, sw), want)  # the same quantization as `want`
+        check("sparsecc layer", sparse_linear_8bit(x, w8, sw), want, rel=FP8_SUM)  # the same quantization
         row["cc layer"] = timer(lambda x=x: sparse_linear_8bit(x, w8, sw))
         note = ""
         if isinstance(layer, str):
