@@ -15,6 +15,10 @@ graph, NOTES stop 28).
 `--variant NAME:ENV=V+ENV=V` (repeatable) times each scheme's GEMMs again with those compiler
 switches set (`sparsecc.switches`), in the same run, as rows `scheme/NAME`.
 
+`--per-shape nv24,w4g128`: per shape (the five and three larger Llama ones), F.linear and each
+scheme's dispatched GEMM, timed as `--sweep` times a tile: the speed-up a layer of that shape
+gets inside a model's graph.
+
 `--sweep SCHEME`: per shape, each tile of `SWEEP[SCHEME]` (and the one the dispatcher picks)
 timed as distinct weights of that shape back to back in one graph (enough copies to stream
 150 MB, so none sits in L2): the per-GEMM time a model sees, split-K's ticket memset included.
@@ -47,6 +51,9 @@ SWEEP = {
                (8, 128, 256, 4, 3), (8, 128, 256, 4, 2), (8, 64, 512, 4, 3), (8, 32, 1024, 4, 2),
                (8, 64, 256, 4, 3, 2), (8, 64, 256, 4, 3, 4), (8, 32, 512, 4, 2, 2), (8, 32, 256, 4, 3, 2),
                (8, 32, 512, 4, 2, 4), (8, 64, 512, 4, 2, 2), (8, 32, 1024, 4, 2, 2), (8, 32, 256, 4, 3, 8)],
+    # twice the warps an SM: 8 warps a CTA over 128 or 256 weight rows (16 rows a warp at least)
+    "w4g128-w8": [(8, 128, 512, 8, 2), (8, 128, 256, 8, 3), (8, 128, 256, 8, 4), (8, 256, 256, 8, 2),
+                  (8, 128, 512, 8, 3), (8, 128, 256, 8, 3, 2), (8, 128, 512, 8, 2, 2)],
 }
 SWEEP["w8g128"] = SWEEP["w4g128"]
 
@@ -55,13 +62,14 @@ def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False)
     """Per shape of `SHAPES`, each tile of `SWEEP[scheme]` timed in a graph (module docstring);
     `only`: those tiles (indices), `warm`: compile and check them, no timing (so that parallel
     warm-up processes fill the kernel cache before one timing process runs)."""
+    quant = scheme.partition("-")[0]  # "w4g128-w8": w4g128's weights, another tile list
     for n, k in SHAPES:
         one = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))
-        w0 = sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
+        w0 = sparsecc.compress(one) if quant == "nv24" else sparsecc.compress(one, quant=quant)
         nbytes = sum(t.numel() * t.element_size() for t in (w0.values, w0.meta, getattr(w0, "scales", None))
                      if t is not None)
         copies = max(2, math.ceil(150e6 / nbytes))
-        ws = [w0] + [sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
+        ws = [w0] + [sparsecc.compress(one) if quant == "nv24" else sparsecc.compress(one, quant=quant)
                      for _ in range(copies - 1)]
         x = torch.randn(m, k, device="cuda", dtype=torch.float16)
         y = torch.empty(m, n, device="cuda", dtype=torch.float16)
@@ -103,6 +111,53 @@ def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False)
         torch.cuda.empty_cache()
 
 
+PER_SHAPE = SHAPES + ((28672, 8192), (14336, 4096), (8192, 8192))
+
+
+def per_shape(schemes: list[str], m: int) -> None:
+    """Per weight shape, F.linear and each scheme's dispatched `sparse_linear`, each timed as
+    distinct weights of that shape back to back in one graph (enough copies to stream 150 MB,
+    so none sits in L2): a GEMM's time inside a model's step, without the ~6 us a lone kernel's
+    ramp and tail add (`stream_probe.py`). Prints a markdown row a shape: µs a GEMM and the
+    speed-up over F.linear."""
+    print("| N x K | M | F.linear µs | " + " | ".join(f"{s} µs | {s} × dense" for s in schemes) + " |")
+    print("|---|---|---|" + "---|---|" * len(schemes))
+    for n, k in PER_SHAPE:
+        one = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))
+        x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+        copies = max(2, math.ceil(150e6 / (one.numel() * 2)))
+        dense_ws = [one.clone() for _ in range(copies)]
+
+        def dense_step(ws=dense_ws, x=x) -> None:
+            for w in ws:
+                torch.nn.functional.linear(x, w)
+
+        dense_step()
+        dense_us = triton.testing.do_bench_cudagraph(dense_step, rep=100) * 1e3 / copies
+        del dense_ws
+        cells = []
+        for scheme in schemes:
+            w0 = sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
+            nbytes = sum(t.numel() * t.element_size() for t in (w0.values, w0.meta, getattr(w0, "scales", None))
+                         if t is not None)
+            count = max(2, math.ceil(150e6 / nbytes))
+            ws = [w0] + [sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
+                         for _ in range(count - 1)]
+            torch.testing.assert_close(sparse_linear(x, w0), torch.nn.functional.linear(x, w0.to_dense()),
+                                       rtol=2e-2, atol=2e-2)
+
+            def step(ws=ws, x=x) -> None:
+                for w in ws:
+                    sparse_linear(x, w)
+
+            step()
+            us = triton.testing.do_bench_cudagraph(step, rep=100) * 1e3 / count
+            cells.append(f"{us:.1f} | {dense_us / us:.2f}x")
+            del ws
+        torch.cuda.empty_cache()
+        print(f"| {n}x{k} | {m} | {dense_us:.1f} | " + " | ".join(cells) + " |", flush=True)
+
+
 def layers(scheme: str) -> nn.ModuleList:
     """The five Linear layers of `SHAPES`, 2:4-pruned, held as `scheme` holds them."""
     mods = nn.ModuleList(nn.Linear(k, n, bias=False, device="cuda", dtype=torch.float16) for n, k in SHAPES)
@@ -131,7 +186,13 @@ def main() -> None:
     p.add_argument("--tiles", default=None, help="with --sweep: indices into its tile list (default all)")
     p.add_argument("--warm", action="store_true", help="with --sweep: compile and check only")
     p.add_argument("--variant", action="append", default=[], help="NAME:ENV=V+ENV=V, switches to time too")
+    p.add_argument("--per-shape", default=None, metavar="SCHEMES",
+                   help="each shape's GEMM alone against F.linear, as `--sweep` times a tile (see per_shape)")
     args = p.parse_args()
+    if args.per_shape:
+        for m in (int(v) for v in args.m.split(",")):
+            per_shape(args.per_shape.split(","), m)
+        return
     variants = [("", {})] + [(name, dict(kv.split("=", 1) for kv in spec.split("+") if kv))
                              for name, spec in (v.split(":", 1) for v in args.variant)]
     if args.sweep:
