@@ -54,6 +54,11 @@ SWEEP = {
     # twice the warps an SM: 8 warps a CTA over 128 or 256 weight rows (16 rows a warp at least)
     "w4g128-w8": [(8, 128, 512, 8, 2), (8, 128, 256, 8, 3), (8, 128, 256, 8, 4), (8, 256, 256, 8, 2),
                   (8, 128, 512, 8, 3), (8, 128, 256, 8, 3, 2), (8, 128, 512, 8, 2, 2)],
+    # the dispatched tiles with at most 128 registers a thread (a 7th entry: maxnreg), so that 4
+    # CTAs of 4 warps share an SM where shared memory allows (168 registers: 3)
+    "w4g128-r128": [(8, 64, 512, 4, 2, 1, 128), (8, 32, 1024, 4, 2, 1, 128), (8, 128, 256, 4, 3, 1, 128),
+                    (8, 64, 256, 4, 3, 4, 128), (8, 64, 256, 4, 3, 2, 128), (8, 64, 512, 4, 3, 1, 128),
+                    (8, 64, 256, 4, 2, 4, 128), (8, 128, 256, 4, 2, 1, 128)],
 }
 SWEEP["w8g128"] = SWEEP["w4g128"]
 
@@ -84,7 +89,8 @@ def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False)
                         sparse_linear(x, w)
                 name = f"dispatched {chosen}"
             else:
-                cfg = LinearConfig(*tile[:5], split_k=tile[5] if len(tile) > 5 else 1)
+                cfg = LinearConfig(*tile[:5], split_k=tile[5] if len(tile) > 5 else 1,
+                                   maxnreg=tile[6] if len(tile) > 6 else None)
                 try:
                     y.fill_(float("nan"))
                     launch_linear(y, x, w0, y, cfg, has_bias=False, activation="none")
@@ -96,7 +102,8 @@ def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False)
                 def step(ws=ws, cfg=cfg, x=x, y=y) -> None:
                     for w in ws:
                         launch_linear(y, x, w, y, cfg, has_bias=False, activation="none")
-                name = "x".join(map(str, tile[:3])) + f"w{tile[3]}s{tile[4]}" + (f"k{tile[5]}" if len(tile) > 5 else "")
+                name = ("x".join(map(str, tile[:3])) + f"w{tile[3]}s{tile[4]}" + (f"k{tile[5]}" if len(tile) > 5 else "")
+                        + (f"r{tile[6]}" if len(tile) > 6 else ""))
             step()
             if warm:
                 continue

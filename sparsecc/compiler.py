@@ -35,7 +35,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from sparsecc.defaults import NUM_CTAS, NUM_STAGES, NUM_WARPS
+from sparsecc.defaults import MAX_MAXNREG, MIN_MAXNREG, NUM_CTAS, NUM_STAGES, NUM_WARPS
 from sparsecc.dialects import make_context
 from sparsecc.dialects.locations import inherit_locations
 from sparsecc.dialects.ptx_targets import normalize_target
@@ -67,6 +67,10 @@ class CompileOptions:
     num_ctas: int = NUM_CTAS
     """2: programs 2j and 2j+1 may run as a cluster sharing their B tiles (see the pipeline's
     num-ctas); the kernel's own work split must make their K loops read the same B tiles."""
+    maxnreg: int | None = None
+    """The registers a thread may use (the kernel's `.maxnreg`; None: ptxas picks), as Triton's
+    `maxnreg`: a cap under the kernel's need makes ptxas spill, one above it lets more CTAs
+    share an SM."""
     tma: bool = SWITCHES["tma"].default
     """TMA copies + mbarriers for wgmma K loops (`tritongpu-pipeline{tma=true}`)."""
     warp_specialize: bool = SWITCHES["warp_specialize"].default
@@ -102,7 +106,7 @@ class CompileOptions:
 
     @classmethod
     def create(cls, target: str | None = None, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES,
-               num_ctas: int = NUM_CTAS, **switches: bool | None) -> CompileOptions:
+               num_ctas: int = NUM_CTAS, maxnreg: int | None = None, **switches: bool | None) -> CompileOptions:
         """Checked options: switches left unset (or None) take their environment override or
         default; a bad value or an unknown option name is a ValueError/TypeError naming it."""
         if target is not None and not isinstance(target, str):
@@ -118,7 +122,10 @@ class CompileOptions:
                              f"copy of every pipelined tile), got {num_stages!r}")
         if num_ctas.__class__ is not int or num_ctas not in (1, 2):  # not True, not 2.0
             raise ValueError(f"num_ctas must be 1 or 2 (a CTA pair), got {num_ctas!r}")
-        return cls(target=target, num_warps=num_warps, num_stages=num_stages, num_ctas=num_ctas,
+        if maxnreg is not None and (maxnreg.__class__ is not int or not MIN_MAXNREG <= maxnreg <= MAX_MAXNREG):
+            raise ValueError(f"maxnreg must be None or an int from {MIN_MAXNREG} to {MAX_MAXNREG} (registers a "
+                             f"thread), got {maxnreg!r}")
+        return cls(target=target, num_warps=num_warps, num_stages=num_stages, num_ctas=num_ctas, maxnreg=maxnreg,
                    **resolve(switches))
 
     def cache_key(self) -> str:
@@ -209,7 +216,8 @@ def make_ptx(opts: CompileOptions) -> list[str]:
         "tritongpu-insert-barriers",
         "allocate-shared-memory",
         f"convert-ttg-to-ptx{{target={opts.target} a-from-shared={str(opts.wgmma_a_smem).lower()}"
-        f"{'' if opts.narrow_copies else ' narrow-copies=false'}}}",
+        f"{'' if opts.narrow_copies else ' narrow-copies=false'}"
+        f"{f' maxnreg={opts.maxnreg}' if opts.maxnreg else ''}}}",
         "ptx-hoist-loop-invariants",
         *(["ptx-strength-reduce"] if opts.strength_reduce else []),
         EMIT_PTX,

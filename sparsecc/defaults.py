@@ -20,3 +20,7 @@ NUM_CTAS = 1
 MAX_NUMEL = 1 << 20
 """Most elements one tensor of a kernel may hold (Triton's TRITON_MAX_TENSOR_NUMEL): the
 frontend's limit, and the IR parser's (`sparsecc.tools.diagnostics`)."""
+
+MIN_MAXNREG, MAX_MAXNREG = 24, 255
+"""The `maxnreg` caps (registers a thread) a kernel may ask of ptxas (`.maxnreg`; 255 is the
+hardware's most)."""

@@ -285,6 +285,8 @@ class _KernelEmitter:
             out.append(".reqntid " + ", ".join(str(d.value.data) for d in k.reqntid.data))
         if k.cluster is not None:
             out.append(".reqnctapercluster " + ", ".join(str(d.value.data) for d in k.cluster.data))
+        if k.maxnreg is not None:
+            out.append(f".maxnreg {k.maxnreg.value.data}")
         out.append("{")
         for prefix in _CLASS_ORDER:
             if self.counts[prefix]:

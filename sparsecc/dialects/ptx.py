@@ -147,6 +147,7 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from sparsecc.defaults import MAX_MAXNREG, MIN_MAXNREG
 from sparsecc.dialects import ptx_targets
 
 #: Every scalar type a PTX register of this dialect can hold.
@@ -270,7 +271,8 @@ class KernelOp(IRDLOperation):
 
     `param_kinds[i]` says how param i is passed ("ptr" and "i64" as `.u64`, "i32" as `.u32`,
     "f32" as `.f32`); a pointer is an i64 block argument, which keeps address arithmetic plain
-    `arith` on i64. `maxntid`/`reqntid` become `.maxntid`/`.reqntid`; `shared_bytes` is the
+    `arith` on i64. `maxntid`/`reqntid` become `.maxntid`/`.reqntid`, `maxnreg` `.maxnreg` (the
+    registers a thread may use: fewer let more CTAs share an SM); `shared_bytes` is the
     dynamic shared memory (the `smem` array) the kernel needs at launch, at most what one block
     of the target may have; `target` is the `.target`, one of
     `ptx_targets.SUPPORTED_TARGETS` (e.g. "sm_80", "sm_90a").
@@ -285,6 +287,7 @@ class KernelOp(IRDLOperation):
     reqntid = opt_prop_def(ArrayAttr[IntegerAttr])
     cluster = opt_prop_def(ArrayAttr[IntegerAttr])
     """`.reqnctapercluster`: the CTAs of one cluster (launched as such by a plain launch)."""
+    maxnreg = opt_prop_def(IntegerAttr)
     shared_bytes = prop_def(IntegerAttr)
     body = region_def("single_block")
 
@@ -301,6 +304,7 @@ class KernelOp(IRDLOperation):
         cluster: Sequence[int] | None = None,
         shared_bytes: int = 0,
         body: Region | None = None,
+        maxnreg: int | None = None,
     ):
         """`params` is a list of kinds, or of (name, kind) pairs (names become arg name hints)."""
         kinds = [p[1] if isinstance(p, tuple) else p for p in params]
@@ -328,6 +332,7 @@ class KernelOp(IRDLOperation):
             "maxntid": dims(maxntid),
             "reqntid": dims(reqntid),
             "cluster": dims(cluster),
+            "maxnreg": _int_prop(maxnreg, 32) if maxnreg is not None else None,
         }
         super().__init__(properties={k: v for k, v in props.items() if v is not None}, regions=[body])
 
@@ -359,6 +364,9 @@ class KernelOp(IRDLOperation):
         for attr in (self.maxntid, self.reqntid, self.cluster):
             if attr is not None and len(attr.data) != 3:
                 raise VerifyException(f"ptx.kernel {self.kernel_name}: maxntid/reqntid/cluster need 3 dims")
+        if self.maxnreg is not None and not MIN_MAXNREG <= self.maxnreg.value.data <= MAX_MAXNREG:
+            raise VerifyException(f"ptx.kernel {self.kernel_name}: maxnreg must be {MIN_MAXNREG} to {MAX_MAXNREG}, "
+                                  f"got {self.maxnreg.value.data}")
         problem = self.target_problem()
         if problem is not None:
             raise VerifyException(f"ptx.kernel {self.kernel_name}: {problem}")

@@ -331,7 +331,8 @@ def compile(kernel: KernelFunction, signature: dict[str, str], constexprs: dict[
     """Compile one specialization of `kernel`: every stage up to `target`'s cubin (none: up to
     ttir-decomposed, what the CPU interpreter runs). `switches` are the code-changing options
     of `sparsecc.switches` (`tma`, `warp_specialize`, `mbarriers`, `wgmma_unroll`,
-    `wgmma_a_smem`); unset ones take their SPARSECC_* environment override or default.
+    `wgmma_a_smem`); unset ones take their SPARSECC_* environment override or default; and
+    `maxnreg=N` caps the registers a thread (the kernel's `.maxnreg`, as Triton's option).
 
         ck = sparsecc.compile(kernel, signature={"D": "*fp16", "A": "*fp16:NV24", "B": "*fp16"},
                               constexprs={"BLOCK_M": 128}, target="sm_90a", num_warps=8, tma=False)

@@ -41,7 +41,7 @@ from sparsecc.frontend.tracebacks import hide_compiler_frames
 from sparsecc.runtime.grid import GRID_MAX, check_grid
 from sparsecc.switches import SWITCHES
 
-_OPTION_DEFAULTS = {"num_warps": NUM_WARPS, "num_stages": NUM_STAGES, "num_ctas": NUM_CTAS}
+_OPTION_DEFAULTS = {"num_warps": NUM_WARPS, "num_stages": NUM_STAGES, "num_ctas": NUM_CTAS, "maxnreg": None}
 _IGNORED_LAUNCH = frozenset({"launch_pdl"})
 """Triton launch keywords accepted and ignored: `launch_pdl` asks for programmatic dependent
 launch, which Triton itself ignores where unsupported; sparsecc launches without it."""
@@ -354,7 +354,8 @@ class JITFunction(KernelFunction):
         named = self.bind_launch(args, {k: v for k, v in kwargs.items() if k not in _OPTIONS})
         meta = {n: (v.value if isinstance(v, tl.constexpr) else v) for n, v in named.items()}
         for k, d in _OPTION_DEFAULTS.items():
-            meta[k] = int(kwargs.get(k, d))
+            v = kwargs.get(k, d)
+            meta[k] = v if v is None else int(v)
         return meta
 
 

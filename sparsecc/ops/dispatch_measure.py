@@ -137,6 +137,11 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
     if quantized:
         base = quantized_default_config(m, n, k, w, w.device)
     cands = [base]
+    if quantized and m <= 16:
+        # at most 128 registers a thread: 4 CTAs of 4 warps an SM instead of 3 (168 registers),
+        # so 500 CTAs of 64 rows take one wave (bench/decode_graph.py --sweep w4g128-r128, stop 30:
+        # 32000x4096 at one token 21.5 us against 24.0)
+        cands += [replace(base, maxnreg=128), LinearConfig(8 if m <= 8 else 16, 64, 512, 4, 2, maxnreg=128)]
     if quantized and m >= 128 and has_quant_wgmma(w.device):
         # the register-A wgmma tiles, and the 16-bit kernel's prefill tile on mma.sp (the old default)
         cands += [LinearConfig(bm, bn, 128, 8, ns, quant_wgmma=True) for bm, bn, ns in ((128, 128, 4), (64, 256, 3))]

@@ -48,6 +48,8 @@ class LinearConfig:
     split_k: int = 1
     quant_wgmma: bool = False
     stream_k: bool = False
+    maxnreg: int | None = None
+    """The registers a thread may use (the kernel's `.maxnreg`; None: ptxas decides)."""
 
     def __post_init__(self) -> None:
         if self.stream_k and self.split_k > 1:
@@ -55,23 +57,26 @@ class LinearConfig:
                              f"not {self.split_k}")
 
     def __repr__(self) -> str:
-        """The fields, the two switches only where set (most tiles have neither)."""
+        """The fields, the two switches and `maxnreg` only where set (most tiles have none)."""
         names = [f.name for f in fields(self) if f.name not in _SWITCHES or getattr(self, f.name)]
         return f"LinearConfig({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     def table_row(self) -> list[int]:
         """The config as a dispatch table stores it: the six ints, then a 7th of flags (1:
-        `quant_wgmma`, 2: `stream_k`) where either is set; `table_linear_config` reads it back.
+        `quant_wgmma`, 2: `stream_k`) where either is set or `maxnreg` follows as an 8th;
+        `table_linear_config` reads it back.
 
             >>> LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, stream_k=True).table_row()
             [128, 128, 128, 8, 3, 1, 3]
+            >>> LinearConfig(8, 64, 512, 4, 2, maxnreg=128).table_row()
+            [8, 64, 512, 4, 2, 1, 0, 128]
         """
         flags = int(self.quant_wgmma) | 2 * int(self.stream_k)
-        return [self.block_m, self.block_n, self.block_k, self.num_warps, self.num_stages, self.split_k,
-                *([flags] if flags else [])]
+        tail = [flags, self.maxnreg] if self.maxnreg is not None else [flags] if flags else []
+        return [self.block_m, self.block_n, self.block_k, self.num_warps, self.num_stages, self.split_k, *tail]
 
 
-_SWITCHES = ("quant_wgmma", "stream_k")
+_SWITCHES = ("quant_wgmma", "stream_k", "maxnreg")
 
 
 SM_COUNT = 132
@@ -111,15 +116,18 @@ def quant_wgmma_options(dtype: torch.dtype) -> dict[str, bool]:
 
 def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:
     """The LinearConfig of a dispatch table's config: 6 ints (block_m, block_n, block_k,
-    num_warps, num_stages, split_k) and a 7th of flags (`LinearConfig.table_row`).
+    num_warps, num_stages, split_k), a 7th of flags and an 8th, maxnreg (`LinearConfig.table_row`).
 
         >>> table_linear_config((128, 128, 128, 8, 3, 1, 1)).quant_wgmma
         True
         >>> table_linear_config((128, 256, 64, 8, 4, 1, 2)).stream_k
         True
+        >>> table_linear_config((8, 64, 512, 4, 2, 1, 0, 128)).maxnreg
+        128
     """
     flags = picked[6] if len(picked) > 6 else 0
-    return LinearConfig(*picked[:6], quant_wgmma=bool(flags & 1), stream_k=bool(flags & 2))
+    return LinearConfig(*picked[:6], quant_wgmma=bool(flags & 1), stream_k=bool(flags & 2),
+                        maxnreg=picked[7] if len(picked) > 7 else None)
 
 
 def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, cfg: LinearConfig, has_bias: bool,
@@ -136,6 +144,8 @@ def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, c
     """
     consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
                                   ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    if cfg.maxnreg is not None:
+        consts["maxnreg"] = cfg.maxnreg
     if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
         consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
         env = env_overrides()

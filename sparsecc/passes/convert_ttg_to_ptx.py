@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, ModuleOp
+from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from sparsecc.analysis.dtypes import esize
 from sparsecc.codegen.launch import LAUNCH, launch_attr
 from sparsecc.codegen.lower import LoweringError, lower_function
+from sparsecc.defaults import MAX_MAXNREG, MIN_MAXNREG
 from sparsecc.dialects import ptx, ptx_targets, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.passes.allocate_shared_memory import (
@@ -98,9 +99,9 @@ def ensure_shared_plan(module: ModuleOp, func: tt.FuncOp) -> None:
 
 
 def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False,
-                   narrow_copies: bool = SWITCHES["narrow_copies"].default) -> ptx.KernelOp:
+                   narrow_copies: bool = SWITCHES["narrow_copies"].default, maxnreg: int = 0) -> ptx.KernelOp:
     """Replace the module's one `tt.func` by its `ptx.kernel`, its `ttg.*` attributes by
-    `sparsecc.launch`; returns the kernel."""
+    `sparsecc.launch`; returns the kernel. `maxnreg` > 0 caps its registers a thread."""
     funcs = [op for op in module.ops if isinstance(op, tt.FuncOp)]
     if len(funcs) != 1:
         raise LoweringError(f"expected exactly one tt.func in the module, found {len(funcs)}",
@@ -118,6 +119,8 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False,
             e.op = func
         raise
     kernel, cfg = lowered.kernel, lowered.cfg
+    if maxnreg:
+        kernel.properties["maxnreg"] = IntegerAttr(maxnreg, 32)
     check_shared_budget(func, target, cfg.smem_bytes)
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
     for i, arg in enumerate(func.body.block.args):
@@ -159,7 +162,8 @@ class ConvertTTGToPTXPass(ModulePass):
     `a-from-shared`: wgmma reads A through a descriptor also outside TMA kernels.
     `narrow-copies` (the `narrow_copies` switch's default): a tile whose rows hold only 4 or 8 contiguous bytes (a
     quantized weight's scales) is copied by cp.async.ca chunks of that size instead of
-    synchronously.
+    synchronously. `maxnreg` (0: none): the kernel's `.maxnreg`, the registers a thread may use
+    (ptxas spills past it), so that more CTAs fit an SM.
     """
 
     name = "convert-ttg-to-ptx"
@@ -167,18 +171,22 @@ class ConvertTTGToPTXPass(ModulePass):
     target: str = ""
     a_from_shared: bool = False
     narrow_copies: bool = SWITCHES["narrow_copies"].default
+    maxnreg: int = 0
 
     def __post_init__(self) -> None:
-        """A bad `target` option is refused with the options (`apply` checks the module's)."""
+        """A bad `target` or `maxnreg` option is refused with the options (`apply` checks the module's)."""
         if self.target:
                 ptx_targets.normalize_target(self.target)
+        if self.maxnreg and not MIN_MAXNREG <= self.maxnreg <= MAX_MAXNREG:
+            raise ValueError(f"convert-ttg-to-ptx: maxnreg must be 0 (none) or {MIN_MAXNREG} to "
+                             f"{MAX_MAXNREG}, got {self.maxnreg}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = self.target or ttgd.module_target(op)
         if not target:
             raise LoweringError("convert-ttg-to-ptx needs a target: a target option or a module with a "
                                 "\"ttg.target\" attribute (run convert-tt-to-ttg first)", op)
-        convert_module(op, target, self.a_from_shared, self.narrow_copies)
+        convert_module(op, target, self.a_from_shared, self.narrow_copies, self.maxnreg)
 
 
 __all__ = ["ConvertTTGToPTXPass", "convert_module"]

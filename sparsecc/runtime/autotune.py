@@ -36,25 +36,36 @@ from sparsecc.runtime import cache
 
 @dataclass(frozen=True)
 class Config:
-    """Meta-parameters (constexprs) plus launch options of one candidate."""
+    """Meta-parameters (constexprs) plus launch options of one candidate; `maxnreg` caps the
+    registers a thread, as Triton's `Config(..., maxnreg=128)`.
+
+        >>> str(Config({"BLOCK": 64}, num_warps=8, maxnreg=128))
+        'BLOCK=64, num_warps=8, num_stages=3, maxnreg=128'
+    """
 
     kwargs: dict[str, Any] = field(default_factory=dict)
     num_warps: int = NUM_WARPS
     num_stages: int = NUM_STAGES
+    maxnreg: int | None = None
 
     def all_kwargs(self) -> dict[str, Any]:
-        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        extra = {} if self.maxnreg is None else {"maxnreg": self.maxnreg}
+        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages, **extra}
 
     def to_json(self) -> dict[str, Any]:
-        return {"kwargs": self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        extra = {} if self.maxnreg is None else {"maxnreg": self.maxnreg}
+        return {"kwargs": self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages, **extra}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Config:
-        return Config(dict(d["kwargs"]), int(d["num_warps"]), int(d["num_stages"]))
+        maxnreg = d.get("maxnreg")
+        return Config(dict(d["kwargs"]), int(d["num_warps"]), int(d["num_stages"]),
+                      None if maxnreg is None else int(maxnreg))
 
     def __str__(self) -> str:
         kv = ", ".join(f"{k}={v}" for k, v in self.kwargs.items())
-        return f"{kv}, num_warps={self.num_warps}, num_stages={self.num_stages}"
+        extra = "" if self.maxnreg is None else f", maxnreg={self.maxnreg}"
+        return f"{kv}, num_warps={self.num_warps}, num_stages={self.num_stages}{extra}"
 
 
 class AutotuneCacheWarning(UserWarning):

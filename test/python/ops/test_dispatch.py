@@ -164,13 +164,16 @@ def test_a_config_flags_entry_round_trips_and_bad_flags_are_refused(tmp_path, mo
     from sparsecc.ops.sparse_linear import LinearConfig, table_linear_config
 
     for cfg in (LinearConfig(128, 256, 64, 8, 4, stream_k=True), LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True),
-                LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, stream_k=True), LinearConfig(16, 32, 512, 4, 3, 2)):
+                LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, stream_k=True), LinearConfig(16, 32, 512, 4, 3, 2),
+                LinearConfig(8, 64, 512, 4, 2, maxnreg=128), LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, maxnreg=168)):
         row = cfg.table_row()
         assert table_linear_config(tuple(row)) == cfg
         assert dispatch.parse_entries({"entries": [{**W4, "m": {"1": _row(8.0, 20.0, config=row)}}]})[0].configs == (
             tuple(row),)
-    with pytest.raises(ValueError, match=r"entry 0: config must be 6 positive ints \(a 7th of flags, 1 to 3"):
-        dispatch.parse_entries({"entries": [{**W4, "m": {"1": _row(8.0, 20.0, config=[128, 256, 64, 8, 4, 1, 4])}}]})
+    for bad in ([128, 256, 64, 8, 4, 1, 4], [8, 64, 512, 4, 2, 1, 0, 300], [8, 64, 512, 4, 2, 1, 0, 8],
+                [8, 64, 512, 4, 0, 1], [8, 64, 512, 4, 2, 1, 0, 128, 1]):
+        with pytest.raises(ValueError, match=r"entry 0: config must be 6 positive ints \(a 7th of flags, 0 to 3"):
+            dispatch.parse_entries({"entries": [{**W4, "m": {"1": _row(8.0, 20.0, config=bad)}}]})
     with pytest.raises(ValueError, match="stream_k splits the last wave itself; it takes split_k=1, not 2"):
         LinearConfig(128, 256, 64, 8, 4, split_k=2, stream_k=True)
 
@@ -408,3 +411,17 @@ class _FakeCuda(torch.Tensor):
     @property
     def device(self):
         return torch.device("cuda", 0)
+
+
+def test_quantized_decode_candidates_include_the_register_cap():
+    """At decode a quantized weight's candidates include the default tile and the 8x64x512 one
+    capped at 128 registers a thread (4 CTAs an SM: one wave for 500 CTAs); larger M and 16-bit
+    weights take none."""
+    from sparsecc.ops.sparse_linear import LinearConfig
+
+    q = sparsecc.compress(sparsecc.prune_2to4(torch.randn(256, 512).half()), quant="w4g128")
+    capped = [c for c in dispatch_measure._linear_candidates(1, 32000, 4096, q) if c.maxnreg is not None]
+    assert LinearConfig(8, 64, 512, 4, 2, maxnreg=128) in capped and all(c.maxnreg == 128 for c in capped)
+    assert not any(c.maxnreg for c in dispatch_measure._linear_candidates(64, 32000, 4096, q))
+    w16 = sparsecc.compress(sparsecc.prune_2to4(torch.randn(256, 512).half()))
+    assert not any(c.maxnreg for c in dispatch_measure._linear_candidates(1, 32000, 4096, w16))
