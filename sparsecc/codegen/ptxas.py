@@ -11,6 +11,11 @@ Tools are looked up in this order (`find_ptxas`, `find_cuobjdump`):
      `gpu` extra brings it, and torch's CUDA builds depend on it).
 
 All temporary files live in a `TemporaryDirectory` that is removed on return.
+
+A process remembers its last `_MEMO_SIZE` assemblies (`_MEMO`): the same PTX, arch, options and
+ptxas binary give the same cubin, so a second request (a compile whose options did not change
+the PTX, a test that assembles a kernel's PTX again to read its SASS) is answered without
+running ptxas. `SPARSECC_CACHE=0`, which turns the compile cache off, turns this off too.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 _HOW_TO_GET = (
@@ -212,6 +218,10 @@ def start_assemble(
     """
     arch = _ptxas_arch(arch)
     ptxas = find_ptxas()
+    key = _memo_key(ptxas, arch, opt_level, extra_args, ptx)
+    if key is not None and key in _MEMO:
+        _MEMO.move_to_end(key)
+        return PendingCubin.ready(_copy(_MEMO[key]))
     tmp = tempfile.TemporaryDirectory(prefix="sparsecc-ptxas-")
     src, out = Path(tmp.name) / "kernel.ptx", Path(tmp.name) / "kernel.cubin"
     try:
@@ -221,7 +231,38 @@ def start_assemble(
     except BaseException:
         tmp.cleanup()
         raise
-    return PendingCubin(proc, tmp, src, out, arch, ptx, timeout)
+    return PendingCubin(proc, tmp, src, out, arch, ptx, timeout, memo_key=key)
+
+
+_MEMO: OrderedDict[tuple, CompiledCubin] = OrderedDict()
+"""The cubins of this process's latest successful assemblies, by `_memo_key` (oldest first)."""
+_MEMO_SIZE = 32
+
+
+def _memo_key(ptxas: str, arch: str, opt_level: int, extra_args: list[str] | tuple[str, ...],
+              ptx: str) -> tuple | None:
+    """What decides an assembly's result: the ptxas binary (its path, size and modification
+    time), the arch, the options and the PTX; None when caching is off (SPARSECC_CACHE=0) or
+    the binary cannot be read."""
+    if os.environ.get("SPARSECC_CACHE", "1").strip().lower() in ("0", "false", "off", "no"):
+        return None
+    try:
+        st = os.stat(ptxas)
+    except OSError:
+        return None
+    return ptxas, st.st_size, st.st_mtime_ns, arch, opt_level, tuple(extra_args), ptx
+
+
+def _remember(key: tuple, cubin: CompiledCubin) -> None:
+    _MEMO[key] = _copy(cubin)
+    _MEMO.move_to_end(key)
+    while len(_MEMO) > _MEMO_SIZE:
+        _MEMO.popitem(last=False)
+
+
+def _copy(cubin: CompiledCubin) -> CompiledCubin:
+    """A cubin whose resource dict is its own (the memo's entry stays as ptxas made it)."""
+    return replace(cubin, resources=dict(cubin.resources))
 
 
 @dataclass
@@ -236,6 +277,8 @@ class PendingCubin:
     arch: str
     ptx: str
     timeout: float
+    memo_key: tuple | None = field(default=None, repr=False)
+    """Where `result()` remembers the cubin (`_MEMO`); None: nowhere."""
     _done: CompiledCubin | None = field(default=None, init=False, repr=False)
 
     @classmethod
@@ -265,6 +308,8 @@ class PendingCubin:
         finally:
             self.cancel()
         self._done = CompiledCubin(data=data, arch=self.arch, resources=parse_resource_report(log), log=log)
+        if self.memo_key is not None:
+            _remember(self.memo_key, self._done)
         return self._done
 
     def cancel(self) -> None:

@@ -41,7 +41,37 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
+SLOW_FIRST = (
+    "tools/test_lit.py",
+    "fuzz/test_fuzz.py",
+    "nn/test_llama_tp_smoke.py",
+    "codegen/test_wgmma_ring_in_flight.py",
+    "ops/test_sparse_mm_8bit.py",
+    "codegen/test_quant_wgmma_fragments.py",
+    "nn/test_quant_wgmma_linear.py",
+    "passes/test_pipeline_protocol.py",
+    "nn/test_llama_e2e_smoke.py",
+)
+"""The files whose tests take longest on a CPU machine (a minute or more each; `--durations`),
+slowest first. They run before everything else, so that pytest-xdist (`-n auto`) deals them out
+among its workers at the start instead of leaving one worker with a long test at the end while
+the others wait."""
+
+
+def _slow_first(items: list[pytest.Item]) -> None:
+    """Reorder `items` in place: the tests of `SLOW_FIRST`'s files first, in that order, then
+    the rest; each file keeps its own order. (Every xdist worker computes the same order.)"""
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def key(item: pytest.Item) -> int:
+        rel = os.path.relpath(str(item.path), here).replace(os.sep, "/")
+        return rank.get(rel, len(SLOW_FIRST))
+    items.sort(key=key)  # stable: each group keeps its collection order
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _slow_first(items)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

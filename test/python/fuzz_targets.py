@@ -174,8 +174,55 @@ def _cli_args(pipeline: str, *flags: str) -> argparse.Namespace:
     return sparsecc_opt.build_arg_parser().parse_args(["-", "-p", pipeline, *flags])
 
 
+_SEEN: dict[tuple, tuple[bool, object]] = {}
+"""`_compile`'s results so far: key -> (True, output) or (False, the ToolError's diagnostic)."""
+_SEEN_MAX = 2048
+
+
 def _compile(text: str, pipeline: str, *flags: str, name: str = "fuzz.mlir") -> str:
-    """sparsecc-opt in-process under the deadline: the output, or ToolError / anything else."""
+    """sparsecc-opt in-process under the deadline: the output, or ToolError / anything else.
+
+    A run is a function of its input, pipeline, flags and file name, the registered passes and
+    the SPARSECC_* switches, and the cases repeat runs a lot: each pass on its own leaves most
+    inputs as they were, so the round trip and `--emit ptx` of one output come up once per
+    pass, and edits inside comments give inputs seen before. A result (output or user error)
+    already computed for the same key is given again; a crash or a hang is never kept, so it
+    is raised (and classified) wherever it happens."""
+    from sparsecc.tools import sparsecc_opt
+
+    key = _run_key(text, pipeline, flags, name)
+    seen = _SEEN.get(key)
+    if seen is not None:
+        ok, value = seen
+        if ok:
+            return value
+        raise sparsecc_opt.ToolError(value)
+    try:
+        out = _compile_once(text, pipeline, *flags, name=name)
+    except sparsecc_opt.ToolError as exc:
+        _remember(key, (False, exc.diag))
+        raise
+    _remember(key, (True, out))
+    return out
+
+
+def _run_key(text: str, pipeline: str, flags: tuple[str, ...], name: str) -> tuple:
+    """Everything a run's result depends on: a test that registers a pass or sets a switch
+    gets runs of its own."""
+    from sparsecc.passes import get_all_passes
+
+    passes = tuple(sorted(get_all_passes().items()))
+    switches = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("SPARSECC_")))
+    return text, pipeline, flags, name, passes, switches
+
+
+def _remember(key: tuple, result: tuple[bool, object]) -> None:
+    if len(_SEEN) >= _SEEN_MAX:
+        _SEEN.clear()
+    _SEEN[key] = result
+
+
+def _compile_once(text: str, pipeline: str, *flags: str, name: str) -> str:
     from sparsecc.tools import sparsecc_opt
     from sparsecc.tools.diagnostics import SourceFile
 
@@ -216,7 +263,6 @@ def _check_ptx(out: str, what: str) -> str | None:
     or ptxas rejecting what it printed. A located refusal to lower is fine; None when all is."""
     if "ptx.kernel" not in out and "ttg.target" not in out:
         return None
-    from sparsecc.codegen.ptxas import PtxasError, ToolNotFoundError, assemble
     from sparsecc.tools.sparsecc_opt import ToolError
 
     try:
@@ -228,13 +274,30 @@ def _check_ptx(out: str, what: str) -> str | None:
     target = _PTX_TARGET.search(ptx)
     if target is None:
         return f"{what}: --emit ptx printed no .target line"
-    try:
-        assemble(ptx, target[1], timeout=60)
-    except ToolNotFoundError:
-        return None
-    except PtxasError as exc:
-        return f"{what}: ptxas rejects the PTX: {exc} {exc.log[:2000]}"
-    return None
+    rejection = _ptxas_rejection(ptx, target[1])
+    return None if rejection is None else f"{what}: ptxas rejects the PTX: {rejection}"
+
+
+_ASSEMBLED: dict[tuple[str, str], str | None] = {}
+"""ptxas's verdict on each (PTX, target) assembled so far: None (accepted) or why not."""
+
+
+def _ptxas_rejection(ptx: str, target: str) -> str | None:
+    """Why ptxas rejects `ptx` for `target`, or None (also when there is no ptxas). One PTX text
+    is assembled once: the outputs of the passes that leave an input as it was print the same."""
+    from sparsecc.codegen.ptxas import PtxasError, ToolNotFoundError, assemble
+
+    if (ptx, target) not in _ASSEMBLED:
+        if len(_ASSEMBLED) >= _SEEN_MAX:
+            _ASSEMBLED.clear()
+        try:
+            assemble(ptx, target, timeout=60)
+            _ASSEMBLED[(ptx, target)] = None
+        except ToolNotFoundError:
+            return None
+        except PtxasError as exc:
+            _ASSEMBLED[(ptx, target)] = f"{exc} {exc.log[:2000]}"
+    return _ASSEMBLED[(ptx, target)]
 
 
 def _classify(area: str, text: str, pipeline: str) -> tuple[str, str | None]:

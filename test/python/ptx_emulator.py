@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 
 import numpy as np
 
@@ -150,6 +150,368 @@ def decode(line: str) -> tuple[str | None, str, tuple[str, ...]] | None:
     return m.group(1), m.group(2), tuple(split_operands(rest)) if rest else ()
 
 
+# -- instructions compiled to closures --------------------------------------------------------
+# Every thread of a CTA runs the same lines, so each distinct instruction is turned once into a
+# function of the thread (`_executor`) with its opcode's decisions taken and its operands
+# resolved to getters of the register file; a line is decoded once per program (`_program`).
+# The semantics are those of the module docstring; the closures only move the string work out
+# of the per-thread, per-step path.
+
+Getter = Callable[[dict], object]
+"""A source operand: the register file -> its value (None: unknown)."""
+Executor = Callable[["PtxThread"], None]
+"""One straight-line instruction, applied to a thread."""
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _getter(tok: str) -> Getter:
+    """What `PtxThread.val(tok)` reads: the register (any key of `env`, `{...}` spellings
+    included) if it is set, else the integer literal, else a packed `{lo, hi}` pair of 16-bit
+    registers, else None."""
+    tok = tok.strip()
+    if not tok.startswith("{"):
+        literal = _literal(tok)
+        return lambda env: env.get(tok, literal)
+    parts = tuple(_getter(p) for p in tok.strip("{}").split(","))
+
+    def packed(env: dict) -> object:
+        if tok in env:
+            return env[tok]
+        values = [get(env) for get in parts]
+        if len(values) == 2 and all(isinstance(v, int) for v in values):
+            return (values[0] & 0xFFFF) | (values[1] & 0xFFFF) << 16
+        return None
+    return packed
+
+
+def _registers(tok: str) -> tuple[str, ...]:
+    """The registers of a destination or source list `{a, b}` (or of one register)."""
+    return tuple(r.strip() for r in tok.strip("{}").split(","))
+
+
+def _address(tok: str) -> Getter:
+    """The getter of a `[addr]` operand."""
+    return _getter(tok.strip("[]"))
+
+
+def _unknown(*srcs: object) -> None:
+    return None
+
+
+def _first(*srcs: object) -> object:
+    return srcs[0]
+
+
+def _third_selects(*srcs: object) -> object:
+    return srcs[0] if srcs[2] else srcs[1]
+
+
+def _f16_op(opcode: str) -> Callable[..., int]:
+    """add / sub / mul / fma on f16 or f16x2, one rounding per operation."""
+    if opcode in _F16X2:
+        op = _F16X2[opcode]
+        return lambda *s: _halves(op, *s)
+    if opcode == "fma.rn.f16x2":  # a * b + c exact in float64, rounded once
+        return lambda *s: (f16_bits(_fma(s[0], s[1], s[2]))
+                           | f16_bits(_fma(s[0] >> 16, s[1] >> 16, s[2] >> 16)) << 16)
+    op = np.add if opcode.startswith("add") else np.subtract
+    return lambda *s: f16_bits(op(f16(s[0]), f16(s[1])))
+
+
+def _setp(opcode: str) -> Callable[..., bool]:
+    """setp: `.s32` compares signed; an unknown comparison raises KeyError when it runs."""
+    signed = ".s32" in opcode
+
+    def compare(*srcs: int) -> bool:
+        if signed:
+            srcs = tuple((s & M32) - (1 << 32) if s & (1 << 31) else s for s in srcs)
+        return _CMP[opcode.split(".")[1]](*srcs)
+    return compare
+
+
+def _binary(opcode: str, head: str, mask: int | None) -> Callable[..., object]:
+    """add sub mul div rem min max and or xor shl shr: wrapped to the width unless `.wide`; a
+    `.pred` result is a bool."""
+    op, pred = _BIN[head], ".pred" in opcode
+    if mask is None or ".wide" in opcode:
+        return (lambda *s: bool(op(*s))) if pred else op
+    return (lambda *s: bool(op(*s) & mask)) if pred else (lambda *s: op(*s) & mask)
+
+
+def _integer_op(opcode: str, head: str) -> Callable[..., object]:
+    """The value of a non-f16 arithmetic instruction on known sources (`_unknown` for the float
+    arithmetic and conversions that are not modelled)."""
+    floating, mask = _integer_kind(opcode)
+    if floating:
+        return _unknown
+    if head in ("cvt", "cvta"):
+        return _first
+    if head == "setp":
+        return _setp(opcode)
+    if head == "selp":
+        return _third_selects
+    if head == "mad":
+        width = M64 if ".wide" in opcode else mask or M64
+        return lambda *s: (s[0] * s[1] + s[2]) & width
+    if head == "prmt":
+        return prmt
+    if head == "lop3":
+        return lop3
+    if head in _BIN:
+        return _binary(opcode, head, mask)
+    return _unknown
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _operation(opcode: str, head: str) -> Callable[..., object]:
+    """The value an arithmetic instruction writes, from its source values as arguments: a `mov`
+    copies any value; for the rest the caller checks first that every source is a known
+    integer (else the result is unknown, None)."""
+    if head == "mov":
+        return _first
+    if opcode in _F16X2 or opcode in ("add.rn.f16", "sub.rn.f16", "fma.rn.f16x2"):
+        return _f16_op(opcode)
+    return _integer_op(opcode, head)
+
+
+def _ld_param(args: tuple[str, ...]) -> Executor:
+    dst, name = args[0], args[1].strip("[]")
+
+    def run(t: PtxThread) -> None:
+        t.env[dst] = t.params[name]
+    return run
+
+
+def _ld(opcode: str, args: tuple[str, ...]) -> Executor:
+    """ld.global / ld.shared of one register or a `{...}` vector, through `PtxThread.load`."""
+    addr_of, dsts = _address(args[1]), _registers(args[0])
+    space = "global" if ".global" in opcode else "shared"
+
+    def run(t: PtxThread) -> None:
+        addr = addr_of(t.env)
+        assert isinstance(addr, int), f"{opcode} {args}: unknown address"
+        width = _width(opcode)
+        for i, r in enumerate(dsts):
+            t.env[r] = t.load(space, addr + i * width, width)
+    return run
+
+
+def _st_shared(opcode: str, args: tuple[str, ...]) -> Executor:
+    addr_of, srcs = _address(args[0]), _registers(args[1])
+
+    def run(t: PtxThread) -> None:
+        addr = addr_of(t.env)
+        assert isinstance(addr, int), f"{opcode} {args}: unknown address"
+        width = _width(opcode)
+        for i, r in enumerate(srcs):
+            t.store(addr + i * width, t.env.get(r), width)
+    return run
+
+
+def _st_global(opcode: str, args: tuple[str, ...]) -> Executor:
+    """st.global is recorded, not written."""
+    addr_of, srcs = _address(args[0]), _registers(args[1])
+
+    def run(t: PtxThread) -> None:
+        addr = addr_of(t.env)
+        assert isinstance(addr, int), f"{opcode} {args}: unknown address"
+        width = _width(opcode)
+        for i, r in enumerate(srcs):
+            t.global_stores.append((addr + i * width, t.env.get(r), width))
+    return run
+
+
+def _cp_async(opcode: str, args: tuple[str, ...]) -> Executor:
+    dst_of, src_of = _address(args[0]), _address(args[1])
+    real_of = _getter(args[3]) if len(args) > 3 else None
+
+    def run(t: PtxThread) -> None:
+        dst, src = dst_of(t.env), src_of(t.env)
+        size = int(args[2])
+        real = real_of(t.env) if real_of is not None else size
+        assert isinstance(dst, int) and isinstance(src, int) and isinstance(real, int), f"{opcode} {args}"
+        t.copy(dst, src, size, real)
+    return run
+
+
+def _wgmma(opcode: str, args: tuple[str, ...]) -> Executor:
+    """wgmma.mma_async: recorded with its operands after the destination (a `{...}` list as the
+    list of its values)."""
+    operands = tuple((True, tuple(_getter(r) for r in a.strip("{}").split(","))) if a.startswith("{")
+                     else (False, _getter(a)) for a in args[1:])
+
+    def run(t: PtxThread) -> None:
+        env = t.env
+        t.wgmmas.append((opcode, [[get(env) for get in g] if is_list else g(env)
+                                  for is_list, g in operands]))
+    return run
+
+
+def _mov_unpack(opcode: str, args: tuple[str, ...]) -> Executor:
+    """mov into `{lo, hi}`: the integer unpacked into the parts; any value also stays under the
+    `{...}` spelling, which a later `mov` packing the same parts reads back (a subclass's
+    non-integer)."""
+    whole, src = args[0], _getter(args[1])
+    parts = tuple(p.strip() for p in whole.strip("{}").split(","))
+
+    def run(t: PtxThread) -> None:
+        env = t.env
+        value = env[whole] = src(env)
+        bits = _width(opcode) * 8 // len(parts)
+        for i, part in enumerate(parts):
+            env[part] = (value >> (bits * i)) & ((1 << bits) - 1) if isinstance(value, int) else None
+    return run
+
+
+def _no_op(t: PtxThread) -> None:
+    return None
+
+
+def _arithmetic(opcode: str, head: str, args: tuple[str, ...]) -> Executor:
+    """The destination gets `_operation`'s value of the sources, or None when one is not a
+    known integer (a `mov` copies whatever it reads)."""
+    dst, srcs, op = args[0], args[1:], _operation(opcode, head)
+    typed = head != "mov"
+    toks = [tok.strip() for tok in srcs]
+    if 1 <= len(toks) <= 3 and not any(tok.startswith("{") for tok in toks):
+        return _arithmetic_of_registers(dst, toks, op, typed)
+    gets = tuple(_getter(a) for a in srcs)
+
+    def run(t: PtxThread) -> None:
+        values = [get(t.env) for get in gets]
+        known = not typed or all(isinstance(v, int) for v in values)
+        t.env[dst] = op(*values) if known else None
+    return run
+
+
+def _arithmetic_of_registers(dst: str, toks: list[str], op: Callable[..., object], typed: bool) -> Executor:
+    """`_arithmetic` for one to three plain operands (registers or literals), each read inline
+    as `PtxThread.val` reads it (`env.get(register, its literal value or None)`): the hot path,
+    with no getter call or list per step."""
+    keys = [(tok, _literal(tok)) for tok in toks]
+    if len(keys) == 1:
+        (k0, l0), = keys
+
+        def run1(t: PtxThread) -> None:
+            env = t.env
+            a = env.get(k0, l0)
+            env[dst] = op(a) if not typed or isinstance(a, int) else None
+        return run1
+    if len(keys) == 2:
+        (k0, l0), (k1, l1) = keys
+
+        def run2(t: PtxThread) -> None:
+            env = t.env
+            a, b = env.get(k0, l0), env.get(k1, l1)
+            env[dst] = op(a, b) if not typed or (isinstance(a, int) and isinstance(b, int)) else None
+        return run2
+    (k0, l0), (k1, l1), (k2, l2) = keys
+
+    def run3(t: PtxThread) -> None:
+        env = t.env
+        a, b, c = env.get(k0, l0), env.get(k1, l1), env.get(k2, l2)
+        known = not typed or (isinstance(a, int) and isinstance(b, int) and isinstance(c, int))
+        env[dst] = op(a, b, c) if known else None
+    return run3
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _executor(opcode: str, args: tuple[str, ...]) -> Executor:
+    """The function that runs one straight-line instruction (no `bra`) on a thread."""
+    head = opcode.split(".")[0]
+    if head == "ld" and ".param" in opcode:
+        return _ld_param(args)
+    if head == "ld" and (".global" in opcode or ".shared" in opcode):
+        return _ld(opcode, args)
+    if head == "st" and ".shared" in opcode:
+        return _st_shared(opcode, args)
+    if head == "st" and ".global" in opcode:
+        return _st_global(opcode, args)
+    if opcode.startswith("cp.async.c") and ".shared.global" in opcode:
+        return _cp_async(opcode, args)
+    if head == "wgmma" and ".mma_async" in opcode:
+        return _wgmma(opcode, args)
+    if not args or head in _NO_OPS:
+        return _no_op
+    if head == "mov" and args[0].startswith("{"):
+        return _mov_unpack(opcode, args)
+    return _arithmetic(opcode, head, args)
+
+
+class _Insn:
+    """A decoded instruction line: its guard register (and whether `@!` negates it), opcode,
+    operands, what kind of control it is, and its executor (built when it first runs, so a line
+    that never runs is never compiled)."""
+
+    __slots__ = ("line", "guard", "negated", "opcode", "args", "wait", "branch", "back_edge", "barrier",
+                 "plain", "fn")
+
+    def __init__(self, line: str, guard: str | None, opcode: str, args: tuple[str, ...]):
+        self.line, self.opcode, self.args = line, opcode, args
+        self.guard = None if guard is None else guard.strip().lstrip("@!")
+        self.negated = guard is not None and guard.strip().startswith("@!")
+        self.wait = opcode.startswith("mbarrier.try_wait")
+        self.branch = opcode.split(".")[0] == "bra"
+        target = args[0] if self.branch and args else ""
+        self.back_edge = "$L__loop" in target and "end" not in target
+        self.barrier = opcode.startswith("bar.sync")
+        self.plain = self.guard is None and not self.wait and not self.branch
+        """Runs unconditionally and goes on to the next line: only its executor to call."""
+        self.fn: Executor | None = None
+
+    def executor(self) -> Executor:
+        if self.fn is None:
+            self.fn = _executor(self.opcode, self.args)
+        return self.fn
+
+
+class _Program:
+    """A list of stripped lines, decoded: per line its `_Insn` (None for directives and labels)
+    and whether it is the first loop's label (`$L__loopN:`, where `run` stops or enters the
+    loop) or a `$L__loop_end` label (where `run_phase` stops); and each label's first line."""
+
+    def __init__(self, lines: tuple[str, ...]):
+        self.lines = lines
+        self.insns = tuple(self._decode(line) for line in lines)
+        self.loop_head = tuple(ln.startswith("$L__loop") and ln.endswith(":") and "end" not in ln
+                               for ln in lines)
+        self.loop_end = tuple(ln.startswith("$L__loop_end") and ln.endswith(":") for ln in lines)
+        self._labels: dict[str, int] = {}
+        for i, ln in enumerate(lines):
+            self._labels.setdefault(ln, i)
+
+    @staticmethod
+    def _decode(line: str) -> _Insn | None:
+        insn = decode(line)
+        return None if insn is None else _Insn(line, *insn)
+
+    def target(self, insn: _Insn) -> int:
+        """The line a `bra` goes to (as `lines.index(label + ":")`)."""
+        label = insn.args[0] + ":"
+        if label not in self._labels:
+            raise ValueError(f"{label!r} is not in list")
+        return self._labels[label]
+
+
+_PROGRAMS: dict[int, tuple[list[str], _Program]] = {}
+"""Recent programs by the id of the list of lines the threads were given (with a copy of it, so
+a list changed since, or a new list at a reused id, is decoded afresh)."""
+
+
+def _program(lines: list[str]) -> _Program:
+    """`lines` decoded. Every thread of a CTA runs the same list, so it is looked up by identity
+    and checked against the copy (a comparison of the same string objects) rather than
+    hashed whole for each thread."""
+    hit = _PROGRAMS.get(id(lines))
+    if hit is not None and hit[0] == lines:
+        return hit[1]
+    if len(_PROGRAMS) >= 8:
+        _PROGRAMS.clear()
+    prog = _Program(tuple(lines))
+    _PROGRAMS[id(lines)] = (list(lines), prog)
+    return prog
+
+
 class PtxThread:
     """One thread's registers (`env`: name -> value) over memories shared with the rest of the CTA.
 
@@ -166,6 +528,7 @@ class PtxThread:
         self.wgmmas: list[Wgmma] = []
         self.global_stores: list[tuple[int, object, int]] = []  # (address, value, bytes) of each st.global
         self.pc = 0  # where `run_phase` goes on
+        self._decoded: tuple[list[str], _Program] | None = None  # run_phase's lines, decoded
 
     # -- memory (what a subclass may change) ----------------------------------------------------
 
@@ -190,17 +553,7 @@ class PtxThread:
     def val(self, tok: str) -> object:
         """A register's value, an integer literal, or a packed `{lo, hi}` pair of 16-bit registers;
         None when unknown."""
-        tok = tok.strip()
-        if tok in self.env:
-            return self.env[tok]
-        literal = _literal(tok)
-        if literal is not None:
-            return literal
-        if tok.startswith("{"):
-            parts = [self.val(p) for p in tok.strip("{}").split(",")]
-            if len(parts) == 2 and all(isinstance(p, int) for p in parts):
-                return (parts[0] & 0xFFFF) | (parts[1] & 0xFFFF) << 16
-        return None
+        return _getter(tok)(self.env)
 
     def operand(self, tok: str) -> object:
         """An operand as a wgmma record keeps it: a `{...}` list as the list of its values."""
@@ -223,45 +576,53 @@ class PtxThread:
         if insn is not None and self.guard_taken(insn[0], line):
             self._execute(insn[1], insn[2])
 
-    def _runnable(self, line: str) -> tuple[str, tuple[str, ...]] | None:
-        """(opcode, args) of `line` when it runs for this thread: None for directives, labels and
-        an instruction whose guard is not taken. An mbarrier wait is taken as passed (its
-        predicate set true, whatever its guard), as a race-free kernel's waits all end."""
-        insn = decode(line)
-        if insn is None:
-            return None
-        guard, opcode, args = insn
-        if opcode.startswith("mbarrier.try_wait"):
-            self.env[args[0]] = True
-            return opcode, args
-        return (opcode, args) if self.guard_taken(guard, line) else None
+    def _execute(self, opcode: str, args: tuple[str, ...]) -> None:
+        _executor(opcode, args)(self)
+
+    def _runs(self, insn: _Insn) -> bool:
+        """Whether `insn` runs for this thread. An mbarrier wait is taken as passed (its predicate
+        set true, whatever its guard), as a race-free kernel's waits all end."""
+        if insn.wait:
+            self.env[insn.args[0]] = True
+            return True
+        if insn.guard is None:
+            return True
+        p = self.env.get(insn.guard)
+        assert isinstance(p, bool), f"thread {self.env['%tid.x']}: unknown predicate in {insn.line!r}"
+        return p != insn.negated
+
+    def _program_of(self, lines: list[str]) -> _Program:
+        """`lines` decoded; the last list seen is kept, as `run_phase` is called once a phase."""
+        if self._decoded is None or self._decoded[0] is not lines:
+            self._decoded = (lines, _program(lines))
+        return self._decoded[1]
 
     def run(self, lines: list[str], until: str) -> list[Wgmma]:
         """Run `lines` (stripped) from the top until the first loop's label (`until="loop"`) or its
         back edge (`until="back_edge"`); return the wgmmas executed on the way."""
         assert until in ("loop", "back_edge"), until
         self.wgmmas = []
-        pc, in_loop = 0, False
-        while pc < len(lines):
-            line = lines[pc]
+        prog = self._program_of(lines)
+        insns, loop_head = prog.insns, prog.loop_head
+        pc, in_loop, end = 0, False, len(insns)
+        while pc < end:
+            insn = insns[pc]
             pc += 1
-            if line.startswith("$L__loop") and line.endswith(":") and "end" not in line:
-                if until == "loop":
-                    return self.wgmmas
-                in_loop = True
+            if insn is None:  # a directive or label
+                if loop_head[pc - 1]:
+                    if until == "loop":
+                        return self.wgmmas
+                    in_loop = True
                 continue
-            insn = self._runnable(line)
-            if insn is None:
-                continue
-            opcode, args = insn
-            if opcode.startswith("mbarrier.try_wait"):
-                continue
-            if opcode.split(".")[0] == "bra":
-                if in_loop and "$L__loop" in args[0] and "end" not in args[0]:
-                    return self.wgmmas  # the back edge: one pass done
-                pc = lines.index(args[0] + ":")
-                continue
-            self._execute(opcode, args)
+            if not insn.plain:
+                if not self._runs(insn) or insn.wait:
+                    continue
+                if insn.branch:
+                    if in_loop and insn.back_edge:
+                        return self.wgmmas  # the back edge: one pass done
+                    pc = prog.target(insn)
+                    continue
+            (insn.fn or insn.executor())(self)
         raise AssertionError("the loop's back edge was never reached" if until == "back_edge"
                              else "no loop in the PTX")
 
@@ -273,103 +634,26 @@ class PtxThread:
         their shared-memory accesses as the barriers and mbarriers of a race-free kernel do, so
         the K loop's later iterations read what other threads wrote. Wgmmas accumulate in
         `self.wgmmas` across phases."""
-        while self.pc < len(lines):
-            line = lines[self.pc]
+        prog = self._program_of(lines)
+        insns, loop_end = prog.insns, prog.loop_end
+        while self.pc < len(insns):
+            pc = self.pc
             self.pc += 1
-            if line.startswith("$L__loop_end") and line.endswith(":"):
-                self.pc = len(lines)
-                return False
-            insn = self._runnable(line)
-            if insn is None:
+            insn = insns[pc]
+            if insn is None:  # a directive or label
+                if loop_end[pc]:
+                    self.pc = len(insns)
+                    return False
                 continue
-            opcode, args = insn
-            if opcode.startswith("mbarrier.try_wait"):
-                return True
-            if opcode.split(".")[0] == "bra":
-                self.pc = lines.index(args[0] + ":")
-                continue
-            self._execute(opcode, args)
-            if opcode.startswith("bar.sync"):
+            if not insn.plain:
+                if not self._runs(insn):
+                    continue
+                if insn.wait:
+                    return True
+                if insn.branch:
+                    self.pc = prog.target(insn)
+                    continue
+            (insn.fn or insn.executor())(self)
+            if insn.barrier:
                 return True
         return False
-
-    def _execute(self, opcode: str, args: tuple[str, ...]) -> None:
-        env, head = self.env, opcode.split(".")[0]
-        if head == "ld" and ".param" in opcode:
-            env[args[0]] = self.params[args[1].strip("[]")]
-        elif head == "ld" and (".global" in opcode or ".shared" in opcode):
-            addr = self.val(args[1].strip("[]"))
-            assert isinstance(addr, int), f"{opcode} {args}: unknown address"
-            width = _width(opcode)
-            for i, r in enumerate(r.strip() for r in args[0].strip("{}").split(",")):
-                env[r] = self.load("global" if ".global" in opcode else "shared", addr + i * width, width)
-        elif head == "st" and ".shared" in opcode:
-            addr = self.val(args[0].strip("[]"))
-            assert isinstance(addr, int), f"{opcode} {args}: unknown address"
-            width = _width(opcode)
-            for i, r in enumerate(r.strip() for r in args[1].strip("{}").split(",")):
-                self.store(addr + i * width, env.get(r), width)
-        elif head == "st" and ".global" in opcode:
-            addr = self.val(args[0].strip("[]"))
-            assert isinstance(addr, int), f"{opcode} {args}: unknown address"
-            width = _width(opcode)
-            for i, r in enumerate(r.strip() for r in args[1].strip("{}").split(",")):
-                self.global_stores.append((addr + i * width, env.get(r), width))
-        elif opcode.startswith("cp.async.c") and ".shared.global" in opcode:
-            dst, src = self.val(args[0].strip("[]")), self.val(args[1].strip("[]"))
-            size = int(args[2])
-            real = self.val(args[3]) if len(args) > 3 else size
-            assert isinstance(dst, int) and isinstance(src, int) and isinstance(real, int), f"{opcode} {args}"
-            self.copy(dst, src, size, real)
-        elif head == "wgmma" and ".mma_async" in opcode:
-            self.wgmmas.append((opcode, [self.operand(a) for a in args[1:]]))
-        elif not args or head in _NO_OPS:
-            return
-        elif head == "mov" and args[0].startswith("{"):
-            # unpack an integer into the parts; any value also stays under the `{...}` spelling,
-            # which a later `mov` packing the same parts reads back (a subclass's non-integer)
-            value = env[args[0]] = self.val(args[1])
-            parts = [p.strip() for p in args[0].strip("{}").split(",")]
-            bits = _width(opcode) * 8 // len(parts)
-            for i, part in enumerate(parts):
-                env[part] = (value >> (bits * i)) & ((1 << bits) - 1) if isinstance(value, int) else None
-        else:
-            env[args[0]] = self._compute(opcode, head, [self.val(a) for a in args[1:]])
-
-    def _compute(self, opcode: str, head: str, srcs: list[object]) -> object:
-        """The value an arithmetic instruction writes (None: unknown)."""
-        if head == "mov":
-            return srcs[0]
-        if any(not isinstance(s, int | bool) for s in srcs):
-            return None
-        if opcode in _F16X2:
-            return _halves(_F16X2[opcode], *srcs)
-        if opcode in ("add.rn.f16", "sub.rn.f16"):
-            op = np.add if opcode.startswith("add") else np.subtract
-            return f16_bits(op(f16(srcs[0]), f16(srcs[1])))
-        if opcode == "fma.rn.f16x2":  # a * b + c exact in float64, rounded once
-            a, b, c = srcs
-            return f16_bits(_fma(a, b, c)) | f16_bits(_fma(a >> 16, b >> 16, c >> 16)) << 16
-        floating, mask = _integer_kind(opcode)
-        if floating:
-            return None  # other float arithmetic and conversions: not modelled
-        if head in ("cvt", "cvta"):
-            return srcs[0]
-        if head == "setp":
-            if ".s32" in opcode:
-                srcs = [(s & M32) - (1 << 32) if s & (1 << 31) else s for s in srcs]
-            return _CMP[opcode.split(".")[1]](*srcs)
-        if head == "selp":
-            return srcs[0] if srcs[2] else srcs[1]
-        if head == "mad":
-            return (srcs[0] * srcs[1] + srcs[2]) & (M64 if ".wide" in opcode else mask or M64)
-        if head == "prmt":
-            return prmt(*srcs)
-        if head == "lop3":
-            return lop3(*srcs)
-        if head in _BIN:
-            r = _BIN[head](*srcs)
-            if mask is not None and ".wide" not in opcode:
-                r &= mask
-            return bool(r) if ".pred" in opcode else r
-        return None
