@@ -17,14 +17,15 @@ _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."
 
 
 def test_cpu_check_runs_and_the_tp_logits_match_the_unsharded_model(tmp_path):
+    """One run for the variants' logits and for `--breakdown` (each run starts two gloo ranks
+    and builds every model: the suite's longest subprocess)."""
     out = tmp_path / "llama-tp.md"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([_ROOT, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, os.path.join(_ROOT, "bench", "llama_tp.py"), "--cpu-check",
-                           "--variants", "dense,sparse,sparse-w4,sparse-w4-swiglu", "--batches", "2", "--out", str(out)],
-                          capture_output=True, text=True, timeout=400, env=env)
+    proc = _run(tmp_path, "--cpu-check", "--breakdown", "--variants", "dense,sparse,sparse-w4,sparse-w4-swiglu",
+                "--batches", "2", "--out", str(out))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "check passed" in proc.stdout
     table = out.read_text()
+    _check_breakdown(table)
     for row in ("| dense-tp |", "| sparse-tp |", "| sparse-w4-tp |", "| sparse-1gpu |", "| sparse-tp ÷ dense-tp |",
                 "| sparse-w4-swiglu-tp |", "| sparse-w4-swiglu-tp ÷ dense-tp |"):
         assert row in table, row
@@ -79,16 +80,10 @@ def test_allreduce_symm_on_the_cpu_is_one_clear_error(tmp_path):
     assert proc.returncode == 2 and "--allreduce: unknown ['nvls']; choose from nccl,symm" in proc.stderr
 
 
-def test_breakdown_splits_each_step_and_computes_the_cap(tmp_path):
+def _check_breakdown(table: str) -> None:
     """--breakdown: every measured row gets its weight GEMMs alone (the tiny model's 2 layers x 4
     weight layers + lm_head = 9), its row-parallel all-reduces alone (2 a layer, TP rows only) and
     the rest, which adds up to the step; the cap line is computed from those same numbers."""
-    out = tmp_path / "llama-tp.md"
-    proc = _run(tmp_path, "--cpu-check", "--breakdown", "--variants", "dense,sparse", "--batches", "2",
-                "--out", str(out))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "check passed" in proc.stdout
-    table = out.read_text()
     parts = _rows(table, "row")
     steps = {}
     for row in ("dense-tp", "sparse-tp", "dense-1gpu", "sparse-1gpu"):
