@@ -213,11 +213,11 @@ def parse_entries(obj: Any) -> list[Entry]:
                 if c is not None and (not isinstance(c, list) or len(c) not in (6, 7, 8)
                                       or not all(isinstance(v, int) and v >= 0 for v in c)
                                       or not all(v > 0 for v in c[:6])
-                                      or (len(c) > 6 and c[6] > 3)
-                                      or (len(c) == 8 and not MIN_MAXNREG <= c[7] <= MAX_MAXNREG)):
-                    raise ValueError(f"config must be 6 positive ints (a 7th of flags, 0 to 3: quant_wgmma 1, "
-                                     f"stream_k 2; an 8th: maxnreg, {MIN_MAXNREG} to {MAX_MAXNREG}) or null, "
-                                     f"got {c!r}")
+                                      or (len(c) == 7 and not 1 <= c[6] <= 3)
+                                      or (len(c) == 8 and (c[6] > 3 or not MIN_MAXNREG <= c[7] <= MAX_MAXNREG))):
+                    raise ValueError(f"config must be 6 positive ints (a 7th of flags, 1 to 3: quant_wgmma 1, "
+                                     f"stream_k 2; 0 to 3 before an 8th, maxnreg, {MIN_MAXNREG} to {MAX_MAXNREG}) "
+                                     f"or null, got {c!r}")
                 configs.append(tuple(c) if c is not None else None)
             out.append(Entry(str(e["scheme"]), str(e["dtype"]), int(e["n"]), int(e["k"]),
                              _num(e["densify_us"]) or 0.0, _num(e.get("dequant_us")) or 0.0,
