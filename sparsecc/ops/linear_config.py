@@ -19,7 +19,7 @@ from sparsecc.runtime.sparse_tensor import SparseTensor
 from sparsecc.switches import env_overrides
 
 __all__ = ["QUANT_WGMMA_OPTIONS", "QUANT_WGMMA_PLAIN", "QUANT_WGMMA_RING", "SM_COUNT", "LinearConfig",
-           "launch_constants", "quant_wgmma_options", "table_linear_config"]
+           "launch_constants", "quant_wgmma_options", "split_k_scratch", "table_linear_config"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,25 @@ def quant_wgmma_options(dtype: torch.dtype) -> dict[str, bool]:
         (True, False)
     """
     return QUANT_WGMMA_OPTIONS if dtype == torch.float16 else QUANT_WGMMA_PLAIN
+
+
+def split_k_scratch(op: str, cfg: LinearConfig, m: int, n: int, tiles: int, device: torch.device,
+                    dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """(partials, tickets) of a split-K linear launch of `cfg` over `tiles` output tiles: the
+    `cfg.split_k` x m x n partial sums (`dtype`) and one zeroed int32 ticket a tile. Every element
+    a program's tile covers is written before it is read, and the tickets are zeroed per launch
+    (a memset), so launches on several streams or in CUDA graphs never share them. A split too
+    large for the kernels' 32-bit offsets into the partials is a ValueError naming `op`.
+
+        >>> p, t = split_k_scratch("sparse_linear", LinearConfig(8, 64, 256, split_k=2), 3, 128, 2, torch.device("cpu"))
+        >>> tuple(p.shape), t.tolist()
+        ((2, 3, 128), [0, 0])
+    """
+    if cfg.split_k * m * n >= 2**31:
+        raise ValueError(f"{op}: split_k={cfg.split_k} partial tiles of {m}x{n} exceed 2**31 elements; "
+                         "use a smaller split_k (split-K is for a few tokens)")
+    partials = torch.empty((cfg.split_k, m, n), dtype=dtype, device=device)
+    return partials, torch.zeros(tiles, dtype=torch.int32, device=device)
 
 
 def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:

@@ -72,6 +72,24 @@ def _accumulate_k(acc, x_ptr, w_ptr, steps, BLOCK_K: tl.constexpr):
 
 
 @sparsecc.jit
+def _split_k_slice(X, W, M, N, K, stride_xm, stride_wn, pid_m, pid_n, pid_k,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
+                   ACC_INT: tl.constexpr = False):
+    """A split-K linear kernel's program `pid_k` of SPLIT_K: the sum (int32 with ACC_INT, else
+    fp32) of its contiguous share of K's steps (the last share may be shorter, or empty) for
+    output tile (pid_m, pid_n) of X (M x K) @ W's K x N view. Inlined where it is called."""
+    steps = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(steps, SPLIT_K)
+    first = pid_k * per_split
+    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+    return _accumulate_k(acc, x_ptr, w_ptr, tl.minimum(per_split, steps - first), BLOCK_K)
+
+
+@sparsecc.jit
 def _tile_sum(A, B, M, N, K, stride_am, stride_bk, stride_bn, tile_m, tile_n,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr,
               ACC_INT: tl.constexpr = False):

@@ -37,12 +37,19 @@ import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops import dispatch as _dispatch
 from sparsecc.ops.densify import weight16
-from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, launch_constants, table_linear_config
+from sparsecc.ops.linear_config import (
+    SM_COUNT,
+    LinearConfig,
+    launch_constants,
+    split_k_scratch,
+    table_linear_config,
+)
 from sparsecc.ops.mm_tiles import (
     _accumulate_k,
     _bias_activate,
     _linear_epilogue,
     _row_strides,
+    _split_k_slice,
 )
 from sparsecc.ops.stream_k import launch_linear_stream_k
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
@@ -90,15 +97,7 @@ def sparse_linear_splitk_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, strid
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
-    steps = tl.cdiv(K, BLOCK_K)
-    per_split = tl.cdiv(steps, SPLIT_K)
-    first = pid_k * per_split
-    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
-                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
-    w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
-                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    acc = _accumulate_k(acc, x_ptr, w_ptr, tl.minimum(per_split, steps - first), BLOCK_K)
+    acc = _split_k_slice(X, W, M, N, K, stride_xm, stride_wn, pid_m, pid_n, pid_k, BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     inside = (rm[:, None] < M) & (rn[None, :] < N)
@@ -371,14 +370,7 @@ def launch_linear(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedS
         sparse_linear_kernel[(grid_m, grid_n)](y, x, w, bias, m, n, k, x.stride(0), w.stride(0), y.stride(0),
                                                **consts)
         return
-    if cfg.split_k * m * n >= 2**31:  # the kernel indexes its partial tiles with 32-bit offsets
-        raise ValueError(f"sparse_linear: split_k={cfg.split_k} partial tiles of {m}x{n} exceed 2**31 elements; "
-                         "use a smaller split_k (split-K is for a few tokens)")
-    # every element a program's tile covers is written before it is read; the ticket counters
-    # are zeroed per launch (a memset), so launches on several streams or in CUDA graphs never
-    # share them
-    partials = torch.empty((cfg.split_k, m, n), dtype=torch.float32, device=y.device)
-    tickets = torch.zeros(grid_m * grid_n, dtype=torch.int32, device=y.device)
+    partials, tickets = split_k_scratch("sparse_linear", cfg, m, n, grid_m * grid_n, y.device)
     sparse_linear_splitk_kernel[(grid_m, grid_n, cfg.split_k)](
         y, x, w, bias, partials, tickets, m, n, k, x.stride(0), w.stride(0), y.stride(0),
         SPLIT_K=cfg.split_k, **consts)

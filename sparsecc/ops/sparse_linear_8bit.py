@@ -24,8 +24,8 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.linear_config import SM_COUNT, LinearConfig
-from sparsecc.ops.mm_tiles import _accumulate_k, _linear_epilogue
+from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, split_k_scratch
+from sparsecc.ops.mm_tiles import _accumulate_k, _linear_epilogue, _split_k_slice
 from sparsecc.ops.quantize_rows import quantize_rows_fused
 from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.passes.convert_tt_to_ttg import has_wgmma
@@ -88,15 +88,8 @@ def scaled_sparse_linear_splitk_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIALS
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
-    steps = tl.cdiv(K, BLOCK_K)
-    per_split = tl.cdiv(steps, SPLIT_K)
-    first = pid_k * per_split
-    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
-                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
-    w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
-                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
-    acc = _accumulate_k(acc, x_ptr, w_ptr, tl.minimum(per_split, steps - first), BLOCK_K)
+    acc = _split_k_slice(X, W, M, N, K, stride_xm, stride_wn, pid_m, pid_n, pid_k, BLOCK_M, BLOCK_N, BLOCK_K,
+                         SPLIT_K, ACC_INT)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     inside = (rm[:, None] < M) & (rn[None, :] < N)
@@ -250,14 +243,8 @@ def launch_linear_8bit(y: torch.Tensor, xq: torch.Tensor, x_scale: torch.Tensor,
         scaled_sparse_linear_kernel[grid](y, xq, w, x_scale, weight_scale, b, m, n, k, xq.stride(0), w.stride(0),
                                           y.stride(0), **consts)
         return
-    if cfg.split_k * m * n >= 2**31:  # the kernel indexes its partial tiles with 32-bit offsets
-        raise ValueError(f"sparse_linear_8bit: split_k={cfg.split_k} partial tiles of {m}x{n} exceed 2**31 "
-                         "elements; use a smaller split_k (split-K is for a few tokens)")
-    # every element a program's tile covers is written before it is read; the tickets are zeroed
-    # per launch, so launches on several streams or in CUDA graphs never share them
-    partials = torch.empty((cfg.split_k, m, n), dtype=torch.int32 if w.dtype == torch.int8 else torch.float32,
-                           device=y.device)
-    tickets = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=y.device)
+    partials, tickets = split_k_scratch("sparse_linear_8bit", cfg, m, n, grid[0] * grid[1], y.device,
+                                        torch.int32 if w.dtype == torch.int8 else torch.float32)
     scaled_sparse_linear_splitk_kernel[(*grid, cfg.split_k)](
         y, xq, w, x_scale, weight_scale, b, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
         SPLIT_K=cfg.split_k, **consts)
