@@ -63,6 +63,18 @@ SWEEP = {
 SWEEP["w8g128"] = SWEEP["w4g128"]
 
 
+def distinct_weights(one: torch.Tensor, scheme: str) -> tuple[list, int]:
+    """`one` compressed as `scheme` ("nv24" or a quantization) as many times as stream 150 MB
+    (at least twice), so that back to back in a graph none is read from L2; and one copy's bytes."""
+    def make() -> object:
+        return sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
+
+    w0 = make()
+    nbytes = sum(t.numel() * t.element_size() for t in (w0.values, w0.meta, getattr(w0, "scales", None))
+                 if t is not None)
+    return [w0] + [make() for _ in range(max(2, math.ceil(150e6 / nbytes)) - 1)], nbytes
+
+
 def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False) -> None:
     """Per shape of `SHAPES`, each tile of `SWEEP[scheme]` timed in a graph (module docstring);
     `only`: those tiles (indices), `warm`: compile and check them, no timing (so that parallel
@@ -70,12 +82,8 @@ def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False)
     quant = scheme.partition("-")[0]  # "w4g128-w8": w4g128's weights, another tile list
     for n, k in SHAPES:
         one = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))
-        w0 = sparsecc.compress(one) if quant == "nv24" else sparsecc.compress(one, quant=quant)
-        nbytes = sum(t.numel() * t.element_size() for t in (w0.values, w0.meta, getattr(w0, "scales", None))
-                     if t is not None)
-        copies = max(2, math.ceil(150e6 / nbytes))
-        ws = [w0] + [sparsecc.compress(one) if quant == "nv24" else sparsecc.compress(one, quant=quant)
-                     for _ in range(copies - 1)]
+        ws, nbytes = distinct_weights(one, quant)
+        w0, copies = ws[0], len(ws)
         x = torch.randn(m, k, device="cuda", dtype=torch.float16)
         y = torch.empty(m, n, device="cuda", dtype=torch.float16)
         ref = sparse_linear(x, w0)
@@ -144,12 +152,8 @@ def per_shape(schemes: list[str], m: int) -> None:
         del dense_ws
         cells = []
         for scheme in schemes:
-            w0 = sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
-            nbytes = sum(t.numel() * t.element_size() for t in (w0.values, w0.meta, getattr(w0, "scales", None))
-                         if t is not None)
-            count = max(2, math.ceil(150e6 / nbytes))
-            ws = [w0] + [sparsecc.compress(one) if scheme == "nv24" else sparsecc.compress(one, quant=scheme)
-                         for _ in range(count - 1)]
+            ws, _ = distinct_weights(one, scheme)
+            w0, count = ws[0], len(ws)
             ref = torch.nn.functional.linear(x.float(), w0.to_dense().float())
             err = (sparse_linear(x, w0).float() - ref).abs().max().item()
             assert err <= 1e-2 * ref.abs().max().item(), f"{scheme} {n}x{k}: max |error| {err}"
