@@ -296,28 +296,22 @@ def _ld(opcode: str, args: tuple[str, ...]) -> Executor:
     return run
 
 
-def _st_shared(opcode: str, args: tuple[str, ...]) -> Executor:
+def _st(opcode: str, args: tuple[str, ...]) -> Executor:
+    """st.shared writes the thread's shared memory; st.global is recorded, not written."""
     addr_of, srcs = _address(args[0]), _registers(args[1])
+    if ".shared" in opcode:
+        def put(t: PtxThread, addr: int, value: object, width: int) -> None:
+            t.store(addr, value, width)
+    else:
+        def put(t: PtxThread, addr: int, value: object, width: int) -> None:
+            t.global_stores.append((addr, value, width))
 
     def run(t: PtxThread) -> None:
         addr = addr_of(t.env)
         assert isinstance(addr, int), f"{opcode} {args}: unknown address"
         width = _width(opcode)
         for i, r in enumerate(srcs):
-            t.store(addr + i * width, t.env.get(r), width)
-    return run
-
-
-def _st_global(opcode: str, args: tuple[str, ...]) -> Executor:
-    """st.global is recorded, not written."""
-    addr_of, srcs = _address(args[0]), _registers(args[1])
-
-    def run(t: PtxThread) -> None:
-        addr = addr_of(t.env)
-        assert isinstance(addr, int), f"{opcode} {args}: unknown address"
-        width = _width(opcode)
-        for i, r in enumerate(srcs):
-            t.global_stores.append((addr + i * width, t.env.get(r), width))
+            put(t, addr + i * width, t.env.get(r), width)
     return run
 
 
@@ -423,10 +417,8 @@ def _executor(opcode: str, args: tuple[str, ...]) -> Executor:
         return _ld_param(args)
     if head == "ld" and (".global" in opcode or ".shared" in opcode):
         return _ld(opcode, args)
-    if head == "st" and ".shared" in opcode:
-        return _st_shared(opcode, args)
-    if head == "st" and ".global" in opcode:
-        return _st_global(opcode, args)
+    if head == "st" and (".shared" in opcode or ".global" in opcode):
+        return _st(opcode, args)
     if opcode.startswith("cp.async.c") and ".shared.global" in opcode:
         return _cp_async(opcode, args)
     if head == "wgmma" and ".mma_async" in opcode:
