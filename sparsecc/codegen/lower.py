@@ -35,15 +35,17 @@ from sparsecc.switches import SWITCHES
 
 def lower_function(func: tt.FuncOp, target: str, num_warps: int, cluster: int = 1,
                    a_smem_option: bool = False,
-                   narrow_copies: bool = SWITCHES["narrow_copies"].default) -> LoweringState:
+                   narrow_copies: bool = SWITCHES["narrow_copies"].default,
+                   maxnreg: int | None = None) -> LoweringState:
     """Lower `func` to a `ptx.kernel` (the returned state's `kernel`; its `cfg` holds the launch
-    facts: threads, shared bytes, tensor maps).
+    facts: threads, shared bytes, tensor maps); `maxnreg` becomes the kernel's `.maxnreg`.
 
     Example: `lower_function(func, "sm_90a", num_warps=4).kernel` is the kernel of a ttgir
     `tt.func` after sparse-gpu-encoding."""
     cfg, params = plan_kernel(func, target, num_warps, cluster, a_smem_option, narrow_copies)
     kernel = ptx.KernelOp(func.sym_name.data, params, target=target, maxntid=(cfg.threads, 1, 1),
-                          shared_bytes=cfg.smem_bytes, cluster=(cluster, 1, 1) if cluster > 1 else None)
+                          shared_bytes=cfg.smem_bytes, cluster=(cluster, 1, 1) if cluster > 1 else None,
+                          maxnreg=maxnreg)
     em = Emitter(kernel.body.block)
     args = {}
     for arg, karg in zip(func.body.block.args, kernel.args):

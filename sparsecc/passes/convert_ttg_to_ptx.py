@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
@@ -113,14 +113,12 @@ def convert_module(module: ModuleOp, target: str, a_from_shared: bool = False,
     ensure_shared_plan(module, func)
     try:
         lowered = lower_function(func, target, num_warps, cluster=cluster, a_smem_option=a_from_shared,
-                                 narrow_copies=narrow_copies)
+                                 narrow_copies=narrow_copies, maxnreg=maxnreg or None)
     except LoweringError as e:
         if e.op is None:  # (e.g. a parameter type the kernel cannot take): the function's place
             e.op = func
         raise
     kernel, cfg = lowered.kernel, lowered.cfg
-    if maxnreg:
-        kernel.properties["maxnreg"] = IntegerAttr(maxnreg, 32)
     check_shared_budget(func, target, cfg.smem_bytes)
     params = [(f"arg{i}", k) for i, k in enumerate(kernel.kinds)]
     for i, arg in enumerate(func.body.block.args):
