@@ -30,8 +30,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sparsecc.runtime import cache
-
 _HOW_TO_GET = (
     "install the CUDA toolkit (and set CUDA_HOME), or `pip install 'sparsecc[ptx]'` (NVIDIA's wheels "
     "of ptxas and cuobjdump alone), or `pip install triton` (its wheel ships both), or point {env} at "
@@ -246,7 +244,7 @@ def _memo_key(ptxas: str, arch: str, opt_level: int, extra_args: list[str] | tup
     """What decides an assembly's result: the ptxas binary (its path, size and modification
     time), the arch, the options and the PTX; None when caching is off (SPARSECC_CACHE=0) or
     the binary cannot be read."""
-    if not cache.enabled():
+    if os.environ.get("SPARSECC_CACHE", "1").strip().lower() in ("0", "false", "off", "no"):
         return None
     try:
         st = os.stat(ptxas)
