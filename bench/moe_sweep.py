@@ -129,13 +129,30 @@ def sparsecc_ptx_hash(r: Result) -> str | None:
     return hashlib.sha256(str(ck.asm["ptx"]).encode()).hexdigest()
 
 
-def plan(phase: str, tokens: int, tiles: list[moe.Tile]) -> list[Result]:
-    """The configs of one phase in run order: per tile Triton, then sparsecc's variants."""
+def plan(phase: str, tokens: int, tiles: list[moe.Tile],
+         variants: list[dict[str, bool]] | None = None) -> list[Result]:
+    """The configs of one phase in run order: per tile Triton, then sparsecc's variants
+    (`SPARSECC_VARIANTS` unless given)."""
     out = []
     for tile in tiles:
         out.append(Result(phase, tokens, "triton", tile))
-        out += [Result(phase, tokens, "sparsecc", tile, dict(v)) for v in SPARSECC_VARIANTS]
+        out += [Result(phase, tokens, "sparsecc", tile, dict(v)) for v in variants or SPARSECC_VARIANTS]
     return out
+
+
+def parse_variants(spec: str) -> list[dict[str, bool]] | None:
+    """'-,tmaext,tmaext+unroll' -> those SPARSECC_VARIANTS (by `switch_label`); '' -> None (all).
+
+    >>> parse_variants("-,mbar")
+    [{}, {'mbarriers': True}]
+    """
+    if not spec:
+        return None
+    by_label = {switch_label(v): v for v in SPARSECC_VARIANTS}
+    unknown = [lab for lab in spec.split(",") if lab not in by_label]
+    if unknown:
+        raise SystemExit(f"moe_sweep: unknown variant(s) {', '.join(unknown)}; known: {', '.join(by_label)}")
+    return [by_label[lab] for lab in spec.split(",")]
 
 
 def best(results: list[Result], side: str) -> Result | None:
@@ -202,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only-extra", action="store_true", help="run only the --tile configs")
     p.add_argument("--budget", type=float, default=200.0, help="seconds after which no config starts")
     p.add_argument("--rep", type=int, default=50, help="do_bench_cudagraph rep (ms)")
+    p.add_argument("--variants", default="", help="only these sparsecc variants, by label: -,tmaext,...")
     p.add_argument("--dry-run", action="store_true", help="CPU: compile sparsecc's configs (sm_90a), run nothing")
     a = p.parse_args(argv)
     extra = parse_extra(a.tile)
@@ -210,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     for phase in phases:
         tokens = a.tokens or (16 if phase == "decode" else 2048)
         tiles = extra[phase] + ([] if a.only_extra else DECODE_SWEEP if phase == "decode" else PREFILL_SWEEP)
-        per_phase[phase] = plan(phase, tokens, tiles)
+        per_phase[phase] = plan(phase, tokens, tiles, parse_variants(a.variants))
     if a.dry_run:
         return dry_run(per_phase)
     import torch

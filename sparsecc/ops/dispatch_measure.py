@@ -112,6 +112,9 @@ def time_us(fn: Callable[[], Any], target_us: float = 3000.0, reps: int = 7) -> 
 
 _MEDIUM_TILES = [(64, 128, 64, 4), (128, 128, 64, 4), (128, 256, 64, 8), (64, 64, 128, 4), (128, 128, 64, 8)]
 """(BLOCK_M, BLOCK_N, BLOCK_K, warps) tried at 17-1023 tokens, 4 stages each."""
+_WIDE_TILES = [(64, 128, 128, 4), (128, 128, 128, 8)]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, warps) of 16-bit weights' wgmma tiles with two 128-byte column
+blocks of x^T a row (`convert_tt_to_ttg.WIDE_KMAJOR16_MIN_N`), tried at 17-1023 tokens."""
 _NARROW_TILES = [(16, 32, 1024, 3, 1), (16, 64, 256, 3, 1), (32, 64, 256, 4, 1), (32, 32, 512, 4, 1),
                  (32, 64, 256, 4, 2), (16, 128, 128, 3, 1)]
 """(BLOCK_M, BLOCK_N, BLOCK_K, stages, split_k) of the decode family, tried at 17-128 tokens."""
@@ -163,7 +166,8 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
         # tile is re-read from L2): at 64 tokens on 4096x4096 the mid-M tiles ran 0.72x F.linear
         cands += [LinearConfig(bm, bn, bk, 4, ns, s) for (bm, bn, bk, ns, s) in _NARROW_TILES if k // s >= bk]
     if 16 < m < 1024:  # the tile family bench/linear_mid_sweep.py found best there, both splits
-        cands += [LinearConfig(bm, bn, bk, w, 4, s) for (bm, bn, bk, w) in _MEDIUM_TILES for s in (1, 2)
+        tiles = _MEDIUM_TILES + ([] if quantized else _WIDE_TILES)
+        cands += [LinearConfig(bm, bn, bk, w, 4, s) for (bm, bn, bk, w) in tiles for s in (1, 2)
                   if bm <= max(32, m) and k // s >= 1024]
     if quantized:
         cands = [quantized_linear_config(c, w) for c in cands]

@@ -128,22 +128,28 @@ def default_linear_config(m: int, n: int, k: int, device_type: str = "cuda") -> 
 
 def _medium_m_config(m: int, n: int, k: int) -> LinearConfig:
     """17-1023 tokens: 128 weight rows a CTA over 64-token tiles, or 128-token tiles once they
-    alone make about a wave of CTAs (32-token tiles up to 32 tokens); K split in two where the
-    tiles make well under a wave (under one for K >= 8192) and K is long enough for each half. `bench/linear_mid_sweep.py` (NOTES stop 20 run 5, H200)
-    measured this family best on the Llama shapes at M = 64-512: 0.85-1.76x F.linear, where
-    the earlier 32x64x128 / 64x128x128 tiles ran 0.51-1.02x.
+    alone make 64 CTAs (32-token tiles up to 32 tokens); K split in two where the tiles make
+    well under a wave (under one for K >= 8192) and K is long enough for each half. The 64- and
+    128-token tiles take BLOCK_K = 128 on wgmma (`convert_tt_to_ttg.WIDE_KMAJOR16_MIN_N`):
+    `bench/linear_mid_sweep.py --cold` (NOTES stop 31 run 2, H100) measured them at
+    1.02-1.42x F.linear on four Llama shapes at M = 128-512, where the BLOCK_K = 64 tiles ran
+    0.81-1.22x.
 
         >>> _medium_m_config(128, 4096, 4096)
-        LinearConfig(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4, split_k=2)
+        LinearConfig(block_m=64, block_n=128, block_k=128, num_warps=4, num_stages=4, split_k=2)
         >>> _medium_m_config(512, 11008, 4096)
-        LinearConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=4, split_k=1)
+        LinearConfig(block_m=128, block_n=128, block_k=128, num_warps=8, num_stages=4, split_k=1)
+        >>> _medium_m_config(32, 4096, 4096).block_k
+        64
     """
     row_tiles = -(-n // 128)
-    block_m = 128 if m >= 128 and -(-m // 128) * row_tiles >= 100 else 64 if m > 32 else 32
+    block_m = 128 if m >= 128 and -(-m // 128) * row_tiles >= 64 else 64 if m > 32 else 32
     ctas = -(-m // block_m) * row_tiles
     few = ctas < 100 or (ctas < SM_COUNT and k >= 8192)
     split_k = 2 if few and k >= 2048 else 1
-    return LinearConfig(block_m, 128, 64, 4, 4, split_k)
+    if block_m == 32:
+        return LinearConfig(32, 128, 64, 4, 4, split_k)
+    return LinearConfig(block_m, 128, 128, 8 if block_m == 128 else 4, 4, split_k)
 
 
 def quantized_decode_config(m: int, n: int, k: int) -> LinearConfig:

@@ -436,8 +436,10 @@ class ConvertTTToTTGPass(ModulePass):
         MN-major with a 16/32/64-element column block), K in steps of 32 (8-bit: 64). A K-major
         B (`kmajor_b`: block pointer order [0, 1], e.g. the x^T of `y = x @ W.T`) is staged as
         N rows of K in wgmma's canonical K-major layout when a row is one 64/128-byte swizzle
-        atom (16-bit K = 32 or 64, 8-bit K = 64 or 128); longer K-major rows stay on mma.sp,
-        which reads them with plain ldmatrix. 8-bit B is always staged K-major (wgmma cannot
+        atom (16-bit K = 32 or 64, 8-bit K = 64 or 128), or when its rows are whole 128-byte
+        column blocks: 8-bit and tf32 rows, 16-bit rows of a B at least 64 wide
+        (`_wide_kmajor16_ok`) and a dequantized A's (`_quant_wgmma_ok`); other longer K-major
+        rows stay on mma.sp, which reads them with plain ldmatrix. 8-bit B is always staged K-major (wgmma cannot
         transpose 8-bit operands; an N-major tile is transposed into shared memory), so
         `kmajor_b` holds for 8-bit dots.
         """
@@ -455,10 +457,10 @@ class ConvertTTToTTGPass(ModulePass):
             if k % (64 // esz):
                 return False
             # K-major B: N rows of one 64/128-byte atom; 8-bit and tf32 rows may also span several
-            # 128-byte atoms (column blocks: more MMA per pipeline stage). 16-bit keeps one atom:
-            # its longer K-major tiles (decode) stay on mma.sp, as measured
+            # 128-byte atoms (column blocks: more MMA per pipeline stage). 16-bit rows do so only
+            # in a wide B (`_wide_kmajor16_ok`): decode's narrow K-major tiles stay on mma.sp
             if kmajor_b and k * esz not in (64, 128) and (esz == 2 or (k * esz) % 128) \
-                    and not (self.quant_wgmma and _quant_wgmma_ok(d)):
+                    and not (self.quant_wgmma and _quant_wgmma_ok(d)) and not _wide_kmajor16_ok(d):
                 return False
         return True
 
@@ -660,6 +662,23 @@ def _dense_wgmma_ok(dots: list[tt.DotOp], kmajor_b: bool, register_a: set[tt.Dot
             # attention's K^T at head dim 128)
             return False
     return True
+
+
+WIDE_KMAJOR16_MIN_N = 64
+"""The narrowest B (tokens of `y = x @ W.T`) whose 16-bit K-major rows may span several 128-byte
+column blocks on wgmma. Measured on the H100 (NOTES stop 31 run 2, cold L2): with BLOCK_K = 128
+the fp16 linear kernel at 128-512 tokens went from 0.81-1.18x F.linear to 0.94-1.42x (4096x11008
+at 512 tokens 0.81 -> 1.19x); decode's 8-32-token tiles measured faster on mma.sp."""
+
+
+def _wide_kmajor16_ok(dot: tt.DotOp) -> bool:
+    """Whether a sparse dot of loaded 16-bit values whose K-major B rows are whole 128-byte
+    column blocks (dot_staging.kmajor_col_blocks) runs as wgmma: B at least
+    `WIDE_KMAJOR16_MIN_N` wide (the dot's own N: a split-K kernel's layout group also holds
+    its transposed epilogue tiles). A `tt.dequantize` A is `_quant_wgmma_ok`'s (register-A
+    dequantization), not this."""
+    return (tt.shape_of(dot.result.type)[1] >= WIDE_KMAJOR16_MIN_N and _bytes(tt.element_type(dot.a.type)) == 2
+            and not isinstance(dot.a.owner, tt.DequantizeOp) and (tt.shape_of(dot.b.type)[0] * 2) % 128 == 0)
 
 
 def _quant_wgmma_ok(dot: tt.DotOp) -> bool:
