@@ -94,6 +94,15 @@ class Tile:
 DECODE_TILES = [Tile(64, 16, 128, 4, 4), Tile(128, 16, 128, 4, 4), Tile(128, 16, 64, 4, 4), Tile(64, 16, 64, 4, 6)]
 PREFILL_TILES = [Tile(128, 128, 64, 4, 3), Tile(128, 128, 64, 8, 3), Tile(128, 256, 64, 8, 3),
                  Tile(256, 128, 64, 8, 3), Tile(128, 256, 64, 8, 4)]
+SPARSECC_PREFILL_FORMS: list[tuple[Tile, dict[str, bool]]] = [
+    (Tile(128, 256, 64, 8, 4), {"tma_extents": True}),
+    (Tile(128, 256, 64, 8, 4), {"tma_extents": True, "wgmma_unroll": True})]
+"""sparsecc's prefill configs with compile switches, beside the tiles both sides try: the K loop
+on TMA copies with the tensor maps sized from the allocations (`tma_extents`: one ring across a
+program's token tiles, filled by a producer warp), four stages deep. `bench/moe_sweep.py`
+(NOTES stop 31 run 9, H100): 0.817-0.823 ms against 0.915 for the same tile on cp.async; with
+three stages the TMA form waits on its ring (ncu: 51% of stall samples on the full-slot
+mbarrier) and runs 0.99-1.01 ms."""
 
 
 def route(tokens: int, experts: int, top_k: int, d_model: int, device: str, seed: int = 0) -> tuple[Any, Any, Any]:
@@ -246,29 +255,38 @@ def _tile_name(t: Tile) -> str:
     return f"{t.block_n}x{t.block_t}x{t.block_k}/w{t.warps}s{t.stages}"
 
 
-def best_time(kernel: Any, w: Any, x: Any, offs: Any, ref: Any, tiles: list[Tile], notes: list[str]) -> tuple[float | None, str]:
-    """Best do_bench_cudagraph median over `tiles`, each checked against `ref` first."""
+def _config_name(tile: Tile, switches: dict[str, bool]) -> str:
+    """'128x256x64/w8s4', with the compile switches after it: '128x256x64/w8s4 tma_extents'."""
+    return " ".join([_tile_name(tile), *(k if v else f"{k}=0" for k, v in switches.items())])
+
+
+def best_time(kernel: Any, w: Any, x: Any, offs: Any, ref: Any, configs: list[Tile | tuple[Tile, dict[str, bool]]],
+              notes: list[str]) -> tuple[float | None, str]:
+    """Best do_bench_cudagraph median over `configs` (tiles, or (tile, compile switches) for
+    sparsecc's kernel), each checked against `ref` first."""
     import torch
     import triton.testing
 
     best: tuple[float | None, str] = (None, "")
-    for tile in tiles:
+    for config in configs:
+        tile, switches = config if isinstance(config, tuple) else (config, {})
+        name = _config_name(tile, switches)
         y = torch.full((x.shape[0], N_FF), float("nan"), dtype=torch.float16, device="cuda")
-        def fn(tile: Tile = tile, y: Any = y) -> None:
-            launch(kernel, w, x, y, offs, N_FF, D_MODEL, tile, EXPERTS)
+        def fn(tile: Tile = tile, y: Any = y, switches: dict[str, bool] = switches) -> None:
+            launch(kernel, w, x, y, offs, N_FF, D_MODEL, tile, EXPERTS, **switches)
         try:
             fn()
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a refused config is a note, the others still run
-            notes.append(f"{_tile_name(tile)}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            notes.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
             continue
         err = max_error(y, ref)
         if not err < 2e-2:
-            notes.append(f"{_tile_name(tile)}: WRONG (max rel err {err:.3g})")
+            notes.append(f"{name}: WRONG (max rel err {err:.3g})")
             continue
         ms = float(triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median"))
         if best[0] is None or ms < best[0]:
-            best = (ms, _tile_name(tile))
+            best = (ms, name)
     return best
 
 
@@ -286,7 +304,8 @@ def gpu_bench(tokens_list: list[tuple[str, int]]) -> list[Row]:
         notes: list[str] = []
         row = Row(phase, tokens)
         row.triton_ms, row.triton_tile = best_time(dense_k, w, x, offs, ref, tiles, notes)
-        row.sparsecc_ms, row.sparsecc_tile = best_time(sparse_k, w_sparse, x, offs, ref, tiles, notes)
+        forms = SPARSECC_PREFILL_FORMS if phase == "prefill" else []
+        row.sparsecc_ms, row.sparsecc_tile = best_time(sparse_k, w_sparse, x, offs, ref, [*tiles, *forms], notes)
         row.note = "; ".join(notes)
         rows.append(row)
         print(f"{phase} {tokens}: triton {row.triton_ms} sparsecc {row.sparsecc_ms} {row.note}", flush=True)
@@ -305,7 +324,7 @@ def table(rows: list[Row], device: str) -> str:
              "", f"{datetime.date.today()}, {device}, torch {torch.__version__}, triton {triton.__version__}. "
              "Same kernel source (bench/moe.py: moe_gemm_kernel); Triton compiles it with dense experts, "
              "sparsecc with 2:4 experts (one NV24 tensor, experts*N x K). do_bench_cudagraph medians, "
-             "best tile per side. Target: >=1.5x at decode, >=1.3x at prefill.", "",
+             "best config per side (sparsecc's with compile switches where named). Target: >=1.5x at decode, >=1.3x at prefill.", "",
              "| phase | tokens | routed rows | Triton dense ms | sparsecc 2:4 ms | speedup | target | Triton tile | sparsecc tile |",
              "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:

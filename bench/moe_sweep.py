@@ -44,7 +44,7 @@ SPARSECC_VARIANTS: list[dict[str, bool]] = [
     {"mbarriers": True, "wgmma_unroll": True, "wgmma_a_smem": True},
     {"wgmma_in_flight": True, "wgmma_unroll": True}, {"wgmma_in_flight": True, "wgmma_unroll": True, "wgmma_a_smem": True},
     {"tma_extents": True}, {"tma_extents": True, "wgmma_unroll": True},
-    {"tma_extents": True, "warp_specialize": False}]
+    {"tma_extents": True, "warp_specialize": False}, {"wgmma_a_smem": True}, {"wgmma_a_smem": True, "wgmma_unroll": True}]
 """sparsecc compile switches tried per tile (`sparsecc.switches.SWITCHES`): the defaults (CTA
 barriers: each iteration drains the wgmma group before the barrier); per-slot mbarriers (no CTA
 barrier, but the ldmatrix of the next fragments still waits for the group in flight, whose
@@ -56,7 +56,9 @@ copies whose tensor maps take the weights' and tokens' extents from their alloca
 values read by wgmma through a descriptor, one mbarrier ring for all token tiles, filled by a
 producer warp; `tma_extents`), alone and unrolled by two (each half its own metadata
 registers); and for the A/B of that producer warp, tma_extents without warp specialization
-(a ring initialised per token tile, thread 0 copying in line with the compute warps). A switch
+(a ring initialised per token tile, thread 0 copying in line with the compute warps); and the
+CTA-barrier loop with wgmma's A read through a descriptor (no ldmatrix of the values), alone
+and unrolled by two. A switch
 that does not apply to a tile (mma.sp loops) gives the default's PTX: not re-timed."""
 
 
