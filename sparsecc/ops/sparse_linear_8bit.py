@@ -28,6 +28,7 @@ from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, split_k_scratch
 from sparsecc.ops.mm_tiles import _accumulate_k, _linear_epilogue, _split_k_slice
 from sparsecc.ops.quantize_rows import quantize_rows_fused
 from sparsecc.ops.sparse_linear import ACTIVATIONS
+from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
 from sparsecc.passes.convert_tt_to_ttg import has_wgmma
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
@@ -239,6 +240,9 @@ def launch_linear_8bit(y: torch.Tensor, xq: torch.Tensor, x_scale: torch.Tensor,
                   HAS_BIAS=bias is not None, ACTIVATION=activation, K_32=k % 32 == 0,
                   num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     b = bias if bias is not None else y
+    if cfg.stream_k:
+        launch_linear_8bit_stream_k(y, xq, x_scale, w, weight_scale, b, cfg, bias is not None, activation)
+        return
     if cfg.split_k <= 1:
         scaled_sparse_linear_kernel[grid](y, xq, w, x_scale, weight_scale, b, m, n, k, xq.stride(0), w.stride(0),
                                           y.stride(0), **consts)

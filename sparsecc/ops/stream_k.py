@@ -37,7 +37,54 @@ from sparsecc.ops.sparse_mm import sm_count
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
-__all__ = ["MAX_SPLIT", "launch_linear_stream_k", "sparse_linear_stream_k_kernel", "stream_k_plan"]
+__all__ = ["MAX_SPLIT", "launch_linear_8bit_stream_k", "launch_linear_stream_k", "scaled_sparse_linear_stream_k_kernel",
+           "sparse_linear_stream_k_kernel", "stream_k_plan"]
+
+
+@sparsecc.jit
+def _stream_k_item(X, W, M, N, K, stride_xm, stride_wn, item, WHOLE, PART_STEPS, steps, tiles_m,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr,
+                   ACC_INT: tl.constexpr):
+    """Work item `item`'s sum (fp32, or int32 with ACC_INT) and where it goes: (acc, split, j,
+    part, tile, pid_m, pid_n). Items below WHOLE are whole output tiles; item WHOLE + j is part
+    j % SPLIT (PART_STEPS K steps) of tile WHOLE + j // SPLIT; `steps` K steps a tile, `tiles_m`
+    token tiles."""
+    split = item >= WHOLE
+    j = tl.maximum(item - WHOLE, 0)  # the part's index among all parts
+    part = j % SPLIT
+    tile = tl.where(split, WHOLE + j // SPLIT, item)
+    first = tl.where(split, part * PART_STEPS, 0)
+    count = tl.where(split, tl.minimum(PART_STEPS, steps - first), steps)
+    pid_n = tile // tiles_m  # token tiles fastest, as the data-parallel grid: the programs at
+    pid_m = tile - pid_n * tiles_m  # work together share a few weight panels in L2
+    x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
+                              block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
+    w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
+                              block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+    acc = _accumulate_k(acc, x_ptr, w_ptr, count, BLOCK_K)
+    return acc, split, j, part, tile, pid_m, pid_n
+
+
+@sparsecc.jit
+def _stream_k_fixup(PARTIALS, TICKETS, acc, item, split, j, part, tile, WHOLE, ITEMS,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr):
+    """(acc, finish): a whole tile's sum as it is; a part's sum stored to PARTIALS, and, in the
+    program whose part completes its tile (its ticket), the sum of all the tile's parts."""
+    finish = item < WHOLE
+    if SPLIT > 1:  # (constexpr: a launch that splits nothing compiles no fix-up)
+        if split:
+            # a block pointer: each element's address is the thread's base plus constants
+            parts = tl.make_block_ptr(PARTIALS, shape=((ITEMS - WHOLE) * BLOCK_M, BLOCK_N), strides=(BLOCK_N, 1),
+                                      offsets=(j * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
+            tl.store(parts, acc)
+            done = tl.atomic_add(TICKETS + (tile - WHOLE), 1, sem="acq_rel")  # publishes the part, sees the others
+            finish = done == SPLIT - 1
+            if finish:
+                for other in tl.static_range(SPLIT):  # unrolled: the K loop stays the only loop in the `while`
+                    if other != part:
+                        acc += tl.load(tl.advance(parts, ((other - part) * BLOCK_M, 0)))
+    return acc, finish
 
 
 @sparsecc.jit
@@ -56,35 +103,43 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
     tiles_m = tl.cdiv(M, BLOCK_M)
     item = tl.program_id(0)
     while item < ITEMS:
-        split = item >= WHOLE
-        j = tl.maximum(item - WHOLE, 0)  # the part's index among all parts
-        part = j % SPLIT
-        tile = tl.where(split, WHOLE + j // SPLIT, item)
-        first = tl.where(split, part * PART_STEPS, 0)
-        count = tl.where(split, tl.minimum(PART_STEPS, steps - first), steps)
-        pid_n = tile // tiles_m  # token tiles fastest, as the data-parallel grid: the programs at
-        pid_m = tile - pid_n * tiles_m  # work together share a few weight panels in L2
-        x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
-                                  block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
-        w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
-                                  block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        acc = _accumulate_k(acc, x_ptr, w_ptr, count, BLOCK_K)
-        finish = item < WHOLE
-        if SPLIT > 1:  # (constexpr: a launch that splits nothing compiles no fix-up)
-            if split:
-                # a block pointer: each element's address is the thread's base plus constants
-                parts = tl.make_block_ptr(PARTIALS, shape=((ITEMS - WHOLE) * BLOCK_M, BLOCK_N), strides=(BLOCK_N, 1),
-                                          offsets=(j * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))
-                tl.store(parts, acc)
-                done = tl.atomic_add(TICKETS + (tile - WHOLE), 1, sem="acq_rel")  # publishes the part, sees the others
-                finish = done == SPLIT - 1
-                if finish:
-                    for other in tl.static_range(SPLIT):  # unrolled: the K loop stays the only loop in the `while`
-                        if other != part:
-                            acc += tl.load(tl.advance(parts, ((other - part) * BLOCK_M, 0)))
+        acc, split, j, part, tile, pid_m, pid_n = _stream_k_item(X, W, M, N, K, stride_xm, stride_wn, item, WHOLE,
+                                                                 PART_STEPS, steps, tiles_m, BLOCK_M, BLOCK_N, BLOCK_K,
+                                                                 SPLIT, False)
+        acc, finish = _stream_k_fixup(PARTIALS, TICKETS, acc, item, split, j, part, tile, WHOLE, ITEMS,
+                                      BLOCK_M, BLOCK_N, SPLIT)
         if finish:
             _linear_epilogue(Y, BIAS, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
+        item += tl.num_programs(0)
+
+
+@sparsecc.jit
+def scaled_sparse_linear_stream_k_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIALS, TICKETS, M, N, K, stride_xm,
+                                         stride_wn, stride_ym, WHOLE, PART_STEPS, ITEMS,
+                                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                         SPLIT: tl.constexpr, ACC_INT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                                         ACTIVATION: tl.constexpr, K_32: tl.constexpr = False):
+    """The 8-bit `scaled_sparse_linear_kernel` (X and W int8 or fp8, both scales in the
+    epilogue) as `sparse_linear_stream_k_kernel`'s work items: PARTIALS holds int32 parts for
+    int8 (ACC_INT: the sum stays exact), fp32 for fp8. K_32: rows 16-byte aligned (TMA)."""
+    if K_32:
+        stride_wn = tl.multiple_of(stride_wn, 32)
+        stride_xm = tl.multiple_of(stride_xm, 32)
+    steps = tl.cdiv(K, BLOCK_K)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    item = tl.program_id(0)
+    while item < ITEMS:
+        acc, split, j, part, tile, pid_m, pid_n = _stream_k_item(X, W, M, N, K, stride_xm, stride_wn, item, WHOLE,
+                                                                 PART_STEPS, steps, tiles_m, BLOCK_M, BLOCK_N, BLOCK_K,
+                                                                 SPLIT, ACC_INT)
+        acc, finish = _stream_k_fixup(PARTIALS, TICKETS, acc, item, split, j, part, tile, WHOLE, ITEMS,
+                                      BLOCK_M, BLOCK_N, SPLIT)
+        if finish:
+            rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]
+            out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
+            _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
         item += tl.num_programs(0)
 
 
@@ -115,6 +170,24 @@ def stream_k_plan(m: int, n: int, k: int, cfg: LinearConfig, sms: int = SM_COUNT
     return min(items, sms), tiles - tail, split, part_steps
 
 
+def _plan_and_scratch(y: torch.Tensor, m: int, n: int, k: int, cfg: LinearConfig, sms: int | None,
+                      part_dtype: torch.dtype) -> tuple[int, int, int, int, torch.Tensor, torch.Tensor]:
+    """(programs, whole tiles, parts a split tile, K steps a part, PARTIALS, TICKETS) of a
+    stream-K launch writing `y`: the scratch of the parts (`part_dtype`) and a zeroed ticket per
+    split tile (one memset launch), or `y` for both when nothing is split (never touched)."""
+    if sms is None:
+        sms = sm_count(y.device.index) if y.is_cuda else 4
+    programs, whole, split, part_steps = stream_k_plan(m, n, k, cfg, sms)
+    tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
+    items = whole + (tiles - whole) * split
+    if split > 1:
+        partials = torch.empty((items - whole, cfg.block_m, cfg.block_n), dtype=part_dtype, device=y.device)
+        tickets = torch.zeros(tiles - whole, dtype=torch.int32, device=y.device)
+    else:
+        partials = tickets = y
+    return programs, whole, split, part_steps, partials, tickets
+
+
 def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor,
                            bias: torch.Tensor, cfg: LinearConfig, has_bias: bool, activation: str,
                            sms: int | None = None) -> None:
@@ -122,16 +195,32 @@ def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | Q
     `launch_linear` takes them (no checks); `sms`: the SMs to plan for (default: the device's)."""
     m, k = x.shape
     n = w.shape[0]
-    if sms is None:
-        sms = sm_count(x.device.index) if x.is_cuda else 4
-    programs, whole, split, part_steps = stream_k_plan(m, n, k, cfg, sms)
-    tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
-    items = whole + (tiles - whole) * split
-    if split > 1:  # a zeroed ticket per split tile (one memset launch), scratch for the parts
-        partials = torch.empty((items - whole, cfg.block_m, cfg.block_n), dtype=torch.float32, device=y.device)
-        tickets = torch.zeros(tiles - whole, dtype=torch.int32, device=y.device)
-    else:  # whole tiles only: the kernel never touches either
-        partials = tickets = y
+    programs, whole, split, part_steps, partials, tickets = _plan_and_scratch(y, m, n, k, cfg, sms, torch.float32)
+    items = whole + (-(-m // cfg.block_m) * -(-n // cfg.block_n) - whole) * split
     consts = launch_constants(x, w, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
     sparse_linear_stream_k_kernel[(programs,)](y, x, w, bias, partials, tickets, m, n, k, x.stride(0), w.stride(0),
                                                y.stride(0), whole, part_steps, items, **consts)
+
+
+def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torch.Tensor, w: SparseTensor,
+                                weight_scale: torch.Tensor, bias: torch.Tensor, cfg: LinearConfig, has_bias: bool,
+                                activation: str, sms: int | None = None) -> None:
+    """`launch_linear_stream_k` for the 8-bit kernel (`launch_linear_8bit`'s arguments: codes
+    `xq` and their per-token scales, W's per-channel scales): int32 parts for int8, fp32 for fp8.
+
+        launch_linear_8bit_stream_k(y, xq, xs, w8, sw, y, LinearConfig(128, 256, 128, 8, 4), False, "none")
+    """
+    m, k = xq.shape
+    n = w.shape[0]
+    acc_int = w.dtype == torch.int8
+    programs, whole, split, part_steps, partials, tickets = _plan_and_scratch(
+        y, m, n, k, cfg, sms, torch.int32 if acc_int else torch.float32)
+    items = whole + (-(-m // cfg.block_m) * -(-n // cfg.block_n) - whole) * split
+    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, SPLIT=split, ACC_INT=acc_int,
+                  HAS_BIAS=has_bias, ACTIVATION=activation, K_32=k % 32 == 0, num_warps=cfg.num_warps,
+                  num_stages=cfg.num_stages, tma_extents=True)
+    if cfg.maxnreg is not None:
+        consts["maxnreg"] = cfg.maxnreg
+    scaled_sparse_linear_stream_k_kernel[(programs,)](
+        y, xq, w, x_scale, weight_scale, bias, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
+        whole, part_steps, items, **consts)

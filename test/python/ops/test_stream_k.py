@@ -134,3 +134,61 @@ def test_the_dispatched_tiles_assemble_without_spills(tile):
         assert ("atom." in ptx) == (split > 1), split
         res = assemble(ptx, "sm_90a").kernel_resources()
         assert res.spill_stores == 0 and res.spill_loads == 0, (split, res)
+
+
+def _check_8bit(device: str, m: int, n: int, k: int, cfg: LinearConfig, sms: int | None, wdt: torch.dtype,
+                seed: int = 0) -> None:
+    """The 8-bit stream-K kernel (`launch_linear_8bit_stream_k`) into a NaN-poisoned y, against
+    `reference_linear_8bit` (the float64 product of the same codes, both scales, bias, silu)."""
+    from sparsecc.nn.quantize import quantize_rows
+    from sparsecc.ops.quantize_rows import quantize_rows_fused
+    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit
+    from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
+
+    g = torch.Generator().manual_seed(seed)
+    q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, generator=g)), wdt)
+    w = sparsecc.compress(q.to(device))
+    sw = sw.to(device)
+    x = torch.randn(m, k, generator=g).half().to(device)
+    bias = torch.randn(n, generator=g).half().to(device)
+    xq, xs = quantize_rows_fused(x, wdt)
+    y = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
+    launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=sms)
+    assert not y.isnan().any(), "an output element was not written"
+    want = reference_linear_8bit(x, w, sw, bias, "silu").float()
+    torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=1e-2 * max(want.abs().max().item(), 1.0))
+
+
+@pytest.mark.filterwarnings("ignore::sparsecc.frontend.jit.InterpreterFallbackWarning")
+@pytest.mark.parametrize("wdt", [torch.float8_e4m3fn, torch.int8], ids=["fp8", "int8"])
+@pytest.mark.parametrize("m, n, k, sms", [
+    (40, 64, 320, 4),   # 6 tiles: one wave of 4, the last 2 tiles in 2 parts
+    (16, 32, 512, 3),   # one tile of 8 steps in 3 parts (int8: int32 parts, exact)
+    (33, 70, 128, 7),   # ragged M and N, 2 K steps a tile: nothing split
+])
+def test_8bit_stream_k_matches_the_quantized_arithmetic_on_the_interpreter(m, n, k, sms, wdt):
+    _check_8bit("cpu", m, n, k, LinearConfig(16, 32, 64, 4, 1), sms, wdt)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wdt", [torch.float8_e4m3fn, torch.int8], ids=["fp8", "int8"])
+@pytest.mark.parametrize("m, n, k, cfg", [
+    (512, 11008, 4096, LinearConfig(128, 256, 128, 8, 4, stream_k=True)),  # 172 tiles: 40 in 3 parts
+    (512, 4096, 4096, LinearConfig(128, 256, 128, 8, 4, stream_k=True)),   # 64 tiles, each in 2 parts
+    (130, 11008, 4096, LinearConfig(64, 128, 256, 4, 5, stream_k=True)),   # ragged M
+    (300, 1000, 1536, LinearConfig(128, 128, 256, 8, 3, stream_k=True)),   # ragged N, a short K
+])
+def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    _check_8bit("cuda", m, n, k, cfg, None, wdt, seed=m + n)
+    from sparsecc.nn.quantize import quantize_rows
+    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit, sparse_linear_8bit
+
+    g = torch.Generator().manual_seed(3)  # the public entry point with a stream_k config
+    q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, generator=g)), wdt)
+    w = sparsecc.compress(q.cuda())
+    x = torch.randn(m, k, generator=g).half().cuda()
+    want = reference_linear_8bit(x, w, sw.cuda()).float()
+    y = sparse_linear_8bit(x, w, sw.cuda(), config=cfg).float()
+    torch.testing.assert_close(y, want, rtol=1e-2, atol=1e-2 * max(want.abs().max().item(), 1.0))
