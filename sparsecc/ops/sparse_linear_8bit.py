@@ -115,8 +115,15 @@ def scaled_sparse_linear_splitk_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIALS
 # K step at decode was as fast but took 255 registers and spilled with a bias). From 256 tokens,
 # bench/linear_8bit_tiles.py's (NOTES stop 23 run 4).
 _DECODE = LinearConfig(16, 64, 256, num_warps=4, num_stages=4)
-_DECODE_DEEP = LinearConfig(16, 64, 256, num_warps=4, num_stages=8)
+_DECODE_DEEP = {False: LinearConfig(16, 64, 256, num_warps=4, num_stages=8),
+                True: LinearConfig(16, 64, 256, num_warps=4, num_stages=10)}
 _NARROW = LinearConfig(32, 64, 256, num_warps=4, num_stages=6)
+_NARROW_DEEP = {False: LinearConfig(32, 64, 256, num_warps=4, num_stages=8),
+                True: LinearConfig(32, 64, 256, num_warps=4, num_stages=10)}
+LONG_K = 10240
+"""K from which a grid of at most one CTA an SM takes 10 stages instead of 8 (40 or more K
+steps of 256): on the H100 (NOTES stop 31 run 13, cold L2) 4096x14336 at one token 20.2 us
+against 21.2, at 64 tokens 20.8 against 21.2 (6 stages: 24.2; torchao 21.3); 8192x8192 ties."""
 _SMALL = LinearConfig(64, 128, 256, num_warps=4, num_stages=4)
 _SMALL_DEEP = LinearConfig(64, 128, 256, num_warps=4, num_stages=5)
 _MID = LinearConfig(128, 128, 256, num_warps=8, num_stages=3)
@@ -141,9 +148,11 @@ def _ctas(m: int, n: int, tile: LinearConfig) -> int:
 def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda",
                                target: str | None = "sm_90a") -> LinearConfig:
     """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs. On sm_90a:
-    up to 16 tokens 16x64, with 8 stages where the grid has at most one CTA an SM (`SM_COUNT`),
-    else 4; up to 256, 64x128 where its grid has
-    `FILLED_CTAS` CTAs, else 32x64 (more CTAs, each with six stages in flight); from 256 the
+    up to 16 tokens 16x64, with 8 stages where the grid has at most one CTA an SM (`SM_COUNT`;
+    10 from `LONG_K`), else 4; up to 256, 64x128 where its grid has `FILLED_CTAS` CTAs, else
+    32x64 (more CTAs, each with six stages in flight; 8, or 10 from `LONG_K`, where the grid has
+    at most one CTA an SM: at 128 tokens the deeper ring's 144 KB leave one CTA an SM where six
+    stages fit two, 4096x11008 26.8 us against 19.7); from 256 the
     largest tile whose grid has `FILLED_CTAS` CTAs (128x256, then 128x128x256 from 512 tokens),
     else 64x128. Elsewhere 16x64 up to 16 tokens, 64x128 up to 256, 128x128 above.
 
@@ -151,6 +160,8 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
         LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=8, split_k=1)
         >>> default_config_linear_8bit(64, 4096, 4096).block_n, default_config_linear_8bit(64, 11008, 4096).block_n
         (64, 128)
+        >>> [default_config_linear_8bit(m, 4096, 14336).num_stages for m in (1, 64, 128)]
+        [10, 10, 6]
         >>> default_config_linear_8bit(512, 4096, 4096).block_n, default_config_linear_8bit(512, 11008, 4096).block_n
         (128, 256)
     """
@@ -160,10 +171,13 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
         if m <= 16:
             return _DECODE
         return _SMALL if m <= 256 or n <= 256 else _LARGE[False]
+    long_k = k >= LONG_K
     if m <= 16:
-        return _DECODE_DEEP if _ctas(m, n, _DECODE_DEEP) <= SM_COUNT else _DECODE
+        return _DECODE_DEEP[long_k] if _ctas(m, n, _DECODE) <= SM_COUNT else _DECODE
     if m < 256:
-        return _SMALL_DEEP if _ctas(m, n, _SMALL_DEEP) >= FILLED_CTAS else _NARROW
+        if _ctas(m, n, _SMALL_DEEP) >= FILLED_CTAS:
+            return _SMALL_DEEP
+        return _NARROW_DEEP[long_k] if _ctas(m, n, _NARROW) <= SM_COUNT else _NARROW
     for tile in (_LARGE[True], *((_MID,) if m > 256 else ())):
         if _ctas(m, n, tile) >= FILLED_CTAS:
             return tile

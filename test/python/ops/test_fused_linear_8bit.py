@@ -117,25 +117,30 @@ def test_hopper_tiles_fill_the_gpu(m, n, want):
     assert default_config_linear_8bit(m, n, 4096, "cuda", "sm_80").block_n in (64, 128)  # no wgmma: unchanged
 
 
-@pytest.mark.parametrize("m, n, want", [
-    (1, 4096, (16, 64, 8)), (16, 8192, (16, 64, 8)), (1, 11008, (16, 64, 4)), (64, 4096, (32, 64, 6)),
-    (128, 4096, (32, 64, 6)), (64, 11008, (64, 128, 5)), (128, 8192, (64, 128, 5)), (200, 4096, (64, 128, 5))])
-def test_hopper_tiles_below_256_tokens(m, n, want):
+@pytest.mark.parametrize("m, n, k, want", [
+    (1, 4096, 4096, (16, 64, 8)), (16, 8192, 4096, (16, 64, 8)), (1, 11008, 4096, (16, 64, 4)),
+    (1, 4096, 14336, (16, 64, 10)), (16, 4096, 11008, (16, 64, 10)), (1, 8192, 8192, (16, 64, 8)),
+    (64, 4096, 4096, (32, 64, 8)), (64, 4096, 14336, (32, 64, 10)), (128, 4096, 4096, (32, 64, 6)),
+    (128, 4096, 11008, (32, 64, 6)), (64, 11008, 4096, (64, 128, 5)), (128, 8192, 4096, (64, 128, 5)),
+    (200, 4096, 4096, (64, 128, 5))])
+def test_hopper_tiles_below_256_tokens(m, n, k, want):
     """Below 256 tokens on sm_90a, the tiles bench/fp8_torchao.py measured best against torchao
-    (NOTES stop 30): 8 stages at decode while the grid leaves each SM at most one CTA; 64x128 with
-    5 stages where its grid reaches FILLED_CTAS, else 32x64 with 6."""
-    cfg = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a")
+    (NOTES stop 30, stop 31 runs 12-13): 8 stages at decode while the grid leaves each SM at most
+    one CTA (10 from LONG_K); 64x128 with 5 stages where its grid reaches FILLED_CTAS, else 32x64
+    with 8 (10 from LONG_K) while its grid leaves each SM one CTA, else 6 (two CTAs an SM)."""
+    cfg = default_config_linear_8bit(m, n, k, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n, cfg.num_stages) == want
     assert cfg.split_k == 1
 
 
 @needs_ptxas
 @pytest.mark.parametrize("target, elt", [("sm_90a", "fp8e4nv"), ("sm_90a", "i8"), ("sm_80", "i8")])
-@pytest.mark.parametrize("m", [1, 64, 2048])
-def test_default_tiles_assemble(target, elt, m):
-    """The default tiles compile for each target and assemble; on sm_90a the operands come by
-    TMA and the decode and mid tiles keep their registers (no spills)."""
-    cfg = default_config_linear_8bit(m, 4096, 4096, "cuda", target)
+@pytest.mark.parametrize("m, k", [(1, 4096), (64, 4096), (2048, 4096), (1, 14336), (64, 14336)])
+def test_default_tiles_assemble(target, elt, m, k):
+    """The default tiles compile for each target and assemble (within shared memory: the
+    10-stage rings of a long K too); on sm_90a the operands come by TMA and the decode and mid
+    tiles keep their registers (no spills)."""
+    cfg = default_config_linear_8bit(m, 4096, k, "cuda", target)
     kernel = sparsecc.compile(scaled_sparse_linear_kernel, _sig(elt),
                               {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k,
                                "ACC_INT": elt == "i8", "HAS_BIAS": True, "ACTIVATION": "silu", "K_32": True},
