@@ -149,7 +149,9 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
                                target: str | None = "sm_90a") -> LinearConfig:
     """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs. On sm_90a:
     up to 16 tokens 16x64, with 8 stages where the grid has at most one CTA an SM (`SM_COUNT`;
-    10 from `LONG_K`), else 4; up to 256, 64x128 where its grid has `FILLED_CTAS` CTAs, else
+    10 from `LONG_K`), else 4; up to 256, 64x128 where its grid has `FILLED_CTAS` CTAs (from
+    128 tokens 128x128x256 where the 64x128 grid is more than a wave and its own has
+    `FILLED_CTAS`), else
     32x64 (more CTAs, each with six stages in flight; 8, or 10 from `LONG_K`, where the grid has
     at most one CTA an SM: at 128 tokens the deeper ring's 144 KB leave one CTA an SM where six
     stages fit two, 4096x11008 26.8 us against 19.7); from 256 the
@@ -176,6 +178,12 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
         return _DECODE_DEEP[long_k] if _ctas(m, n, _DECODE) <= SM_COUNT else _DECODE
     if m < 256:
         if _ctas(m, n, _SMALL_DEEP) >= FILLED_CTAS:
+            # a 64x128 grid of more than a wave: 128 tokens a tile, half the CTAs, at least
+            # FILLED_CTAS of them (H100, NOTES stop 31 run 15, cold L2: 14336x4096 at 128
+            # tokens 23.2 us against 25.1, 28672x8192 69.8 against 74.2, 32000x4096 at 200
+            # tokens 69.5 against 87.6)
+            if m >= 128 and _ctas(m, n, _SMALL_DEEP) > SM_COUNT and _ctas(m, n, _MID) >= FILLED_CTAS:
+                return _MID
             return _SMALL_DEEP
         return _NARROW_DEEP[long_k] if _ctas(m, n, _NARROW) <= SM_COUNT else _NARROW
     for tile in (_LARGE[True], *((_MID,) if m > 256 else ())):

@@ -122,12 +122,14 @@ def test_hopper_tiles_fill_the_gpu(m, n, want):
     (1, 4096, 14336, (16, 64, 10)), (16, 4096, 11008, (16, 64, 10)), (1, 8192, 8192, (16, 64, 8)),
     (64, 4096, 4096, (32, 64, 8)), (64, 4096, 14336, (32, 64, 10)), (128, 4096, 4096, (32, 64, 6)),
     (128, 4096, 11008, (32, 64, 6)), (64, 11008, 4096, (64, 128, 5)), (128, 8192, 4096, (64, 128, 5)),
-    (200, 4096, 4096, (64, 128, 5))])
+    (200, 4096, 4096, (64, 128, 5)), (128, 11008, 4096, (128, 128, 3)), (200, 28672, 8192, (128, 128, 3)),
+    (64, 28672, 8192, (64, 128, 5))])
 def test_hopper_tiles_below_256_tokens(m, n, k, want):
     """Below 256 tokens on sm_90a, the tiles bench/fp8_torchao.py measured best against torchao
     (NOTES stop 30, stop 31 runs 12-13): 8 stages at decode while the grid leaves each SM at most
     one CTA (10 from LONG_K); 64x128 with 5 stages where its grid reaches FILLED_CTAS, else 32x64
-    with 8 (10 from LONG_K) while its grid leaves each SM one CTA, else 6 (two CTAs an SM)."""
+    with 8 (10 from LONG_K) while its grid leaves each SM one CTA, else 6 (two CTAs an SM); from
+    128 tokens 128x128x256 where the 64x128 grid is more than a wave."""
     cfg = default_config_linear_8bit(m, n, k, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n, cfg.num_stages) == want
     assert cfg.split_k == 1
