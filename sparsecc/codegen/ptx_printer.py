@@ -389,7 +389,35 @@ def _int_binary(e: _KernelEmitter, op: Operation) -> None:
         w = 16  # div/rem/min/max need the operands extended first
         if opcode in ("div", "rem", "max", "min"):
             a, b = e.int16(lhs, letter == "s"), e.int16(rhs, letter == "s")
+    elif opcode in ("div", "rem") and (divisor := _positive_constant(rhs)) is not None:
+        _emit_constant_division(e, op, opcode, letter, w, a, divisor)
+        return
     e.emit(f"{opcode}.{letter}{w} {e.define(op.results[0])}, {a}, {b};")
+
+
+def _positive_constant(v: SSAValue) -> int | None:
+    """The value of an `arith.constant` integer above 0, else None."""
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        c = owner.value.value.data
+        return c if c > 0 else None
+    return None
+
+
+def _emit_constant_division(e: _KernelEmitter, op: Operation, opcode: str, letter: str, w: int, a: str,
+                            divisor: int) -> None:
+    """div/rem by a constant: unsigned by a power of two as a shift or a mask, else with the
+    divisor as an immediate, which ptxas turns into a multiply by its reciprocal. Through a
+    register (`mov.b32 %r, 4`) ptxas keeps a real division (MUFU.RCP and a correction) in every
+    trip of a pipelined loop that computes its ring phase as `i / stages`."""
+    d = e.define(op.results[0])
+    if letter == "u" and divisor & (divisor - 1) == 0:
+        if opcode == "div":
+            e.emit(f"shr.b{w} {d}, {a}, {divisor.bit_length() - 1};")
+        else:
+            e.emit(f"and.b{w} {d}, {a}, {divisor - 1};")
+        return
+    e.emit(f"{opcode}.{letter}{w} {d}, {a}, {divisor};")
 
 
 def _lookup(table: dict[type[Operation], Any], op: Operation) -> Any:
