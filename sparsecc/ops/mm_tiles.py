@@ -146,6 +146,19 @@ def _linear_epilogue(Y, BIAS, acc, M, N, stride_ym, pid_m, pid_n,
     _store_tile(Y, acc, M, N, stride_ym, 1, pid_m, pid_n, BLOCK_M, BLOCK_N)
 
 
+@sparsecc.jit
+def _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr,
+                            ACTIVATION: tl.constexpr):
+    """An 8-bit linear kernel's output tile: the codes' sum (int32 or fp32) times the tokens'
+    scales SCALE_X[M] and the weight's SCALE_W[N] in fp32, then `_linear_epilogue`."""
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]
+    out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
+    _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
+
+
 @dataclass(frozen=True)
 class MMConfig:
     """Tile sizes and launch options of one sparse_mm launch."""

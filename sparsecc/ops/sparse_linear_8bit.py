@@ -25,7 +25,7 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, split_k_scratch
-from sparsecc.ops.mm_tiles import _accumulate_k, _linear_epilogue, _split_k_slice
+from sparsecc.ops.mm_tiles import _accumulate_k, _scaled_linear_epilogue, _split_k_slice
 from sparsecc.ops.quantize_rows import quantize_rows_fused
 from sparsecc.ops.sparse_linear import ACTIVATIONS
 from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
@@ -58,11 +58,8 @@ def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride
                               block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
     acc = _accumulate_k(acc, x_ptr, w_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]
-    out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
-    _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
+    _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS,
+                            ACTIVATION)
 
 
 
@@ -102,9 +99,8 @@ def scaled_sparse_linear_splitk_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIALS
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
         for s in tl.static_range(SPLIT_K):
             acc += tl.load(PARTIALS + s * M * N + tile_offsets, mask=inside, other=0)
-        out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]
-        out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
-        _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
+        _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N,
+                                HAS_BIAS, ACTIVATION)
 
 
 # BLOCK_M over tokens, BLOCK_N over output features: sparse_mm_8bit's measured tiles (NOTES stop

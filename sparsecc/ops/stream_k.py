@@ -32,7 +32,12 @@ import torch
 import sparsecc
 import sparsecc.language as tl
 from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, launch_constants
-from sparsecc.ops.mm_tiles import _accumulate_k, _linear_epilogue, _row_strides
+from sparsecc.ops.mm_tiles import (
+    _accumulate_k,
+    _linear_epilogue,
+    _row_strides,
+    _scaled_linear_epilogue,
+)
 from sparsecc.ops.sparse_mm import sm_count
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
@@ -135,11 +140,8 @@ def scaled_sparse_linear_stream_k_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIA
         acc, finish = _stream_k_fixup(PARTIALS, TICKETS, acc, item, split, j, part, tile, WHOLE, ITEMS,
                                       BLOCK_M, BLOCK_N, SPLIT)
         if finish:
-            rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-            rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-            out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]
-            out = out * tl.load(SCALE_W + rn, mask=rn < N, other=0.0)[None, :]
-            _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
+            _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N,
+                                    HAS_BIAS, ACTIVATION)
         item += tl.num_programs(0)
 
 
