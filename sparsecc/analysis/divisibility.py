@@ -138,13 +138,13 @@ class Divisibility:
         elif isinstance(op, arith.MuliOp):
             self._set(op.results[0], min(CAP, d(op.operands[0]) * d(op.operands[1])))
         elif isinstance(op, arith.DivSIOp | arith.DivUIOp | arith.ShRSIOp | arith.ShRUIOp):
-            c = _constant(op.operands[1])
+            c = int_constant(op.operands[1])
             if c is not None and isinstance(op, arith.ShRSIOp | arith.ShRUIOp):
                 c = 1 << c if 0 <= c < 31 else None
             a = d(op.operands[0])
             self._set(op.results[0], a // c if c and c > 0 and a % c == 0 else 1)
         elif isinstance(op, arith.ShLIOp):
-            c = _constant(op.operands[1])
+            c = int_constant(op.operands[1])
             self._set(op.results[0], min(CAP, d(op.operands[0]) << c) if c is not None and 0 <= c < 31 else 1)
         elif isinstance(op, arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp | arith.IndexCastOp):
             self._set(op.results[0], d(op.operands[0]))
@@ -153,7 +153,7 @@ class Divisibility:
         elif isinstance(op, tt.MakeTensorPtrOp):
             self.ptrs[op.result] = PtrDiv(tuple(d(v) for v in op.shape), tuple(d(v) for v in op.strides),
                                           tuple(d(v) for v in op.offsets),
-                                          tuple(_constant(v) == 1 for v in op.strides))
+                                          tuple(int_constant(v) == 1 for v in op.strides))
         elif isinstance(op, tt.AdvanceOp):
             src = self.ptrs.get(op.ptr)
             if src is not None:
@@ -183,8 +183,10 @@ def _seen(a: Divisibility, v: SSAValue) -> bool:
     return v in a.ints or v in a.ptrs or not isinstance(v.type, IntegerType | tt.PointerType)
 
 
-def _constant(v: SSAValue) -> int | None:
-    """The value of an integer constant, looking through integer casts."""
+def int_constant(v: SSAValue) -> int | None:
+    """The value of an integer constant, looking through integer casts (None if `v` is none).
+
+    Example: an `arith.constant 4 : i32`, or its `arith.extsi` to i64, gives 4."""
     owner = v.owner
     while isinstance(owner, arith.ExtSIOp | arith.ExtUIOp | arith.IndexCastOp):
         owner = owner.operands[0].owner
@@ -193,4 +195,4 @@ def _constant(v: SSAValue) -> int | None:
     return None
 
 
-__all__ = ["CAP", "Divisibility", "PtrDiv"]
+__all__ = ["CAP", "Divisibility", "PtrDiv", "int_constant"]

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 
+from sparsecc.analysis.divisibility import int_constant
 from sparsecc.codegen import fp8_casts
 from sparsecc.codegen.ptx_errors import PtxEmitError
 from sparsecc.dialects import ptx, ptx_targets
@@ -389,19 +390,10 @@ def _int_binary(e: _KernelEmitter, op: Operation) -> None:
         w = 16  # div/rem/min/max need the operands extended first
         if opcode in ("div", "rem", "max", "min"):
             a, b = e.int16(lhs, letter == "s"), e.int16(rhs, letter == "s")
-    elif opcode in ("div", "rem") and (divisor := _positive_constant(rhs)) is not None:
+    elif opcode in ("div", "rem") and (divisor := int_constant(rhs)) is not None and divisor > 0:
         _emit_constant_division(e, op, opcode, letter, w, a, divisor)
         return
     e.emit(f"{opcode}.{letter}{w} {e.define(op.results[0])}, {a}, {b};")
-
-
-def _positive_constant(v: SSAValue) -> int | None:
-    """The value of an `arith.constant` integer above 0, else None."""
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        c = owner.value.value.data
-        return c if c > 0 else None
-    return None
 
 
 def _emit_constant_division(e: _KernelEmitter, op: Operation, opcode: str, letter: str, w: int, a: str,

@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from sparsecc.analysis.divisibility import int_constant
 from sparsecc.dialects import tt
 
 
@@ -108,11 +109,6 @@ def carry_counter(outer: scf.WhileOp | scf.ForOp, init: SSAValue) -> tuple[SSAVa
     return value, finish
 
 
-def _int_const(v: SSAValue) -> int | None:
-    o = v.owner
-    return o.value.value.data if isinstance(o, arith.ConstantOp) and isinstance(o.value, IntegerAttr) else None
-
-
 def trip_count(loop: scf.ForOp, at: InsertPoint) -> SSAValue:
     """The number of iterations of `loop` (i32, >= 0), computed at `at`: max(ub - lb + step - 1,
     0) / step; max(ub, 0) for lb = 0, step = 1 (a K loop)."""
@@ -122,7 +118,7 @@ def trip_count(loop: scf.ForOp, at: InsertPoint) -> SSAValue:
 
     zero = ins(arith.ConstantOp(IntegerAttr(0, i32)))
     lb, ub, step = loop.lb, loop.ub, loop.step
-    if _int_const(lb) == 0 and _int_const(step) == 1:
+    if int_constant(lb) == 0 and int_constant(step) == 1:
         return ins(arith.MaxSIOp(ub, zero))
     span = ins(arith.SubiOp(ub, lb))
     span = ins(arith.AddiOp(span, ins(arith.SubiOp(step, ins(arith.ConstantOp(IntegerAttr(1, i32)))))))
