@@ -19,7 +19,7 @@ from sparsecc.runtime.sparse_tensor import SparseTensor
 from sparsecc.switches import env_overrides
 
 __all__ = ["QUANT_WGMMA_OPTIONS", "QUANT_WGMMA_PLAIN", "QUANT_WGMMA_RING", "SM_COUNT", "LinearConfig",
-           "launch_constants", "quant_wgmma_options", "split_k_scratch", "table_linear_config"]
+           "launch_constants", "launch_constants_8bit", "quant_wgmma_options", "split_k_scratch", "table_linear_config"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,31 @@ def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:
                         maxnreg=picked[7] if len(picked) > 7 else None)
 
 
+def _tile_constants(cfg: LinearConfig, has_bias: bool, activation: str) -> dict[str, Any]:
+    """What every linear kernel launch of `cfg` passes: tiles, epilogue, warps, stages and
+    `maxnreg` where set."""
+    consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
+                                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    if cfg.maxnreg is not None:
+        consts["maxnreg"] = cfg.maxnreg
+    return consts
+
+
+def launch_constants_8bit(w: SparseTensor, k: int, cfg: LinearConfig, has_bias: bool,
+                          activation: str) -> dict[str, Any]:
+    """The constexprs and compile options of an 8-bit linear kernel launch of `cfg` (int8 or fp8
+    W, K inputs): `launch_constants`' tiles and epilogue, `ACC_INT` (an exact int32 sum for int8)
+    and `K_32` (K % 32 == 0: W's and X's rows 16-byte aligned, for TMA).
+
+        >>> import sparsecc
+        >>> w8 = sparsecc.compress(torch.zeros(8, 64).to(torch.int8))
+        >>> c = launch_constants_8bit(w8, 64, LinearConfig(16, 32, 64, maxnreg=128), False, "none")
+        >>> c["ACC_INT"], c["K_32"], c["maxnreg"]
+        (True, True, 128)
+    """
+    return _tile_constants(cfg, has_bias, activation) | {"ACC_INT": w.dtype == torch.int8, "K_32": k % 32 == 0}
+
+
 def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, cfg: LinearConfig, has_bias: bool,
                      activation: str) -> dict[str, Any]:
     """The constexprs and compile options of a linear kernel launch of `cfg` (the tiles, the
@@ -161,10 +186,7 @@ def launch_constants(x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor, c
         ...                  LinearConfig(16, 32, 64), False, "none")["ROWS_16B"]
         True
     """
-    consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, HAS_BIAS=has_bias,
-                                  ACTIVATION=activation, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-    if cfg.maxnreg is not None:
-        consts["maxnreg"] = cfg.maxnreg
+    consts = _tile_constants(cfg, has_bias, activation)
     if cfg.quant_wgmma and isinstance(w, QuantizedSparseTensor):
         consts["quant_wgmma"] = True  # otherwise left unset: $SPARSECC_QUANT_WGMMA decides
         env = env_overrides()

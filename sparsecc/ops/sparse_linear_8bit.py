@@ -24,7 +24,12 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, split_k_scratch
+from sparsecc.ops.linear_config import (
+    SM_COUNT,
+    LinearConfig,
+    launch_constants_8bit,
+    split_k_scratch,
+)
 from sparsecc.ops.mm_tiles import _accumulate_k, _scaled_linear_epilogue, _split_k_slice
 from sparsecc.ops.quantize_rows import quantize_rows_fused
 from sparsecc.ops.sparse_linear import ACTIVATIONS
@@ -253,14 +258,12 @@ def launch_linear_8bit(y: torch.Tensor, xq: torch.Tensor, x_scale: torch.Tensor,
     """
     m, k = xq.shape
     n = w.shape[0]
-    grid = (-(-m // cfg.block_m), -(-n // cfg.block_n))
-    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, ACC_INT=w.dtype == torch.int8,
-                  HAS_BIAS=bias is not None, ACTIVATION=activation, K_32=k % 32 == 0,
-                  num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     b = bias if bias is not None else y
     if cfg.stream_k:
         launch_linear_8bit_stream_k(y, xq, x_scale, w, weight_scale, b, cfg, bias is not None, activation)
         return
+    grid = (-(-m // cfg.block_m), -(-n // cfg.block_n))
+    consts = launch_constants_8bit(w, k, cfg, bias is not None, activation)
     if cfg.split_k <= 1:
         scaled_sparse_linear_kernel[grid](y, xq, w, x_scale, weight_scale, b, m, n, k, xq.stride(0), w.stride(0),
                                           y.stride(0), **consts)

@@ -31,7 +31,12 @@ import torch
 
 import sparsecc
 import sparsecc.language as tl
-from sparsecc.ops.linear_config import SM_COUNT, LinearConfig, launch_constants
+from sparsecc.ops.linear_config import (
+    SM_COUNT,
+    LinearConfig,
+    launch_constants,
+    launch_constants_8bit,
+)
 from sparsecc.ops.mm_tiles import (
     _accumulate_k,
     _linear_epilogue,
@@ -173,10 +178,10 @@ def stream_k_plan(m: int, n: int, k: int, cfg: LinearConfig, sms: int = SM_COUNT
 
 
 def _plan_and_scratch(y: torch.Tensor, m: int, n: int, k: int, cfg: LinearConfig, sms: int | None,
-                      part_dtype: torch.dtype) -> tuple[int, int, int, int, torch.Tensor, torch.Tensor]:
-    """(programs, whole tiles, parts a split tile, K steps a part, PARTIALS, TICKETS) of a
-    stream-K launch writing `y`: the scratch of the parts (`part_dtype`) and a zeroed ticket per
-    split tile (one memset launch), or `y` for both when nothing is split (never touched)."""
+                      part_dtype: torch.dtype) -> tuple[int, int, int, int, int, torch.Tensor, torch.Tensor]:
+    """(programs, whole tiles, parts a split tile, K steps a part, work items, PARTIALS, TICKETS)
+    of a stream-K launch writing `y`: the scratch of the parts (`part_dtype`) and a zeroed ticket
+    per split tile (one memset launch), or `y` for both when nothing is split (never touched)."""
     if sms is None:
         sms = sm_count(y.device.index) if y.is_cuda else 4
     programs, whole, split, part_steps = stream_k_plan(m, n, k, cfg, sms)
@@ -187,7 +192,7 @@ def _plan_and_scratch(y: torch.Tensor, m: int, n: int, k: int, cfg: LinearConfig
         tickets = torch.zeros(tiles - whole, dtype=torch.int32, device=y.device)
     else:
         partials = tickets = y
-    return programs, whole, split, part_steps, partials, tickets
+    return programs, whole, split, part_steps, items, partials, tickets
 
 
 def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | QuantizedSparseTensor,
@@ -197,8 +202,8 @@ def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | Q
     `launch_linear` takes them (no checks); `sms`: the SMs to plan for (default: the device's)."""
     m, k = x.shape
     n = w.shape[0]
-    programs, whole, split, part_steps, partials, tickets = _plan_and_scratch(y, m, n, k, cfg, sms, torch.float32)
-    items = whole + (-(-m // cfg.block_m) * -(-n // cfg.block_n) - whole) * split
+    programs, whole, split, part_steps, items, partials, tickets = _plan_and_scratch(y, m, n, k, cfg, sms,
+                                                                                     torch.float32)
     consts = launch_constants(x, w, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
     sparse_linear_stream_k_kernel[(programs,)](y, x, w, bias, partials, tickets, m, n, k, x.stride(0), w.stride(0),
                                                y.stride(0), whole, part_steps, items, **consts)
@@ -214,15 +219,9 @@ def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torc
     """
     m, k = xq.shape
     n = w.shape[0]
-    acc_int = w.dtype == torch.int8
-    programs, whole, split, part_steps, partials, tickets = _plan_and_scratch(
-        y, m, n, k, cfg, sms, torch.int32 if acc_int else torch.float32)
-    items = whole + (-(-m // cfg.block_m) * -(-n // cfg.block_n) - whole) * split
-    consts = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, SPLIT=split, ACC_INT=acc_int,
-                  HAS_BIAS=has_bias, ACTIVATION=activation, K_32=k % 32 == 0, num_warps=cfg.num_warps,
-                  num_stages=cfg.num_stages, tma_extents=True)
-    if cfg.maxnreg is not None:
-        consts["maxnreg"] = cfg.maxnreg
+    programs, whole, split, part_steps, items, partials, tickets = _plan_and_scratch(
+        y, m, n, k, cfg, sms, torch.int32 if w.dtype == torch.int8 else torch.float32)
+    consts = launch_constants_8bit(w, k, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
     scaled_sparse_linear_stream_k_kernel[(programs,)](
         y, xq, w, x_scale, weight_scale, bias, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
         whole, part_steps, items, **consts)

@@ -270,3 +270,18 @@ def test_the_path_launches_two_kernels(wdt):
     kernels = [k for k in kernels if "memset" not in k.lower() and "memcpy" not in k.lower()]
     assert len(kernels) == 2, kernels
     assert "quantize_rows_kernel" in kernels[0] and "scaled_sparse_linear_" in kernels[1], kernels
+
+
+@pytest.mark.parametrize("dtype, k, maxnreg", [(torch.int8, 4096, 128), (torch.float8_e4m3fn, 4112, None)])
+def test_8bit_launch_constants(dtype, k, maxnreg):
+    """Every 8-bit launch (data-parallel, split-K, stream-K) takes its constants from one place:
+    the 16-bit kernels' tiles, epilogue, warps, stages and `maxnreg` where the config sets it,
+    an exact int32 sum for int8 and K_32 only where K % 32 == 0."""
+    from sparsecc.ops.linear_config import launch_constants_8bit
+
+    w = sparsecc.compress(torch.zeros(8, k).to(dtype))
+    cfg = LinearConfig(16, 64, 256, 4, 8, maxnreg=maxnreg)
+    c = launch_constants_8bit(w, k, cfg, True, "silu")
+    assert (c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["num_warps"], c["num_stages"]) == (16, 64, 256, 4, 8)
+    assert (c["ACC_INT"], c["K_32"], c["HAS_BIAS"], c["ACTIVATION"]) == (dtype == torch.int8, k % 32 == 0, True, "silu")
+    assert c.get("maxnreg") == maxnreg
