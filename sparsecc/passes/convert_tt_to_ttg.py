@@ -678,7 +678,7 @@ def _wide_kmajor16_ok(dot: tt.DotOp) -> bool:
     its transposed epilogue tiles). A `tt.dequantize` A is `_quant_wgmma_ok`'s (register-A
     dequantization), not this."""
     return (tt.shape_of(dot.result.type)[1] >= WIDE_KMAJOR16_MIN_N and _bytes(tt.element_type(dot.a.type)) == 2
-            and not isinstance(dot.a.owner, tt.DequantizeOp) and (tt.shape_of(dot.b.type)[0] * 2) % 128 == 0)
+            and not isinstance(dot.a.owner, tt.DequantizeOp) and _b_rows_in_col_blocks16(dot))
 
 
 def _quant_wgmma_ok(dot: tt.DotOp) -> bool:
@@ -688,7 +688,13 @@ def _quant_wgmma_ok(dot: tt.DotOp) -> bool:
     blocks (dot_staging.kmajor_col_blocks; the tokens x^T of `sparse_linear`). The lowering then
     dequantizes each warp's register-A fragments (codegen/lower_quant.py) and B is read through
     a descriptor per k32 step, as for the 16-bit kernel's one-atom rows."""
-    return isinstance(dot.a.owner, tt.DequantizeOp) and (tt.shape_of(dot.b.type)[0] * 2) % 128 == 0
+    return isinstance(dot.a.owner, tt.DequantizeOp) and _b_rows_in_col_blocks16(dot)
+
+
+def _b_rows_in_col_blocks16(dot: tt.DotOp) -> bool:
+    """Whether a 16-bit dot's K-major B rows (K elements of 2 bytes) are whole 128-byte column
+    blocks (dot_staging.kmajor_col_blocks)."""
+    return (tt.shape_of(dot.b.type)[0] * 2) % 128 == 0
 
 
 def _k_width(dot: tt.DotOp) -> int:
