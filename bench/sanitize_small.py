@@ -219,8 +219,117 @@ def quant_256() -> int:
     return _linear_launches([(quant, 1536, cfg) for quant in ("w4g128", "w8g128")], (None, 4, 9))
 
 
+def wide_kmajor() -> int:
+    """16-bit sparse_linear on wgmma tiles whose x^T tile is K-major over two 128-byte column
+    blocks (BLOCK_K = 128, from 64 tokens): ragged M, N and K (a partial last step), split-K too."""
+    import sparsecc
+    from sparsecc.ops.sparse_linear import LinearConfig, reference_linear, sparse_linear
+
+    status = 0
+    m, n, k = 130, 264, 1040
+    tiles = (LinearConfig(64, 128, 128, 4, 4), LinearConfig(128, 128, 128, 8, 3),
+             LinearConfig(64, 128, 128, 4, 4, split_k=2))
+    for dtype in (torch.float16, torch.bfloat16):
+        w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=dtype, device="cuda")))
+        x = torch.randn(m, k, dtype=dtype, device="cuda")
+        bias = torch.randn(n, dtype=dtype, device="cuda")
+        want = reference_linear(x, w, bias, "silu").float()
+        for cfg in tiles:
+            y = sparse_linear(x, w, bias, "silu", config=cfg)
+            torch.cuda.synchronize()
+            status |= _mismatch(f"wide K-major {dtype} {m}x{n}x{k} {cfg}", y, want)
+    return status
+
+
+def linear_8bit_deep() -> int:
+    """The 8-bit decode rings 8 and 10 stages deep (16x64 and 32x64 tiles, as the defaults pick
+    where the grid leaves each SM one CTA), fp8 and int8, ragged tokens and N, K of 11 steps."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        return 0
+    import sparsecc
+    from sparsecc.nn.quantize import quantize_rows
+    from sparsecc.ops.sparse_linear import LinearConfig
+    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit, sparse_linear_8bit
+
+    status = 0
+    n, k = 136, 2816
+    cases = ((5, LinearConfig(16, 64, 256, 4, 10)), (40, LinearConfig(32, 64, 256, 4, 8)))
+    for dtype in (torch.float8_e4m3fn, torch.int8):
+        q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
+        w = sparsecc.compress(q)
+        for m, cfg in cases:
+            x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+            want = reference_linear_8bit(x, w, sw).float()
+            y = sparse_linear_8bit(x, w, sw, config=cfg)
+            torch.cuda.synchronize()
+            status |= _mismatch(f"sparse_linear_8bit {dtype} {m}x{n}x{k} {cfg}", y, want)
+    return status
+
+
+def stream_k_8bit() -> int:
+    """The 8-bit stream-K kernel planned for 4 SMs (whole tiles and split ones: fp32 or int32
+    parts through scratch), fp8 and int8, ragged M and N, into NaN-poisoned outputs."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        return 0
+    import sparsecc
+    from sparsecc.nn.quantize import quantize_rows
+    from sparsecc.ops.linear_config import LinearConfig
+    from sparsecc.ops.quantize_rows import quantize_rows_fused
+    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit
+    from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
+
+    status = 0
+    m, n, k = 130, 200, 1536
+    for dtype in (torch.float8_e4m3fn, torch.int8):
+        q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
+        w = sparsecc.compress(q)
+        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        bias = torch.randn(n, dtype=torch.float16, device="cuda")
+        xq, xs = quantize_rows_fused(x, dtype)
+        want = reference_linear_8bit(x, w, sw, bias, "silu").float()
+        for cfg in (LinearConfig(128, 128, 256, 8, 3, stream_k=True), LinearConfig(64, 128, 256, 4, 5, stream_k=True)):
+            y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+            launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=4)
+            torch.cuda.synchronize()
+            status |= _mismatch(f"8-bit stream_k {dtype} {m}x{n}x{k} {cfg}", y, want)
+    return status
+
+
+def moe_tma() -> int:
+    """bench/moe.py's grouped GEMM under tma_extents (one TMA ring across a program's token tiles,
+    filled by a producer warp) at its prefill tile, four stages, on a small ragged routing with
+    an empty expert: two programs an expert, five K steps."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        return 0
+    import os
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import moe
+
+    import sparsecc
+
+    experts, n, k = 3, 256, 320
+    counts = torch.tensor([0, 37, 260])
+    offs = torch.zeros(experts + 1, dtype=torch.int32)
+    offs[1:] = torch.cumsum(counts, 0)
+    offs = offs.cuda()
+    x = torch.randn(int(counts.sum()), k, dtype=torch.float16, device="cuda")
+    w = moe.make_weights(experts, n, k, "cuda", seed=7)
+    kernel = moe.pk.sparsecc_kernel(moe.moe_gemm_kernel)
+    status = 0
+    for unroll in (False, True):
+        y = torch.full((x.shape[0], n), float("nan"), dtype=torch.float16, device="cuda")
+        moe.launch(kernel, sparsecc.compress(w), x, y, offs, n, k, moe.Tile(128, 256, 64, 8, 4), experts,
+                   tma_extents=True, wgmma_unroll=unroll)
+        torch.cuda.synchronize()
+        status |= _mismatch(f"moe tma_extents 128x256x64 s4 unroll={unroll}", y, moe.reference(w, x, offs, n))
+    return status
+
+
 SECTIONS = {"sparse_mm": sparse_mm_cases, "user_kernels": user_kernels, "quantized_prefill": quantized_prefill,
-            "linear_8bit": linear_8bit, "linear_16bit": linear_16bit, "stream_k": stream_k, "quant_256": quant_256}
+            "linear_8bit": linear_8bit, "linear_16bit": linear_16bit, "stream_k": stream_k, "quant_256": quant_256,
+            "wide_kmajor": wide_kmajor, "linear_8bit_deep": linear_8bit_deep, "stream_k_8bit": stream_k_8bit,
+            "moe_tma": moe_tma}
 """The sections `python bench/sanitize_small.py [SECTION ...]` runs."""
 
 

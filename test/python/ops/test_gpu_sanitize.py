@@ -1,8 +1,10 @@
 """compute-sanitizer over small ragged launches (bench/sanitize_small.py: sparse_mm with cp.async
 rings of 1-4 stages, mma.sp and wgmma/TMA tiles, CTA pairs, K-major B, and user kernels with
 tensors of pointers and a sparse right operand; on Hopper, sparse_linear's quantized quant_wgmma
-tile), under each pipeline form (TMA off, warp
-specialization off, mbarriers): no memory error, no shared-memory race, no barrier misuse. Each
+tile, the wide K-major 16-bit wgmma tiles, the 8-bit rings 8-10 stages deep, the 8-bit stream-K
+kernel and the grouped GEMM's TMA form), under each pipeline form (TMA off, warp
+specialization off, mbarriers, a producer warpgroup): no memory error, no shared-memory race, no
+barrier misuse. Each
 tool runs the script in a child process under the sanitizer."""
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ VARIANTS = {
     "no-warp-specialization": {"SPARSECC_WARP_SPECIALIZE": "0"},
     "mbarriers": {"SPARSECC_MBARRIERS": "1", "SPARSECC_TMA": "0"},
     "wgmma-in-flight": {"SPARSECC_WGMMA_IN_FLIGHT": "1", "SPARSECC_WGMMA_UNROLL": "1", "SPARSECC_TMA": "0"},
+    "producer-warpgroup": {"SPARSECC_PRODUCER_WARPGROUP": "1"},
 }
 """Pipeline forms (the CompileOptions switches' environment overrides); the script itself covers
 1-4 stages, mma.sp and wgmma tiles, CTA pairs, K-major B, and user kernels (tensors of
