@@ -96,13 +96,18 @@ PREFILL_TILES = [Tile(128, 128, 64, 4, 3), Tile(128, 128, 64, 8, 3), Tile(128, 2
                  Tile(256, 128, 64, 8, 3), Tile(128, 256, 64, 8, 4)]
 SPARSECC_PREFILL_FORMS: list[tuple[Tile, dict[str, bool]]] = [
     (Tile(128, 256, 64, 8, 4), {"tma_extents": True}),
-    (Tile(128, 256, 64, 8, 4), {"tma_extents": True, "wgmma_unroll": True})]
+    (Tile(128, 256, 64, 8, 4), {"tma_extents": True, "wgmma_unroll": True}),
+    (Tile(128, 256, 64, 8, 4), {"tma_extents": True, "producer_warpgroup": True}),
+    (Tile(128, 256, 64, 8, 4), {"tma_extents": True, "producer_warpgroup": True, "wgmma_unroll": True})]
 """sparsecc's prefill configs with compile switches, beside the tiles both sides try: the K loop
 on TMA copies with the tensor maps sized from the allocations (`tma_extents`: one ring across a
 program's token tiles, filled by a producer warp), four stages deep. `bench/moe_sweep.py`
 (NOTES stop 31 run 9, H100): 0.817-0.823 ms against 0.915 for the same tile on cp.async; with
 three stages the TMA form waits on its ring (ncu: 51% of stall samples on the full-slot
-mbarrier) and runs 0.99-1.01 ms."""
+mbarrier) and runs 0.99-1.01 ms. With a producer warpgroup whose registers go to the compute
+warps (`producer_warpgroup`): 0.795 ms against 0.823 in one `moe_sweep.py` run, but in the next
+`bench/moe.py` run the unrolled form without it was the best (0.816 ms): within run-to-run noise
+(NOTES stop 32 runs 2-4)."""
 
 
 def route(tokens: int, experts: int, top_k: int, d_model: int, device: str, seed: int = 0) -> tuple[Any, Any, Any]:

@@ -44,7 +44,8 @@ SPARSECC_VARIANTS: list[dict[str, bool]] = [
     {"mbarriers": True, "wgmma_unroll": True, "wgmma_a_smem": True},
     {"wgmma_in_flight": True, "wgmma_unroll": True}, {"wgmma_in_flight": True, "wgmma_unroll": True, "wgmma_a_smem": True},
     {"tma_extents": True}, {"tma_extents": True, "wgmma_unroll": True},
-    {"tma_extents": True, "warp_specialize": False}, {"wgmma_a_smem": True}, {"wgmma_a_smem": True, "wgmma_unroll": True}]
+    {"tma_extents": True, "warp_specialize": False}, {"wgmma_a_smem": True}, {"wgmma_a_smem": True, "wgmma_unroll": True},
+    {"tma_extents": True, "producer_warpgroup": True}]
 """sparsecc compile switches tried per tile (`sparsecc.switches.SWITCHES`): the defaults (CTA
 barriers: each iteration drains the wgmma group before the barrier); per-slot mbarriers (no CTA
 barrier, but the ldmatrix of the next fragments still waits for the group in flight, whose
@@ -58,12 +59,13 @@ producer warp; `tma_extents`), alone and unrolled by two (each half its own meta
 registers); and for the A/B of that producer warp, tma_extents without warp specialization
 (a ring initialised per token tile, thread 0 copying in line with the compute warps); and the
 CTA-barrier loop with wgmma's A read through a descriptor (no ldmatrix of the values), alone
-and unrolled by two. A switch
+and unrolled by two; and tma_extents with a producer warpgroup whose registers setmaxnreg moves
+to the compute warps (`producer_warpgroup`, at 8 warps only). A switch
 that does not apply to a tile (mma.sp loops) gives the default's PTX: not re-timed."""
 
 
 SHORT = {"mbarriers": "mbar", "wgmma_unroll": "unroll", "wgmma_a_smem": "asmem", "tma_extents": "tmaext",
-         "warp_specialize": "ws"}
+         "warp_specialize": "ws", "producer_warpgroup": "pwg"}
 """Switch names as the result lines print them."""
 
 

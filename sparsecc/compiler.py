@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import io
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
@@ -75,6 +76,8 @@ class CompileOptions:
     """TMA copies + mbarriers for wgmma K loops (`tritongpu-pipeline{tma=true}`)."""
     warp_specialize: bool = SWITCHES["warp_specialize"].default
     """A producer warp issues a TMA kernel's copies."""
+    producer_warpgroup: bool = SWITCHES["producer_warpgroup"].default
+    """With warp_specialize, 8+ compute warps get a producer warpgroup and its registers (setmaxnreg)."""
     mbarriers: bool = SWITCHES["mbarriers"].default
     """Per-slot mbarriers for cp.async wgmma loops too (`tritongpu-pipeline{mbarriers=true}`)."""
     wgmma_unroll: bool = SWITCHES["wgmma_unroll"].default
@@ -149,7 +152,30 @@ class StageResult:
             cubin = pending.result()
             self.asm["cubin"] = cubin.data
             self.metadata["ptxas"] = cubin.resources
+            ptx_text = self.asm.get("ptx")
+            if isinstance(ptx_text, str) and "setmaxnreg" in ptx_text:
+                check_register_pool(ptx_text, cubin.resources)
         return self
+
+
+_SETMAXNREG = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 (\d+);")
+_MAXNTID = re.compile(r"\.maxntid (\d+),")
+
+
+def check_register_pool(ptx_text: str, resources: dict) -> None:
+    """A kernel whose warpgroups trade registers (`setmaxnreg`: one producer warpgroup gives, the
+    compute warps take) deadlocks if the CTA's pool, what ptxas allocated for every thread at
+    launch, is smaller than what they ask for in all: refused here as an internal error."""
+    counts = {action: int(n) for action, n in _SETMAXNREG.findall(ptx_text)}
+    threads = _MAXNTID.search(ptx_text)
+    if set(counts) != {"inc", "dec"} or threads is None or len(resources) != 1:
+        raise RuntimeError("internal error: setmaxnreg without one producer and one compute count")
+    total = int(threads.group(1))
+    pool = next(iter(resources.values())).registers * total
+    need = 128 * counts["dec"] + (total - 128) * counts["inc"]
+    if need > pool:
+        raise RuntimeError(f"internal error: setmaxnreg asks for {need} registers, but ptxas gave the "
+                           f"CTA {pool} ({total} threads)")
 
 
 def make_ttir(opts: CompileOptions) -> list[str]:
@@ -205,8 +231,16 @@ def ttgir_rewrites(opts: CompileOptions) -> list[str]:
         *([f"tritongpu-coalesce-mma-stores{{target={opts.target}}}"] if opts.coalesce_mma_stores else []),
         *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
         "tritongpu-sink-local-loads",
-        *(["tritongpu-warp-specialize"] if opts.warp_specialize else []),
+        *([_warp_specialize(opts)] if opts.warp_specialize else []),
     ]
+
+
+def _warp_specialize(opts: CompileOptions) -> str:
+    """tritongpu-warp-specialize with a producer warpgroup where the switch asks for one and no
+    `maxnreg` caps the registers setmaxnreg would hand out."""
+    if opts.producer_warpgroup and not opts.maxnreg:
+        return "tritongpu-warp-specialize{warpgroup=true}"
+    return "tritongpu-warp-specialize"
 
 
 def make_ptx(opts: CompileOptions) -> list[str]:

@@ -38,6 +38,11 @@ SWITCHES: dict[str, Switch] = {
     "warp_specialize": Switch("SPARSECC_WARP_SPECIALIZE", True,
                               "give a TMA kernel's copies a producer warp of their own "
                               "(+0.5-2.6% at large shapes on the H100)"),
+    "producer_warpgroup": Switch("SPARSECC_PRODUCER_WARPGROUP", False,
+                                 "with warp_specialize, a kernel of two or more compute warpgroups gets a "
+                                 "producer warpgroup instead of one producer warp, and setmaxnreg moves its "
+                                 "registers to the compute warps (232 a thread instead of 168 at 8 warps; "
+                                 "tritongpu-warp-specialize{warpgroup=true})"),
     "mbarriers": Switch("SPARSECC_MBARRIERS", False,
                         "pipeline cp.async wgmma K loops with per-slot mbarriers instead of CTA "
                         "barriers (tritongpu-pipeline{mbarriers=true}; correct, measured no faster)"),

@@ -48,7 +48,7 @@ def producer_split(func: tt.FuncOp) -> tuple[int, int, int] | None:
     """(first, last, producer warps) when tritongpu-warp-specialize marked `func`: its
     `PRODUCER_WARPS` attribute and the contiguous run first..last of top-level ops marked
     `PRODUCER`; None when it is not marked. Marks that do not form one such run (or ask for
-    another number of producer warps than one) are a LoweringError."""
+    a number of producer warps other than 1 or a warpgroup of 4) are a LoweringError."""
     warps = func.attributes.get(ttgd.PRODUCER_WARPS)
     ops = list(func.body.block.ops)
     marked = [i for i, op in enumerate(ops) if ttgd.PRODUCER in op.attributes]
@@ -57,8 +57,9 @@ def producer_split(func: tt.FuncOp) -> tuple[int, int, int] | None:
             raise LoweringError(f"tt.func @{func.sym_name.data}: ops are marked {ttgd.PRODUCER} but the function has "
                                 f"no {ttgd.PRODUCER_WARPS} (run tritongpu-warp-specialize)", ops[marked[0]])
         return None
-    if not isinstance(warps, IntegerAttr) or warps.value.data != 1:
-        raise LoweringError(f"tt.func @{func.sym_name.data}: {ttgd.PRODUCER_WARPS} must be 1, got {warps}", func)
+    if not isinstance(warps, IntegerAttr) or warps.value.data not in ttgd.PRODUCER_WARP_COUNTS:
+        raise LoweringError(f"tt.func @{func.sym_name.data}: {ttgd.PRODUCER_WARPS} must be one of "
+                            f"{ttgd.PRODUCER_WARP_COUNTS}, got {warps}", func)
     if not marked or marked != list(range(marked[0], marked[-1] + 1)):
         raise LoweringError(f"tt.func @{func.sym_name.data}: the ops marked {ttgd.PRODUCER} must be one contiguous, "
                             "non-empty run of its top-level ops", ops[marked[-1]] if marked else func)
@@ -71,7 +72,12 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
     their empty-slot waits, and the compute warps (the consumers) run ops first.. without
     the copies: they wait only for data (full barriers), never for a slot to free up, so
     their wgmma groups follow each other while the producer runs up to S stages ahead.
-    After the split, CTA barriers count the consumers only (named barrier 1)."""
+    After the split, CTA barriers count the consumers only (named barrier 1).
+
+    With a producer warpgroup (`ttg.producer-warps` = 4), its four warps first hand registers
+    back to the CTA's pool (`setmaxnreg.dec`) and the compute warps take them
+    (`setmaxnreg.inc`, `register_split`); only the first producer warp then runs the copies,
+    the other three go straight to the end of the kernel."""
     ops = list(block.ops)
     for op in ops[:first]:
         L.lower_op(op)
@@ -82,6 +88,7 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
     warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [L.ids.warp], [i32]))
     is_producer = em.cmp("uge", warp, em.c(L.cfg.num_warps))
     barriers, pending = L.barriers.state(), L.groups.pending
+    split = register_split(L.cfg.num_warps) if L.cfg.producer_warps == 4 else None
     blocks = []
     for mode, part in (("producer", ops[first:last + 1]), ("consumer", ops[first:])):
         blk = Block()
@@ -89,14 +96,44 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
         L.mode = mode
         L.barriers.restore(barriers)
         L.groups.pending = pending
+        if split is not None:
+            action, count = ("dec", split[0]) if mode == "producer" else ("inc", split[1])
+            em.op(ptx.AsmOp(f"setmaxnreg.{action}.sync.aligned.u32 {count};"))
+        body = blk
+        if split is not None and mode == "producer":  # one warp of the four issues the copies
+            body = Block()
+            em.block = body
         for op in part:
             if not isinstance(op, tt.ReturnOp):
                 L.lower_op(op)
+        if body is not blk:
+            body.add_op(scf.YieldOp())
+            em.block = blk
+            em.op(scf.IfOp(em.cmp("eq", warp, em.c(L.cfg.num_warps)), [], Region(body), Region(Block([scf.YieldOp()]))))
         blk.add_op(scf.YieldOp())
         blocks.append(blk)
     em.block = outer
     outer.add_op(scf.IfOp(is_producer, [], Region(blocks[0]), Region(blocks[1])))
     L.mode = ""
+
+
+PRODUCER_REGISTERS = 40
+"""Registers a thread of a producer warpgroup keeps after `setmaxnreg.dec`: its warps only
+compute tile coordinates and issue copies."""
+REGISTER_FILE = 65536
+"""32-bit registers an SM (and so a CTA that runs alone on it) has."""
+
+
+def register_split(num_warps: int) -> tuple[int, int]:
+    """(producer, compute) registers a thread after `setmaxnreg` in a kernel of `num_warps`
+    compute warps and a producer warpgroup: the producers keep `PRODUCER_REGISTERS`, the compute
+    warps take the rest of the register file, a multiple of 8 and at most 256.
+
+        >>> register_split(8)  # two compute warpgroups: 232 registers a thread instead of 168
+        (40, 232)
+    """
+    compute = (REGISTER_FILE - 128 * PRODUCER_REGISTERS) // (32 * num_warps) // 8 * 8
+    return PRODUCER_REGISTERS, min(256, compute)
 
 
 def skipped(L: LoweringContext, op: Operation) -> bool:

@@ -1147,7 +1147,10 @@ stay in flight across its CTA barrier (`wgmma.wait_group 1` before the `bar.sync
 slots that group reads are not written until the next iteration's barrier."""
 PRODUCER_WARPS = "ttg.producer-warps"
 """On a `tt.func` (tritongpu-warp-specialize): the number of warps after the `ttg.num-warps`
-compute warps that only issue the function's TMA copies (1), e.g. `"ttg.producer-warps" = 1 : i32`."""
+compute warps that only issue the function's TMA copies, e.g. `"ttg.producer-warps" = 1 : i32`: one
+warp, or a warpgroup of 4 whose registers go to the compute warps (`setmaxnreg`)."""
+PRODUCER_WARP_COUNTS = (1, 4)
+"""The values `PRODUCER_WARPS` may take."""
 PRODUCER = "ttg.producer"
 """On the top-level ops of a warp-specialized `tt.func` (a contiguous run, from the first that
 issues TMA copies to the last): the producer warp runs them too (their copies and empty-slot
@@ -1447,6 +1450,7 @@ __all__ = [
     "SLOT_GUARDED",
     "WGMMA_IN_FLIGHT",
     "PRODUCER_WARPS",
+    "PRODUCER_WARP_COUNTS",
     "PRODUCER",
     "CONSUMER_ONLY",
     "NUM_WARPS",

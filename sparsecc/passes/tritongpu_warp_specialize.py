@@ -10,6 +10,11 @@ them that the producer skips get `ttg.consumer_only` (the names and their meanin
 one extra warp that issues the copies and waits only for free slots, while the compute warps
 wait only for data.
 
+With `warpgroup` (the `producer_warpgroup` switch), a kernel of two or more compute warpgroups
+gets `"ttg.producer-warps" = 4` instead: a whole producer warpgroup, whose registers the
+lowering hands to the compute warps with `setmaxnreg` (232 a thread instead of 168 at 8 compute
+warps), one of its warps issuing the copies, as CUTLASS's warp-specialized Hopper GEMMs do.
+
 A top-level outer loop (scf.while or scf.for) around a TMA K loop whose rings live outside it
 (tritongpu-pipeline{continue-rings}: one ring for all of a grouped GEMM's token tiles) is
 accepted too (`outer_ring_loop`): the producer warp runs the same outer loop (its trip
@@ -19,6 +24,7 @@ accumulator's conversion and store, the y pointer) get `ttg.consumer_only` and r
 compute warps alone. Why that stays ordered: tritongpu_pipeline.PipelinePass._pipeline_mbarriers.
 
     sparsecc-opt pipelined.mlir -p tritongpu-warp-specialize
+    sparsecc-opt pipelined.mlir -p 'tritongpu-warp-specialize{warpgroup=true}'
 """
 
 from __future__ import annotations
@@ -141,6 +147,19 @@ def specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
     return None if split is None else split[:2]
 
 
+def producer_warps(num_warps: int, warpgroup: bool) -> int:
+    """The producer warps of a kernel of `num_warps` compute warps: a warpgroup (4) when asked
+    for and the compute warps are whole warpgroups, at least two (where one warpgroup's 168
+    registers a thread bind: a 128x256 fp32 accumulator alone takes 128), else one warp.
+
+        >>> producer_warps(8, True), producer_warps(4, True), producer_warps(8, False)
+        (4, 1, 1)
+    """
+    if warpgroup and num_warps >= 8 and num_warps % 4 == 0 and (num_warps + 4) * 32 <= ttgd.MAX_THREADS:
+        return 4
+    return 1
+
+
 def _clear(func: tt.FuncOp) -> None:
     func.attributes.pop(ttgd.PRODUCER_WARPS, None)
     for op in func.walk():
@@ -160,15 +179,20 @@ class WarpSpecializePass(ModulePass):
 
     name = "tritongpu-warp-specialize"
 
+    warpgroup: bool = False
+    """Give a kernel of 8 or more compute warps (a multiple of 4) a producer warpgroup instead of
+    one warp, so that the lowering moves its registers to the compute warps (`setmaxnreg`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         warps = ttgd.module_num_warps(op)  # the lowering runs num-warps + 1 warps: a located error if unsupported
+        producers = producer_warps(warps, self.warpgroup)
         for func in [o for o in op.walk() if isinstance(o, tt.FuncOp)]:
             _clear(func)
-            split = _split(func) if (warps + 1) * 32 <= ttgd.MAX_THREADS else None
+            split = _split(func) if (warps + producers) * 32 <= ttgd.MAX_THREADS else None
             if split is None:  # (at num_warps=32 no producer warp fits in a block)
                 continue
             first, last, epilogue = split
-            func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(1, i32)
+            func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(producers, i32)
             for top in list(func.body.block.ops)[first:last + 1]:
                 top.attributes[ttgd.PRODUCER] = UnitAttr()
                 for inner in top.walk():
@@ -176,4 +200,5 @@ class WarpSpecializePass(ModulePass):
                         inner.attributes[ttgd.CONSUMER_ONLY] = UnitAttr()
 
 
-__all__ = ["WarpSpecializePass", "consumer_only", "outer_epilogue", "outer_ring_loop", "specialization_split"]
+__all__ = ["WarpSpecializePass", "consumer_only", "outer_epilogue", "outer_ring_loop", "producer_warps",
+           "specialization_split"]
