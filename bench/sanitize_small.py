@@ -72,13 +72,21 @@ def linear_16bit() -> int:
     """sparse_linear with a 16-bit 2:4 weight on ragged M, N and K whose rows start 16 bytes
     apart (so its tiles stream by TMA), at the prefill and mid-M tiles and split-K, with bias and
     an activation, into a NaN-poisoned output."""
-    import sparsecc
-    from sparsecc.ops.sparse_linear import LinearConfig, reference_linear, sparse_linear
+    from sparsecc.ops.sparse_linear import LinearConfig
 
-    status = 0
-    m, n, k = 517, 392, 720
     tiles = (LinearConfig(128, 256, 64, 8, 4), LinearConfig(128, 128, 64, 4, 4), LinearConfig(64, 64, 128, 4, 4, 2),
              LinearConfig(16, 64, 256, 4, 3))
+    return _linear_16bit_tiles("sparse_linear", (517, 392, 720), tiles)
+
+
+def _linear_16bit_tiles(label: str, shape: tuple[int, int, int], tiles: tuple) -> int:
+    """sparse_linear of an M x N x K `shape` with a 16-bit 2:4 weight, fp16 and bf16, bias and
+    silu, at each config of `tiles`, against the torch reference; 1 on a mismatch."""
+    import sparsecc
+    from sparsecc.ops.sparse_linear import reference_linear, sparse_linear
+
+    status = 0
+    m, n, k = shape
     for dtype in (torch.float16, torch.bfloat16):
         w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=dtype, device="cuda")))
         x = torch.randn(m, k, dtype=dtype, device="cuda")
@@ -87,7 +95,7 @@ def linear_16bit() -> int:
         for cfg in tiles:
             y = sparse_linear(x, w, bias, "silu", config=cfg)
             torch.cuda.synchronize()
-            status |= _mismatch(f"sparse_linear {dtype} {m}x{n}x{k} {cfg}", y, want)
+            status |= _mismatch(f"{label} {dtype} {m}x{n}x{k} {cfg}", y, want)
     return status
 
 
@@ -222,23 +230,11 @@ def quant_256() -> int:
 def wide_kmajor() -> int:
     """16-bit sparse_linear on wgmma tiles whose x^T tile is K-major over two 128-byte column
     blocks (BLOCK_K = 128, from 64 tokens): ragged M, N and K (a partial last step), split-K too."""
-    import sparsecc
-    from sparsecc.ops.sparse_linear import LinearConfig, reference_linear, sparse_linear
+    from sparsecc.ops.sparse_linear import LinearConfig
 
-    status = 0
-    m, n, k = 130, 264, 1040
     tiles = (LinearConfig(64, 128, 128, 4, 4), LinearConfig(128, 128, 128, 8, 3),
              LinearConfig(64, 128, 128, 4, 4, split_k=2))
-    for dtype in (torch.float16, torch.bfloat16):
-        w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(n, k, dtype=dtype, device="cuda")))
-        x = torch.randn(m, k, dtype=dtype, device="cuda")
-        bias = torch.randn(n, dtype=dtype, device="cuda")
-        want = reference_linear(x, w, bias, "silu").float()
-        for cfg in tiles:
-            y = sparse_linear(x, w, bias, "silu", config=cfg)
-            torch.cuda.synchronize()
-            status |= _mismatch(f"wide K-major {dtype} {m}x{n}x{k} {cfg}", y, want)
-    return status
+    return _linear_16bit_tiles("wide K-major", (130, 264, 1040), tiles)
 
 
 def linear_8bit_deep() -> int:
