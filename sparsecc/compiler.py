@@ -18,7 +18,6 @@ from __future__ import annotations
 import gc
 import io
 import os
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
@@ -154,28 +153,10 @@ class StageResult:
             self.metadata["ptxas"] = cubin.resources
             ptx_text = self.asm.get("ptx")
             if isinstance(ptx_text, str) and "setmaxnreg" in ptx_text:
+                from sparsecc.codegen.lower_async import check_register_pool
+
                 check_register_pool(ptx_text, cubin.resources)
         return self
-
-
-_SETMAXNREG = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 (\d+);")
-_MAXNTID = re.compile(r"\.maxntid (\d+),")
-
-
-def check_register_pool(ptx_text: str, resources: dict) -> None:
-    """A kernel whose warpgroups trade registers (`setmaxnreg`: one producer warpgroup gives, the
-    compute warps take) deadlocks if the CTA's pool, what ptxas allocated for every thread at
-    launch, is smaller than what they ask for in all: refused here as an internal error."""
-    counts = {action: int(n) for action, n in _SETMAXNREG.findall(ptx_text)}
-    threads = _MAXNTID.search(ptx_text)
-    if set(counts) != {"inc", "dec"} or threads is None or len(resources) != 1:
-        raise RuntimeError("internal error: setmaxnreg without one producer and one compute count")
-    total = int(threads.group(1))
-    pool = next(iter(resources.values())).registers * total
-    need = 128 * counts["dec"] + (total - 128) * counts["inc"]
-    if need > pool:
-        raise RuntimeError(f"internal error: setmaxnreg asks for {need} registers, but ptxas gave the "
-                           f"CTA {pool} ({total} threads)")
 
 
 def make_ttir(opts: CompileOptions) -> list[str]:

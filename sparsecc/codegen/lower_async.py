@@ -15,6 +15,7 @@ specialization (the ops tritongpu-pipeline{mbarriers/tma} emits).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import scf
@@ -134,6 +135,26 @@ def register_split(num_warps: int) -> tuple[int, int]:
     """
     compute = (REGISTER_FILE - 128 * PRODUCER_REGISTERS) // (32 * num_warps) // 8 * 8
     return PRODUCER_REGISTERS, min(256, compute)
+
+
+_SETMAXNREG = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 (\d+);")
+_MAXNTID = re.compile(r"\.maxntid (\d+),")
+
+
+def check_register_pool(ptx_text: str, resources: dict) -> None:
+    """A kernel whose warpgroups trade registers (`setmaxnreg`: one producer warpgroup gives, the
+    compute warps take) deadlocks if the CTA's pool, what ptxas allocated for every thread at
+    launch, is smaller than what they ask for in all: refused here as an internal error."""
+    counts = {action: int(n) for action, n in _SETMAXNREG.findall(ptx_text)}
+    threads = _MAXNTID.search(ptx_text)
+    if set(counts) != {"inc", "dec"} or threads is None or len(resources) != 1:
+        raise RuntimeError("internal error: setmaxnreg without one producer and one compute count")
+    total = int(threads.group(1))
+    pool = next(iter(resources.values())).registers * total
+    need = 128 * counts["dec"] + (total - 128) * counts["inc"]
+    if need > pool:
+        raise RuntimeError(f"internal error: setmaxnreg asks for {need} registers, but ptxas gave the "
+                           f"CTA {pool} ({total} threads)")
 
 
 def skipped(L: LoweringContext, op: Operation) -> bool:

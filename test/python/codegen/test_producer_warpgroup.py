@@ -16,9 +16,8 @@ import torch
 from ptxas_tools import needs_ptxas
 
 import sparsecc
-from sparsecc.codegen.lower_async import register_split
+from sparsecc.codegen.lower_async import check_register_pool, register_split
 from sparsecc.codegen.ptxas import KernelResources
-from sparsecc.compiler import check_register_pool
 from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
 from sparsecc.passes.tritongpu_warp_specialize import producer_warps
 
