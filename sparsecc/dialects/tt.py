@@ -361,7 +361,9 @@ class _AxisOp(IRDLOperation):
         if axis not in _AXES:
             parser.raise_error(f"axis must be x, y or z, got '{axis}'", pos, parser.pos)
         parser.parse_punctuation(":")
-        parser.parse_type()
+        pos = parser.pos
+        if parser.parse_type() != i32:
+            parser.raise_error("the program index is an i32", pos, parser.pos)
         return cls(_AXES.index(axis))
 
     def print(self, printer: Printer) -> None:
@@ -1310,15 +1312,19 @@ class ReduceOp(IRDLOperation):
     combine = region_def()
     traits = traits_def(Pure())
 
-    def __init__(self, src: SSAValue | Sequence[SSAValue], kind: str, axis: int, region: Region | None = None):
+    def __init__(self, src: SSAValue | Sequence[SSAValue], kind: str, axis: int, region: Region | None = None,
+                 result_types: Sequence[Attribute] | None = None):
+        """`result_types`: as given (a parsed op keeps its printed types, layouts included); by
+        default each operand's shape without `axis`, with no layout."""
         srcs = [src] if isinstance(src, SSAValue) else list(src)
-        result_types = []
-        for v in srcs:
-            st = v.type
-            assert isinstance(st, TensorType)
-            shape = list(st.get_shape())
-            del shape[axis]
-            result_types.append(TensorType(st.element_type, shape) if shape else st.element_type)
+        if result_types is None:
+            result_types = []
+            for v in srcs:
+                st = v.type
+                assert isinstance(st, TensorType)
+                shape = list(st.get_shape())
+                del shape[axis]
+                result_types.append(TensorType(st.element_type, shape) if shape else st.element_type)
         super().__init__(
             operands=[srcs],
             properties={"kind": StringAttr(kind), "axis": IntegerAttr(axis, i32)},
@@ -1371,7 +1377,7 @@ class ReduceOp(IRDLOperation):
         parser.parse_punctuation(":")
         types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
         parser.parse_punctuation("->")
-        parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        result_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
         region = None
         if parser.parse_optional_punctuation("(") is not None:
             region = parser.parse_region()
@@ -1379,10 +1385,10 @@ class ReduceOp(IRDLOperation):
         axis = attrs.pop("axis", None)
         if not isinstance(axis, IntegerAttr):
             parser.raise_error("tt.reduce needs {axis = N : i32}")
-        if len(types) != len(srcs):
-            parser.raise_error("tt.reduce needs one type per operand")
+        if len(types) != len(srcs) or len(result_types) != len(srcs):
+            parser.raise_error("tt.reduce needs one operand type and one result type per operand")
         operands = [parser.resolve_operand(v, t) for v, t in zip(srcs, types)]
-        op = cls(operands, kind, axis.value.data, region)
+        op = cls(operands, kind, axis.value.data, region, result_types)
         op.attributes |= attrs
         return op
 
