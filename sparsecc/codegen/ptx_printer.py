@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 
 from sparsecc.analysis.divisibility import int_constant
 from sparsecc.codegen import fp8_casts
+from sparsecc.codegen.constant_division import constant_division_lines
 from sparsecc.codegen.ptx_errors import PtxEmitError
 from sparsecc.dialects import ptx, ptx_targets
 
@@ -398,18 +399,16 @@ def _int_binary(e: _KernelEmitter, op: Operation) -> None:
 
 def _emit_constant_division(e: _KernelEmitter, op: Operation, opcode: str, letter: str, w: int, a: str,
                             divisor: int) -> None:
-    """div/rem by a constant: unsigned by a power of two as a shift or a mask, else with the
-    divisor as an immediate, which ptxas turns into a multiply by its reciprocal. Through a
-    register (`mov.b32 %r, 4`) ptxas keeps a real division (MUFU.RCP and a correction) in every
-    trip of a pipelined loop that computes its ring phase as `i / stages`."""
+    """div/rem by a positive constant without a division instruction (`constant_division`:
+    ptxas keeps a real division, MUFU.RCP and a correction, even for an immediate divisor);
+    a divisor too wide for the type divides as written."""
     d = e.define(op.results[0])
-    if letter == "u" and divisor & (divisor - 1) == 0:
-        if opcode == "div":
-            e.emit(f"shr.b{w} {d}, {a}, {divisor.bit_length() - 1};")
-        else:
-            e.emit(f"and.b{w} {d}, {a}, {divisor - 1};")
-        return
-    e.emit(f"{opcode}.{letter}{w} {d}, {a}, {divisor};")
+    try:
+        lines = constant_division_lines(opcode, letter, w, d, a, divisor, lambda: e.fresh(IntegerType(w)))
+    except ValueError:
+        lines = [f"{opcode}.{letter}{w} {d}, {a}, {divisor};"]
+    for line in lines:
+        e.emit(line)
 
 
 def _lookup(table: dict[type[Operation], Any], op: Operation) -> Any:

@@ -18,7 +18,8 @@ unknown operand makes the result unknown too:
   address -> byte; a subclass changes what loads, stores and copies hold (`load`, `store`, `copy`).
 - integers: mov (any value, unchanged; into `{lo, hi}`: unpacked), integer cvt and cvta (the value unchanged), setp (`.s32`
   compares signed), selp, mad, add sub mul div rem min max and or xor shl shr, each result
-  wrapped to its type's width (16, 32 or 64 bits; `.wide` results are not); prmt.b32 in its
+  wrapped to its type's width (16, 32 or 64 bits; `.wide` results are not; `mul.hi` the high
+  half of the product and `shr.s` arithmetic, both signed or not as their type); prmt.b32 in its
   default mode; lop3.b32.
 - f16: add / sub / mul / fma `.f16x2` and `add.rn.f16` / `sub.rn.f16`, one rounding per operation
   as the hardware does (numpy float16); `{lo, hi}` operands pack two 16-bit registers.
@@ -257,9 +258,19 @@ def _integer_op(opcode: str, head: str) -> Callable[..., object]:
         return prmt
     if head == "lop3":
         return lop3
+    if head == "mul" and ".hi." in opcode and mask is not None:  # the high half of the product
+        return lambda a, b: (_as_signed(a, mask) * _as_signed(b, mask) if ".s" in opcode else a * b) >> mask.bit_length() & mask
+    if head == "shr" and ".s" in opcode and mask is not None:  # arithmetic: the sign bit shifts in
+        return lambda a, b: (_as_signed(a, mask) >> b) & mask
     if head in _BIN:
         return _binary(opcode, head, mask)
     return _unknown
+
+
+def _as_signed(v: int, mask: int) -> int:
+    """`v` (a bit pattern of `mask`'s width) as a two's-complement integer."""
+    v &= mask
+    return v - (mask + 1) if v > mask >> 1 else v
 
 
 @functools.lru_cache(maxsize=1 << 12)

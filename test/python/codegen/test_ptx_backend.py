@@ -466,10 +466,9 @@ def test_if_with_results_and_early_return():
 
 def test_arith_coverage_assembles():
     """Every arith op the printer claims to support prints and assembles."""
-    kernel = ptx.KernelOp("ar", [("out", "ptr"), ("a", "i32"), ("x", "f32")])
-    out, a, x = kernel.args
+    kernel = ptx.KernelOp("ar", [("out", "ptr"), ("a", "i32"), ("x", "f32"), ("b", "i32")])
+    out, a, x, b = kernel.args  # b: a run-time divisor (a constant one divides without div/rem)
     k = KB(kernel.body.block)
-    b = k.ci(3)
     ints = [k.op(cls(a, b)).result for cls in (
         arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.DivSIOp, arith.DivUIOp, arith.RemSIOp,
         arith.RemUIOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp,
