@@ -155,7 +155,7 @@ class StageResult:
             if isinstance(ptx_text, str) and "setmaxnreg" in ptx_text:
                 from sparsecc.codegen.lower_async import check_register_pool
 
-                check_register_pool(ptx_text, cubin.resources)
+                check_register_pool(ptx_text, cubin.resources, int(self.metadata["threads"]))
         return self
 
 

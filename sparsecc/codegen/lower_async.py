@@ -138,18 +138,16 @@ def register_split(num_warps: int) -> tuple[int, int]:
 
 
 _SETMAXNREG = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 (\d+);")
-_MAXNTID = re.compile(r"\.maxntid (\d+),")
 
 
-def check_register_pool(ptx_text: str, resources: dict) -> None:
-    """A kernel whose warpgroups trade registers (`setmaxnreg`: one producer warpgroup gives, the
-    compute warps take) deadlocks if the CTA's pool, what ptxas allocated for every thread at
-    launch, is smaller than what they ask for in all: refused here as an internal error."""
+def check_register_pool(ptx_text: str, resources: dict, total: int) -> None:
+    """A kernel of `total` threads whose warpgroups trade registers (`setmaxnreg`: one producer
+    warpgroup gives, the compute warps take) deadlocks if the CTA's pool, what ptxas allocated
+    for every thread at launch, is smaller than what they ask for in all: refused here as an
+    internal error."""
     counts = {action: int(n) for action, n in _SETMAXNREG.findall(ptx_text)}
-    threads = _MAXNTID.search(ptx_text)
-    if set(counts) != {"inc", "dec"} or threads is None or len(resources) != 1:
+    if set(counts) != {"inc", "dec"} or len(resources) != 1:
         raise RuntimeError("internal error: setmaxnreg without one producer and one compute count")
-    total = int(threads.group(1))
     pool = next(iter(resources.values())).registers * total
     need = 128 * counts["dec"] + (total - 128) * counts["inc"]
     if need > pool:

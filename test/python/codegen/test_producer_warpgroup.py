@@ -80,9 +80,9 @@ def test_the_8bit_stream_k_tile_stops_spilling():
 
 def test_a_register_pool_smaller_than_setmaxnreg_asks_is_an_internal_error():
     ptx = ".maxntid 384, 1, 1\nsetmaxnreg.dec.sync.aligned.u32 40;\nsetmaxnreg.inc.sync.aligned.u32 232;\n"
-    check_register_pool(ptx, {"k": KernelResources(registers=168)})
+    check_register_pool(ptx, {"k": KernelResources(registers=168)}, 384)
     with pytest.raises(RuntimeError, match="internal error: setmaxnreg asks for 64512 registers.*48384"):
-        check_register_pool(ptx, {"k": KernelResources(registers=126)})
+        check_register_pool(ptx, {"k": KernelResources(registers=126)}, 384)
 
 
 gpu = pytest.mark.gpu
