@@ -50,7 +50,8 @@ SWEEP = {
     "w4g128": [(8, 64, 512, 4, 2), (8, 64, 256, 4, 3), (8, 32, 512, 4, 2), (8, 32, 256, 4, 3),
                (8, 128, 256, 4, 3), (8, 128, 256, 4, 2), (8, 64, 512, 4, 3), (8, 32, 1024, 4, 2),
                (8, 64, 256, 4, 3, 2), (8, 64, 256, 4, 3, 4), (8, 32, 512, 4, 2, 2), (8, 32, 256, 4, 3, 2),
-               (8, 32, 512, 4, 2, 4), (8, 64, 512, 4, 2, 2), (8, 32, 1024, 4, 2, 2), (8, 32, 256, 4, 3, 8)],
+               (8, 32, 512, 4, 2, 4), (8, 64, 512, 4, 2, 2), (8, 32, 1024, 4, 2, 2), (8, 32, 256, 4, 3, 8),
+               (8, 64, 512, 4, 4)],
     # twice the warps an SM: 8 warps a CTA over 128 or 256 weight rows (16 rows a warp at least)
     "w4g128-w8": [(8, 128, 512, 8, 2), (8, 128, 256, 8, 3), (8, 128, 256, 8, 4), (8, 256, 256, 8, 2),
                   (8, 128, 512, 8, 3), (8, 128, 256, 8, 3, 2), (8, 128, 512, 8, 2, 2)],
@@ -75,12 +76,13 @@ def distinct_weights(one: torch.Tensor, scheme: str) -> tuple[list, int]:
     return [w0] + [make() for _ in range(max(2, math.ceil(150e6 / nbytes)) - 1)], nbytes
 
 
-def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False) -> None:
+def sweep(scheme: str, m: int, only: set[int] | None = None, warm: bool = False,
+          shapes: tuple[tuple[int, int], ...] = SHAPES) -> None:
     """Per shape of `SHAPES`, each tile of `SWEEP[scheme]` timed in a graph (module docstring);
     `only`: those tiles (indices), `warm`: compile and check them, no timing (so that parallel
     warm-up processes fill the kernel cache before one timing process runs)."""
     quant = scheme.partition("-")[0]  # "w4g128-w8": w4g128's weights, another tile list
-    for n, k in SHAPES:
+    for n, k in shapes:
         one = sparsecc.prune_2to4(torch.randn(n, k, device="cuda", dtype=torch.float16))
         ws, nbytes = distinct_weights(one, quant)
         w0, copies = ws[0], len(ws)
@@ -196,6 +198,8 @@ def main() -> None:
     p.add_argument("--m", default="1,16")
     p.add_argument("--sweep", default=None, choices=sorted(SWEEP), help="time tiles per shape (see above)")
     p.add_argument("--tiles", default=None, help="with --sweep: indices into its tile list (default all)")
+    p.add_argument("--shapes", default=None, metavar="NxK,...",
+                   help="with --sweep: these weight shapes instead of the layer's five")
     p.add_argument("--warm", action="store_true", help="with --sweep: compile and check only")
     p.add_argument("--variant", action="append", default=[], help="NAME:ENV=V+ENV=V, switches to time too")
     p.add_argument("--per-shape", default=None, metavar="SCHEMES",
@@ -209,8 +213,10 @@ def main() -> None:
                              for name, spec in (v.split(":", 1) for v in args.variant)]
     if args.sweep:
         only = {int(i) for i in args.tiles.split(",")} if args.tiles else None
+        shapes = (tuple(tuple(int(v) for v in s.split("x")) for s in args.shapes.split(","))
+                  if args.shapes else SHAPES)
         for m in (int(v) for v in args.m.split(",")):
-            sweep(args.sweep, m, only, args.warm)
+            sweep(args.sweep, m, only, args.warm, shapes)
         return
     rows = []
     for scheme in args.schemes.split(","):

@@ -57,22 +57,23 @@ TILES = "16x64x256w4s4,16x128x256w4s4,32x64x256w4s4,32x128x256w4s4,64x64x256w4s4
 
 
 def parse_tiles(spec: str) -> list[LinearConfig]:
-    """'64x128x256w4s4,16x64x256w4s4k2,128x256x128w8s4sk' -> LinearConfigs (kS: K split over S
-    programs; sk: the stream-K form)."""
+    """'64x128x256w4s4,16x64x256w4s4k2,128x256x128w8s4sk,128x128x256w8s3c2' -> LinearConfigs (kS:
+    K split over S programs; sk: the stream-K form; c2: CTA pairs multicasting the token tiles)."""
     out = []
     for t in filter(None, spec.split(",")):
-        stream_k = t.endswith("sk")
-        dims, _, rest = t.removesuffix("sk").partition("w")
+        stream_k, pairs = t.endswith("sk"), t.endswith("c2")
+        dims, _, rest = t.removesuffix("sk").removesuffix("c2").partition("w")
         warps, _, rest = rest.partition("s")
         stages, _, split = rest.partition("k")
         out.append(LinearConfig(*(int(v) for v in dims.split("x")), int(warps), int(stages), int(split or 1),
-                                stream_k=stream_k))
+                                stream_k=stream_k, cta_pairs=pairs))
     return out
 
 
 def tile_name(c: LinearConfig) -> str:
     split = f"k{c.split_k}" if c.split_k > 1 else ""
-    return f"{c.block_m}x{c.block_n}x{c.block_k}w{c.num_warps}s{c.num_stages}{split}{'sk' if c.stream_k else ''}"
+    return (f"{c.block_m}x{c.block_n}x{c.block_k}w{c.num_warps}s{c.num_stages}{split}{'sk' if c.stream_k else ''}"
+            f"{'c2' if c.cta_pairs else ''}")
 
 
 def torchao_ops() -> tuple[object, object] | str:

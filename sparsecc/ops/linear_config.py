@@ -34,6 +34,14 @@ class LinearConfig:
     `stream_k`: run the persistent kernel of `sparsecc.ops.stream_k` (one program an SM, the
     last wave's tiles split along K where it would leave most SMs idle); not with `split_k`.
 
+    `cta_pairs`: the 8-bit kernel (`sparse_linear_8bit`) runs as clusters of two CTAs on
+    adjacent weight tiles of one token tile, which load each X tile once between them (TMA
+    multicast), a third less L2 traffic at 128x128x256. Only there, and not with `split_k` or
+    `stream_k`. A pair splits each stage's X tile by its TMA boxes (128 bytes of K each), so
+    BLOCK_K = 128 (one box) runs the pairing unclustered. Measured 4-30% slower than one CTA a
+    tile on the H100 (fp8, 256-4096 tokens, NOTES stop 33 run 6): an opt-in for other GPUs and
+    shapes, not a default.
+
         >>> LinearConfig(16, 32, 512, num_warps=4, num_stages=2, split_k=4)
         LinearConfig(block_m=16, block_n=32, block_k=512, num_warps=4, num_stages=2, split_k=4)
         >>> LinearConfig(128, 256, 64, 8, 4, stream_k=True)
@@ -50,11 +58,15 @@ class LinearConfig:
     stream_k: bool = False
     maxnreg: int | None = None
     """The registers a thread may use (the kernel's `.maxnreg`; None: ptxas decides)."""
+    cta_pairs: bool = False
 
     def __post_init__(self) -> None:
         if self.stream_k and self.split_k > 1:
             raise ValueError(f"LinearConfig: stream_k splits the last wave itself; it takes split_k=1, "
                              f"not {self.split_k}")
+        if self.cta_pairs and (self.split_k > 1 or self.stream_k):
+            raise ValueError("LinearConfig: cta_pairs runs one program per output tile; it takes neither "
+                             "split_k nor stream_k")
 
     def __repr__(self) -> str:
         """The fields, the two switches and `maxnreg` only where set (most tiles have none)."""
@@ -64,19 +76,22 @@ class LinearConfig:
     def table_row(self) -> list[int]:
         """The config as a dispatch table stores it: the six ints, then a 7th of flags (1:
         `quant_wgmma`, 2: `stream_k`) where either is set or `maxnreg` follows as an 8th;
-        `table_linear_config` reads it back.
+        `table_linear_config` reads it back. `cta_pairs` is a launch option only (measured
+        slower than one CTA a tile on the H100, so no table picks it): a ValueError here.
 
             >>> LinearConfig(128, 128, 128, 8, 3, quant_wgmma=True, stream_k=True).table_row()
             [128, 128, 128, 8, 3, 1, 3]
             >>> LinearConfig(8, 64, 512, 4, 2, maxnreg=128).table_row()
             [8, 64, 512, 4, 2, 1, 0, 128]
         """
+        if self.cta_pairs:
+            raise ValueError(f"{self!r}: cta_pairs is a launch option, not a dispatch table config")
         flags = int(self.quant_wgmma) | 2 * int(self.stream_k)
         tail = [flags, self.maxnreg] if self.maxnreg is not None else [flags] if flags else []
         return [self.block_m, self.block_n, self.block_k, self.num_warps, self.num_stages, self.split_k, *tail]
 
 
-_SWITCHES = ("quant_wgmma", "stream_k", "maxnreg")
+_SWITCHES = ("quant_wgmma", "stream_k", "maxnreg", "cta_pairs")
 
 
 SM_COUNT = 132

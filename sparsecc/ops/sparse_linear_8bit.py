@@ -47,16 +47,23 @@ __all__ = ["default_config_linear_8bit", "launch_linear_8bit", "scaled_sparse_li
 def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                 ACC_INT: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                                K_32: tl.constexpr = False):
+                                K_32: tl.constexpr = False, PAIR_N: tl.constexpr = False):
     """Y[M, N] = act((X[M, K] @ W[N, K].T) * SCALE_X[M, None] * SCALE_W[None, N] + BIAS[N]): X
     and W int8 or fp8 (W 2:4 along K), an int32 (ACC_INT) or fp32 sum, the epilogue in fp32.
     K_32: the host saw K % 32 == 0, so W's values rows (K/2 bytes) and X's rows are 16-byte
-    aligned (TMA)."""
+    aligned (TMA). PAIR_N (launched with num_ctas=2 over grid (weight tiles rounded up to even,
+    token tiles)): programs 2j and 2j+1 take adjacent weight tiles of one token tile, so a CTA
+    pair reads the same X tiles and multicasts them (an odd last weight tile's partner reads
+    zeros and stores nothing)."""
     if K_32:
         stride_wn = tl.multiple_of(stride_wn, 32)
         stride_xm = tl.multiple_of(stride_xm, 32)
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
+    if PAIR_N:
+        pid_n = tl.program_id(0)
+        pid_m = tl.program_id(1)
+    else:
+        pid_m = tl.program_id(0)
+        pid_n = tl.program_id(1)
     x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, 0),
                               block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
     w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(0, pid_n * BLOCK_N),
@@ -240,6 +247,8 @@ def sparse_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Ten
     xq, x_scale = quantize_rows_fused(x2, w.dtype)
     target = _jit.current_target() if x.is_cuda else None
     cfg = config if config is not None else default_config_linear_8bit(m, n, k, x.device.type, target)
+    if cfg.cta_pairs and x.is_cuda and not has_wgmma(target):
+        raise ValueError(f"sparse_linear_8bit: config cta_pairs needs TMA multicast (sm_90a); this GPU is {target}")
     b = bias.to(x.dtype).contiguous() if bias is not None else None
     launch_linear_8bit(y, xq, x_scale, w, weight_scale.contiguous(), b, activation, cfg)
     return y.reshape(*lead, n)
@@ -264,6 +273,11 @@ def launch_linear_8bit(y: torch.Tensor, xq: torch.Tensor, x_scale: torch.Tensor,
         return
     grid = (-(-m // cfg.block_m), -(-n // cfg.block_n))
     consts = launch_constants_8bit(w, k, cfg, bias is not None, activation)
+    if cfg.cta_pairs:
+        pairs = (-(-n // cfg.block_n) + 1) // 2
+        scaled_sparse_linear_kernel[(2 * pairs, grid[0])](y, xq, w, x_scale, weight_scale, b, m, n, k, xq.stride(0),
+                                                          w.stride(0), y.stride(0), PAIR_N=True, num_ctas=2, **consts)
+        return
     if cfg.split_k <= 1:
         scaled_sparse_linear_kernel[grid](y, xq, w, x_scale, weight_scale, b, m, n, k, xq.stride(0), w.stride(0),
                                           y.stride(0), **consts)

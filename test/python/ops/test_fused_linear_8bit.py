@@ -77,6 +77,56 @@ def test_split_k_on_the_interpreter(wdt, m, n, k, split):
         assert torch.equal(y, whole)
 
 
+@pytest.mark.parametrize("m, n, k", [(3, 72, 128), (19, 64, 192), (1, 32, 64)])
+def test_cta_pairs_on_the_interpreter(m, n, k):
+    """CTA pairs (programs 2j, 2j+1 on adjacent weight tiles of one token tile): the same result
+    as one CTA a tile, with an odd count of weight tiles (72 / 32: the last pair's partner lies
+    past N and stores nothing) and a lone tile padded to a pair."""
+    w, sw = _weight(n, k, torch.float8_e4m3fn, seed=n)
+    x = (torch.randn(m, k, generator=torch.Generator().manual_seed(k)) * 2).half()
+    b = torch.randn(n, generator=torch.Generator().manual_seed(m)).half()
+    cfg = LinearConfig(16, 32, 64, num_warps=4, num_stages=1, cta_pairs=True)
+    y = sparse_linear_8bit(x, w, sw, b, "silu", config=cfg)
+    torch.testing.assert_close(y, reference_linear_8bit(x, w, sw, b, "silu"))
+
+
+def test_cta_pairs_config_is_refused_where_it_cannot_run():
+    with pytest.raises(ValueError, match="neither split_k nor stream_k"):
+        LinearConfig(128, 128, 256, 8, 3, split_k=2, cta_pairs=True)
+    w16 = sparsecc.compress(sparsecc.prune_2to4(torch.randn(32, 64)).half())
+    with pytest.raises(ValueError, match="cta_pairs is for 8-bit weights"):
+        sparsecc.ops.sparse_linear(torch.randn(2, 64).half(), w16, config=LinearConfig(16, 32, 64, cta_pairs=True))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("tile", [(128, 128, 256, 8, 3), (64, 128, 256, 4, 4)])
+def test_cta_pairs_multicast_the_token_tiles(tile):
+    """The paired kernel runs as clusters of two, its X tiles (the tokens, B of the transposed
+    dot) come by TMA multicast to both CTAs while W's do not, and it assembles without spills."""
+    bm, bn, bk, nw, ns = tile
+    kernel = sparsecc.compile(scaled_sparse_linear_kernel, _sig("fp8e4nv"),
+                              {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "ACC_INT": False, "HAS_BIAS": True,
+                               "ACTIVATION": "silu", "K_32": True, "PAIR_N": True},
+                              target="sm_90a", num_warps=nw, num_stages=ns, num_ctas=2)
+    ptx = kernel.asm["ptx"]
+    assert ".reqnctapercluster 2, 1, 1" in ptx and kernel.metadata["cluster"] == 2
+    copies = [line for line in ptx.splitlines() if "cp.async.bulk.tensor" in line]
+    assert any("multicast::cluster" in line for line in copies)
+    assert any("multicast" not in line for line in copies)  # W's values and metadata: each CTA its own
+    assert ptxas.assemble(ptx, "sm_90a").kernel_resources().spill_stores == 0
+
+
+def test_cta_pairs_of_one_box_token_tiles_run_unclustered():
+    """At BLOCK_K = 128 a stage's X tile is one TMA box (128 bytes of K), which a pair cannot
+    split: the kernel compiles without a cluster (the pairing of programs stays, correct but
+    without the shared copy), as `LinearConfig.cta_pairs` says."""
+    kernel = sparsecc.compile(scaled_sparse_linear_kernel, _sig("fp8e4nv"),
+                              {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "ACC_INT": False, "HAS_BIAS": False,
+                               "ACTIVATION": "none", "K_32": True, "PAIR_N": True},
+                              target="sm_90a", num_warps=8, num_stages=4, num_ctas=2)
+    assert kernel.metadata.get("cluster", 1) == 1 and "multicast" not in kernel.asm["ptx"]
+
+
 def test_bad_arguments():
     w, sw = _weight(32, 64, torch.int8)
     x = torch.randn(3, 64).half()
@@ -223,6 +273,29 @@ def test_split_k_on_the_gpu(wdt, m, n, k, cfg):
     b = torch.randn(n, device="cuda", generator=g).half()
     ref = reference_linear_8bit(x, w, sw, b, "silu")
     for _ in range(2):  # the second launch finds the tickets of the first zeroed again
+        y = sparse_linear_8bit(x, w, sw, b, "silu", config=cfg)
+        assert y.isfinite().all()
+        err = (y.float() - ref.float()).abs().max().item()
+        assert err <= 1e-2 * max(ref.float().abs().max().item(), 1.0), err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wdt", EIGHT_BIT, ids=str)
+@pytest.mark.parametrize("m, n, k, tile", [
+    (512, 4096, 4096, (128, 128, 256, 8, 3)), (300, 1000, 4160, (128, 128, 256, 8, 3)),
+    (517, 11008, 4096, (128, 256, 128, 8, 4)), (130, 384, 1024, (128, 256, 128, 8, 4)),
+    (64, 96, 512, (64, 128, 256, 4, 4))])
+def test_cta_pairs_on_the_gpu(wdt, m, n, k, tile):
+    """CTA pairs multicasting the token tiles, against torch with the output poisoned: even and
+    odd weight-tile counts (1000 / 128 and 384 / 256: a partner past N), ragged M and K, one lone
+    tile (96 outputs) padded to a pair; twice, so the second launch reuses the compiled kernel."""
+    w, sw = _weight(n, k, wdt, "cuda", seed=n)
+    g = torch.Generator(device="cuda").manual_seed(m)
+    x = torch.randn(m, k, device="cuda", generator=g).half()
+    b = torch.randn(n, device="cuda", generator=g).half()
+    ref = reference_linear_8bit(x, w, sw, b, "silu")
+    cfg = LinearConfig(*tile, cta_pairs=True)
+    for _ in range(2):
         y = sparse_linear_8bit(x, w, sw, b, "silu", config=cfg)
         assert y.isfinite().all()
         err = (y.float() - ref.float()).abs().max().item()
