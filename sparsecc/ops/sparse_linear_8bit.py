@@ -135,6 +135,11 @@ against 21.2, at 64 tokens 20.8 against 21.2 (6 stages: 24.2; torchao 21.3); 819
 _SMALL = LinearConfig(64, 128, 256, num_warps=4, num_stages=4)
 _SMALL_DEEP = LinearConfig(64, 128, 256, num_warps=4, num_stages=5)
 _MID = LinearConfig(128, 128, 256, num_warps=8, num_stages=3)
+_MID_DEEP = LinearConfig(128, 128, 256, num_warps=8, num_stages=4)
+"""From 256 tokens where 128x256 tiles leave too few CTAs: four stages (216 KB, the epilogue
+stores from registers, no staging scratch) against three, on the H100 at 512 tokens (NOTES
+stop 33 run 8, cold L2): 4096x14336 37.0 us against 44.3 (torchao 36.4), 4096x11008 30.3
+against 34.6 (29.7), 4096x4096 13.6 against 14.2 (13.5)."""
 _LARGE = {True: LinearConfig(128, 256, 128, num_warps=8, num_stages=4),
           False: LinearConfig(128, 128, 128, num_warps=4, num_stages=3)}
 _CPU = LinearConfig(16, 32, 64, num_warps=4, num_stages=1)
@@ -163,8 +168,8 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     32x64 (more CTAs, each with six stages in flight; 8, or 10 from `LONG_K`, where the grid has
     at most one CTA an SM: at 128 tokens the deeper ring's 144 KB leave one CTA an SM where six
     stages fit two, 4096x11008 26.8 us against 19.7); from 256 the
-    largest tile whose grid has `FILLED_CTAS` CTAs (128x256, then 128x128x256 from 512 tokens),
-    else 64x128. Elsewhere 16x64 up to 16 tokens, 64x128 up to 256, 128x128 above.
+    largest tile whose grid has `FILLED_CTAS` CTAs (128x256, then 128x128x256 with four stages
+    above 256 tokens), else 64x128. Elsewhere 16x64 up to 16 tokens, 64x128 up to 256, 128x128 above.
 
         >>> default_config_linear_8bit(1, 4096, 4096)
         LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=8, split_k=1)
@@ -194,7 +199,7 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
                 return _MID
             return _SMALL_DEEP
         return _NARROW_DEEP[long_k] if _ctas(m, n, _NARROW) <= SM_COUNT else _NARROW
-    for tile in (_LARGE[True], *((_MID,) if m > 256 else ())):
+    for tile in (_LARGE[True], *((_MID_DEEP,) if m > 256 else ())):
         if _ctas(m, n, tile) >= FILLED_CTAS:
             return tile
     return _SMALL
