@@ -69,7 +69,7 @@ class LinearConfig:
                              "split_k nor stream_k")
 
     def __repr__(self) -> str:
-        """The fields, the two switches and `maxnreg` only where set (most tiles have none)."""
+        """The fields, the switches and `maxnreg` only where set (most tiles have none)."""
         names = [f.name for f in fields(self) if f.name not in _SWITCHES or getattr(self, f.name)]
         return f"LinearConfig({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 

@@ -187,7 +187,7 @@ def test_hopper_tiles_below_256_tokens(m, n, k, want):
 
 @needs_ptxas
 @pytest.mark.parametrize("target, elt", [("sm_90a", "fp8e4nv"), ("sm_90a", "i8"), ("sm_80", "i8")])
-@pytest.mark.parametrize("m, k", [(1, 4096), (64, 4096), (2048, 4096), (1, 14336), (64, 14336)])
+@pytest.mark.parametrize("m, k", [(1, 4096), (64, 4096), (512, 4096), (2048, 4096), (1, 14336), (64, 14336)])
 def test_default_tiles_assemble(target, elt, m, k):
     """The default tiles compile for each target and assemble (within shared memory: the
     10-stage rings of a long K too); on sm_90a the operands come by TMA and the decode and mid
@@ -203,6 +203,9 @@ def test_default_tiles_assemble(target, elt, m, k):
         assert "cp.async.bulk.tensor" in ptx and "wgmma" in ptx
         if m <= 256:
             assert res.spill_stores == 0, res
+        if m == 512:  # 128x128x256 with four stages: within the 227 KB a CTA may take, no spills
+            assert (cfg.block_m, cfg.block_n, cfg.num_stages) == (128, 128, 4), cfg
+            assert kernel.metadata["shared"] <= 227 * 1024 and res.spill_stores == 0, (kernel.metadata["shared"], res)
     assert ".sp" in ptx  # the sparse tensor cores (mma.sp / wgmma .sp)
 
 
