@@ -166,10 +166,6 @@ def quantized_decode_config(m: int, n: int, k: int) -> LinearConfig:
         if n >= 14336:
             return LinearConfig(64, 128, 128, 8, 3)
         return LinearConfig(32, 64, 256, 4, 3, split_k=2 if k >= 8192 else 1)
-    if k <= 4096 and m <= 8 and n > 4096:
-        # a third stage in flight: 4-bit 11008-22016 x 4096 at one token 2-9% faster in a graph
-        # (NOTES stop 33 runs 3-5; 8-bit 1-6%); 32000x4096 keeps the table's capped two stages
-        return LinearConfig(8, 64, 512, 4, 3)
     if k <= 4096 and (n <= 4096 or m <= 8):
         return LinearConfig(8, 64, 512, 4, 2)
     if m <= 8 and n >= 16384 and k < 16384:
@@ -222,9 +218,20 @@ def quantized_default_config(m: int, n: int, k: int, w: QuantizedSparseTensor, d
     if device.type == "cuda":
         if m <= 64:
             cfg = quantized_decode_config(m, n, k)
+            if _third_decode_stage(cfg, m, n, w):
+                cfg = replace(cfg, num_stages=3)
         elif m >= QUANT_WGMMA_FROM and has_quant_wgmma(device):
             cfg = quantized_prefill_config(m, n, k, w.dtype)
     return quantized_linear_config(cfg, w)
+
+
+def _third_decode_stage(cfg: LinearConfig, m: int, n: int, w: QuantizedSparseTensor) -> bool:
+    """Whether the 8x64x512 decode tile of fp16 tokens and more than 4096 output rows keeps a
+    third stage in flight: on the H100 at one token in a graph (NOTES stop 33 runs 5-7) 4-bit
+    11008-22016 x 4096 2-9% faster, 8-bit 1-6%. Not for bf16 (unmeasured; its 8-bit tile then
+    spills) nor the fused SwiGLU kernel's two weight rings; 32000x4096 keeps its table's tile."""
+    return (w.dtype == torch.float16 and m <= 8 and n > 4096
+            and (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.split_k) == (8, 64, 512, 2, 1))
 
 
 def has_quant_wgmma(device: torch.device) -> bool:

@@ -154,6 +154,22 @@ def hopper(monkeypatch):
     monkeypatch.setattr(sl, "has_quant_wgmma", lambda device: True)
 
 
+@pytest.mark.parametrize("scheme", ["w4g128", "w8g128"])
+def test_fp16_decode_over_4096_rows_keeps_a_third_stage(scheme):
+    """At up to 8 tokens on K <= 4096, fp16 tokens and more than 4096 output rows take the
+    8x64x512 decode tile with three stages (measured faster on the H100); bf16, 4096 rows, more
+    tokens and the fused SwiGLU kernel keep two."""
+    cuda = torch.device("cuda")
+    w16, wb = _weight(256, 512, torch.float16, scheme), _weight(256, 512, torch.bfloat16, scheme)
+    assert quantized_default_config(1, 11008, 4096, w16, cuda) == LinearConfig(8, 64, 512, 4, 3)
+    assert quantized_default_config(8, 22016, 4096, w16, cuda).num_stages == 3
+    assert quantized_default_config(1, 11008, 4096, wb, cuda).num_stages == 2
+    assert quantized_default_config(1, 4096, 4096, w16, cuda).num_stages == 2
+    assert quantized_default_config(16, 11008, 4096, w16, cuda) == sl.quantized_linear_config(
+        sl.quantized_decode_config(16, 11008, 4096), w16)
+    assert sl.quantized_decode_config(1, 11008, 4096).num_stages == 2  # what the fused SwiGLU kernel takes
+
+
 def test_quantized_prefill_on_hopper_takes_the_wgmma_tiles(hopper):
     w = _weight(256, 512, torch.float16, "w4g128")
     cuda = torch.device("cuda")

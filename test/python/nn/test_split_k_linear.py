@@ -125,8 +125,7 @@ def test_quantized_decode_defaults():
     assert quantized_decode_config(1, 28672, 8192) == LinearConfig(8, 128, 256, 4, 3)  # enough programs
     assert quantized_decode_config(16, 4096, 14336).split_k == 4 and quantized_decode_config(16, 4096, 14336).block_m == 16
     assert quantized_decode_config(1, 4096, 4096) == LinearConfig(8, 64, 512, 4, 2)
-    assert quantized_decode_config(1, 11008, 4096) == LinearConfig(8, 64, 512, 4, 3)  # a third stage from 4096+ rows
-    assert quantized_decode_config(16, 11008, 4096).num_stages == 3 and quantized_decode_config(16, 11008, 4096).block_m == 16
+    assert quantized_decode_config(1, 11008, 4096) == LinearConfig(8, 64, 512, 4, 2)
     assert quantized_decode_config(64, 28672, 8192).block_m == 64
 
 
