@@ -152,22 +152,28 @@ def _medium_m_config(m: int, n: int, k: int) -> LinearConfig:
     return LinearConfig(block_m, 128, 128, 8 if block_m == 128 else 4, 4, split_k)
 
 
-def quantized_decode_config(m: int, n: int, k: int) -> LinearConfig:
+def quantized_decode_config(m: int, n: int, k: int, dtype: torch.dtype | None = None) -> LinearConfig:
     """The tiles bench/quant_decode.py measured best for quantized weights on the H100
     (bench/results/quant-decode-current-*.md, NOTES stop 17): 8-token tiles up to 8 tokens (the
     dequantized W tile is the mma's A, the tokens its n = 8), 64 or 128 weight rows a CTA, and
     split-K when long rows leave fewer than ~256 programs; BLOCK_K is then fitted to the groups
-    (`quantized_linear_config`).
+    (`quantized_linear_config`). `dtype`: the tokens' (sparse_linear passes it): fp16 tokens
+    over more than 4096 rows keep a third stage in the 8x64x512 tile, measured 2-9% faster for
+    4-bit 11008-22016 x 4096 at one token in a graph, 8-bit 1-6% (NOTES stop 33 runs 5-7); bf16
+    (its 8-bit tile would spill) and the fused SwiGLU kernel's two weight rings (None) keep two,
+    unmeasured; 32000x4096 keeps its table's tile.
 
         >>> quantized_decode_config(1, 8192, 28672)
         LinearConfig(block_m=8, block_n=64, block_k=256, num_warps=4, num_stages=3, split_k=2)
+        >>> quantized_decode_config(1, 11008, 4096, torch.float16).num_stages
+        3
     """
     if m > 16:
         if n >= 14336:
             return LinearConfig(64, 128, 128, 8, 3)
         return LinearConfig(32, 64, 256, 4, 3, split_k=2 if k >= 8192 else 1)
     if k <= 4096 and (n <= 4096 or m <= 8):
-        return LinearConfig(8, 64, 512, 4, 2)
+        return LinearConfig(8, 64, 512, 4, 3 if dtype == torch.float16 and m <= 8 and n > 4096 else 2)
     if m <= 8 and n >= 16384 and k < 16384:
         return LinearConfig(8, 128, 256, 4, 3)
     tiles = -(-n // 64)
@@ -217,21 +223,10 @@ def quantized_default_config(m: int, n: int, k: int, w: QuantizedSparseTensor, d
     cfg = default_linear_config(m, n, k, device.type)
     if device.type == "cuda":
         if m <= 64:
-            cfg = quantized_decode_config(m, n, k)
-            if _third_decode_stage(cfg, m, n, w):
-                cfg = replace(cfg, num_stages=3)
+            cfg = quantized_decode_config(m, n, k, w.dtype)
         elif m >= QUANT_WGMMA_FROM and has_quant_wgmma(device):
             cfg = quantized_prefill_config(m, n, k, w.dtype)
     return quantized_linear_config(cfg, w)
-
-
-def _third_decode_stage(cfg: LinearConfig, m: int, n: int, w: QuantizedSparseTensor) -> bool:
-    """Whether the 8x64x512 decode tile of fp16 tokens and more than 4096 output rows keeps a
-    third stage in flight: on the H100 at one token in a graph (NOTES stop 33 runs 5-7) 4-bit
-    11008-22016 x 4096 2-9% faster, 8-bit 1-6%. Not for bf16 (unmeasured; its 8-bit tile then
-    spills) nor the fused SwiGLU kernel's two weight rings; 32000x4096 keeps its table's tile."""
-    return (w.dtype == torch.float16 and m <= 8 and n > 4096
-            and (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.split_k) == (8, 64, 512, 2, 1))
 
 
 def has_quant_wgmma(device: torch.device) -> bool:
