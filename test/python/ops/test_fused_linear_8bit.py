@@ -269,7 +269,7 @@ def test_gpu_matches_torch(wdt, xdt, m, n, k):
     (1, 4096, 11008, LinearConfig(16, 64, 256, 4, 4, split_k=2)), (16, 4096, 11008, LinearConfig(16, 64, 256, 4, 4, split_k=4)),
     (5, 1000, 4160, LinearConfig(16, 64, 256, 4, 4, split_k=3)), (64, 4096, 4096, LinearConfig(64, 128, 256, 4, 4, split_k=2))])
 def test_split_k_on_the_gpu(wdt, m, n, k, cfg):
-    """Split-K launches (ragged N and K included) against torch, the output poisoned first."""
+    """Split-K launches (ragged N and K included) against torch, every output finite (none left unwritten)."""
     w, sw = _weight(n, k, wdt, "cuda", seed=k)
     g = torch.Generator(device="cuda").manual_seed(m)
     x = torch.randn(m, k, device="cuda", generator=g).half()
@@ -289,8 +289,8 @@ def test_split_k_on_the_gpu(wdt, m, n, k, cfg):
     (517, 11008, 4096, (128, 256, 128, 8, 4)), (130, 384, 1024, (128, 256, 128, 8, 4)),
     (64, 96, 512, (64, 128, 256, 4, 4))])
 def test_cta_pairs_on_the_gpu(wdt, m, n, k, tile):
-    """CTA pairs multicasting the token tiles, against torch with the output poisoned: even and
-    odd weight-tile counts (1000 / 128 and 384 / 256: a partner past N), ragged M and K, one lone
+    """CTA pairs multicasting the token tiles, against torch (every output finite, so none left
+    unwritten in the fresh `torch.empty`): even and odd weight-tile counts (1000 / 128 and 384 / 256: a partner past N), ragged M and K, one lone
     tile (96 outputs) padded to a pair; twice, so the second launch reuses the compiled kernel."""
     w, sw = _weight(n, k, wdt, "cuda", seed=n)
     g = torch.Generator(device="cuda").manual_seed(m)
