@@ -171,10 +171,16 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
                   if bm <= max(32, m) and k // s >= 1024]
     if quantized:
         cands = [quantized_linear_config(c, w) for c in cands]
-    if m >= 256:  # the persistent form where its plan splits a thin last wave (bench/stream_k.py, stop 25)
+    if m >= 256:  # the persistent form where its plan splits a thin last wave (bench/stream_k.py, stop 25),
+        # or where whole tiles make more than a wave and the last is partial: one program an SM
+        # loads a tile while the one before it ends (w4g128 128x128x128 at 512 tokens, stop 34:
+        # 11008x4096 64.0 us against 64.8)
         sms = sm_count(w.device.index) if w.device.type == "cuda" else SM_COUNT
-        cands += [replace(c, stream_k=True) for c in cands
-                  if c.split_k == 1 and c.block_m >= 64 and stream_k_plan(m, n, k, c, sms)[2] > 1]
+
+        def persistent_gains(c: Any) -> bool:
+            tiles = -(-m // c.block_m) * -(-n // c.block_n)
+            return stream_k_plan(m, n, k, c, sms)[2] > 1 or (tiles > sms and tiles % sms > 0)
+        cands += [replace(c, stream_k=True) for c in cands if c.split_k == 1 and c.block_m >= 64 and persistent_gains(c)]
     out: list[Any] = []
     for c in cands:
         if c not in out:

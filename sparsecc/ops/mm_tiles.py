@@ -147,11 +147,33 @@ def _linear_epilogue(Y, BIAS, acc, M, N, stride_ym, pid_m, pid_n,
 
 
 @sparsecc.jit
+def _tile_scales(SCALE_X, SCALE_W, M, N, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """(SCALE_X's BLOCK_M tokens' scales, SCALE_W's BLOCK_N channels' scales) of output tile
+    (pid_m, pid_n), fp32 (0 past M and N)."""
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    return tl.load(SCALE_X + rm, mask=rm < M, other=0.0), tl.load(SCALE_W + rn, mask=rn < N, other=0.0)
+
+
+@sparsecc.jit
+def _scaled_tile_epilogue(Y, BIAS, scale_x, scale_w, acc, M, N, stride_ym, pid_m, pid_n,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr,
+                          ACTIVATION: tl.constexpr):
+    """An 8-bit linear kernel's output tile: the codes' sum (int32 or fp32) times the tile's
+    token and channel scales (`_tile_scales`) in fp32, then `_linear_epilogue`."""
+    out = acc.to(tl.float32) * scale_x[:, None]
+    out = out * scale_w[None, :]
+    _linear_epilogue(Y, BIAS, out, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS, ACTIVATION)
+
+
+@sparsecc.jit
 def _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr,
                             ACTIVATION: tl.constexpr):
     """An 8-bit linear kernel's output tile: the codes' sum (int32 or fp32) times the tokens'
-    scales SCALE_X[M] and the weight's SCALE_W[N] in fp32, then `_linear_epilogue`."""
+    scales SCALE_X[M] and the weight's SCALE_W[N] in fp32, then `_linear_epilogue` (each scale
+    loaded just before its product: `_tile_scales` and `_scaled_tile_epilogue` split it for a
+    kernel that loads them before its K loop)."""
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     out = acc.to(tl.float32) * tl.load(SCALE_X + rm, mask=rm < M, other=0.0)[:, None]

@@ -30,10 +30,16 @@ from sparsecc.ops.linear_config import (
     launch_constants_8bit,
     split_k_scratch,
 )
-from sparsecc.ops.mm_tiles import _accumulate_k, _scaled_linear_epilogue, _split_k_slice
+from sparsecc.ops.mm_tiles import (
+    _accumulate_k,
+    _scaled_linear_epilogue,
+    _scaled_tile_epilogue,
+    _split_k_slice,
+    _tile_scales,
+)
 from sparsecc.ops.quantize_rows import quantize_rows_fused
 from sparsecc.ops.sparse_linear import ACTIVATIONS
-from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
+from sparsecc.ops.stream_k import launch_linear_8bit_stream_k, stream_k_plan
 from sparsecc.passes.convert_tt_to_ttg import has_wgmma
 from sparsecc.runtime.sparse_tensor import SparseTensor
 
@@ -47,14 +53,16 @@ __all__ = ["default_config_linear_8bit", "launch_linear_8bit", "scaled_sparse_li
 def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride_xm, stride_wn, stride_ym,
                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                 ACC_INT: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                                K_32: tl.constexpr = False, PAIR_N: tl.constexpr = False):
+                                K_32: tl.constexpr = False, PAIR_N: tl.constexpr = False,
+                                EARLY_SCALES: tl.constexpr = False):
     """Y[M, N] = act((X[M, K] @ W[N, K].T) * SCALE_X[M, None] * SCALE_W[None, N] + BIAS[N]): X
     and W int8 or fp8 (W 2:4 along K), an int32 (ACC_INT) or fp32 sum, the epilogue in fp32.
     K_32: the host saw K % 32 == 0, so W's values rows (K/2 bytes) and X's rows are 16-byte
     aligned (TMA). PAIR_N (launched with num_ctas=2 over grid (weight tiles rounded up to even,
     token tiles)): programs 2j and 2j+1 take adjacent weight tiles of one token tile, so a CTA
     pair reads the same X tiles and multicasts them (an odd last weight tile's partner reads
-    zeros and stores nothing)."""
+    zeros and stores nothing). EARLY_SCALES: the tile's scales are loaded before the K loop, so
+    that their latency is not paid after it (`early_scales`)."""
     if K_32:
         stride_wn = tl.multiple_of(stride_wn, 32)
         stride_xm = tl.multiple_of(stride_xm, 32)
@@ -68,10 +76,16 @@ def scaled_sparse_linear_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, M, N, K, stride
                               block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
     w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(0, pid_n * BLOCK_N),
                               block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
+    if EARLY_SCALES:
+        scale_x, scale_w = _tile_scales(SCALE_X, SCALE_W, M, N, pid_m, pid_n, BLOCK_M, BLOCK_N)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
     acc = _accumulate_k(acc, x_ptr, w_ptr, tl.cdiv(K, BLOCK_K), BLOCK_K)
-    _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS,
-                            ACTIVATION)
+    if EARLY_SCALES:
+        _scaled_tile_epilogue(Y, BIAS, scale_x, scale_w, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N, HAS_BIAS,
+                              ACTIVATION)
+    else:
+        _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N,
+                                HAS_BIAS, ACTIVATION)
 
 
 
@@ -134,12 +148,25 @@ steps of 256): on the H100 (NOTES stop 31 run 13, cold L2) 4096x14336 at one tok
 against 21.2, at 64 tokens 20.8 against 21.2 (6 stages: 24.2; torchao 21.3); 8192x8192 ties."""
 _SMALL = LinearConfig(64, 128, 256, num_warps=4, num_stages=4)
 _SMALL_DEEP = LinearConfig(64, 128, 256, num_warps=4, num_stages=5)
-_MID = LinearConfig(128, 128, 256, num_warps=8, num_stages=3)
+_MID = LinearConfig(128, 128, 128, num_warps=8, num_stages=7)
+"""From 128 tokens where a 64x128 grid is more than a wave: K steps of 128 with seven stages
+(182 KB; the scales loaded before the K loop, `early_scales`) against 128x128x256 with three,
+on the H100 at 128 tokens (fp8, cold L2, NOTES stop 34 run 5): 11008x4096 17.7 us against
+19.6 (torchao 19.4), 12288x4096 19.0 against 21.0 (21.8), 14336x4096 21.5 against 22.9 (23.2)."""
 _MID_DEEP = LinearConfig(128, 128, 256, num_warps=8, num_stages=4)
 """From 256 tokens where 128x256 tiles leave too few CTAs: four stages (216 KB, the epilogue
 stores from registers, no staging scratch) against three, on the H100 at 512 tokens (NOTES
 stop 33 run 8, cold L2): 4096x14336 37.0 us against 44.3 (torchao 36.4), 4096x11008 30.3
 against 34.6 (29.7), 4096x4096 13.6 against 14.2 (13.5)."""
+_MID_PERSISTENT = LinearConfig(128, 128, 128, num_warps=8, num_stages=7, stream_k=True)
+"""Above 256 tokens where 128x256 tiles make more than one wave and at most 1.5 (`_PERSISTENT_WAVES`):
+128x128 tiles on one program an SM, each taking its tiles in turn (`stream_k_plan` with no
+split), so that the producer warp loads a tile's first stages during the last one's epilogue
+and the partial third wave costs a third of the SMs' time, not a wave. On the H100 (fp8, cold
+L2, NOTES stop 34 runs 2-3) 11008x4096 at 512 tokens 33.7 us against 39.2 for 128x256 (torchao
+31.3-31.8), 12288x4096 33.9 against 40.4 (31.8); where the plan would split the last wave its
+parts lost everywhere measured (11008x4096 45.7 us in 3 parts), so those shapes keep 128x256."""
+_PERSISTENT_WAVES = 1.5
 _LARGE = {True: LinearConfig(128, 256, 128, num_warps=8, num_stages=4),
           False: LinearConfig(128, 128, 128, num_warps=4, num_stages=3)}
 _CPU = LinearConfig(16, 32, 64, num_warps=4, num_stages=1)
@@ -163,13 +190,15 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs. On sm_90a:
     up to 16 tokens 16x64, with 8 stages where the grid has at most one CTA an SM (`SM_COUNT`;
     10 from `LONG_K`), else 4; up to 256, 64x128 where its grid has `FILLED_CTAS` CTAs (from
-    128 tokens 128x128x256 where the 64x128 grid is more than a wave and its own has
+    128 tokens 128x128x128 s7 (`_MID`) where the 64x128 grid is more than a wave and its own has
     `FILLED_CTAS`), else
     32x64 (more CTAs, each with six stages in flight; 8, or 10 from `LONG_K`, where the grid has
     at most one CTA an SM: at 128 tokens the deeper ring's 144 KB leave one CTA an SM where six
     stages fit two, 4096x11008 26.8 us against 19.7); from 256 the
     largest tile whose grid has `FILLED_CTAS` CTAs (128x256, then 128x128x256 with four stages
-    above 256 tokens), else 64x128. Elsewhere 16x64 up to 16 tokens, 64x128 up to 256, 128x128 above.
+    above 256 tokens), else 64x128; above 256 tokens, where a 128x256 grid is more than a wave
+    and at most 1.5, 128x128 tiles in the persistent form (`_MID_PERSISTENT`). Elsewhere 16x64
+    up to 16 tokens, 64x128 up to 256, 128x128 above.
 
         >>> default_config_linear_8bit(1, 4096, 4096)
         LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=8, split_k=1)
@@ -177,8 +206,10 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
         (64, 128)
         >>> [default_config_linear_8bit(m, 4096, 14336).num_stages for m in (1, 64, 128)]
         [10, 10, 6]
-        >>> default_config_linear_8bit(512, 4096, 4096).block_n, default_config_linear_8bit(512, 11008, 4096).block_n
+        >>> default_config_linear_8bit(512, 4096, 4096).block_n, default_config_linear_8bit(1024, 11008, 4096).block_n
         (128, 256)
+        >>> default_config_linear_8bit(512, 11008, 4096).stream_k
+        True
     """
     if device_type == "cpu":
         return _CPU
@@ -199,6 +230,9 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
                 return _MID
             return _SMALL_DEEP
         return _NARROW_DEEP[long_k] if _ctas(m, n, _NARROW) <= SM_COUNT else _NARROW
+    large = _ctas(m, n, _LARGE[True])
+    if m > 256 and SM_COUNT < large <= _PERSISTENT_WAVES * SM_COUNT and stream_k_plan(m, n, k, _MID_PERSISTENT)[2] == 1:
+        return _MID_PERSISTENT
     for tile in (_LARGE[True], *((_MID_DEEP,) if m > 256 else ())):
         if _ctas(m, n, tile) >= FILLED_CTAS:
             return tile

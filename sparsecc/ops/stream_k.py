@@ -42,6 +42,8 @@ from sparsecc.ops.mm_tiles import (
     _linear_epilogue,
     _row_strides,
     _scaled_linear_epilogue,
+    _scaled_tile_epilogue,
+    _tile_scales,
 )
 from sparsecc.ops.sparse_mm import sm_count
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
@@ -52,13 +54,11 @@ __all__ = ["MAX_SPLIT", "launch_linear_8bit_stream_k", "launch_linear_stream_k",
 
 
 @sparsecc.jit
-def _stream_k_item(X, W, M, N, K, stride_xm, stride_wn, item, WHOLE, PART_STEPS, steps, tiles_m,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr,
-                   ACC_INT: tl.constexpr):
-    """Work item `item`'s sum (fp32, or int32 with ACC_INT) and where it goes: (acc, split, j,
-    part, tile, pid_m, pid_n). Items below WHOLE are whole output tiles; item WHOLE + j is part
-    j % SPLIT (PART_STEPS K steps) of tile WHOLE + j // SPLIT; `steps` K steps a tile, `tiles_m`
-    token tiles."""
+def _stream_k_where(item, WHOLE, PART_STEPS, steps, tiles_m, SPLIT: tl.constexpr):
+    """Where work item `item` lies: (split, j, part, tile, first, count, pid_m, pid_n). Items
+    below WHOLE are whole output tiles; item WHOLE + j is part j % SPLIT (PART_STEPS K steps from
+    K step `first`, `count` of them) of tile WHOLE + j // SPLIT; `steps` K steps a tile,
+    `tiles_m` token tiles."""
     split = item >= WHOLE
     j = tl.maximum(item - WHOLE, 0)  # the part's index among all parts
     part = j % SPLIT
@@ -67,13 +67,20 @@ def _stream_k_item(X, W, M, N, K, stride_xm, stride_wn, item, WHOLE, PART_STEPS,
     count = tl.where(split, tl.minimum(PART_STEPS, steps - first), steps)
     pid_n = tile // tiles_m  # token tiles fastest, as the data-parallel grid: the programs at
     pid_m = tile - pid_n * tiles_m  # work together share a few weight panels in L2
+    return split, j, part, tile, first, count, pid_m, pid_n
+
+
+@sparsecc.jit
+def _stream_k_sum(X, W, M, N, K, stride_xm, stride_wn, first, count, pid_m, pid_n,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC_INT: tl.constexpr):
+    """The sum (fp32, or int32 with ACC_INT) of output tile (pid_m, pid_n) over `count` K steps
+    from K step `first`."""
     x_ptr = tl.make_block_ptr(X, shape=(M, K), strides=(stride_xm, 1), offsets=(pid_m * BLOCK_M, first * BLOCK_K),
                               block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
     w_ptr = tl.make_block_ptr(W, shape=(K, N), strides=(1, stride_wn), offsets=(first * BLOCK_K, pid_n * BLOCK_N),
                               block_shape=(BLOCK_K, BLOCK_N), order=(0, 1))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
-    acc = _accumulate_k(acc, x_ptr, w_ptr, count, BLOCK_K)
-    return acc, split, j, part, tile, pid_m, pid_n
+    return _accumulate_k(acc, x_ptr, w_ptr, count, BLOCK_K)
 
 
 @sparsecc.jit
@@ -113,9 +120,10 @@ def sparse_linear_stream_k_kernel(Y, X, W, BIAS, PARTIALS, TICKETS, M, N, K, str
     tiles_m = tl.cdiv(M, BLOCK_M)
     item = tl.program_id(0)
     while item < ITEMS:
-        acc, split, j, part, tile, pid_m, pid_n = _stream_k_item(X, W, M, N, K, stride_xm, stride_wn, item, WHOLE,
-                                                                 PART_STEPS, steps, tiles_m, BLOCK_M, BLOCK_N, BLOCK_K,
-                                                                 SPLIT, False)
+        split, j, part, tile, first, count, pid_m, pid_n = _stream_k_where(item, WHOLE, PART_STEPS, steps, tiles_m,
+                                                                           SPLIT)
+        acc = _stream_k_sum(X, W, M, N, K, stride_xm, stride_wn, first, count, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K,
+                            False)
         acc, finish = _stream_k_fixup(PARTIALS, TICKETS, acc, item, split, j, part, tile, WHOLE, ITEMS,
                                       BLOCK_M, BLOCK_N, SPLIT)
         if finish:
@@ -128,10 +136,13 @@ def scaled_sparse_linear_stream_k_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIA
                                          stride_wn, stride_ym, WHOLE, PART_STEPS, ITEMS,
                                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                                          SPLIT: tl.constexpr, ACC_INT: tl.constexpr, HAS_BIAS: tl.constexpr,
-                                         ACTIVATION: tl.constexpr, K_32: tl.constexpr = False):
+                                         ACTIVATION: tl.constexpr, K_32: tl.constexpr = False,
+                                         EARLY_SCALES: tl.constexpr = False):
     """The 8-bit `scaled_sparse_linear_kernel` (X and W int8 or fp8, both scales in the
     epilogue) as `sparse_linear_stream_k_kernel`'s work items: PARTIALS holds int32 parts for
-    int8 (ACC_INT: the sum stays exact), fp32 for fp8. K_32: rows 16-byte aligned (TMA)."""
+    int8 (ACC_INT: the sum stays exact), fp32 for fp8. K_32: rows 16-byte aligned (TMA).
+    EARLY_SCALES: each item loads its tile's scales before its K loop, so that their latency
+    is not paid after it (`early_scales`)."""
     if K_32:
         stride_wn = tl.multiple_of(stride_wn, 32)
         stride_xm = tl.multiple_of(stride_xm, 32)
@@ -139,14 +150,21 @@ def scaled_sparse_linear_stream_k_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIA
     tiles_m = tl.cdiv(M, BLOCK_M)
     item = tl.program_id(0)
     while item < ITEMS:
-        acc, split, j, part, tile, pid_m, pid_n = _stream_k_item(X, W, M, N, K, stride_xm, stride_wn, item, WHOLE,
-                                                                 PART_STEPS, steps, tiles_m, BLOCK_M, BLOCK_N, BLOCK_K,
-                                                                 SPLIT, ACC_INT)
+        split, j, part, tile, first, count, pid_m, pid_n = _stream_k_where(item, WHOLE, PART_STEPS, steps, tiles_m,
+                                                                           SPLIT)
+        if EARLY_SCALES:
+            scale_x, scale_w = _tile_scales(SCALE_X, SCALE_W, M, N, pid_m, pid_n, BLOCK_M, BLOCK_N)
+        acc = _stream_k_sum(X, W, M, N, K, stride_xm, stride_wn, first, count, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K,
+                            ACC_INT)
         acc, finish = _stream_k_fixup(PARTIALS, TICKETS, acc, item, split, j, part, tile, WHOLE, ITEMS,
                                       BLOCK_M, BLOCK_N, SPLIT)
         if finish:
-            _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N,
-                                    HAS_BIAS, ACTIVATION)
+            if EARLY_SCALES:
+                _scaled_tile_epilogue(Y, BIAS, scale_x, scale_w, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M, BLOCK_N,
+                                      HAS_BIAS, ACTIVATION)
+            else:
+                _scaled_linear_epilogue(Y, BIAS, SCALE_X, SCALE_W, acc, M, N, stride_ym, pid_m, pid_n, BLOCK_M,
+                                        BLOCK_N, HAS_BIAS, ACTIVATION)
         item += tl.num_programs(0)
 
 

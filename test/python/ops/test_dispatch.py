@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+from dataclasses import replace
 
 import pytest
 import torch
@@ -21,6 +22,7 @@ from sparsecc.ops import dispatch, dispatch_measure, sparse_linear, sparse_mm
 from sparsecc.ops.densify import dense_weight, dequantize_kept, scale_kept, weight16
 from sparsecc.ops.linear_config import LinearConfig
 from sparsecc.ops.sparse_linear import reference_linear
+from sparsecc.ops.stream_k import stream_k_plan
 
 GPU = "Fake GPU 80GB"
 
@@ -178,21 +180,25 @@ def test_a_config_flags_entry_round_trips_and_bad_flags_are_refused(tmp_path, mo
         LinearConfig(128, 256, 64, 8, 4, split_k=2, stream_k=True)
 
 
-def test_stream_k_is_timed_only_where_its_plan_splits_a_thin_last_wave():
+def test_stream_k_is_timed_where_its_plan_splits_or_whole_tiles_leave_a_partial_wave():
+    """From 256 tokens the persistent form of a tile is a candidate where its plan splits a thin
+    last wave, or where its whole tiles make more than a wave with a partial last one (the
+    programs load a tile during the last one's epilogue); never for tiles that fill whole waves."""
     w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(11008, 256).half()))
-    streamed = lambda m: [c for c in dispatch_measure._linear_candidates(m, 11008, 4096, w) if c.stream_k]  # noqa: E731
-    assert streamed(128) == []                                 # decode and mid-M: the split-K family's place
-    assert any((c.block_m, c.block_n) == (128, 256) for c in streamed(512))  # 172 tiles: 132 + 40 split in 3
-    assert all(c.split_k == 1 for c in streamed(512))
-    thick = dispatch_measure._linear_candidates(2048, 4096, 4096, w)  # 256 tiles of 128x256: 124 in the last wave
-    assert not any(c.stream_k and (c.block_m, c.block_n) == (128, 256) for c in thick)
+    streamed = lambda m, n: [c for c in dispatch_measure._linear_candidates(m, n, 4096, w) if c.stream_k]  # noqa: E731
+    assert streamed(128, 11008) == []                          # decode and mid-M: the split-K family's place
+    assert any((c.block_m, c.block_n) == (128, 256) for c in streamed(512, 11008))  # 172 tiles: 40 split in 3
+    assert all(c.split_k == 1 for c in streamed(512, 11008))
+    thick = [c for c in streamed(2048, 4096) if (c.block_m, c.block_n) == (128, 256)]  # 256 tiles: 124 + a wave
+    assert thick and all(stream_k_plan(2048, 4096, 4096, c)[2] == 1 for c in thick)  # whole tiles, no parts
+    assert not any((c.block_m, c.block_n) == (128, 256) for c in streamed(1024, 8448))  # 264 tiles: two waves
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_the_256_token_quant_wgmma_tile_is_timed_from_256_tokens_in_fp16(dtype, monkeypatch):
     """On a GPU with the register-A wgmma kernel: 256 tokens a tile (each dequantized fragment
-    feeds twice the MMA work) from M = 256, and in its stream-K form where the plan splits;
-    bf16 never (its convert scratch does not fit beside the tile's 3 stages)."""
+    feeds twice the MMA work) from M = 256, and in its persistent (stream-K) form where the plan
+    splits or whole tiles leave a partial last wave; bf16 never (its convert scratch does not fit beside the tile's 3 stages)."""
     monkeypatch.setattr(importlib.import_module("sparsecc.ops.sparse_linear"), "has_quant_wgmma", lambda device: True)
     w = sparsecc.compress(sparsecc.prune_2to4(torch.randn(256, 512).to(dtype)), quant="w4g128")
     wide = lambda m, n: [c for c in dispatch_measure._linear_candidates(m, n, 4096, w)  # noqa: E731
@@ -201,7 +207,8 @@ def test_the_256_token_quant_wgmma_tile_is_timed_from_256_tokens_in_fp16(dtype, 
     if dtype == torch.bfloat16:
         assert wide(512, 11008) == [] and wide(2048, 4096) == []
         return
-    assert wide(2048, 4096) == [LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True)]  # 256 tiles: no split
+    tile = LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True)
+    assert wide(2048, 4096) == [tile, replace(tile, stream_k=True)]  # 256 tiles: 124 + a wave, whole (no split)
     assert LinearConfig(256, 128, 128, 8, 3, quant_wgmma=True, stream_k=True) in wide(512, 11008)  # 172 tiles
 
 

@@ -26,6 +26,7 @@ from sparsecc.ops.sparse_linear_8bit import (
     scaled_sparse_linear_splitk_kernel,
     sparse_linear_8bit,
 )
+from sparsecc.ops.stream_k import stream_k_plan
 
 EIGHT_BIT = [torch.int8, torch.float8_e4m3fn]
 
@@ -151,15 +152,22 @@ def _sig(elt: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("m, n, want", [
-    (256, 4096, (64, 128)), (256, 11008, (128, 256)), (512, 4096, (128, 128)), (512, 11008, (128, 256)),
+    (256, 4096, (64, 128)), (256, 11008, (128, 256)), (512, 4096, (128, 128)), (512, 11008, (128, 128)),
+    (512, 12288, (128, 128)), (512, 14336, (128, 256)), (384, 12288, (128, 256)),
     (1024, 4096, (128, 256)), (2048, 14336, (128, 256)), (64, 28672, (64, 128)), (16, 4096, (16, 64))])
 def test_hopper_tiles_fill_the_gpu(m, n, want):
     """From 256 tokens on sm_90a the largest tile whose grid reaches FILLED_CTAS CTAs, as
     bench/linear_8bit_tiles.py measured best on the H100 (NOTES stop 23 run 4): 128x256 where
     it fills (from 86 CTAs), 128x128x256 at 512 tokens on 4096 outputs (64 CTAs of 128x256),
-    64x128 below; decode tiles and 64x128 below 256 tokens, unmeasured, unchanged."""
+    64x128 below; decode tiles and 64x128 below 256 tokens, unmeasured, unchanged. Above 256
+    tokens, where 128x256 makes 1-1.5 waves (172 and 192 CTAs at 512 tokens), persistent 128x128
+    programs over whole tiles (NOTES stop 34), unless their plan would split the last wave (12288
+    outputs at 384 tokens: 288 tiles, 24 in the last) or 128x256 is past 1.5 waves (14336: 224)."""
     cfg = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n) == want
+    assert cfg.stream_k == (m == 512 and n in (11008, 12288))
+    if cfg.stream_k:
+        assert stream_k_plan(m, n, 4096, cfg)[2] == 1 and (cfg.block_k, cfg.num_stages) == (128, 7)
     if m >= 256 and want != (64, 128):
         assert -(-m // cfg.block_m) * -(-n // cfg.block_n) >= FILLED_CTAS
     if want == (128, 256):
@@ -172,16 +180,18 @@ def test_hopper_tiles_fill_the_gpu(m, n, want):
     (1, 4096, 14336, (16, 64, 10)), (16, 4096, 11008, (16, 64, 10)), (1, 8192, 8192, (16, 64, 8)),
     (64, 4096, 4096, (32, 64, 8)), (64, 4096, 14336, (32, 64, 10)), (128, 4096, 4096, (32, 64, 6)),
     (128, 4096, 11008, (32, 64, 6)), (64, 11008, 4096, (64, 128, 5)), (128, 8192, 4096, (64, 128, 5)),
-    (200, 4096, 4096, (64, 128, 5)), (128, 11008, 4096, (128, 128, 3)), (200, 28672, 8192, (128, 128, 3)),
+    (200, 4096, 4096, (64, 128, 5)), (128, 11008, 4096, (128, 128, 7)), (200, 28672, 8192, (128, 128, 7)),
     (64, 28672, 8192, (64, 128, 5))])
 def test_hopper_tiles_below_256_tokens(m, n, k, want):
     """Below 256 tokens on sm_90a, the tiles bench/fp8_torchao.py measured best against torchao
     (NOTES stop 30, stop 31 runs 12-13): 8 stages at decode while the grid leaves each SM at most
     one CTA (10 from LONG_K); 64x128 with 5 stages where its grid reaches FILLED_CTAS, else 32x64
     with 8 (10 from LONG_K) while its grid leaves each SM one CTA, else 6 (two CTAs an SM); from
-    128 tokens 128x128x256 where the 64x128 grid is more than a wave."""
+    128 tokens 128x128x128 with 7 stages where the 64x128 grid is more than a wave (NOTES stop 34)."""
     cfg = default_config_linear_8bit(m, n, k, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n, cfg.num_stages) == want
+    if want == (128, 128, 7):
+        assert cfg.block_k == 128
     assert cfg.split_k == 1
 
 

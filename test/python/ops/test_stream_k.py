@@ -175,6 +175,7 @@ def test_8bit_stream_k_matches_the_quantized_arithmetic_on_the_interpreter(m, n,
 @pytest.mark.parametrize("m, n, k, cfg", [
     (512, 11008, 4096, LinearConfig(128, 256, 128, 8, 4, stream_k=True)),  # 172 tiles: 40 in 3 parts
     (512, 4096, 4096, LinearConfig(128, 256, 128, 8, 4, stream_k=True)),   # 64 tiles, each in 2 parts
+    (512, 11008, 4096, LinearConfig(128, 128, 128, 8, 7, stream_k=True)),  # whole tiles, early scales
     (130, 11008, 4096, LinearConfig(64, 128, 256, 4, 5, stream_k=True)),   # ragged M
     (300, 1000, 1536, LinearConfig(128, 128, 256, 8, 3, stream_k=True)),   # ragged N, a short K
 ])
