@@ -159,14 +159,18 @@ stores from registers, no staging scratch) against three, on the H100 at 512 tok
 stop 33 run 8, cold L2): 4096x14336 37.0 us against 44.3 (torchao 36.4), 4096x11008 30.3
 against 34.6 (29.7), 4096x4096 13.6 against 14.2 (13.5)."""
 _MID_PERSISTENT = LinearConfig(128, 128, 128, num_warps=8, num_stages=7, stream_k=True)
-"""Above 256 tokens where 128x256 tiles make more than one wave and at most 1.5 (`_PERSISTENT_WAVES`):
-128x128 tiles on one program an SM, each taking its tiles in turn (`stream_k_plan` with no
-split), so that the producer warp loads a tile's first stages during the last one's epilogue
-and the partial third wave costs a third of the SMs' time, not a wave. On the H100 (fp8, cold
-L2, NOTES stop 34 runs 2-3) 11008x4096 at 512 tokens 33.7 us against 39.2 for 128x256 (torchao
-31.3-31.8), 12288x4096 33.9 against 40.4 (31.8); where the plan would split the last wave its
-parts lost everywhere measured (11008x4096 45.7 us in 3 parts), so those shapes keep 128x256."""
-_PERSISTENT_WAVES = 1.5
+"""From 256 tokens where 128x256 tiles make more than one wave and at most two
+(`_PERSISTENT_WAVES`): 128x128 tiles on one program an SM, each taking its tiles in turn
+(`stream_k_plan` with no split), so that the producer warp loads a tile's first stages during
+the last one's epilogue and a partial last wave costs its share of the SMs' time, not a wave.
+On the H100 (fp8, cold L2, NOTES stop 34 runs 2-3, 6): at 512 tokens 11008x4096 33.1-34.4 us
+against 39.2 for 128x256 (torchao 31-32), 12288x4096 33.9 against 40.4 (31.8); at 256 tokens
+22016x4096 38.1 against 45.1 (35.8), 32000x4096 49.6 against 52.8 (46.6); at 384 tokens
+14336x4096 35.4 against 41.9. Where the plan would split the last wave, its parts lost
+everywhere measured (11008x4096 at 512 tokens: 45.7 us in 3 parts), so those shapes keep
+128x256 (28672x8192 at 256 tokens: 83.8 us against 87.1 split); at 200 tokens, whose second
+token tile is ragged, 128x256 wins (32000x4096 52.9 us against 60.6)."""
+_PERSISTENT_WAVES = 2.0
 _LARGE = {True: LinearConfig(128, 256, 128, num_warps=8, num_stages=4),
           False: LinearConfig(128, 128, 128, num_warps=4, num_stages=3)}
 _CPU = LinearConfig(16, 32, 64, num_warps=4, num_stages=1)
@@ -196,9 +200,10 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     at most one CTA an SM: at 128 tokens the deeper ring's 144 KB leave one CTA an SM where six
     stages fit two, 4096x11008 26.8 us against 19.7); from 256 the
     largest tile whose grid has `FILLED_CTAS` CTAs (128x256, then 128x128x256 with four stages
-    above 256 tokens), else 64x128; above 256 tokens, where a 128x256 grid is more than a wave
-    and at most 1.5, 128x128 tiles in the persistent form (`_MID_PERSISTENT`). Elsewhere 16x64
-    up to 16 tokens, 64x128 up to 256, 128x128 above.
+    above 256 tokens), else 64x128; above 128 tokens 128x256 where its grid has `FILLED_CTAS`
+    CTAs (at 200 tokens 32000x4096 52.9 us against 67.0 for 128x128, NOTES stop 34 run 6), and
+    from 256 where that grid is more than a wave and at most two, 128x128 tiles in the persistent form
+    (`_MID_PERSISTENT`). Elsewhere 16x64 up to 16 tokens, 64x128 up to 256, 128x128 above.
 
         >>> default_config_linear_8bit(1, 4096, 4096)
         LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=8, split_k=1)
@@ -220,23 +225,24 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     long_k = k >= LONG_K
     if m <= 16:
         return _DECODE_DEEP[long_k] if _ctas(m, n, _DECODE) <= SM_COUNT else _DECODE
-    if m < 256:
-        if _ctas(m, n, _SMALL_DEEP) >= FILLED_CTAS:
-            # a 64x128 grid of more than a wave: 128 tokens a tile, half the CTAs, at least
-            # FILLED_CTAS of them (H100, NOTES stop 31 run 15, cold L2: 14336x4096 at 128
-            # tokens 23.2 us against 25.1, 28672x8192 69.8 against 74.2, 32000x4096 at 200
-            # tokens 69.5 against 87.6)
-            if m >= 128 and _ctas(m, n, _SMALL_DEEP) > SM_COUNT and _ctas(m, n, _MID) >= FILLED_CTAS:
-                return _MID
-            return _SMALL_DEEP
-        return _NARROW_DEEP[long_k] if _ctas(m, n, _NARROW) <= SM_COUNT else _NARROW
-    large = _ctas(m, n, _LARGE[True])
-    if m > 256 and SM_COUNT < large <= _PERSISTENT_WAVES * SM_COUNT and stream_k_plan(m, n, k, _MID_PERSISTENT)[2] == 1:
-        return _MID_PERSISTENT
-    for tile in (_LARGE[True], *((_MID_DEEP,) if m > 256 else ())):
-        if _ctas(m, n, tile) >= FILLED_CTAS:
-            return tile
-    return _SMALL
+    if m > 128:
+        large = _ctas(m, n, _LARGE[True])
+        if m >= 256 and SM_COUNT < large <= _PERSISTENT_WAVES * SM_COUNT and stream_k_plan(m, n, k, _MID_PERSISTENT)[2] == 1:
+            return _MID_PERSISTENT
+        if large >= FILLED_CTAS:
+            return _LARGE[True]
+        if m > 256 and _ctas(m, n, _MID_DEEP) >= FILLED_CTAS:
+            return _MID_DEEP
+        if m >= 256:
+            return _SMALL
+    if _ctas(m, n, _SMALL_DEEP) >= FILLED_CTAS:
+        # a 64x128 grid of more than a wave: 128 tokens a tile, half the CTAs, at least
+        # FILLED_CTAS of them (H100, NOTES stop 31 run 15, cold L2: 14336x4096 at 128
+        # tokens 23.2 us against 25.1, 28672x8192 69.8 against 74.2)
+        if m >= 128 and _ctas(m, n, _SMALL_DEEP) > SM_COUNT and _ctas(m, n, _MID) >= FILLED_CTAS:
+            return _MID
+        return _SMALL_DEEP
+    return _NARROW_DEEP[long_k] if _ctas(m, n, _NARROW) <= SM_COUNT else _NARROW
 
 
 def _check(x: Any, w: Any, weight_scale: Any, bias: Any, activation: str) -> None:

@@ -151,21 +151,25 @@ def _sig(elt: str) -> dict[str, str]:
             "stride_wn": "i32:16", "stride_ym": "i32:16"}
 
 
-@pytest.mark.parametrize("m, n, want", [
-    (256, 4096, (64, 128)), (256, 11008, (128, 256)), (512, 4096, (128, 128)), (512, 11008, (128, 128)),
-    (512, 12288, (128, 128)), (512, 14336, (128, 256)), (384, 12288, (128, 256)),
-    (1024, 4096, (128, 256)), (2048, 14336, (128, 256)), (64, 28672, (64, 128)), (16, 4096, (16, 64))])
-def test_hopper_tiles_fill_the_gpu(m, n, want):
+@pytest.mark.parametrize("m, n, want, persistent", [
+    (256, 4096, (64, 128), False), (256, 11008, (128, 256), False), (512, 4096, (128, 128), False),
+    (512, 11008, (128, 128), True), (512, 12288, (128, 128), True), (512, 14336, (128, 256), False),
+    (384, 12288, (128, 256), False), (384, 14336, (128, 128), True), (256, 22016, (128, 128), True),
+    (256, 32000, (128, 128), True), (256, 28672, (128, 256), False), (200, 32000, (128, 256), False),
+    (1024, 4096, (128, 256), False), (2048, 14336, (128, 256), False), (64, 28672, (64, 128), False),
+    (16, 4096, (16, 64), False)])
+def test_hopper_tiles_fill_the_gpu(m, n, want, persistent):
     """From 256 tokens on sm_90a the largest tile whose grid reaches FILLED_CTAS CTAs, as
     bench/linear_8bit_tiles.py measured best on the H100 (NOTES stop 23 run 4): 128x256 where
     it fills (from 86 CTAs), 128x128x256 at 512 tokens on 4096 outputs (64 CTAs of 128x256),
-    64x128 below; decode tiles and 64x128 below 256 tokens, unmeasured, unchanged. Above 256
-    tokens, where 128x256 makes 1-1.5 waves (172 and 192 CTAs at 512 tokens), persistent 128x128
-    programs over whole tiles (NOTES stop 34), unless their plan would split the last wave (12288
-    outputs at 384 tokens: 288 tiles, 24 in the last) or 128x256 is past 1.5 waves (14336: 224)."""
+    64x128 below; decode tiles and 64x128 below 256 tokens, unmeasured, unchanged. Above 128
+    tokens, where 128x256 makes 1-2 waves (172 and 192 CTAs at 512 tokens, 172 and 250 at 256),
+    persistent 128x128 programs over whole tiles (NOTES stop 34), unless their plan would split
+    the last wave (12288 outputs at 384 tokens: 288 tiles, 24 in the last; 14336 at 512 and
+    28672 at 256: 448 tiles, 52 in the last)."""
     cfg = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n) == want
-    assert cfg.stream_k == (m == 512 and n in (11008, 12288))
+    assert cfg.stream_k == persistent
     if cfg.stream_k:
         assert stream_k_plan(m, n, 4096, cfg)[2] == 1 and (cfg.block_k, cfg.num_stages) == (128, 7)
     if m >= 256 and want != (64, 128):
@@ -180,14 +184,15 @@ def test_hopper_tiles_fill_the_gpu(m, n, want):
     (1, 4096, 14336, (16, 64, 10)), (16, 4096, 11008, (16, 64, 10)), (1, 8192, 8192, (16, 64, 8)),
     (64, 4096, 4096, (32, 64, 8)), (64, 4096, 14336, (32, 64, 10)), (128, 4096, 4096, (32, 64, 6)),
     (128, 4096, 11008, (32, 64, 6)), (64, 11008, 4096, (64, 128, 5)), (128, 8192, 4096, (64, 128, 5)),
-    (200, 4096, 4096, (64, 128, 5)), (128, 11008, 4096, (128, 128, 7)), (200, 28672, 8192, (128, 128, 7)),
+    (200, 4096, 4096, (64, 128, 5)), (128, 11008, 4096, (128, 128, 7)), (200, 28672, 8192, (128, 256, 4)),
     (64, 28672, 8192, (64, 128, 5))])
 def test_hopper_tiles_below_256_tokens(m, n, k, want):
     """Below 256 tokens on sm_90a, the tiles bench/fp8_torchao.py measured best against torchao
     (NOTES stop 30, stop 31 runs 12-13): 8 stages at decode while the grid leaves each SM at most
     one CTA (10 from LONG_K); 64x128 with 5 stages where its grid reaches FILLED_CTAS, else 32x64
     with 8 (10 from LONG_K) while its grid leaves each SM one CTA, else 6 (two CTAs an SM); from
-    128 tokens 128x128x128 with 7 stages where the 64x128 grid is more than a wave (NOTES stop 34)."""
+    128 tokens 128x128x128 with 7 stages where the 64x128 grid is more than a wave, and above 128
+    128x256 where its grid reaches FILLED_CTAS (NOTES stop 34)."""
     cfg = default_config_linear_8bit(m, n, k, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n, cfg.num_stages) == want
     if want == (128, 128, 7):
