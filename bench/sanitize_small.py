@@ -129,8 +129,9 @@ def quantized_prefill() -> int:
 
 def linear_8bit() -> int:
     """sparse_linear_8bit (fp8 and int8, per-token x quantization fused) on a ragged token count at
-    each of its Hopper tiles: `default_config_linear_8bit`'s grid-filling 128x256x128 s4 and
-    128x128x256 s3, and the small-M 64x128x256, each against the torch reference."""
+    each of its Hopper tiles: `default_config_linear_8bit`'s grid-filling 128x256x128 s4,
+    128x128x256 s3 and the 128-token 128x128x128 s7 (both loading their scales before the K
+    loop), and the small-M 64x128x256, each against the torch reference."""
     if torch.cuda.get_device_capability() < (9, 0):
         return 0
     import sparsecc
@@ -140,7 +141,8 @@ def linear_8bit() -> int:
 
     status = 0
     m, n, k = 517, 392, 704
-    tiles = (LinearConfig(128, 256, 128, 8, 4), LinearConfig(128, 128, 256, 8, 3), LinearConfig(64, 128, 256, 4, 4))
+    tiles = (LinearConfig(128, 256, 128, 8, 4), LinearConfig(128, 128, 256, 8, 3), LinearConfig(128, 128, 128, 8, 7),
+             LinearConfig(64, 128, 256, 4, 4))
     for dtype in (torch.float8_e4m3fn, torch.int8):
         q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
         w = sparsecc.compress(q)
@@ -264,7 +266,9 @@ def linear_8bit_deep() -> int:
 
 def stream_k_8bit() -> int:
     """The 8-bit stream-K kernel planned for 4 SMs (whole tiles and split ones: fp32 or int32
-    parts through scratch), fp8 and int8, ragged M and N, into NaN-poisoned outputs."""
+    parts through scratch), fp8 and int8, ragged M and N, into NaN-poisoned outputs; the
+    persistent default above 256 tokens (128x128x128 s7, scales loaded before the K loop) on
+    the same 4 SMs and on the device's (whole tiles only)."""
     if torch.cuda.get_device_capability() < (9, 0):
         return 0
     import sparsecc
@@ -283,11 +287,14 @@ def stream_k_8bit() -> int:
         bias = torch.randn(n, dtype=torch.float16, device="cuda")
         xq, xs = quantize_rows_fused(x, dtype)
         want = reference_linear_8bit(x, w, sw, bias, "silu").float()
-        for cfg in (LinearConfig(128, 128, 256, 8, 3, stream_k=True), LinearConfig(64, 128, 256, 4, 5, stream_k=True)):
+        for cfg, sms in ((LinearConfig(128, 128, 256, 8, 3, stream_k=True), 4),
+                         (LinearConfig(64, 128, 256, 4, 5, stream_k=True), 4),
+                         (LinearConfig(128, 128, 128, 8, 7, stream_k=True), 4),
+                         (LinearConfig(128, 128, 128, 8, 7, stream_k=True), None)):
             y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
-            launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=4)
+            launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=sms)
             torch.cuda.synchronize()
-            status |= _mismatch(f"8-bit stream_k {dtype} {m}x{n}x{k} {cfg}", y, want)
+            status |= _mismatch(f"8-bit stream_k {dtype} {m}x{n}x{k} {cfg} on {sms or 'all'} SMs", y, want)
     return status
 
 
