@@ -19,7 +19,8 @@ from sparsecc.runtime.sparse_tensor import SparseTensor
 from sparsecc.switches import env_overrides
 
 __all__ = ["QUANT_WGMMA_OPTIONS", "QUANT_WGMMA_PLAIN", "QUANT_WGMMA_RING", "SM_COUNT", "LinearConfig",
-           "early_scales", "launch_constants", "launch_constants_8bit", "quant_wgmma_options", "split_k_scratch", "table_linear_config"]
+           "early_scales", "launch_constants", "launch_constants_8bit", "quant_wgmma_options", "split_k_scratch",
+           "table_linear_config"]
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def launch_constants_8bit(w: SparseTensor, k: int, cfg: LinearConfig, has_bias: 
 
 def early_scales(cfg: LinearConfig) -> bool:
     """Whether an 8-bit linear launch of `cfg` loads its tile's scales before the K loop rather
-    than after it: tiles of 128 tokens whose sum takes at most 64 fp32 registers a thread
+    than after it: tiles of at least 128 tokens whose sum takes at most 64 fp32 registers a thread
     (128x128 at 8 warps), where the scales' registers fit beside it. On the H100 (fp8, cold L2,
     NOTES stop 34 run 2) 2-3% faster at 128x128x256 and up to 5% in the persistent form, whose
     every tile otherwise waited on the loads behind a busy L2; 128x256 tiles lost 5-9%.

@@ -21,8 +21,13 @@ the whole weight once per token tile: 1.7x the DRAM reads).
 The dispatcher times it from 256 tokens where its plan splits a last wave
 (`LinearConfig(stream_k=True)`; bench/stream_k.py, NOTES stop 25): 11008x4096 at 512 tokens
 1.05x F.linear where data-parallel runs 0.97x, 4096x11008 1.10x (0.98x), 11008x4096 at 2048
-1.31x (1.24x). A launch without a split compiles no fix-up (SPLIT is a constexpr) and runs within
-1-5% of data-parallel (NOTES stop 26), so it is only timed where the plan splits.
+1.31x (1.24x). A launch without a split compiles no fix-up (SPLIT is a constexpr); it is timed
+too where whole tiles make more than a wave with a partial last one, since a program loads its
+next tile while the last one's epilogue runs (`w4g128` 11008x4096 at 512 tokens 64.0 us against
+64.8, NOTES stop 34). The 8-bit kernel takes that whole-tile form by default from 256 tokens
+where 128x256 tiles would make one to two waves (`sparse_linear_8bit._MID_PERSISTENT`: fp8
+11008x4096 at 512 tokens 33.1-34.4 us against 39.2). Splitting a last wave over more than half
+the SMs lost everywhere measured (45.7 us in thirds there), so the plan does not.
 """
 
 from __future__ import annotations

@@ -225,6 +225,33 @@ def test_default_tiles_assemble(target, elt, m, k):
 
 
 @needs_ptxas
+@pytest.mark.parametrize("elt", ["fp8e4nv", "i8"])
+def test_the_persistent_default_tile_assembles(elt):
+    """The persistent whole-tile default above 256 tokens (11008x4096 at 512 tokens) compiles as
+    its launch specializes it (no split: no fix-up, no ticket atomic; the scales loaded before
+    the K loop) and assembles for sm_90a within the 227 KB a CTA may take, with no spills."""
+    from sparsecc.ops.linear_config import launch_constants_8bit
+    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
+
+    cfg = default_config_linear_8bit(512, 11008, 4096, "cuda", "sm_90a")
+    assert cfg.stream_k and stream_k_plan(512, 11008, 4096, cfg)[2] == 1
+    w = sparsecc.compress(torch.zeros(8, 64).to(torch.int8 if elt == "i8" else torch.float8_e4m3fn))
+    consts = launch_constants_8bit(w, 4096, cfg, True, "silu")
+    assert consts["EARLY_SCALES"]
+    options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
+    order = ["Y", "X", "W", "SCALE_X", "SCALE_W", "BIAS", "PARTIALS", "TICKETS", "M", "N", "K",
+             "stride_xm", "stride_wn", "stride_ym", "WHOLE", "PART_STEPS", "ITEMS"]
+    sig = {**_sig(elt), "PARTIALS": "*i32" if elt == "i8" else "*fp32", "TICKETS": "*i32", "WHOLE": "i32",
+           "PART_STEPS": "i32", "ITEMS": "i32"}
+    kernel = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, {name: sig[name] for name in order},
+                              consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, **options)
+    ptx = kernel.asm["ptx"]
+    assert "wgmma.mma_async.sp" in ptx and "cp.async.bulk.tensor" in ptx and "atom." not in ptx
+    res = ptxas.assemble(ptx, "sm_90a").kernel_resources()
+    assert kernel.metadata["shared"] <= 227 * 1024 and res.spill_stores == 0, (kernel.metadata["shared"], res)
+
+
+@needs_ptxas
 @pytest.mark.parametrize("target, elt", [("sm_90a", "fp8e4nv"), ("sm_90a", "i8"), ("sm_80", "i8")])
 def test_split_k_tiles_assemble(target, elt):
     """The split-K kernel at the decode tile compiles and assembles for each target, on the
