@@ -39,6 +39,7 @@ from sparsecc.ops.mm_tiles import (
 )
 from sparsecc.ops.quantize_rows import quantize_rows_fused
 from sparsecc.ops.sparse_linear import ACTIVATIONS
+from sparsecc.ops.sparse_mm import sm_count
 from sparsecc.ops.stream_k import launch_linear_8bit_stream_k, stream_k_plan
 from sparsecc.passes.convert_tt_to_ttg import has_wgmma
 from sparsecc.runtime.sparse_tensor import SparseTensor
@@ -190,7 +191,7 @@ def _ctas(m: int, n: int, tile: LinearConfig) -> int:
 
 
 def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda",
-                               target: str | None = "sm_90a") -> LinearConfig:
+                               target: str | None = "sm_90a", sms: int = SM_COUNT) -> LinearConfig:
     """The tiles of an 8-bit `sparse_linear_8bit` of m tokens, n outputs and k inputs. On sm_90a:
     up to 16 tokens 16x64, with 8 stages where the grid has at most one CTA an SM (`SM_COUNT`;
     10 from `LONG_K`), else 4; up to 256, 64x128 where its grid has `FILLED_CTAS` CTAs (from
@@ -203,7 +204,9 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     above 256 tokens), else 64x128; above 128 tokens 128x256 where its grid has `FILLED_CTAS`
     CTAs (at 200 tokens 32000x4096 52.9 us against 67.0 for 128x128, NOTES stop 34 run 6), and
     from 256 where that grid is more than a wave and at most two, 128x128 tiles in the persistent form
-    (`_MID_PERSISTENT`). Elsewhere 16x64 up to 16 tokens, 64x128 up to 256, 128x128 above.
+    (`_MID_PERSISTENT`; `sms`: the GPU's SMs, which the launch plans for, so that the plan it
+    was chosen by is the one that runs). Elsewhere 16x64 up to 16 tokens, 64x128 up to 256,
+    128x128 above.
 
         >>> default_config_linear_8bit(1, 4096, 4096)
         LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=8, split_k=1)
@@ -227,7 +230,7 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
         return _DECODE_DEEP[long_k] if _ctas(m, n, _DECODE) <= SM_COUNT else _DECODE
     if m > 128:
         large = _ctas(m, n, _LARGE[True])
-        if m >= 256 and SM_COUNT < large <= _PERSISTENT_WAVES * SM_COUNT and stream_k_plan(m, n, k, _MID_PERSISTENT)[2] == 1:
+        if m >= 256 and sms < large <= _PERSISTENT_WAVES * sms and stream_k_plan(m, n, k, _MID_PERSISTENT, sms)[2] == 1:
             return _MID_PERSISTENT
         if large >= FILLED_CTAS:
             return _LARGE[True]
@@ -291,7 +294,8 @@ def sparse_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Ten
         return y.reshape(*lead, n)
     xq, x_scale = quantize_rows_fused(x2, w.dtype)
     target = _jit.current_target() if x.is_cuda else None
-    cfg = config if config is not None else default_config_linear_8bit(m, n, k, x.device.type, target)
+    sms = sm_count(x.device.index) if x.is_cuda else SM_COUNT
+    cfg = config if config is not None else default_config_linear_8bit(m, n, k, x.device.type, target, sms)
     if cfg.cta_pairs and x.is_cuda and not has_wgmma(target):
         raise ValueError(f"sparse_linear_8bit: config cta_pairs needs TMA multicast (sm_90a); this GPU is {target}")
     b = bias.to(x.dtype).contiguous() if bias is not None else None
