@@ -178,8 +178,8 @@ def _linear_candidates(m: int, n: int, k: int, w: Any) -> list[Any]:
         sms = sm_count(w.device.index) if w.device.type == "cuda" else SM_COUNT
 
         def persistent_gains(c: Any) -> bool:
-            tiles = -(-m // c.block_m) * -(-n // c.block_n)
-            return stream_k_plan(m, n, k, c, sms)[2] > 1 or (tiles > sms and tiles % sms > 0)
+            programs, whole, split, _ = stream_k_plan(m, n, k, c, sms)
+            return split > 1 or whole % programs > 0  # (programs = SMs where tiles outnumber them)
         cands += [replace(c, stream_k=True) for c in cands if c.split_k == 1 and c.block_m >= 64 and persistent_gains(c)]
     out: list[Any] = []
     for c in cands:

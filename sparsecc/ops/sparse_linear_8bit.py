@@ -294,8 +294,10 @@ def sparse_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Ten
         return y.reshape(*lead, n)
     xq, x_scale = quantize_rows_fused(x2, w.dtype)
     target = _jit.current_target() if x.is_cuda else None
-    sms = sm_count(x.device.index) if x.is_cuda else SM_COUNT
-    cfg = config if config is not None else default_config_linear_8bit(m, n, k, x.device.type, target, sms)
+    cfg = config
+    if cfg is None:
+        sms = sm_count(x.device.index) if x.is_cuda else SM_COUNT
+        cfg = default_config_linear_8bit(m, n, k, x.device.type, target, sms)
     if cfg.cta_pairs and x.is_cuda and not has_wgmma(target):
         raise ValueError(f"sparse_linear_8bit: config cta_pairs needs TMA multicast (sm_90a); this GPU is {target}")
     b = bias.to(x.dtype).contiguous() if bias is not None else None

@@ -239,8 +239,12 @@ def sm_count(index: int | None) -> int:
 
         programs = min(tiles, sm_count(x.device.index))
     """
-    props = torch.cuda.get_device_properties(torch.cuda.current_device() if index is None else index)
-    return props.multi_processor_count
+    return _sm_count_of(torch.cuda.current_device() if index is None else index)
+
+
+@functools.cache
+def _sm_count_of(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def _args(d: torch.Tensor, a: Any, b: torch.Tensor, kmajor: bool = False) -> tuple[Any, ...]:
