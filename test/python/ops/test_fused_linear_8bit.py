@@ -170,11 +170,11 @@ def test_hopper_tiles_fill_the_gpu(m, n, want, persistent):
     cfg = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n) == want
     assert cfg.stream_k == persistent
-    if persistent:  # on 114 SMs the rule asks that GPU's plan (11008x4096: 2 tiles past 3 waves, split: 128x256)
+    if persistent:
+        assert stream_k_plan(m, n, 4096, cfg)[2] == 1 and (cfg.block_k, cfg.num_stages) == (128, 7)
+        # on 114 SMs the rule asks that GPU's plan (11008x4096: 2 tiles past 3 waves, split: 128x256)
         other = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a", sms=114)
         assert not other.stream_k or stream_k_plan(m, n, 4096, other, 114)[2] == 1
-    if cfg.stream_k:
-        assert stream_k_plan(m, n, 4096, cfg)[2] == 1 and (cfg.block_k, cfg.num_stages) == (128, 7)
     if m >= 256 and want != (64, 128):
         assert -(-m // cfg.block_m) * -(-n // cfg.block_n) >= FILLED_CTAS
     if want == (128, 256):
