@@ -268,7 +268,8 @@ def stream_k_8bit() -> int:
     """The 8-bit stream-K kernel planned for 4 SMs (whole tiles and split ones: fp32 or int32
     parts through scratch), fp8 and int8, ragged M and N, into NaN-poisoned outputs; the
     persistent default above 256 tokens (128x128x128 s7, scales loaded before the K loop) on
-    the same 4 SMs and on the device's (whole tiles only)."""
+    the same 4 SMs and on the device's (whole tiles only). N = 200 stores 16-byte vectors; N =
+    208 (rows of whole 16-byte chunks) TMA stores."""
     if torch.cuda.get_device_capability() < (9, 0):
         return 0
     import sparsecc
@@ -279,8 +280,8 @@ def stream_k_8bit() -> int:
     from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
 
     status = 0
-    m, n, k = 130, 200, 1536
-    for dtype in (torch.float8_e4m3fn, torch.int8):
+    m, k = 130, 1536
+    for dtype, n in ((torch.float8_e4m3fn, 200), (torch.int8, 200), (torch.float8_e4m3fn, 208), (torch.int8, 208)):
         q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
         w = sparsecc.compress(q)
         x = torch.randn(m, k, dtype=torch.float16, device="cuda")

@@ -101,6 +101,8 @@ class CompileOptions:
     """Quantized mma.sp dots apply the scales to each group's sums (`tritongpu-scale-after-dot`)."""
     coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
+    tma_stores: bool = SWITCHES["tma_stores"].default
+    """With coalesce_mma_stores on sm_90+: those a tensor map describes as TMA stores."""
     strength_reduce: bool = SWITCHES["strength_reduce"].default
     """Loops carry their copies' addresses (`ptx-strength-reduce`)."""
     tma_extents: bool = SWITCHES["tma_extents"].default
@@ -209,11 +211,16 @@ def ttgir_rewrites(opts: CompileOptions) -> list[str]:
     """
     return [
         *(["tritongpu-scale-after-dot"] if opts.scale_after_dot else []),
-        *([f"tritongpu-coalesce-mma-stores{{target={opts.target}}}"] if opts.coalesce_mma_stores else []),
+        *([_coalesce_mma_stores(opts)] if opts.coalesce_mma_stores else []),
         *(["tritongpu-wgmma-unroll"] if opts.wgmma_unroll else []),
         "tritongpu-sink-local-loads",
         *([_warp_specialize(opts)] if opts.warp_specialize else []),
     ]
+
+
+def _coalesce_mma_stores(opts: CompileOptions) -> str:
+    """tritongpu-coalesce-mma-stores for the target, with TMA stores where the switch asks."""
+    return f"tritongpu-coalesce-mma-stores{{target={opts.target}{' tma-stores=true' if opts.tma_stores else ''}}}"
 
 
 def _warp_specialize(opts: CompileOptions) -> str:

@@ -106,6 +106,11 @@ SWITCHES: dict[str, Switch] = {
                                   "product: MoE and sparse_linear's W x^T into y) as 16-byte vectors "
                                   "through a shared scratch (tritongpu-coalesce-mma-stores; off: one "
                                   "st.global.b16 per element)"),
+    "tma_stores": Switch("SPARSECC_TMA_STORES", False,
+                         "with coalesce_mma_stores on sm_90+: a 16-bit transposed MMA tile whose block "
+                         "pointer a tensor map describes goes out by TMA stores from its shared tile, one "
+                         "thread issuing them while the others go on (tritongpu-coalesce-mma-stores"
+                         "{tma-stores=true})"),
     "strength_reduce": Switch("SPARSECC_STRENGTH_REDUCE", True,
                               "loops carry the 64-bit addresses of their copies, advanced by a "
                               "loop-invariant step, instead of rebuilding them from i32 offsets every "

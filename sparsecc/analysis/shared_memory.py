@@ -168,8 +168,10 @@ def shared_effects(op: Operation) -> tuple[str, ...]:
     if isinstance(op, ttgd.AsyncCopyGlobalToLocalOp):
         unsafe = ttgd.SLOT_SAFE not in op.attributes and ttgd.SLOT_GUARDED not in op.attributes
         return (WAR_WRITE,) if unsafe else ()
-    if isinstance(op, ttgd.AsyncWaitOp | ttgd.InitBarrierOp | ttgd.BarrierOp):
+    if isinstance(op, ttgd.AsyncWaitOp | ttgd.InitBarrierOp | ttgd.BarrierOp | ttgd.AsyncTmaStoreWaitOp):
         return (SYNC,)
+    if isinstance(op, ttgd.AsyncTmaStoreOp):
+        return (SYNC, READ)  # its barrier follows every thread's writes; TMA then reads the tile
     if isinstance(op, ttgd.WaitBarrierOp):
         return (LANDED,)
     return ()

@@ -52,7 +52,7 @@ def lowered_on(op: Operation, side: Side) -> bool:
         return not issues_tma(op)
     if ttgd.CONSUMER_ONLY in op.attributes:  # a skipped scf.if, an outer ring loop's epilogue
         return False
-    if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp | tt.DotOp):
+    if isinstance(op, ttgd.LocalLoadOp | ttgd.DotWaitOp | tt.DotOp | ttgd.AsyncTmaStoreOp | ttgd.AsyncTmaStoreWaitOp):
         return False
     if isinstance(op, ttgd.WaitBarrierOp):
         return is_empty_ring(op.ring)

@@ -80,14 +80,15 @@ def plan_kernel(func: tt.FuncOp, target: str, num_warps: int, cluster: int,
     params = [(f"arg{i}", param_kind(ty, func, i)) for i, ty in enumerate(func.function_type.inputs.data)]
     tensor_maps = plan_tensor_maps(func, divs, len(params))
     params += [(f"tmap{i}", "tmap") for i in range(len(tensor_maps))]
+    tma_loads = any(isinstance(op, ttgd.AsyncTmaCopyOp) for op in func.walk())
     producer_warps = tma_thread = 0
     split = producer_split(func)
     if split is not None:
-        if not (tensor_maps and wgmma):
+        if not (tma_loads and wgmma):
             raise LoweringError(f"tt.func @{func.sym_name.data}: marked for warp specialization "
                                 "but it has no TMA copies feeding a wgmma dot")
         producer_warps, tma_thread = split[2], 32 * num_warps
-    cfg = KernelConfig(func, target, num_warps, cluster, wgmma, a_smem_option or bool(tensor_maps),
+    cfg = KernelConfig(func, target, num_warps, cluster, wgmma, a_smem_option or tma_loads,
                        producer_warps, tma_thread, divs, offsets, smem_bytes, tensor_maps, narrow_copies)
     return cfg, params
 

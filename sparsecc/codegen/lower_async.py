@@ -6,8 +6,9 @@ specialization (the ops tritongpu-pipeline{mbarriers/tma} emits).
   on the phase parity; a proxy fence before wgmma reads the data), ttg.arrive_barrier
   ("copies": cp.async arrivals, "warps": lane 0 of each warp, "threads": every thread, "tma":
   the TMA thread announces the stage's bytes). handlers/async_ops.py registers them.
-* `plan_tensor_maps` / `lower_tma_copy`: one 128-byte tensor-map kernel parameter per TMA'd
-  block pointer (its recipe goes to the launch metadata), and the boxes of each copy.
+* `plan_tensor_maps` / `lower_tma_copy` / `lower_tma_store` / `lower_tma_store_wait`: one
+  128-byte tensor-map kernel parameter per TMA'd block pointer (its recipe goes to the launch
+  metadata), the boxes of each copy, and the bulk groups of the stores out of shared memory.
 * `producer_split` / `lower_specialized` / `skipped`: a TMA kernel that tritongpu-warp-specialize
   marked gets one extra producer warp that runs the copies and their empty-slot waits, while
   the compute warps run everything else.
@@ -30,7 +31,10 @@ from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (
     ClusterBarrierOp,
+    CpAsyncBulkCommitGroupOp,
     CpAsyncBulkTensor2dOp,
+    CpAsyncBulkTensorStore2dOp,
+    CpAsyncBulkWaitGroupReadOp,
     CpAsyncMbarrierArriveOp,
     MbarrierArriveExpectTxOp,
     MbarrierArriveOp,
@@ -177,21 +181,25 @@ def skipped(L: LoweringContext, op: Operation) -> bool:
 
 def plan_tensor_maps(func: tt.FuncOp, divs: Divisibility, first_param: int) -> dict:
     """One tensor-map kernel parameter per block pointer (its tt.make_tensor_ptr) that
-    ttg.async_tma_copy reads, after the function's own parameters: root -> (param index,
-    BoxPlan, TensorMapRecipe)."""
+    ttg.async_tma_copy reads or ttg.async_tma_store writes, after the function's own
+    parameters: root -> (param index, BoxPlan, TensorMapRecipe)."""
     tensor_maps: dict = {}
     for op in func.walk():
-        if not isinstance(op, ttgd.AsyncTmaCopyOp):
+        if isinstance(op, ttgd.AsyncTmaCopyOp):
+            ptr, tile = op.src, op.dst.type
+        elif isinstance(op, ttgd.AsyncTmaStoreOp):
+            ptr, tile = op.dst, op.src.type
+        else:
             continue
-        planned = tma_copy_plan(op.src, op.dst.type, func, divs)
+        planned = tma_copy_plan(ptr, tile, func, divs)
         if planned is None:
-            raise LoweringError(f"ttg.async_tma_copy{where(op)}: no tensor map describes this copy (the block "
+            raise LoweringError(f"{op.name}{where(op)}: no tensor map describes this copy (the block "
                                 "pointer's tt.make_tensor_ptr, shared layout, base argument, or strides the host "
                                 "cannot compute)")
         root, plan, recipe = planned
         known = tensor_maps.get(root)
         if known is not None and known[1] != plan:
-            raise LoweringError(f"ttg.async_tma_copy{where(op)}: one block pointer copied into two layouts")
+            raise LoweringError(f"{op.name}{where(op)}: one block pointer copied into two layouts")
         if known is None:
             tensor_maps[root] = (first_param + len(tensor_maps), plan, recipe)
     return tensor_maps
@@ -291,3 +299,44 @@ def lower_tma_copy(L: LoweringContext, op: ttgd.AsyncTmaCopyOp) -> None:
     for j in range(plan.count):
         em.op(CpAsyncBulkTensor2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
                                     row, bar, issuers[j % len(issuers)], cta_mask=cta_mask))
+
+
+STORE_THREAD = 0
+"""The thread that issues a CTA's TMA stores and waits for them: thread 0 computes in every
+kernel (a warp-specialized kernel's producer warp comes after the compute warps)."""
+
+
+def _is_store_thread(L: LoweringContext) -> SSAValue:
+    return L.em.cmp("eq", L.ids.tid, L.em.c(STORE_THREAD))
+
+
+def lower_tma_store(L: LoweringContext, op: ttgd.AsyncTmaStoreOp) -> None:
+    """A CTA barrier (in a wgmma kernel every thread fences its writes of the tile for the async
+    proxy before it), then the store thread issues the tile's boxes (BoxPlan) at the block pointer's offsets as one bulk
+    group."""
+    em = L.em
+    root = tensor_ptr_root(op.dst)
+    index, plan, _ = L.cfg.tensor_maps[root]
+    bp, sm = L.get(op.dst), L.get(op.src)
+    assert isinstance(bp, BlockPtr) and isinstance(sm, Smem)
+    if not L.cfg.wgmma:
+        raise LoweringError(f"ttg.async_tma_store{where(op)}: a TMA store needs its tile on a 1 KiB boundary "
+                            "(the swizzle follows address bits), which only a wgmma kernel's shared memory is "
+                            "aligned to")
+    L.bar()  # (a wgmma kernel's barrier fences the tile's writes for the async proxy first)
+    tmap = L.kernel.args[index]
+    row, col = (em.to32(o) for o in bp.offsets)
+    if plan.transposed:  # a column-major tile: the map's rows are the tile's columns
+        row, col = col, row
+    first = _is_store_thread(L)
+    for j in range(plan.count):
+        em.op(CpAsyncBulkTensorStore2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
+                                         row, first))
+    em.op(CpAsyncBulkCommitGroupOp(first))
+    L.barriers.reads_since_bar = True  # the TMA reads the tile until a ttg.async_tma_store_wait
+
+
+def lower_tma_store_wait(L: LoweringContext, op: ttgd.AsyncTmaStoreWaitOp) -> None:
+    """The store thread waits for its stores' reads of shared memory, then a CTA barrier."""
+    L.em.op(CpAsyncBulkWaitGroupReadOp(_is_store_thread(L), op.pendings.value.data))
+    L.bar()

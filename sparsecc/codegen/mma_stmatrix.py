@@ -27,14 +27,14 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
 
 from sparsecc.analysis.dtypes import esize
-from sparsecc.analysis.layouts import DistLayout, Term
+from sparsecc.analysis.layouts import DistLayout, Term, distributed
 from sparsecc.dialects import ptx
 from sparsecc.dialects.ttg import BlockedEncodingAttr, MmaEncodingAttr, SharedEncodingAttr
 
 if TYPE_CHECKING:
     from xdsl.ir import SSAValue
 
-    from sparsecc.codegen.lower_base import LoweringContext, Smem
+    from sparsecc.codegen.lower_base import LoweringContext, Regs, Smem
 
 BLOCK = 8  # rows and columns of one stmatrix block
 VECTOR_BYTES = 16
@@ -123,3 +123,24 @@ def store_stmatrix(L: LoweringContext, sm: Smem, dl: DistLayout, groups: Sequenc
         em.op(ptx.AsmOp("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};",
                         [addr, *words], []))
     L.after_shared_write()
+
+
+def store_by_stmatrix(L: LoweringContext, sm: Smem, src: Regs) -> bool:
+    """On sm_90+, a 16-bit MMA tile bound for a column-major shared tile whose 16-byte chunks
+    hold 8 whole rows (a convert's transposed scratch, a TMA store's tile) is written by
+    `stmatrix.trans`, four 8x8 blocks an instruction; False (nothing emitted) where that does
+    not apply."""
+    from sparsecc.dialects.ptx_targets import satisfies
+
+    enc = sm.ty.encoding
+    if not isinstance(enc, SharedEncodingAttr) or not satisfies(L.cfg.target, "sm_90"):
+        return False
+    if not isinstance(src.ty.encoding, MmaEncodingAttr):
+        return False
+    dl = distributed(src.ty.encoding, src.ty.get_shape())
+    groups = stmatrix_groups(dl, esize(src.ty.element_type), enc)
+    if groups is None:
+        return False
+    L.wgmma_drain()
+    store_stmatrix(L, sm, dl, groups, src.regs)
+    return True

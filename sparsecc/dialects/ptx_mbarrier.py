@@ -22,6 +22,17 @@ ptx_wgmma: `$i` = results first, then operands):
                             box at coordinates (x innermost, y) of the tensor map at generic
                             address `tmap`, its bytes counted on the mbarrier at `addr`;
                             with `cta_mask`: `.multicast::cluster` into those CTAs
+    ptx.cp.async.bulk.tensor.store
+                            `@pred cp.async.bulk.tensor.2d.global.shared::cta.bulk_group
+                            [tmap, {x, y}], [src];` (sm_90): one TMA box of shared memory
+                            out to the tensor map's coordinates (x innermost, y); what lies
+                            outside the map's dims is not written
+    ptx.cp.async.bulk.commit_group
+                            `@pred cp.async.bulk.commit_group;`: this thread's bulk stores so
+                            far become one bulk group
+    ptx.cp.async.bulk.wait_group.read
+                            `@pred cp.async.bulk.wait_group.read n;`: wait until at most `n` of
+                            this thread's bulk groups are still reading their shared sources
     ptx.mbarrier.remote_arrive
                             `mapa` + `mbarrier.arrive.shared::cluster`: arrive on the other
                             CTA's barrier at the same offset (a CTA pair)
@@ -228,8 +239,56 @@ class ClusterBarrierOp(TemplateOp):
         return "barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;"
 
 
+@irdl_op_definition
+class CpAsyncBulkTensorStore2dOp(TemplateOp):
+    """One 2-D TMA box from shared memory out to global memory (see the module docstring)."""
+
+    name = "ptx.cp.async.bulk.tensor.store"
+    src = operand_def(i32)
+    tmap = operand_def(i64)
+    x = operand_def(i32)
+    y = operand_def(i32)
+    pred = operand_def(i1)
+
+    def __init__(self, src: SSAValue, tmap: SSAValue, x: SSAValue, y: SSAValue, pred: SSAValue):
+        super().__init__(operands=[src, tmap, x, y, pred])
+
+    def asm_template(self) -> str:
+        return "@$4 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$0];"
+
+
+@irdl_op_definition
+class CpAsyncBulkCommitGroupOp(TemplateOp):
+    """The issuing thread's bulk stores so far become one bulk group (see the module docstring)."""
+
+    name = "ptx.cp.async.bulk.commit_group"
+    pred = operand_def(i1)
+
+    def __init__(self, pred: SSAValue):
+        super().__init__(operands=[pred])
+
+    def asm_template(self) -> str:
+        return "@$0 cp.async.bulk.commit_group;"
+
+
+@irdl_op_definition
+class CpAsyncBulkWaitGroupReadOp(TemplateOp):
+    """Wait until at most `pendings` of this thread's bulk groups still read shared memory."""
+
+    name = "ptx.cp.async.bulk.wait_group.read"
+    pred = operand_def(i1)
+    pendings = prop_def(IntegerAttr)
+
+    def __init__(self, pred: SSAValue, pendings: int = 0):
+        super().__init__(operands=[pred], properties={"pendings": IntegerAttr(pendings, i32)})
+
+    def asm_template(self) -> str:
+        return f"@$0 cp.async.bulk.wait_group.read {self.pendings.value.data};"
+
+
 MBARRIER_OPS = (MbarrierInitOp, MbarrierInitFenceOp, MbarrierArriveOp, CpAsyncMbarrierArriveOp, MbarrierWaitOp,
-                MbarrierArriveExpectTxOp, CpAsyncBulkTensor2dOp, MbarrierRemoteArriveOp, ClusterBarrierOp)
+                MbarrierArriveExpectTxOp, CpAsyncBulkTensor2dOp, MbarrierRemoteArriveOp, ClusterBarrierOp,
+                CpAsyncBulkTensorStore2dOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupReadOp)
 PTX_MBARRIER = Dialect("ptx_mbarrier", list(MBARRIER_OPS), [])
 
 

@@ -1384,6 +1384,49 @@ class AsyncTmaCopyOp(IRDLOperation):
         _require(self.dst.type.is_mutable, "ttg.async_tma_copy needs a mutable memdesc")
 
 
+@irdl_op_definition
+class AsyncTmaStoreOp(IRDLOperation):
+    """`ttg.async_tma_store %ptr, %src : ptr-type, memdesc-type`: the CTA's shared tile `src`
+    goes to the block pointer's tile by the tensor memory accelerator (what lies outside the
+    pointer's shape is not written). Every thread's writes of `src` are fenced for the async
+    proxy and synced (a CTA barrier is part of the op); one thread then issues the boxes as one
+    bulk group. `src` must stay unwritten until a `ttg.async_tma_store_wait` after it."""
+
+    name = "ttg.async_tma_store"
+    dst = operand_def(PointerType)
+    src = operand_def(MemDescType)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)"
+
+    def __init__(self, dst: SSAValue, src: SSAValue):
+        super().__init__(operands=[dst, src])
+
+    def verify_(self) -> None:
+        pt = self.dst.type
+        _require(isinstance(pt, PointerType) and pt.is_block, "ttg.async_tma_store: the destination must be a block pointer")
+        _same_shape_and_elt(loaded_type(pt), self.src.type, "ttg.async_tma_store")
+        _require(len(self.src.type.get_shape()) == 2, "ttg.async_tma_store: the tile must be 2-D")
+
+
+@irdl_op_definition
+class AsyncTmaStoreWaitOp(IRDLOperation):
+    """`ttg.async_tma_store_wait {pendings = N : i32}`: the thread that issued this CTA's
+    `ttg.async_tma_store`s waits until at most N of them are still reading their shared tiles,
+    then a CTA barrier: every thread may write those tiles again (and the CTA may exit)."""
+
+    name = "ttg.async_tma_store_wait"
+    pendings = prop_def(IntegerAttr[IntegerType])
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    def __init__(self, pendings: int = 0):
+        super().__init__(properties={"pendings": IntegerAttr(pendings, i32)})
+
+    def verify_(self) -> None:
+        _require(self.pendings.value.data >= 0, "ttg.async_tma_store_wait: pendings must be >= 0")
+
+
 TTG = Dialect(
     "ttg",
     [
@@ -1400,6 +1443,8 @@ TTG = Dialect(
         ArriveBarrierOp,
         DotWaitOp,
         AsyncTmaCopyOp,
+        AsyncTmaStoreOp,
+        AsyncTmaStoreWaitOp,
         BarrierOp,
     ],
     [
@@ -1438,6 +1483,8 @@ __all__ = [
     "ArriveBarrierOp",
     "DotWaitOp",
     "AsyncTmaCopyOp",
+    "AsyncTmaStoreOp",
+    "AsyncTmaStoreWaitOp",
     "BarrierOp",
     "EXPLICIT_BARRIERS",
     "BARRIER_SIDE",

@@ -26,8 +26,11 @@ too where whole tiles make more than a wave with a partial last one, since a pro
 next tile while the last one's epilogue runs (`w4g128` 11008x4096 at 512 tokens 64.0 us against
 64.8, NOTES stop 34). The 8-bit kernel takes that whole-tile form by default from 256 tokens
 where 128x256 tiles would make one to two waves (`sparse_linear_8bit._MID_PERSISTENT`: fp8
-11008x4096 at 512 tokens 33.1-34.4 us against 39.2). Splitting a last wave over more than half
-the SMs lost everywhere measured (45.7 us in thirds there), so the plan does not.
+11008x4096 at 512 tokens 33.1-34.4 us against 39.2), and writes its output tiles by TMA stores
+(`tritongpu-coalesce-mma-stores{tma-stores}`: the compute warps go on to the next tile while the
+TMA writes; 33.1 us against 34.1 there, NOTES stop 35; the 16-bit and quantized kernels
+measured no gain). Splitting a last wave over more than half the SMs lost everywhere measured
+(45.7 us in thirds there), so the plan does not.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from sparsecc.ops.mm_tiles import (
 from sparsecc.ops.sparse_mm import sm_count
 from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
+from sparsecc.switches import env_overrides
 
 __all__ = ["MAX_SPLIT", "launch_linear_8bit_stream_k", "launch_linear_stream_k", "scaled_sparse_linear_stream_k_kernel",
            "sparse_linear_stream_k_kernel", "stream_k_plan"]
@@ -245,6 +249,8 @@ def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torc
     programs, whole, split, part_steps, items, partials, tickets = _plan_and_scratch(
         y, m, n, k, cfg, sms, torch.int32 if w.dtype == torch.int8 else torch.float32)
     consts = launch_constants_8bit(w, k, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
+    if "tma_stores" not in env_overrides():  # (SPARSECC_TMA_STORES decides where it is set)
+        consts["tma_stores"] = True  # the output by TMA while the next tile's K loop starts
     scaled_sparse_linear_stream_k_kernel[(programs,)](
         y, xq, w, x_scale, weight_scale, bias, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
         whole, part_steps, items, **consts)

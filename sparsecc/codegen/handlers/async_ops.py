@@ -1,7 +1,8 @@
 """Handlers of a pipelined loop's asynchronous ops: cp.async copies and their groups
 (`ttg.async_copy_global_to_local`, `ttg.async_commit_group`, `ttg.async_wait`), mbarriers
-(`ttg.init_barrier`, `ttg.wait_barrier`, `ttg.arrive_barrier`), TMA copies
-(`ttg.async_tma_copy`) and wgmma waits (`ttg.dot_wait`). The instructions are built in
+(`ttg.init_barrier`, `ttg.wait_barrier`, `ttg.arrive_barrier`), TMA copies and stores
+(`ttg.async_tma_copy`, `ttg.async_tma_store`, `ttg.async_tma_store_wait`) and wgmma waits
+(`ttg.dot_wait`). The instructions are built in
 codegen/lower_mem.py (cp.async) and codegen/lower_async.py (mbarriers, TMA)."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from sparsecc.codegen.lower_async import (
     lower_arrive_barrier,
     lower_init_barrier,
     lower_tma_copy,
+    lower_tma_store,
+    lower_tma_store_wait,
     lower_wait_barrier,
 )
 from sparsecc.codegen.lower_base import LoweringError
@@ -28,6 +31,8 @@ handles(ttgd.InitBarrierOp)(lower_init_barrier)
 handles(ttgd.WaitBarrierOp)(lower_wait_barrier)
 handles(ttgd.ArriveBarrierOp)(lower_arrive_barrier)
 handles(ttgd.AsyncTmaCopyOp)(lower_tma_copy)
+handles(ttgd.AsyncTmaStoreOp)(lower_tma_store)
+handles(ttgd.AsyncTmaStoreWaitOp)(lower_tma_store_wait)
 
 
 @handles(ttgd.AsyncCopyGlobalToLocalOp)

@@ -10,7 +10,6 @@ from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Attribute
 
 from sparsecc.analysis.dtypes import esize
-from sparsecc.analysis.layouts import distributed
 from sparsecc.analysis.mma_rename import is_mma_relabel
 from sparsecc.analysis.swizzle import mma_swizzle_params
 from sparsecc.codegen.handlers.shapes import stored_type
@@ -19,13 +18,8 @@ from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import Regs, Smem
 from sparsecc.codegen.lower_mem import load_shared, store_shared
 from sparsecc.codegen.mma_shortcut import is_mma_to_a_rename, mma_to_a_frags
-from sparsecc.codegen.mma_stmatrix import (
-    stmatrix_groups,
-    store_stmatrix,
-    transposed_scratch_encoding,
-)
+from sparsecc.codegen.mma_stmatrix import store_by_stmatrix, transposed_scratch_encoding
 from sparsecc.dialects import ttg as ttgd
-from sparsecc.dialects.ptx_targets import satisfies
 
 if TYPE_CHECKING:
     from sparsecc.codegen.lower_state import LoweringState
@@ -64,24 +58,9 @@ def _convert_layout(L: LoweringState, op: ttgd.ConvertLayoutOp) -> None:
         return
     mem_ty = ttgd.MemDescType(shape, st.element_type, enc, True)
     sm = Smem(L.scratch(op), mem_ty)
-    if not (by_stmatrix and _stored_by_stmatrix(L, sm, src, enc)):
+    if not (by_stmatrix and store_by_stmatrix(L, sm, src)):
         store_shared(L, sm, src)
     L.set(op.result, read_shared(L, sm, op.result.type))
-
-
-def _stored_by_stmatrix(L: LoweringState, sm: Smem, src: Regs, enc: Attribute) -> bool:
-    """On sm_90+, a 16-bit MMA tile bound for a column-major scratch is written by
-    `stmatrix.trans`, four 8x8 blocks an instruction (codegen/mma_stmatrix.py); False (nothing
-    emitted) where that does not apply."""
-    if not isinstance(enc, ttgd.SharedEncodingAttr) or not satisfies(L.cfg.target, "sm_90"):
-        return False
-    dl = distributed(src.ty.encoding, src.ty.get_shape())
-    groups = stmatrix_groups(dl, esize(src.ty.element_type), enc)
-    if groups is None:
-        return False
-    L.wgmma_drain()
-    store_stmatrix(L, sm, dl, groups, src.regs)
-    return True
 
 
 def _convert_predicates(L: LoweringState, op: ttgd.ConvertLayoutOp, src: Regs, enc: Attribute) -> None:

@@ -20,6 +20,7 @@ from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, Smem
 from sparsecc.codegen.lower_dot import load_frag
 from sparsecc.codegen.lower_mem import load_shared, store_shared
+from sparsecc.codegen.mma_stmatrix import store_by_stmatrix
 from sparsecc.dialects import ttg as ttgd
 
 if TYPE_CHECKING:
@@ -37,7 +38,9 @@ def read_shared(L: LoweringState, sm: Smem, ty: TensorType) -> object:
 def _local_alloc(L: LoweringState, op: ttgd.LocalAllocOp) -> None:
     sm = Smem(L.scratch(op), op.result.type)
     if op.src is not None:
-        store_shared(L, sm, L.regs(op.src))
+        src = L.regs(op.src)
+        if not store_by_stmatrix(L, sm, src):  # (a TMA store's tile of an MMA result: stmatrix)
+            store_shared(L, sm, src)
     L.set(op.result, sm)
 
 

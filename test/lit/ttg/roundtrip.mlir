@@ -39,6 +39,10 @@ builtin.module attributes {"ttg.num-warps" = 4 : i32, "ttg.threads-per-warp" = 3
     ttg.wait_barrier %bars[%c0], %c0 : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
     ttg.arrive_barrier %bars[%c0] {kind = "warps"} : !ttg.memdesc<3xi64, #ttg.shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, mutable>
     ttg.dot_wait {pendings = 1 : i32}
+// CHECK: ttg.async_tma_store %bp, %s : !tt.ptr<tensor<64x32xf16, #ttg.blocked<{{.*}}>>>, !ttg.memdesc<64x32xf16, {{.*}}, mutable>
+// CHECK-NEXT: ttg.async_tma_store_wait {pendings = 0 : i32}
+    ttg.async_tma_store %bp, %s : !tt.ptr<tensor<64x32xf16, #blocked>>, !ttg.memdesc<64x32xf16, #shared, mutable>
+    ttg.async_tma_store_wait {pendings = 0 : i32}
 // CHECK: %g = ttg.async_commit_group %tok
 // CHECK-NEXT: %e = ttg.async_commit_group
 // CHECK-NEXT: ttg.async_wait %g, %e {num = 1 : i32}

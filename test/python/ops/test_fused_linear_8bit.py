@@ -232,7 +232,7 @@ def test_default_tiles_assemble(target, elt, m, k):
 def test_the_persistent_default_tile_assembles(elt):
     """The persistent whole-tile default above 256 tokens (11008x4096 at 512 tokens) compiles as
     its launch specializes it (no split: no fix-up, no ticket atomic; the scales loaded before
-    the K loop) and assembles for sm_90a within the 227 KB a CTA may take, with no spills."""
+    the K loop; TMA stores) and assembles for sm_90a within the 227 KB a CTA may take, with no spills."""
     from sparsecc.ops.linear_config import launch_constants_8bit
     from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
 
@@ -247,9 +247,11 @@ def test_the_persistent_default_tile_assembles(elt):
     sig = {**_sig(elt), "PARTIALS": "*i32" if elt == "i8" else "*fp32", "TICKETS": "*i32", "WHOLE": "i32",
            "PART_STEPS": "i32", "ITEMS": "i32"}
     kernel = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, {name: sig[name] for name in order},
-                              consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, **options)
+                              consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, tma_stores=True, **options)
     ptx = kernel.asm["ptx"]
     assert "wgmma.mma_async.sp" in ptx and "cp.async.bulk.tensor" in ptx and "atom." not in ptx
+    # the output tiles go out by TMA: two 64-column boxes a tile, no st.global
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2 and "st.global" not in ptx
     res = ptxas.assemble(ptx, "sm_90a").kernel_resources()
     assert kernel.metadata["shared"] <= 227 * 1024 and res.spill_stores == 0, (kernel.metadata["shared"], res)
 

@@ -178,6 +178,7 @@ def test_8bit_stream_k_matches_the_quantized_arithmetic_on_the_interpreter(m, n,
     (512, 11008, 4096, LinearConfig(128, 128, 128, 8, 7, stream_k=True)),  # whole tiles, early scales
     (130, 11008, 4096, LinearConfig(64, 128, 256, 4, 5, stream_k=True)),   # ragged M
     (300, 1000, 1536, LinearConfig(128, 128, 256, 8, 3, stream_k=True)),   # ragged N, a short K
+    (300, 1040, 1536, LinearConfig(128, 128, 128, 8, 7, stream_k=True)),   # ragged, TMA-stored tiles
 ])
 def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
     if not torch.cuda.is_available():

@@ -25,7 +25,7 @@ import sparsecc.language as tl
 from sparsecc.analysis.layouts import distributed, stored_coords
 from sparsecc.codegen.mma_stmatrix import transposed_scratch_encoding
 from sparsecc.dialects.ttg import MmaEncodingAttr
-from sparsecc.passes.tritongpu_coalesce_mma_stores import coalesced_layout
+from sparsecc.passes.tritongpu_coalesce_mma_stores import coalesced_layout, tma_store_encoding
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
 import moe  # noqa: E402
@@ -89,17 +89,22 @@ def test_scratch_is_a_bijection_written_without_bank_conflicts_and_read_in_whole
                 assert offs[0] % vec == 0 and offs == list(range(offs[0], offs[0] + vec))
 
 
+@pytest.mark.parametrize("scratch", ["convert", "tma"])
 @pytest.mark.parametrize("mma, shape, elt_bytes", [x for x in LAYOUTS if x[2] == 2])
-def test_stmatrix_trans_writes_every_element_where_the_reads_expect_it(mma, shape, elt_bytes):
+def test_stmatrix_trans_writes_every_element_where_the_reads_expect_it(mma, shape, elt_bytes, scratch):
     """Simulate `stmatrix.x4.trans` over every warp: block i's column j (8 elements, fragment
     rows 0..7: lane 4*row + j/2, half j%2 of the block's register pair) lands at the 16 bytes
-    lane 8i+j addresses; each must be the scratch slots of exactly those elements."""
+    lane 8i+j addresses; each must be the scratch slots of exactly those elements. Both shared
+    layouts: the convert's scratch and a TMA store's tile (`tma_store_encoding`)."""
     from xdsl.dialects.builtin import TensorType, f16
 
     from sparsecc.codegen.mma_stmatrix import block_of_lane, stmatrix_groups
 
     src = TensorType(f16, shape, mma)
-    enc = transposed_scratch_encoding(src, coalesced_layout(src, (0, 1), mma.num_warps))
+    if scratch == "tma":
+        enc = tma_store_encoding(src)
+    else:
+        enc = transposed_scratch_encoding(src, coalesced_layout(src, (0, 1), mma.num_warps))
     dl = distributed(mma, shape)
     groups = stmatrix_groups(dl, 2, enc)
     assert groups is not None and len(groups) * 8 == dl.num_regs
@@ -119,6 +124,83 @@ def test_stmatrix_trans_writes_every_element_where_the_reads_expect_it(mma, shap
                 assert [offset(*e) for e in column] == list(range(addr, addr + 8))
                 written += column
     assert sorted(written) == sorted((a, b) for a in range(shape[0]) for b in range(shape[1]))
+
+
+@pytest.mark.parametrize("mma, shape, elt_bytes", [x for x in LAYOUTS if x[2] == 2 and x[0].version_major == 3])
+def test_tma_store_tile_is_laid_out_as_the_tma_boxes(mma, shape, elt_bytes):
+    """A TMA store's shared tile, element by element, is where TMA reads its boxes: dim 0 (the
+    memory's contiguous dim) cut into 64-element boxes of dim-1 rows under the 128-byte swizzle,
+    or one narrower box (32 elements: 64 bytes), each element in its own slot."""
+    from xdsl.dialects.builtin import TensorType, f16
+
+    from sparsecc.analysis.swizzle import box_offset
+    from sparsecc.analysis.tma import box_plan
+    from sparsecc.dialects.ttg import MemDescType
+
+    ty = TensorType(f16, shape, mma)
+    enc = tma_store_encoding(ty)
+    plan = box_plan(MemDescType(shape, f16, enc), 2)
+    width = min(64, shape[0])
+    assert plan is not None and plan.transposed
+    assert (plan.rows, plan.width, plan.count, plan.swizzle) == (shape[1], width, shape[0] // width, 2 * width)
+    offsets = {}
+    for i0 in range(shape[0]):
+        for i1 in range(shape[1]):
+            at = enc.swizzled_offset(*stored_coords(enc, i0, i1, shape)) * 2
+            assert at == box_offset(i1, i0, plan.width, plan.rows, 2, plan.swizzle)
+            offsets[at] = (i0, i1)
+    assert len(offsets) == shape[0] * shape[1]
+
+
+def test_tma_stores_replace_the_vector_stores_of_a_wgmma_kernel():
+    """With tma_stores on sm_90a: the transposed tile goes out as two TMA boxes of 64 x 128 (the
+    memory's tensor map: C's base, dims N x M, row stride), written by stmatrix; no st.global and
+    no read-back; the stores' waits before the tile is rewritten and before the kernel ends; the
+    kernel assembles. On sm_80 (no TMA) the switch changes nothing."""
+    ck = sparsecc.compile(_gemm_kernel, _SIG, {"BM": 128, "BN": 128, "BK": 64, "TRANSPOSED": True},
+                          target="sm_90a", tma_stores=True)
+    ttgir, ptx = str(ck.asm["ttgir"]), ck.asm["ptx"]
+    assert ttgir.count("ttg.async_tma_store ") == 1 and ttgir.count("ttg.async_tma_store_wait") == 2
+    assert "ttg.convert_layout" not in ttgir and "tt.store" not in ttgir
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2
+    assert ptx.count("cp.async.bulk.commit_group") == 1 and ptx.count("cp.async.bulk.wait_group.read 0") == 2
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.trans") == 128 * 128 // 128 // 8 and not _stores(ptx)
+    assert "ld.shared.v4" not in ptx.split("stmatrix", 1)[1]  # nothing read back
+    c_arg = [name for name, _ in ck.metadata["params"]].index("c_ptr")
+    (store_map,) = [t for t in ck.metadata["tensor_maps"] if t["arg"] == c_arg]
+    assert store_map["box"] == [64, 128] and store_map["swizzle"] == 128 and store_map["dtype"] == "fp16"
+    assert ck.asm.get("cubin")
+    off = sparsecc.compile(_gemm_kernel, _SIG, {"BM": 64, "BN": 128, "BK": 64, "TRANSPOSED": True},
+                           target="sm_80", tma_stores=True)
+    on = sparsecc.compile(_gemm_kernel, _SIG, {"BM": 64, "BN": 128, "BK": 64, "TRANSPOSED": True},
+                          target="sm_80", tma_stores=False)
+    assert off.asm["ptx"] == on.asm["ptx"]
+
+
+@pytest.mark.parametrize("m_sig", ["i32", "i32:1"])
+def test_a_contiguous_extent_of_unknown_bytes_keeps_the_vector_stores(m_sig):
+    """Cᵀ's contiguous extent is M: where M is not known to be a multiple of 16 elements (any M,
+    or M = 1), the store stays 16-byte vectors: a TMA store clips that dim to whole 16-byte
+    chunks only."""
+    ck = sparsecc.compile(_gemm_kernel, _SIG | {"M": m_sig}, {"BM": 128, "BN": 128, "BK": 64, "TRANSPOSED": True},
+                          target="sm_90a", tma_stores=True)
+    assert "ttg.async_tma_store" not in str(ck.asm["ttgir"]) and "ttg.convert_layout" in str(ck.asm["ttgir"])
+
+
+def test_an_mma_sync_kernel_keeps_the_vector_stores():
+    """A kernel without wgmma (a quantized weight's decode tile on sm_90a, mma.sp) keeps the
+    16-byte vector stores with tma_stores: its shared memory is not 1 KiB aligned, which the
+    TMA's swizzle needs."""
+    from sparsecc.ops.sparse_linear import sparse_linear_kernel
+
+    sig = {"Y": "*fp16:16", "X": "*fp16:16", "W": "*fp16:NV24.w8g128", "BIAS": "*fp16:16", "M": "i32:1",
+           "N": "i32:16", "K": "i32:16", "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16"}
+    consts = {"BLOCK_M": 8, "BLOCK_N": 64, "BLOCK_K": 256, "HAS_BIAS": True, "ACTIVATION": "silu", "ROWS_16B": True,
+              "ROWS_64": True}
+    ck = sparsecc.compile(sparse_linear_kernel, sig, consts, target="sm_90a", num_warps=4, num_stages=3,
+                          tma_stores=True)
+    assert "wgmma" not in ck.asm["ptx"] and "cp.async.bulk.tensor.2d.global" not in ck.asm["ptx"]
+    assert "ttg.convert_layout" in str(ck.asm["ttgir"])
 
 
 def test_other_converts_keep_the_row_major_scratch():
@@ -244,10 +326,11 @@ _SIG = {"a_ptr": "*fp16:NV24", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("tma_stores", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 @pytest.mark.parametrize("m, n, k", [(256, 128, 128), (200, 136, 256), (72, 40, 64), (100, 50, 64)])
 @pytest.mark.parametrize("bm, bn, warps", [(128, 128, 4), (64, 64, 4), (128, 64, 8)])
-def test_transposed_gemm_store_on_the_gpu_matches_torch(dtype, m, n, k, bm, bn, warps):
+def test_transposed_gemm_store_on_the_gpu_matches_torch(dtype, m, n, k, bm, bn, warps, tma_stores):
     g = torch.Generator(device="cpu").manual_seed(m * 7 + n)
     a = sparsecc.prune_2to4((torch.randn(m, k, generator=g) / k**0.5).to(torch.float16).cuda())
     b = torch.randn(k, n, generator=g).to(torch.float16).cuda()
@@ -259,6 +342,29 @@ def test_transposed_gemm_store_on_the_gpu_matches_torch(dtype, m, n, k, bm, bn, 
     ref = (a.float() @ b.float()).T
     assert torch.isnan(c[n:]).all(), "rows past N were written"
     torch.testing.assert_close(c[:n].float(), ref, rtol=1e-2, atol=1e-2)
+
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", [(256, 128, 128), (208, 136, 256), (48, 200, 64), (1, 64, 64), (65, 64, 64)])
+@pytest.mark.parametrize("bm, bn, warps", [(128, 128, 4), (64, 64, 4), (128, 256, 8), (256, 128, 8)])
+def test_tma_stores_write_the_tile_and_nothing_around_it(m, n, k, bm, bn, warps):
+    """Cᵀ with tma_stores (its row stride a multiple of 16 elements, poisoned columns past M and
+    3 rows past N): every element of Cᵀ right, nothing written past M or N. M a multiple of 16:
+    TMA stores, whose tensor map clips the boxes of the ragged tiles; M = 1 or 65: the vector
+    stores (a TMA store wrote the rest of the last 16-byte chunk past M there, NOTES stop 35)."""
+    g = torch.Generator(device="cpu").manual_seed(m * 5 + n)
+    a = sparsecc.prune_2to4((torch.randn(m, k, generator=g) / k**0.5).to(torch.float16).cuda())
+    b = torch.randn(k, n, generator=g).to(torch.float16).cuda()
+    pad = 16 - m % 16 if m % 16 else 16
+    c = torch.full((n + 3, m + pad), float("nan"), dtype=torch.float16, device="cuda")
+    grid = (triton_cdiv(m, bm), triton_cdiv(n, bn))
+    _gemm_kernel[grid](sparsecc.compress(a), b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0),
+                       BM=bm, BN=bn, BK=64, TRANSPOSED=True, num_warps=warps, tma_stores=True)
+    torch.cuda.synchronize()
+    ref = (a.float() @ b.float()).T
+    assert torch.isnan(c[n:]).all() and torch.isnan(c[:, m:]).all(), "elements past M or N were written"
+    torch.testing.assert_close(c[:n, :m].float(), ref, rtol=1e-2, atol=1e-2)
 
 
 def triton_cdiv(a: int, b: int) -> int:
