@@ -172,6 +172,11 @@ everywhere measured (11008x4096 at 512 tokens: 45.7 us in 3 parts), so those sha
 128x256 (28672x8192 at 256 tokens: 83.8 us against 87.1 split); at 200 tokens, whose second
 token tile is ragged, 128x256 wins (32000x4096 52.9 us against 60.6)."""
 _PERSISTENT_WAVES = 2.0
+PERSISTENT_TOKENS = 512
+"""The most tokens `_MID_PERSISTENT` is chosen at: from 1024 its 128x128 tiles lose to 128x256
+everywhere measured (H100, NOTES stop 35 runs 6-8, cold L2: 8192x8192 at 1024 tokens 97.3 us
+against 70.1, 11008x4096 71.1 against 57.4); at 768 it wins on 8192x8192 (63.3 against 67.3)
+and loses on 11008x4096 (44.6 against 41.3)."""
 _LARGE = {True: LinearConfig(128, 256, 128, num_warps=8, num_stages=4),
           False: LinearConfig(128, 128, 128, num_warps=4, num_stages=3)}
 _CPU = LinearConfig(16, 32, 64, num_warps=4, num_stages=1)
@@ -203,10 +208,11 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     largest tile whose grid has `FILLED_CTAS` CTAs (128x256, then 128x128x256 with four stages
     above 256 tokens), else 64x128; above 128 tokens 128x256 where its grid has `FILLED_CTAS`
     CTAs (at 200 tokens 32000x4096 52.9 us against 67.0 for 128x128, NOTES stop 34 run 6), and
-    from 256 where that grid is more than a wave and at most two, 128x128 tiles in the persistent form
-    (`_MID_PERSISTENT`; `sms`: the GPU's SMs, which the launch plans for, so that the plan it
-    was chosen by is the one that runs). Elsewhere 16x64 up to 16 tokens, 64x128 up to 256,
-    128x128 above.
+    from 256 to `PERSISTENT_TOKENS` where that grid is more than a wave and at most two, 128x128
+    tiles in the persistent form (`_MID_PERSISTENT`; `sms`: the GPU's SMs, which the launch plans
+    for, so that the plan it was chosen by is the one that runs); at 256 tokens, where 128x256
+    leaves too few CTAs, 128x128x128 s7 where its grid has `FILLED_CTAS`. Elsewhere 16x64 up to
+    16 tokens, 64x128 up to 256, 128x128 above.
 
         >>> default_config_linear_8bit(1, 4096, 4096)
         LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=8, split_k=1)
@@ -216,8 +222,8 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
         [10, 10, 6]
         >>> default_config_linear_8bit(512, 4096, 4096).block_n, default_config_linear_8bit(1024, 11008, 4096).block_n
         (128, 256)
-        >>> default_config_linear_8bit(512, 11008, 4096).stream_k
-        True
+        >>> default_config_linear_8bit(512, 11008, 4096).stream_k, default_config_linear_8bit(1024, 8192, 8192).stream_k
+        (True, False)
     """
     if device_type == "cpu":
         return _CPU
@@ -230,14 +236,17 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
         return _DECODE_DEEP[long_k] if _ctas(m, n, _DECODE) <= SM_COUNT else _DECODE
     if m > 128:
         large = _ctas(m, n, _LARGE[True])
-        if m >= 256 and sms < large <= _PERSISTENT_WAVES * sms and stream_k_plan(m, n, k, _MID_PERSISTENT, sms)[2] == 1:
+        if (256 <= m <= PERSISTENT_TOKENS and sms < large <= _PERSISTENT_WAVES * sms
+                and stream_k_plan(m, n, k, _MID_PERSISTENT, sms)[2] == 1):
             return _MID_PERSISTENT
         if large >= FILLED_CTAS:
             return _LARGE[True]
         if m > 256 and _ctas(m, n, _MID_DEEP) >= FILLED_CTAS:
             return _MID_DEEP
         if m >= 256:
-            return _SMALL
+            # 128x128x128 s7 where its grid fills the GPU (H100, NOTES stop 35 run 8, cold L2:
+            # 8192x8192 at 256 tokens 28.1 us against 35.9 for 64x128, 5120x5120 15.1 against 21.0)
+            return _MID if _ctas(m, n, _MID) >= FILLED_CTAS else _SMALL
     if _ctas(m, n, _SMALL_DEEP) >= FILLED_CTAS:
         # a 64x128 grid of more than a wave: 128 tokens a tile, half the CTAs, at least
         # FILLED_CTAS of them (H100, NOTES stop 31 run 15, cold L2: 14336x4096 at 128

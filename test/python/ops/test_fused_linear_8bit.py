@@ -157,7 +157,8 @@ def _sig(elt: str) -> dict[str, str]:
     (384, 12288, (128, 256), False), (384, 14336, (128, 128), True), (256, 22016, (128, 128), True),
     (256, 32000, (128, 128), True), (256, 28672, (128, 256), False), (200, 32000, (128, 256), False),
     (1024, 4096, (128, 256), False), (2048, 14336, (128, 256), False), (64, 28672, (64, 128), False),
-    (16, 4096, (16, 64), False)])
+    (16, 4096, (16, 64), False), (256, 8192, (128, 128), False), (256, 5120, (128, 128), False),
+    (768, 8192, (128, 256), False), (1024, 8192, (128, 256), False)])
 def test_hopper_tiles_fill_the_gpu(m, n, want, persistent):
     """From 256 tokens on sm_90a the largest tile whose grid reaches FILLED_CTAS CTAs, as
     bench/linear_8bit_tiles.py measured best on the H100 (NOTES stop 23 run 4): 128x256 where
@@ -166,7 +167,9 @@ def test_hopper_tiles_fill_the_gpu(m, n, want, persistent):
     tokens, where 128x256 makes 1-2 waves (172 and 192 CTAs at 512 tokens, 172 and 250 at 256),
     persistent 128x128 programs over whole tiles (NOTES stop 34), unless their plan would split
     the last wave (12288 outputs at 384 tokens: 288 tiles, 24 in the last; 14336 at 512 and
-    28672 at 256: 448 tiles, 52 in the last)."""
+    28672 at 256: 448 tiles, 52 in the last), and not above `PERSISTENT_TOKENS` (8192 outputs at
+    768 and 1024 tokens: 128x256). At 256 tokens where 128x256 leaves too few CTAs, 128x128x128
+    s7 where its grid has FILLED_CTAS (8192 and 5120 outputs; NOTES stop 35)."""
     cfg = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n) == want
     assert cfg.stream_k == persistent
@@ -179,6 +182,8 @@ def test_hopper_tiles_fill_the_gpu(m, n, want, persistent):
         assert -(-m // cfg.block_m) * -(-n // cfg.block_n) >= FILLED_CTAS
     if want == (128, 256):
         assert cfg.num_stages == 4
+    if m == 256 and want == (128, 128) and not persistent:
+        assert (cfg.block_k, cfg.num_stages) == (128, 7)
     assert default_config_linear_8bit(m, n, 4096, "cuda", "sm_80").block_n in (64, 128)  # no wgmma: unchanged
 
 
