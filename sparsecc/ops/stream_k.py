@@ -29,7 +29,9 @@ where 128x256 tiles would make one to two waves (`sparse_linear_8bit._MID_PERSIS
 11008x4096 at 512 tokens 33.1-34.4 us against 39.2), and writes its output tiles by TMA stores
 (`tritongpu-coalesce-mma-stores{tma-stores}`: the compute warps go on to the next tile while the
 TMA writes; 33.1 us against 34.1 there, NOTES stop 35; the 16-bit and quantized kernels
-measured no gain). Splitting a last wave over more than half the SMs lost everywhere measured
+measured no gain), with its K loop unrolled by two (`wgmma_unroll`: each copy loads its wgmma
+metadata into registers of its own, so the previous step's group need not finish first; 32.4-32.6
+us against 33.5-33.7 there, NOTES stop 35 run 14). Splitting a last wave over more than half the SMs lost everywhere measured
 (45.7 us in thirds there), so the plan does not.
 """
 
@@ -249,8 +251,11 @@ def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torc
     programs, whole, split, part_steps, items, partials, tickets = _plan_and_scratch(
         y, m, n, k, cfg, sms, torch.int32 if w.dtype == torch.int8 else torch.float32)
     consts = launch_constants_8bit(w, k, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
-    if "tma_stores" not in env_overrides():  # (SPARSECC_TMA_STORES decides where it is set)
+    env = env_overrides()  # (SPARSECC_TMA_STORES / SPARSECC_WGMMA_UNROLL decide where they are set)
+    if "tma_stores" not in env:
         consts["tma_stores"] = True  # the output by TMA while the next tile's K loop starts
+    if "wgmma_unroll" not in env:
+        consts["wgmma_unroll"] = True  # two metadata register sets: a wgmma group stays in flight
     scaled_sparse_linear_stream_k_kernel[(programs,)](
         y, xq, w, x_scale, weight_scale, bias, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
         whole, part_steps, items, **consts)

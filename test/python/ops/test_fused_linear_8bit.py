@@ -7,6 +7,7 @@ under torch.compile, and the path's launches (no transposes or copies of x or y)
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -237,7 +238,7 @@ def test_default_tiles_assemble(target, elt, m, k):
 def test_the_persistent_default_tile_assembles(elt):
     """The persistent whole-tile default above 256 tokens (11008x4096 at 512 tokens) compiles as
     its launch specializes it (no split: no fix-up, no ticket atomic; the scales loaded before
-    the K loop; TMA stores) and assembles for sm_90a within the 227 KB a CTA may take, with no spills."""
+    the K loop; TMA stores; the K loop unrolled by two) and assembles for sm_90a within the 227 KB a CTA may take, with no spills."""
     from sparsecc.ops.linear_config import launch_constants_8bit
     from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
 
@@ -252,11 +253,16 @@ def test_the_persistent_default_tile_assembles(elt):
     sig = {**_sig(elt), "PARTIALS": "*i32" if elt == "i8" else "*fp32", "TICKETS": "*i32", "WHOLE": "i32",
            "PART_STEPS": "i32", "ITEMS": "i32"}
     kernel = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, {name: sig[name] for name in order},
-                              consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, tma_stores=True, **options)
+                              consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, tma_stores=True,
+                              wgmma_unroll=True, **options)
     ptx = kernel.asm["ptx"]
     assert "wgmma.mma_async.sp" in ptx and "cp.async.bulk.tensor" in ptx and "atom." not in ptx
     # the output tiles go out by TMA: two 64-column boxes a tile, no st.global
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2 and "st.global" not in ptx
+    # the K loop unrolled by two: one wgmma group stays in flight while the next step's metadata loads
+    (loop,) = [body for label, body in re.findall(r"^(\$L__loop\d+):\n(.*?)bra \1;", ptx, re.M | re.S)
+               if "wgmma.mma_async" in body]
+    assert loop.count("wgmma.commit_group") == 2 and "wgmma.wait_group.sync.aligned 0" not in loop
     res = ptxas.assemble(ptx, "sm_90a").kernel_resources()
     assert kernel.metadata["shared"] <= 227 * 1024 and res.spill_stores == 0, (kernel.metadata["shared"], res)
 
