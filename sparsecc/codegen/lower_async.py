@@ -312,8 +312,8 @@ def _is_store_thread(L: LoweringContext) -> SSAValue:
 
 def lower_tma_store(L: LoweringContext, op: ttgd.AsyncTmaStoreOp) -> None:
     """A CTA barrier (in a wgmma kernel every thread fences its writes of the tile for the async
-    proxy before it), then the store thread issues the tile's boxes (BoxPlan) at the block pointer's offsets as one bulk
-    group."""
+    proxy before it), then the store thread issues the tile's boxes (BoxPlan) at the block
+    pointer's offsets as one bulk group."""
     em = L.em
     root = tensor_ptr_root(op.dst)
     index, plan, _ = L.cfg.tensor_maps[root]

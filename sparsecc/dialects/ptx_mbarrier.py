@@ -1,4 +1,5 @@
-"""Shared-memory mbarriers for the `ptx` dialect (sm_80+ `cp.async` arrivals, sm_90 parity waits).
+"""Shared-memory mbarriers and TMA bulk copies for the `ptx` dialect (sm_80+ `cp.async` arrivals,
+sm_90 parity waits, TMA loads and stores).
 
 A pipelined K loop whose warps synchronise through mbarriers instead of `bar.sync` needs these
 PTX forms; each op here is a `ptx.TemplateOp` that prints one of them as a template (as in
