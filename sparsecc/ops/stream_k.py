@@ -26,13 +26,13 @@ too where whole tiles make more than a wave with a partial last one, since a pro
 next tile while the last one's epilogue runs (`w4g128` 11008x4096 at 512 tokens 64.0 us against
 64.8, NOTES stop 34). The 8-bit kernel takes that whole-tile form by default from 256 tokens
 where 128x256 tiles would make one to two waves (`sparse_linear_8bit._MID_PERSISTENT`: fp8
-11008x4096 at 512 tokens 33.1-34.4 us against 39.2), and writes its output tiles by TMA stores
-(`tritongpu-coalesce-mma-stores{tma-stores}`: the compute warps go on to the next tile while the
-TMA writes; 33.1 us against 34.1 there, NOTES stop 35; the 16-bit and quantized kernels
-measured no gain), with its K loop unrolled by two (`wgmma_unroll`: each copy loads its wgmma
-metadata into registers of its own, so the previous step's group need not finish first; 32.4-32.6
-us against 33.5-33.7 there, NOTES stop 35 run 14). Splitting a last wave over more than half the SMs lost everywhere measured
-(45.7 us in thirds there), so the plan does not.
+11008x4096 at 512 tokens 33.1-34.4 us against 39.2). It writes its output tiles by TMA stores
+(`tritongpu-coalesce-mma-stores{tma-stores}`: the compute warps go on to the next tile while
+the TMA writes; 33.1 us against 34.1 there, NOTES stop 35; the 16-bit and quantized kernels
+measured no gain), and its K loop is unrolled by two (`wgmma_unroll`: each copy loads its
+wgmma metadata into registers of its own, so the previous step's group need not finish first;
+32.4-32.6 us against 33.5-33.7 there). Splitting a last wave over more than half the SMs lost
+everywhere measured (45.7 us in thirds there), so the plan does not.
 """
 
 from __future__ import annotations

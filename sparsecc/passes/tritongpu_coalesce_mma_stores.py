@@ -153,10 +153,10 @@ def tma_store_encoding(ty: TensorType) -> ttgd.SharedEncodingAttr:
     return ttgd.SharedEncodingAttr(1, 1, 1, (0, 1))
 
 
-def _tma_store_tile(store: tt.StoreOp, make: tt.MakeTensorPtrOp, ty: TensorType, func: tt.FuncOp,
+def _tma_store_tile(make: tt.MakeTensorPtrOp, ty: TensorType, func: tt.FuncOp,
                     divs: Divisibility) -> ttgd.MemDescType | None:
-    """The shared tile type a TMA store of `store` goes through, or None when no tensor map
-    describes its block pointer (the plan the lowering will make), the tile is not 16-bit, or
+    """The shared tile type a TMA store of `ty` through `make`'s block pointer goes through, or
+    None when no tensor map describes the block pointer (the plan the lowering will make), the tile is not 16-bit, or
     the memory's contiguous extent is not a provable multiple of 16 bytes: a TMA store clips
     that dim only to whole 16-byte chunks (on the H100 a row of 1 or 65 fp16 elements got the
     rest of its last chunk written, NOTES stop 35)."""
@@ -205,8 +205,9 @@ def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stor
         make, ty = target
         func = _enclosing_func(op)
         if tma_stores and func is not None and uses_wgmma(func):
-            divs = analyses.get(func) or analyses.setdefault(func, Divisibility(func))
-            tile = _tma_store_tile(op, make, ty, func, divs)
+            if func not in analyses:
+                analyses[func] = Divisibility(func)
+            tile = _tma_store_tile(make, ty, func, analyses[func])
             if tile is not None:
                 _store_by_tma(op, make, tile)
                 done += 1
@@ -219,7 +220,7 @@ def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stor
         # the block pointer's type carries the tile's layout: retype it (its only use is `op`)
         object.__setattr__(make.result, "_type", tt.PointerType(new_ty))
         done += 1
-    for func, _ in analyses.items():
+    for func in analyses:
         if any(isinstance(o, ttgd.AsyncTmaStoreOp) for o in func.walk()):
             _wait_before_returns(func)
     return done
@@ -235,7 +236,8 @@ class CoalesceMmaStoresPass(ModulePass):
     `ttg.convert_layout` of the value to `coalesced_layout`, where the function's shared
     memory leaves room for the convert's scratch on `target` (default: the module's
     `ttg.target`); with `tma_stores` on sm_90+, a 16-bit one of a wgmma function whose block
-    pointer a tensor map describes is instead a `ttg.local_alloc` of the value (`tma_store_encoding`) and a
+    pointer a tensor map describes (row stride and contiguous extent known multiples of 16
+    bytes) is instead a `ttg.local_alloc` of the value (`tma_store_encoding`) and a
     `ttg.async_tma_store` of it, after a `ttg.async_tma_store_wait`, and the function waits
     once more before each return; everything else is unchanged.
     """
