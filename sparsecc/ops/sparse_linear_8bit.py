@@ -241,12 +241,12 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
             return _MID_PERSISTENT
         if large >= FILLED_CTAS:
             return _LARGE[True]
-        if m > 256 and _ctas(m, n, _MID_DEEP) >= FILLED_CTAS:
-            return _MID_DEEP
         if m >= 256:
-            # 128x128x128 s7 where its grid fills the GPU (H100, NOTES stop 35 run 8, cold L2:
-            # 8192x8192 at 256 tokens 28.1 us against 35.9 for 64x128, 5120x5120 15.1 against 21.0)
-            return _MID if _ctas(m, n, _MID) >= FILLED_CTAS else _SMALL
+            if _ctas(m, n, _MID) < FILLED_CTAS:  # (_MID_DEEP has _MID's 128x128 tiles)
+                return _SMALL
+            # at 256 tokens 128x128x128 s7 (H100, NOTES stop 35 run 8, cold L2: 8192x8192 28.1 us
+            # against 35.9 for 64x128, 5120x5120 15.1 against 21.0)
+            return _MID_DEEP if m > 256 else _MID
     if _ctas(m, n, _SMALL_DEEP) >= FILLED_CTAS:
         # a 64x128 grid of more than a wave: 128 tokens a tile, half the CTAs, at least
         # FILLED_CTAS of them (H100, NOTES stop 31 run 15, cold L2: 14336x4096 at 128

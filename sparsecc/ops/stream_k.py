@@ -179,6 +179,11 @@ def scaled_sparse_linear_stream_k_kernel(Y, X, W, SCALE_X, SCALE_W, BIAS, PARTIA
         item += tl.num_programs(0)
 
 
+PERSISTENT_8BIT_OPTIONS = {"tma_stores": True, "wgmma_unroll": True}
+"""The compile options `launch_linear_8bit_stream_k` adds (unless the environment sets them): the
+output by TMA stores while the next tile's K loop starts, and the K loop unrolled by two so that
+a wgmma group stays in flight while the next step's metadata loads (NOTES stop 35)."""
+
 MAX_SPLIT = 4
 """The most parts a tail tile is split into (each part's fp32 sum goes through global memory)."""
 
@@ -251,11 +256,8 @@ def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torc
     programs, whole, split, part_steps, items, partials, tickets = _plan_and_scratch(
         y, m, n, k, cfg, sms, torch.int32 if w.dtype == torch.int8 else torch.float32)
     consts = launch_constants_8bit(w, k, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
-    env = env_overrides()  # (SPARSECC_TMA_STORES / SPARSECC_WGMMA_UNROLL decide where they are set)
-    if "tma_stores" not in env:
-        consts["tma_stores"] = True  # the output by TMA while the next tile's K loop starts
-    if "wgmma_unroll" not in env:
-        consts["wgmma_unroll"] = True  # two metadata register sets: a wgmma group stays in flight
+    env = env_overrides()  # (where the environment sets these switches, it decides)
+    consts |= {name: on for name, on in PERSISTENT_8BIT_OPTIONS.items() if name not in env}
     scaled_sparse_linear_stream_k_kernel[(programs,)](
         y, xq, w, x_scale, weight_scale, bias, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
         whole, part_steps, items, **consts)
