@@ -487,7 +487,10 @@ class _Decomposer:
             if isinstance(op, scf.ForOp):
                 self.rewrite_for(op)
                 continue
-            if isinstance(op, scf.YieldOp):
+            if isinstance(op, scf.WhileOp):
+                self.rewrite_while(op)
+                continue
+            if isinstance(op, scf.YieldOp | scf.ConditionOp):
                 self.rewrite_yield(op)
                 continue
             if isinstance(op, scf.IfOp) and any(tt.is_sparse(r.type) for r in op.results):
@@ -802,6 +805,56 @@ class _Decomposer:
         self._insert_before(op, new_for)
         self._adopt_results(op, new_for, [init in self.split for init in carried])
 
+    def rewrite_while(self, op: scf.WhileOp) -> None:
+        """An scf.while carrying sparse values (a K loop written as `while k < K`): each becomes
+        its format's arrays in the inits, both regions' arguments, the condition's forwarded
+        values, the body's yield and the results."""
+        before_old, after_old = op.before_region.block, op.after_region.block
+        if not any(v in self.split for v in op.arguments):
+            self.run_block(before_old)
+            self.run_block(after_old)
+            if any(tt.is_sparse(r.type) for r in op.results):
+                raise _fail(op, "a loop result is sparse but its initial value is not")
+            return
+        new_inits: list[SSAValue] = []
+        for init in op.arguments:
+            new_inits += self.split[init].arrays if init in self.split else [init]
+        before = self._split_block_args(before_old, [init in self.split for init in op.arguments],
+                                        [v.type for v in new_inits])
+        self.run_block(before)
+        cond = before.last_op
+        assert isinstance(cond, scf.ConditionOp)
+        sparse = [tt.is_sparse(r.type) for r in op.results]
+        passed = list(cond.args.types)
+        if any(tt.is_sparse(t) for t in passed):
+            raise _fail(op, "the loop passes on a sparse value it does not carry")
+        after = self._split_block_args(after_old, sparse, passed)
+        self.run_block(after)
+        new_while = scf.WhileOp(new_inits, passed, Region(before), Region(after))
+        new_while.attributes.update(op.attributes)
+        self._insert_before(op, new_while)
+        self._adopt_results(op, new_while, sparse)
+
+    def _split_block_args(self, old: Block, sparse: list[bool], types: list[Attribute]) -> Block:
+        """A new block of argument `types` standing in for `old` (its ops moved over): each
+        sparse argument of `old` (`sparse[i]`) takes as many of them as its format has arrays."""
+        new = Block(arg_types=types)
+        new_args = iter(new.args)
+        for arg, is_sparse in zip(old.args, sparse):
+            if is_sparse:
+                fmt = _format(arg.type)
+                arrays = tuple(next(new_args) for _ in fmt.arrays)
+                _name_arrays(fmt, arg.name_hint, arrays)
+                self.split[arg] = Split(arrays)
+            else:
+                new_arg = next(new_args)
+                new_arg.name_hint = arg.name_hint
+                arg.replace_all_uses_with(new_arg)
+        for inner in list(old.ops):
+            inner.detach()
+            new.add_op(inner)
+        return new
+
     def rewrite_if(self, op: scf.IfOp) -> None:
         """An scf.if yielding sparse values: each such result becomes a (values, meta) pair."""
         if not op.false_region.blocks:
@@ -833,16 +886,19 @@ class _Decomposer:
                 res.replace_all_uses_with(r)
         self.dead.append(old)
 
-    def rewrite_yield(self, op: scf.YieldOp) -> None:
-        if not any(v in self.split for v in op.operands):
+    def rewrite_yield(self, op: scf.YieldOp | scf.ConditionOp) -> None:
+        """A yield (or a while's condition) passing on sparse values: each becomes its arrays."""
+        passed = list(op.args) if isinstance(op, scf.ConditionOp) else list(op.operands)
+        if not any(v in self.split for v in passed):
             return
         operands: list[SSAValue] = []
-        for v in op.operands:
+        for v in passed:
             if v in self.split:
                 operands += self.split[v].arrays
             else:
                 operands.append(v)
-        self._insert_before(op, scf.YieldOp(*operands))
+        new = scf.ConditionOp(op.condition, *operands) if isinstance(op, scf.ConditionOp) else scf.YieldOp(*operands)
+        self._insert_before(op, new)
         _erase(op)
 
 

@@ -68,16 +68,59 @@ def _swapped(ty: Attribute) -> Attribute:
     return tt.PointerType(_swap_tensor(ty.pointee))
 
 
-_SHAPE_ONLY = (tt.SplatOp, tt.BroadcastOp, tt.AddPtrOp, scf.ForOp, scf.YieldOp, scf.IfOp)
+_SHAPE_ONLY = (tt.SplatOp, tt.BroadcastOp, tt.AddPtrOp, scf.ForOp, scf.YieldOp, scf.IfOp, scf.WhileOp,
+               scf.ConditionOp)
+
+
+def _while_links(v: SSAValue) -> list[SSAValue]:
+    """The values an scf.while carries together with `v`: slot i of its inits, its `before`
+    block's arguments and its body's yield; slot j of its condition's arguments, its body's
+    arguments and its results. `v` may be any of them."""
+    out: list[SSAValue] = []
+    if isinstance(v, BlockArgument) and isinstance(v.owner, Block) and isinstance(v.owner.parent_op(), scf.WhileOp):
+        loop = v.owner.parent_op()
+        assert isinstance(loop, scf.WhileOp)
+        if v.owner is loop.before_region.block:
+            out += _while_slot(loop, v.index)
+        else:
+            out += _while_result(loop, v.index)
+    if isinstance(v.owner, scf.WhileOp):
+        out += _while_result(v.owner, v.index)  # type: ignore[attr-defined]
+    for use in v.uses:
+        op = use.operation
+        if isinstance(op, scf.WhileOp):
+            out += _while_slot(op, use.index)
+        elif isinstance(op, scf.ConditionOp) and use.index > 0 and isinstance(op.parent_op(), scf.WhileOp):
+            out += _while_result(op.parent_op(), use.index - 1)  # type: ignore[arg-type]
+        elif isinstance(op, scf.YieldOp) and isinstance(op.parent_op(), scf.WhileOp):
+            out += _while_slot(op.parent_op(), use.index)  # type: ignore[arg-type]
+    return out
+
+
+def _while_slot(loop: scf.WhileOp, i: int) -> list[SSAValue]:
+    """Carried slot i of `loop`: its init, the `before` block's argument, the body's yielded value."""
+    body_yield = loop.after_region.block.last_op
+    return [loop.arguments[i], loop.before_region.block.args[i],
+            *([body_yield.operands[i]] if isinstance(body_yield, scf.YieldOp) else [])]
+
+
+def _while_result(loop: scf.WhileOp, j: int) -> list[SSAValue]:
+    """Result slot j of `loop`: the condition's forwarded value, the body's argument, the result."""
+    cond = loop.before_region.block.last_op
+    return [*([cond.args[j]] if isinstance(cond, scf.ConditionOp) else []), loop.after_region.block.args[j],
+            loop.results[j]]
 
 
 def _linked(v: SSAValue) -> list[SSAValue]:
     """Values that must be transposed together with `v`: through its defining op, its users, and
     the loop/branch plumbing that carries it."""
-    out: list[SSAValue] = []
-    ops: list[Operation] = [u.operation for u in v.uses]
+    out: list[SSAValue] = _while_links(v)
+    ops: list[Operation] = [u.operation for u in v.uses
+                            if not isinstance(u.operation, scf.WhileOp | scf.ConditionOp)
+                            and not (isinstance(u.operation, scf.YieldOp)
+                                     and isinstance(u.operation.parent_op(), scf.WhileOp))]
     owner = v.owner
-    if isinstance(owner, Operation):
+    if isinstance(owner, Operation) and not isinstance(owner, scf.WhileOp):
         ops.append(owner)
     elif isinstance(v, BlockArgument):
         parent = owner.parent_op() if isinstance(owner, Block) else None

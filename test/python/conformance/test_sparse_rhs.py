@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from linear_kernels import linear_block_ptr, linear_pointers, linear_trans
+from linear_kernels import linear_block_ptr, linear_deferred_store, linear_pointers, linear_trans, linear_while_k
 
 import sparsecc
 
@@ -123,3 +123,59 @@ def test_linear_on_the_gpu(m, n, k, dtype):
                           BLOCK_M=16, BLOCK_N=64, BLOCK_K=64)
     torch.cuda.synchronize()
     _check(y, x.float() @ dense_w.float().T)
+
+
+_WHILE_SIG = {"Y": "*fp16", "X": "*fp16", "W": "*fp16:NV24", "M": "i32", "N": "i32:16", "K": "i32:16",
+              "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16"}
+
+
+def _launch_while(kernel, x, w, y, bm, bn, bk, programs=3, **opts):
+    m, k = x.shape
+    n = w.shape[0]
+    grid = ((m + bm - 1) // bm, (n + bn - 1) // bn) if kernel is linear_while_k else (programs,)
+    kernel[grid](y, x, w, m, n, k, x.stride(0), w.stride(0), y.stride(0), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                 **opts)
+
+
+@pytest.mark.parametrize("kernel", [linear_while_k, linear_deferred_store])
+@pytest.mark.parametrize("m, n, k", [(5, 40, 96), (33, 72, 64)])
+def test_while_loops_carry_the_transposed_sum_on_the_interpreter(kernel, m, n, k, monkeypatch):
+    """A `while` K loop (its sparse pointer and the sum carried by an scf.while) and a
+    persistent loop storing each tile's sum one trip later (the sum carried across trips)."""
+    monkeypatch.setenv("SPARSECC_INTERPRET", "1")
+    x, dense_w, w, _, y = _problem(m, n, k, torch.float16, "cpu", seed=7 * m + k)
+    _launch_while(kernel, x, w, y, 16, 32, 32)
+    _check(y, x.float() @ dense_w.float().T)
+
+
+@pytest.mark.parametrize("kernel", [linear_while_k, linear_deferred_store])
+def test_while_loops_decompose_and_transpose(kernel):
+    ck = sparsecc.compile(kernel, _WHILE_SIG, {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64}, target="sm_90a")
+    text = ck.asm["ttir-decomposed"]
+    assert "tt.dot %w_values, %x, %w_meta" in text or "tt.dot %w_values" in text
+    assert "tensor<64x16xf32>" in text and "scf.while" in text  # the while carries the N x M sum
+    assert "NV24" not in text.split("tt.func")[1].split("{", 1)[1]  # no sparse type is left in the body
+
+
+@pytest.mark.parametrize("target, bm, bn, bk, warps", [("sm_80", 16, 64, 64, 4), ("sm_90a", 64, 128, 64, 4),
+                                                        ("sm_90a", 128, 128, 64, 8)])
+@pytest.mark.parametrize("kernel", [linear_while_k, linear_deferred_store])
+def test_while_loops_assemble_to_sparse_mma(kernel, target, bm, bn, bk, warps):
+    ck = sparsecc.compile(kernel, _WHILE_SIG, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, target=target,
+                          num_warps=warps)
+    ptx = ck.asm["ptx"]
+    assert ("wgmma.mma_async.sp" if target == "sm_90a" else "mma.sp::ordered_metadata") in ptx
+    assert ck.asm["cubin"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", [linear_while_k, linear_deferred_store])
+@pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (300, 136, 208), (128, 1000, 528)])
+def test_while_loops_on_the_gpu(kernel, m, n, k):
+    x, dense_w, w, _, y = _problem(m, n, k, torch.float16, "cuda", seed=m + k)
+    ref = x.float() @ dense_w.float().T
+    for bm, bn, bk, warps in [(16, 64, 64, 4), (64, 128, 64, 4), (128, 128, 64, 8)]:
+        y.fill_(float("nan"))
+        _launch_while(kernel, x, w, y, bm, bn, bk, programs=7, num_warps=warps)
+        torch.cuda.synchronize()
+        _check(y, ref)
