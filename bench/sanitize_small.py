@@ -299,6 +299,38 @@ def stream_k_8bit() -> int:
     return status
 
 
+def stream_k_pingpong() -> int:
+    """The 8-bit stream-K kernel with two compute warpgroups taking the work items in turn
+    (`pingpong`, 128x128x128 at 4 warps, 6 stages), 10 tiles planned for 4 SMs (8 whole, 2 in
+    two parts with tickets: three trips a program), 2 SMs (five whole tiles a program) and 3 SMs
+    (9 whole, one in three parts); fp8 and int8, ragged M and N, into NaN-poisoned outputs."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        return 0
+    import sparsecc
+    from sparsecc.nn.quantize import quantize_rows
+    from sparsecc.ops.linear_config import LinearConfig
+    from sparsecc.ops.quantize_rows import quantize_rows_fused
+    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit
+    from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
+
+    status = 0
+    m, n, k = 200, 520, 1536
+    cfg = LinearConfig(128, 128, 128, 4, 6, stream_k=True)
+    for dtype in (torch.float8_e4m3fn, torch.int8):
+        q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
+        w = sparsecc.compress(q)
+        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        bias = torch.randn(n, dtype=torch.float16, device="cuda")
+        xq, xs = quantize_rows_fused(x, dtype)
+        want = reference_linear_8bit(x, w, sw, bias, "silu").float()
+        for sms in (4, 2, 3):
+            y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+            launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=sms, pingpong=True)
+            torch.cuda.synchronize()
+            status |= _mismatch(f"8-bit stream_k pingpong {dtype} {m}x{n}x{k} on {sms} SMs", y, want)
+    return status
+
+
 def moe_tma() -> int:
     """bench/moe.py's grouped GEMM under tma_extents (one TMA ring across a program's token tiles,
     filled by a producer warp) at its prefill tile, four stages, on a small ragged routing with
@@ -333,7 +365,7 @@ def moe_tma() -> int:
 SECTIONS = {"sparse_mm": sparse_mm_cases, "user_kernels": user_kernels, "quantized_prefill": quantized_prefill,
             "linear_8bit": linear_8bit, "linear_16bit": linear_16bit, "stream_k": stream_k, "quant_256": quant_256,
             "wide_kmajor": wide_kmajor, "linear_8bit_deep": linear_8bit_deep, "stream_k_8bit": stream_k_8bit,
-            "moe_tma": moe_tma}
+            "stream_k_pingpong": stream_k_pingpong, "moe_tma": moe_tma}
 """The sections `python bench/sanitize_small.py [SECTION ...]` runs."""
 
 

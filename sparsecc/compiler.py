@@ -77,6 +77,8 @@ class CompileOptions:
     """A producer warp issues a TMA kernel's copies."""
     producer_warpgroup: bool = SWITCHES["producer_warpgroup"].default
     """With warp_specialize, 8+ compute warps get a producer warpgroup and its registers (setmaxnreg)."""
+    pingpong: bool = SWITCHES["pingpong"].default
+    """With warp_specialize, two 4-warp compute warpgroups take a persistent kernel's trips in turn."""
     mbarriers: bool = SWITCHES["mbarriers"].default
     """Per-slot mbarriers for cp.async wgmma loops too (`tritongpu-pipeline{mbarriers=true}`)."""
     wgmma_unroll: bool = SWITCHES["wgmma_unroll"].default
@@ -226,8 +228,9 @@ def _coalesce_mma_stores(opts: CompileOptions) -> str:
 def _warp_specialize(opts: CompileOptions) -> str:
     """tritongpu-warp-specialize with a producer warpgroup where the switch asks for one and no
     `maxnreg` caps the registers setmaxnreg would hand out."""
-    if opts.producer_warpgroup and not opts.maxnreg:
-        return "tritongpu-warp-specialize{warpgroup=true}"
+    flags = [*(["warpgroup=true"] if opts.producer_warpgroup else []), *(["pingpong=true"] if opts.pingpong else [])]
+    if flags and not opts.maxnreg:
+        return f"tritongpu-warp-specialize{{{' '.join(flags)}}}"
     return "tritongpu-warp-specialize"
 
 

@@ -43,6 +43,11 @@ SWITCHES: dict[str, Switch] = {
                                  "producer warpgroup instead of one producer warp, and setmaxnreg moves its "
                                  "registers to the compute warps (232 a thread instead of 168 at 8 warps; "
                                  "tritongpu-warp-specialize{warpgroup=true})"),
+    "pingpong": Switch("SPARSECC_PINGPONG", False,
+                       "with warp_specialize, a 4-warp kernel whose TMA K loop runs inside a `while` "
+                       "over work items gets two compute warpgroups that take its trips in turn, one's "
+                       "epilogue under the other's K loop, and a producer warpgroup "
+                       "(tritongpu-warp-specialize{pingpong=true}; CUTLASS's ping-pong kernels)"),
     "mbarriers": Switch("SPARSECC_MBARRIERS", False,
                         "pipeline cp.async wgmma K loops with per-slot mbarriers instead of CTA "
                         "barriers (tritongpu-pipeline{mbarriers=true}; correct, measured no faster)"),

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects.builtin import TensorType, i1
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import IntegerAttr, TensorType, i1
 from xdsl.ir import Operation, SSAValue
 
 from sparsecc.analysis.dequantize import scales_in_registers
@@ -192,12 +193,42 @@ def plan_shared(func: tt.FuncOp) -> tuple[dict[Operation, int], int]:
             off = -(-off // align) * align
             offsets[op] = off
             off += size
+    private = group_private(func, offsets, off)
+    if private is not None:  # a second copy of the compute groups' own buffers
+        off = private[0] + 2 * private[1]
     total = -(-off // align) * align if off else 0
     if total and wgmma:
         total += WGMMA_ALIGN  # room to align the base at run time
     return offsets, total
 
 
+def group_private(func: tt.FuncOp, offsets: dict[Operation, int], end: int) -> tuple[int, int] | None:
+    """(start, stride) of the buffers each compute group of a ping-pong kernel (two groups,
+    `ttg.consumer-groups`) has to itself, in a plan whose buffers end at `end`: those placed from
+    the outer ring loop on (its epilogue's staging tile and scratch; the rings and their barriers
+    come before the loop and are shared). Group g's copy of a buffer at offset o is at o + g *
+    stride. None for a function of one group or with no such buffer.
+
+    Example: a ring of 160 KiB before the loop and a 32 KiB store tile in it: (163840, 32768)."""
+    groups = func.attributes.get(ttgd.CONSUMER_GROUPS)
+    if not isinstance(groups, IntegerAttr) or groups.value.data != 2:
+        return None
+    loop = next((op for op in func.body.block.ops if isinstance(op, scf.WhileOp)), None)
+    if loop is None:
+        return None
+    after = False
+    start = None
+    for op in func.walk():
+        after = after or op is loop
+        if after and op in offsets:
+            start = offsets[op]
+            break
+    if start is None:
+        return None
+    align = WGMMA_ALIGN if uses_wgmma(func) else SMEM_ALIGN
+    return start, -(-(end - start) // align) * align
+
+
 __all__ = ["LANDED", "READ", "ROUND_TRIP", "SMEM_ALIGN", "SYNC", "WAR_WRITE", "WGMMA_ALIGN", "WRITE",
            "atomic_needs_broadcast", "reduce_scratch_bytes", "shared_effects", "dequantize_padded_bytes",
-           "dequantize_reads_in_place", "plan_shared", "shared_size"]
+           "dequantize_reads_in_place", "group_private", "plan_shared", "shared_size"]

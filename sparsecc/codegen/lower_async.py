@@ -27,6 +27,7 @@ from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.tma import tensor_ptr_root, tma_copy_plan
 from sparsecc.analysis.warp_sides import SIDES, lowered_on
 from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
+from sparsecc.codegen.lowering_parts import LoweringCaches, PingPongGroup, Preamble
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (
@@ -91,9 +92,11 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
     # the warp index read from lane 0: provably warp-uniform, so ptxas sees no divergent
     # path around the consumers' wgmmas (it would serialise them)
     warp = em.val(ptx.AsmOp("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", [L.ids.warp], [i32]))
-    is_producer = em.cmp("uge", warp, em.c(L.cfg.num_warps))
+    compute = L.cfg.compute_warps
+    order = _init_order_barriers(L) if L.cfg.consumer_groups > 1 else None
+    is_producer = em.cmp("uge", warp, em.c(compute))
     barriers, pending = L.barriers.state(), L.groups.pending
-    split = register_split(L.cfg.num_warps) if L.cfg.producer_warps == 4 else None
+    split = register_split(compute) if L.cfg.producer_warps == 4 else None
     blocks = []
     for mode, part in (("producer", ops[first:last + 1]), ("consumer", ops[first:])):
         blk = Block()
@@ -108,18 +111,53 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
         if split is not None and mode == "producer":  # one warp of the four issues the copies
             body = Block()
             em.block = body
+        outer_ids, outer_caches = L.ids, L.caches
+        if order is not None and mode == "consumer":
+            _enter_group(L, warp, order)
         for op in part:
             if not isinstance(op, tt.ReturnOp):
                 L.lower_op(op)
+        if L.pingpong is not None:  # back to the whole CTA's thread indices and caches
+            outer_caches.vector_ptrs += L.caches.vector_ptrs
+            L.ids, L.caches, L.pingpong = outer_ids, outer_caches, None
         if body is not blk:
             body.add_op(scf.YieldOp())
             em.block = blk
-            em.op(scf.IfOp(em.cmp("eq", warp, em.c(L.cfg.num_warps)), [], Region(body), Region(Block([scf.YieldOp()]))))
+            em.op(scf.IfOp(em.cmp("eq", warp, em.c(compute)), [], Region(body), Region(Block([scf.YieldOp()]))))
         blk.add_op(scf.YieldOp())
         blocks.append(blk)
     em.block = outer
     outer.add_op(scf.IfOp(is_producer, [], Region(blocks[0]), Region(blocks[1])))
     L.mode = ""
+
+
+def _init_order_barriers(L: LoweringContext) -> SSAValue:
+    """A ping-pong kernel's two ordering mbarriers (each completed by the 4 warps of one group),
+    initialised by thread 0 before the split; their address."""
+    em = L.em
+    assert L.ids.smem is not None
+    addr = em.add(L.ids.smem, L.cfg.order_barriers)
+    first = em.cmp("eq", L.ids.tid, em.c(0))
+    for g in range(2):
+        em.op(MbarrierInitOp(em.add(addr, 8 * g), first, L.cfg.num_warps))
+    em.op(MbarrierInitFenceOp())
+    em.op(ptx.BarSyncOp(0))
+    return addr
+
+
+def _enter_group(L: LoweringContext, warp: SSAValue, order: SSAValue) -> None:
+    """Lower what follows as compute group `warp / num_warps` of a ping-pong kernel: thread,
+    warp and lane indices within the group, its own copy of the private buffers, fresh address
+    caches (what was computed for the whole CTA indexes the wrong threads)."""
+    em = L.em
+    n = L.cfg.num_warps
+    group = em.divu(warp, n)
+    private = L.cfg.group_private
+    smem = L.ids.smem
+    private_smem = em.add(smem, em.mul(group, private[1])) if private is not None and smem is not None else None
+    L.ids = Preamble(em.remu(L.ids.tid, 32 * n), L.ids.lane, em.remu(warp, n), L.ids.cta_rank, smem)
+    L.caches = LoweringCaches(axes=L.caches.axes)
+    L.pingpong = PingPongGroup(group, private_smem, order)
 
 
 PRODUCER_REGISTERS = 40

@@ -37,6 +37,7 @@ from sparsecc.codegen.lowering_parts import (
     Barriers,
     KernelConfig,
     LoweringCaches,
+    PingPongGroup,
     Preamble,
     WgmmaGroups,
     ZeroRestart,
@@ -61,6 +62,8 @@ class LoweringState:
     caches: LoweringCaches = field(default_factory=LoweringCaches)
     mode: str = ""
     """"producer" / "consumer" while lowering one side of a warp-specialized kernel."""
+    pingpong: PingPongGroup | None = None
+    """The compute group being lowered, in a ping-pong kernel's consumer code."""
 
     # ---------------------------------------------------------------- values
     def get(self, v: SSAValue) -> object:
@@ -81,7 +84,11 @@ class LoweringState:
     def scratch(self, op: Operation) -> SSAValue:
         """The shared address of `op`'s planned buffer or scratch."""
         assert self.ids.smem is not None
-        return self.em.add(self.ids.smem, self.cfg.smem_offsets[op])
+        off = self.cfg.smem_offsets[op]
+        private = self.cfg.group_private
+        if self.pingpong is not None and self.pingpong.private_smem is not None and private and off >= private[0]:
+            return self.em.add(self.pingpong.private_smem, off)  # this group's copy
+        return self.em.add(self.ids.smem, off)
 
     # ---------------------------------------------------------------- walking
     def lower_block(self, block: Block) -> None:
@@ -138,7 +145,10 @@ class LoweringState:
             # the async proxy: every writing thread fences before the barrier that publishes them
             self.em.op(FenceProxyAsyncOp())
         # after a warp-specialized split only the compute warps meet here
-        self.em.op(ptx.BarSyncOp(1, 32 * self.cfg.num_warps) if self.mode == "consumer" else ptx.BarSyncOp(0))
+        if self.pingpong is not None:  # the group's own named barrier, 1 + group
+            self.em.op(ptx.AsmOp(f"bar.sync $0, {32 * self.cfg.num_warps};", [self.em.add(self.pingpong.group, 1)]))
+        else:
+            self.em.op(ptx.BarSyncOp(1, 32 * self.cfg.num_warps) if self.mode == "consumer" else ptx.BarSyncOp(0))
         self.barriers.synced()
 
     def wgmma_drain(self, keep: int = 0) -> None:

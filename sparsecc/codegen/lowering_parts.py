@@ -46,10 +46,23 @@ class KernelConfig:
     narrow_copies: bool
     """Async copies of tiles whose rows hold 4 or 8 contiguous bytes go as cp.async.ca chunks
     of that size (CompileOptions.narrow_copies), not as synchronous loads and shared stores."""
+    consumer_groups: int = 1
+    """Compute warpgroups of `num_warps` warps each that take an outer ring loop's trips in turn
+    (2: ping-pong, the function's `ttg.consumer-groups`); 1: all compute warps work together."""
+    group_private: tuple[int, int] | None = None
+    """(start, stride) of the buffers each ping-pong group has to itself
+    (`analysis.shared_memory.group_private`)."""
+    order_barriers: int = 0
+    """Ping-pong: the offset of the two mbarriers by which each group lets the other start its
+    next K loop (8 bytes each)."""
+
+    @property
+    def compute_warps(self) -> int:
+        return self.num_warps * self.consumer_groups
 
     @property
     def threads(self) -> int:
-        return 32 * (self.num_warps + self.producer_warps)
+        return 32 * (self.compute_warps + self.producer_warps)
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,18 @@ class Preamble:
     """This CTA's rank in its cluster (%cluster_ctarank), when clustered."""
     smem: SSAValue | None
     """The (aligned) base address of the dynamic shared array, when the kernel uses one."""
+
+
+@dataclass(frozen=True)
+class PingPongGroup:
+    """The compute group a ping-pong kernel's consumer code is being lowered for: its index
+    (a uniform register, 0 or 1), the base of its own buffers' copy and the two ordering
+    mbarriers (group g waits on barrier g before its K loop; the other group arrives on it
+    after its own)."""
+
+    group: SSAValue
+    private_smem: SSAValue | None
+    order: SSAValue
 
 
 @dataclass
@@ -142,4 +167,4 @@ class LoweringCaches:
     each vector's first are dead, removed at the end of the lowering (`lower_function`)."""
 
 
-__all__ = ["Barriers", "KernelConfig", "LoweringCaches", "Preamble", "WgmmaGroups", "ZeroRestart"]
+__all__ = ["Barriers", "KernelConfig", "LoweringCaches", "PingPongGroup", "Preamble", "WgmmaGroups", "ZeroRestart"]

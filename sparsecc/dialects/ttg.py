@@ -1151,6 +1151,11 @@ compute warps that only issue the function's TMA copies, e.g. `"ttg.producer-war
 warp, or a warpgroup of 4 whose registers go to the compute warps (`setmaxnreg`)."""
 PRODUCER_WARP_COUNTS = (1, 4)
 """The values `PRODUCER_WARPS` may take."""
+CONSUMER_GROUPS = "ttg.consumer-groups"
+"""On a warp-specialized `tt.func`: 2 when two compute warpgroups (each the function's
+`ttg.num-warps` = 4 warps) take the trips of its outer ring loop in turn (ping-pong,
+tritongpu-warp-specialize{pingpong}); absent: one group of all compute warps."""
+
 PRODUCER = "ttg.producer"
 """On the top-level ops of a warp-specialized `tt.func` (a contiguous run, from the first that
 issues TMA copies to the last): the producer warp runs them too (their copies and empty-slot
@@ -1498,6 +1503,7 @@ __all__ = [
     "WGMMA_IN_FLIGHT",
     "PRODUCER_WARPS",
     "PRODUCER_WARP_COUNTS",
+    "CONSUMER_GROUPS",
     "PRODUCER",
     "CONSUMER_ONLY",
     "NUM_WARPS",

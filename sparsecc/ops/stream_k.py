@@ -245,9 +245,11 @@ def launch_linear_stream_k(y: torch.Tensor, x: torch.Tensor, w: SparseTensor | Q
 
 def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torch.Tensor, w: SparseTensor,
                                 weight_scale: torch.Tensor, bias: torch.Tensor, cfg: LinearConfig, has_bias: bool,
-                                activation: str, sms: int | None = None) -> None:
+                                activation: str, sms: int | None = None, **options: bool) -> None:
     """`launch_linear_stream_k` for the 8-bit kernel (`launch_linear_8bit`'s arguments: codes
     `xq` and their per-token scales, W's per-channel scales): int32 parts for int8, fp32 for fp8.
+    `options`: compile switches beside `PERSISTENT_8BIT_OPTIONS` (`pingpong=True` with a 4-warp
+    `cfg`: two compute warpgroups taking the work items in turn).
 
         launch_linear_8bit_stream_k(y, xq, xs, w8, sw, y, LinearConfig(128, 256, 128, 8, 4), False, "none")
     """
@@ -257,7 +259,7 @@ def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torc
         y, m, n, k, cfg, sms, torch.int32 if w.dtype == torch.int8 else torch.float32)
     consts = launch_constants_8bit(w, k, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
     env = env_overrides()  # (where the environment sets these switches, it decides)
-    consts |= {name: on for name, on in PERSISTENT_8BIT_OPTIONS.items() if name not in env}
+    consts |= {name: on for name, on in PERSISTENT_8BIT_OPTIONS.items() if name not in env} | options
     scaled_sparse_linear_stream_k_kernel[(programs,)](
         y, xq, w, x_scale, weight_scale, bias, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
         whole, part_steps, items, **consts)

@@ -10,6 +10,13 @@ them that the producer skips get `ttg.consumer_only` (the names and their meanin
 one extra warp that issues the copies and waits only for free slots, while the compute warps
 wait only for data.
 
+With `pingpong` (the `pingpong` switch), a kernel of one compute warpgroup (4 warps) whose
+TMA K loop runs in an outer `scf.while` over work items (`pingpong_loop`) gets two compute
+warpgroups and a producer warpgroup: `"ttg.consumer-groups" = 2` and `"ttg.producer-warps" =
+4`. The lowering then runs the compute code once per group, group g taking the loop's trips g,
+g + 2, ...: one group's epilogue runs while the other's K loop keeps the tensor cores busy
+(CUTLASS's ping-pong kernels). Both groups share the producer's ring; each has its own scratch.
+
 With `warpgroup` (the `producer_warpgroup` switch), a kernel of two or more compute warpgroups
 gets `"ttg.producer-warps" = 4` instead: a whole producer warpgroup, whose registers the
 lowering hands to the compute warps with `setmaxnreg` (232 a thread instead of 168 at 8 compute
@@ -33,7 +40,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i32
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+    i32,
+)
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
@@ -147,6 +162,25 @@ def specialization_split(func: tt.FuncOp) -> tuple[int, int] | None:
     return None if split is None else split[:2]
 
 
+def pingpong_loop(func: tt.FuncOp, first: int, last: int) -> scf.WhileOp | None:
+    """The outer ring loop whose trips two compute warpgroups may take in turn: the one op of the
+    producer run `first..last`, an scf.while around a TMA K loop (`outer_ring_loop`) that carries
+    scalars only (each group runs every trip's scalar code and only its own trips' work), with
+    no tensor computed before it (the groups' threads index their tiles from 0 to 127 each).
+    None when the function has another shape.
+
+    Example: sparsecc.ops.stream_k's `while item < ITEMS` with SPLIT = 1."""
+    ops = list(func.body.block.ops)
+    loop = ops[first]
+    if first != last or not isinstance(loop, scf.WhileOp) or not outer_ring_loop(loop):
+        return None
+    if not all(isinstance(v.type, IntegerType | IndexType) for v in loop.arguments):
+        return None
+    if any(isinstance(r.type, TensorType) for op in ops[:first] for r in op.results):
+        return None
+    return loop
+
+
 def producer_warps(num_warps: int, warpgroup: bool) -> int:
     """The producer warps of a kernel of `num_warps` compute warps: a warpgroup (4) when asked
     for and the compute warps are whole warpgroups, at least two (where one warpgroup's 168
@@ -162,6 +196,7 @@ def producer_warps(num_warps: int, warpgroup: bool) -> int:
 
 def _clear(func: tt.FuncOp) -> None:
     func.attributes.pop(ttgd.PRODUCER_WARPS, None)
+    func.attributes.pop(ttgd.CONSUMER_GROUPS, None)
     for op in func.walk():
         op.attributes.pop(ttgd.PRODUCER, None)
         op.attributes.pop(ttgd.CONSUMER_ONLY, None)
@@ -183,6 +218,10 @@ class WarpSpecializePass(ModulePass):
     """Give a kernel of 8 or more compute warps (a multiple of 4) a producer warpgroup instead of
     one warp, so that the lowering moves its registers to the compute warps (`setmaxnreg`)."""
 
+    pingpong: bool = False
+    """Give a 4-warp kernel whose TMA K loop runs in an outer `while` (`pingpong_loop`) two
+    compute warpgroups that take the loop's trips in turn, and a producer warpgroup."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         warps = ttgd.module_num_warps(op)  # the lowering runs num-warps + 1 warps: a located error if unsupported
         producers = producer_warps(warps, self.warpgroup)
@@ -192,7 +231,11 @@ class WarpSpecializePass(ModulePass):
             if split is None:  # (at num_warps=32 no producer warp fits in a block)
                 continue
             first, last, epilogue = split
-            func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(producers, i32)
+            if self.pingpong and warps == 4 and pingpong_loop(func, first, last) is not None:
+                func.attributes[ttgd.CONSUMER_GROUPS] = IntegerAttr(2, i32)
+                func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(4, i32)
+            else:
+                func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(producers, i32)
             for top in list(func.body.block.ops)[first:last + 1]:
                 top.attributes[ttgd.PRODUCER] = UnitAttr()
                 for inner in top.walk():
@@ -200,5 +243,5 @@ class WarpSpecializePass(ModulePass):
                         inner.attributes[ttgd.CONSUMER_ONLY] = UnitAttr()
 
 
-__all__ = ["WarpSpecializePass", "consumer_only", "outer_epilogue", "outer_ring_loop", "producer_warps",
+__all__ = ["WarpSpecializePass", "consumer_only", "outer_epilogue", "outer_ring_loop", "pingpong_loop", "producer_warps",
            "specialization_split"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import i32, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from sparsecc.analysis.kloops import (
     accumulation_chains,
@@ -24,6 +24,8 @@ from sparsecc.analysis.kloops import (
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, flatten, unflatten
 from sparsecc.dialects import tt
+from sparsecc.dialects import ttg as ttgd
+from sparsecc.dialects.ptx_mbarrier import MbarrierArriveOp, MbarrierWaitOp
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -122,10 +124,15 @@ def _lower_body(L: LoweringState, op: scf.ForOp, body: Block) -> list[SSAValue]:
 @handles(scf.WhileOp)
 def _while(L: LoweringState, op: scf.WhileOp) -> None:
     """The loop with its carried values flattened to registers in both regions; each region
-    starts with both barrier kinds pending (it runs after either region)."""
+    starts with both barrier kinds pending (it runs after either region). In a ping-pong
+    kernel's consumer code the outer ring loop also carries whose turn it is and how many trips
+    this group took (`_pingpong_body`)."""
     em = L.em
     inits = [L.get(v) for v in op.arguments]
     flat = [v for x in inits for v in flatten(x)]
+    turns = L.pingpong is not None and ttgd.PRODUCER in op.attributes
+    if turns:
+        flat += [em.c(0), em.c(0)]
     types = [v.type for v in flat]
     outer = em.block
     before, after = Block(arg_types=types), Block(arg_types=types)
@@ -136,14 +143,21 @@ def _while(L: LoweringState, op: scf.WhileOp) -> None:
     cond = op.before_region.block.last_op
     assert isinstance(cond, scf.ConditionOp)
     passed = [v for a in cond.args for v in flatten(L.get(a))]
+    if turns:
+        passed += list(before.args[-2:])
     before.add_op(scf.ConditionOp(L.get(cond.condition), *passed))
     _bind(L, op.after_region.block.args, inits, list(after.args))
     em.block = after
     L.barriers.conservative()
-    L.lower_block(op.after_region.block)
     y = op.after_region.block.last_op
     assert isinstance(y, scf.YieldOp)
+    if turns:
+        turn, own = _pingpong_body(L, op.after_region.block, after.args[-2], after.args[-1])
+    else:
+        L.lower_block(op.after_region.block)
     yielded = [v for a in y.arguments for v in flatten(L.get(a))]
+    if turns:
+        yielded += [turn, own]
     if [v.type for v in passed] != types or [v.type for v in yielded] != types:
         raise LoweringError("while-carried values change their register shape")
     after.add_op(scf.YieldOp(*yielded))
@@ -153,6 +167,81 @@ def _while(L: LoweringState, op: scf.WhileOp) -> None:
     L.barriers.conservative()
     L.wgmma_drain()
     _bind(L, op.results, inits, list(new.results))
+
+
+def _pingpong_body(L: LoweringState, body: Block, turn: SSAValue, own: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """One trip of a ping-pong kernel's outer ring loop for this compute group: the scalars the
+    loop carries on (the backward slice of the yield) every trip, the rest (the K loop, the
+    release of its last slot, the epilogue) only on its own trips, `turn` == group. The groups'
+    K loops alternate through two mbarriers: before its K loop a group waits until the other has
+    passed every full-slot wait of its trip (except on the kernel's first trip), and lane 0 of
+    each of its warps arrives on the other's barrier once its own K loop is issued (before the
+    wgmma drain), so that the ring's slots are read in the order the producer fills them and a
+    parity wait never meets a slot two phases behind. Returns the next (turn, own trips)."""
+    em = L.em
+    pp = L.pingpong
+    assert pp is not None
+    y = body.last_op
+    assert isinstance(y, scf.YieldOp)
+    carried = _backward_slice(body, y)
+    for inner in body.ops:
+        if inner in carried and inner is not y:
+            L.lower_op(inner)
+    mine = em.cmp("eq", turn, pp.group)
+    outer = em.block
+    work = Block()
+    em.block = work
+    waits = em.cmp("ne", em.add(own, pp.group), 0)  # all but group 0's first trip
+    parity = em.band(em.add(em.add(own, pp.group), 1), em.c(1))
+    wait_blk = Block()
+    em.block = wait_blk
+    em.op(MbarrierWaitOp(em.add(pp.order, em.mul(pp.group, 8)), parity))
+    wait_blk.add_op(scf.YieldOp())
+    em.block = work
+    em.op(scf.IfOp(waits, [], Region(wait_blk), Region(Block([scf.YieldOp()]))))
+    L.barriers.conservative()
+    arrived = False
+    seen_loop = False
+    for inner in body.ops:
+        if inner in carried or inner is y:
+            continue
+        if seen_loop and not arrived and isinstance(inner, ttgd.DotWaitOp):
+            _arrive_other(L)
+            arrived = True
+        seen_loop = seen_loop or isinstance(inner, scf.ForOp)
+        L.lower_op(inner)
+    if not arrived:
+        _arrive_other(L)
+    L.wgmma_drain()
+    work.add_op(scf.YieldOp())
+    em.block = outer
+    em.op(scf.IfOp(mine, [], Region(work), Region(Block([scf.YieldOp()]))))
+    L.barriers.conservative()
+    return em.xor(turn, 1), em.add(own, em.select(mine, em.c(1), em.c(0)))
+
+
+def _arrive_other(L: LoweringState) -> None:
+    """Lane 0 of each warp of this group arrives on the other group's ordering mbarrier."""
+    em = L.em
+    pp = L.pingpong
+    assert pp is not None
+    other = em.add(pp.order, em.mul(em.xor(pp.group, 1), 8))
+    em.op(MbarrierArriveOp(other, em.cmp("eq", L.ids.lane, em.c(0))))
+
+
+def _backward_slice(body: Block, y: Operation) -> set[Operation]:
+    """The ops of `body` that `y` needs, itself included (operands defined in `body`, and ops
+    nested in them)."""
+    needed: set[Operation] = {y}
+    for inner in reversed(list(body.ops)):
+        if inner not in needed:
+            continue
+        for nested in inner.walk():
+            for v in nested.operands:
+                owner = v.owner
+                if isinstance(owner, Operation) and owner.parent_block() is body:
+                    needed.add(owner)
+    return needed
 
 
 @handles(scf.IfOp)

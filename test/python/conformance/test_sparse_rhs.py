@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from linear_kernels import linear_block_ptr, linear_deferred_store, linear_pointers, linear_trans, linear_while_k
+from linear_kernels import (
+    linear_block_ptr,
+    linear_deferred_store,
+    linear_pointers,
+    linear_trans,
+    linear_while_k,
+)
 
 import sparsecc
 

@@ -5,6 +5,8 @@ into NaN-poisoned outputs, with bias and an activation; and how the programs are
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from ptxas_tools import needs_ptxas
@@ -137,7 +139,7 @@ def test_the_dispatched_tiles_assemble_without_spills(tile):
 
 
 def _check_8bit(device: str, m: int, n: int, k: int, cfg: LinearConfig, sms: int | None, wdt: torch.dtype,
-                seed: int = 0) -> None:
+                seed: int = 0, **options: bool) -> None:
     """The 8-bit stream-K kernel (`launch_linear_8bit_stream_k`) into a NaN-poisoned y, against
     `reference_linear_8bit` (the float64 product of the same codes, both scales, bias, silu)."""
     from sparsecc.nn.quantize import quantize_rows
@@ -153,7 +155,7 @@ def _check_8bit(device: str, m: int, n: int, k: int, cfg: LinearConfig, sms: int
     bias = torch.randn(n, generator=g).half().to(device)
     xq, xs = quantize_rows_fused(x, wdt)
     y = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
-    launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=sms)
+    launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=sms, **options)
     assert not y.isnan().any(), "an output element was not written"
     want = reference_linear_8bit(x, w, sw, bias, "silu").float()
     torch.testing.assert_close(y.float(), want, rtol=1e-2, atol=1e-2 * max(want.abs().max().item(), 1.0))
@@ -194,3 +196,50 @@ def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
     want = reference_linear_8bit(x, w, sw.cuda()).float()
     y = sparse_linear_8bit(x, w, sw.cuda(), config=cfg).float()
     torch.testing.assert_close(y, want, rtol=1e-2, atol=1e-2 * max(want.abs().max().item(), 1.0))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wdt", [torch.float8_e4m3fn, torch.int8], ids=["fp8", "int8"])
+@pytest.mark.parametrize("m, n, k, sms", [
+    (512, 11008, 4096, None),  # 344 whole tiles on 132 programs: two or three trips each, groups alternate
+    (300, 1040, 1536, None),   # ragged, 27 tiles: one trip a program, the second group idle
+    (512, 4096, 4096, 20),     # planned for 20 SMs: whole tiles, then the last wave in K parts (tickets)
+    (130, 2048, 4160, 7),      # ragged M, K not a multiple of the K step, parts
+])
+def test_8bit_stream_k_pingpong_on_the_gpu(m, n, k, sms, wdt):
+    """Two compute warpgroups taking the work items in turn (`pingpong`), into a poisoned y."""
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    cfg = LinearConfig(128, 128, 128, 4, 6, stream_k=True)
+    _check_8bit("cuda", m, n, k, cfg, sms, wdt, seed=m + k, pingpong=True)
+
+
+def test_pingpong_kernel_has_two_groups_and_a_producer_warpgroup():
+    """The 8-bit stream-K kernel at 4 warps with `pingpong`: 384 threads (two compute warpgroups
+    and a producer warpgroup trading registers), two ordering mbarriers, each group's own named
+    barrier; it assembles, and ptxas's register pool covers what setmaxnreg asks. At 8 warps the
+    switch changes nothing."""
+    from sparsecc.ops.linear_config import launch_constants_8bit
+    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
+
+    w = sparsecc.compress(torch.zeros(8, 64).to(torch.float8_e4m3fn))
+    sig = {"Y": "*bf16", "X": "*fp8e4nv", "W": "*fp8e4nv:NV24", "SCALE_X": "*fp32", "SCALE_W": "*fp32",
+           "BIAS": "*bf16", "PARTIALS": "*fp32", "TICKETS": "*i32", "M": "i32", "N": "i32:16", "K": "i32:16",
+           "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16", "WHOLE": "i32",
+           "PART_STEPS": "i32", "ITEMS": "i32"}
+    threads = {}
+    for warps, stages in ((4, 6), (8, 7)):
+        consts = launch_constants_8bit(w, 4096, LinearConfig(128, 128, 128, warps, stages, stream_k=True), False,
+                                       "none")
+        options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
+        ck = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, sig, consts | {"SPLIT": 1}, target="sm_90a",
+                              tma_extents=True, tma_stores=True, wgmma_unroll=True, pingpong=True, **options)
+        threads[warps] = ck.metadata["threads"]
+        if warps == 4:
+            ptx = ck.asm["ptx"]
+            assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+            assert ptx.count("mbarrier.init.shared::cta.b64") == 2 * stages + 2  # full, empty, and the order pair
+            assert re.search(r"bar\.sync %r\d+, 128;", ptx)  # a group's epilogue barrier
+            assert "bar.sync 1, 128;" not in ptx
+            assert ck.asm["cubin"]
+    assert threads == {4: 384, 8: 288}
