@@ -104,6 +104,8 @@ class CompileOptions:
     coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
     tma_stores: bool = SWITCHES["tma_stores"].default
+    tma_store_boxes: bool = SWITCHES["tma_store_boxes"].default
+    """With tma_stores: the stored tile staged one TMA box at a time through a one-box buffer."""
     """With coalesce_mma_stores on sm_90+: those a tensor map describes as TMA stores."""
     strength_reduce: bool = SWITCHES["strength_reduce"].default
     """Loops carry their copies' addresses (`ptx-strength-reduce`)."""
@@ -222,7 +224,9 @@ def ttgir_rewrites(opts: CompileOptions) -> list[str]:
 
 def _coalesce_mma_stores(opts: CompileOptions) -> str:
     """tritongpu-coalesce-mma-stores for the target, with TMA stores where the switch asks."""
-    return f"tritongpu-coalesce-mma-stores{{target={opts.target}{' tma-stores=true' if opts.tma_stores else ''}}}"
+    tma = " tma-stores=true" if opts.tma_stores else ""
+    boxes = " box-staging=true" if opts.tma_stores and opts.tma_store_boxes else ""
+    return f"tritongpu-coalesce-mma-stores{{target={opts.target}{tma}{boxes}}}"
 
 
 def _warp_specialize(opts: CompileOptions) -> str:

@@ -99,6 +99,8 @@ def shared_size(op: Operation) -> int:
     Example: a `ttg.local_alloc` of a 64x32 f16 memdesc needs 4096."""
     if isinstance(op, ttgd.LocalAllocOp):
         ty = op.result.type
+        if ttgd.BOX_STAGED in op.attributes:  # one TMA box: col_block elements of dim 0 by all of dim 1
+            return ty.encoding.col_block * math.prod(ty.get_shape()[1:]) * esize(ty.element_type)
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.ReduceOp):
         return reduce_scratch_bytes(op)

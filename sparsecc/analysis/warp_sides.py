@@ -15,7 +15,7 @@ from typing import Literal
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
@@ -76,4 +76,22 @@ def producer_run(func: tt.FuncOp) -> tuple[int, int] | None:
     return marked[0], marked[-1]
 
 
-__all__ = ["SIDES", "Side", "barrier_side", "is_empty_ring", "issues_tma", "lowered_on", "producer_run"]
+def trip_scalars(body: Block) -> list[Operation]:
+    """The ops of an outer loop's body that its yield needs (a backward slice, in order): what
+    every compute group of a ping-pong kernel runs on every trip; the rest only the group whose
+    trip it is."""
+    y = body.last_op
+    needed: set[Operation] = {y} if y is not None else set()
+    for inner in reversed(list(body.ops)):
+        if inner not in needed:
+            continue
+        for nested in inner.walk():
+            for v in nested.operands:
+                owner = v.owner
+                if isinstance(owner, Operation) and owner.parent_block() is body:
+                    needed.add(owner)
+    return [op for op in body.ops if op in needed and op is not y]
+
+
+
+__all__ = ["SIDES", "Side", "barrier_side", "is_empty_ring", "issues_tma", "lowered_on", "producer_run", "trip_scalars"]

@@ -28,6 +28,7 @@ from sparsecc.analysis.tma import tensor_ptr_root, tma_copy_plan
 from sparsecc.analysis.warp_sides import SIDES, lowered_on
 from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
 from sparsecc.codegen.lowering_parts import LoweringCaches, PingPongGroup, Preamble
+from sparsecc.codegen.mma_stmatrix import BoxStagedTile, box_groups, store_box
 from sparsecc.dialects import ptx, tt
 from sparsecc.dialects import ttg as ttgd
 from sparsecc.dialects.ptx_mbarrier import (
@@ -356,22 +357,50 @@ def lower_tma_store(L: LoweringContext, op: ttgd.AsyncTmaStoreOp) -> None:
     root = tensor_ptr_root(op.dst)
     index, plan, _ = L.cfg.tensor_maps[root]
     bp, sm = L.get(op.dst), L.get(op.src)
+    staged = sm if isinstance(sm, BoxStagedTile) else None
+    if staged is not None:
+        sm = staged.sm
     assert isinstance(bp, BlockPtr) and isinstance(sm, Smem)
     if not L.cfg.wgmma:
         raise LoweringError(f"ttg.async_tma_store{where(op)}: a TMA store needs its tile on a 1 KiB boundary "
                             "(the swizzle follows address bits), which only a wgmma kernel's shared memory is "
                             "aligned to")
-    L.bar()  # (a wgmma kernel's barrier fences the tile's writes for the async proxy first)
     tmap = L.kernel.args[index]
     row, col = (em.to32(o) for o in bp.offsets)
     if plan.transposed:  # a column-major tile: the map's rows are the tile's columns
         row, col = col, row
     first = _is_store_thread(L)
+    if staged is not None:
+        _store_boxes(L, op, staged, plan, tmap, row, col, first)
+        return
+    L.bar()  # (a wgmma kernel's barrier fences the tile's writes for the async proxy first)
     for j in range(plan.count):
         em.op(CpAsyncBulkTensorStore2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
                                          row, first))
     em.op(CpAsyncBulkCommitGroupOp(first))
     L.barriers.reads_since_bar = True  # the TMA reads the tile until a ttg.async_tma_store_wait
+
+
+def _store_boxes(L: LoweringContext, op: ttgd.AsyncTmaStoreOp, staged: BoxStagedTile, plan: object,
+                 tmap: SSAValue, row: SSAValue, col: SSAValue, first: SSAValue) -> None:
+    """A box-staged tile (`ttg.box_staged`): for each box, the compute threads write it into the
+    one-box buffer (`stmatrix`), a barrier (fenced for the async proxy), the store thread stores
+    it as one bulk group; before the next box overwrites the buffer, the store thread waits until
+    the TMA has read it, then a barrier."""
+    em = L.em
+    boxes = box_groups(L, staged.sm, staged.src)
+    if boxes is None or len(boxes) != plan.count:
+        raise LoweringError(f"ttg.async_tma_store{where(op)}: internal error: a box-staged tile whose registers do "
+                            "not fall into its TMA boxes one stmatrix group at a time")
+    for j, groups in enumerate(boxes):
+        if j:
+            em.op(CpAsyncBulkWaitGroupReadOp(first, 0))
+            L.bar()
+        store_box(L, staged, groups, j)
+        L.bar()
+        em.op(CpAsyncBulkTensorStore2dOp(staged.sm.addr, tmap, em.add(col, j * plan.width), row, first))
+        em.op(CpAsyncBulkCommitGroupOp(first))
+    L.barriers.reads_since_bar = True  # the TMA reads the last box until a ttg.async_tma_store_wait
 
 
 def lower_tma_store_wait(L: LoweringContext, op: ttgd.AsyncTmaStoreWaitOp) -> None:

@@ -20,7 +20,9 @@ CPU test that simulates the instruction.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
@@ -123,6 +125,52 @@ def store_stmatrix(L: LoweringContext, sm: Smem, dl: DistLayout, groups: Sequenc
         em.op(ptx.AsmOp("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};",
                         [addr, *words], []))
     L.after_shared_write()
+
+
+@dataclass(frozen=True)
+class BoxStagedTile:
+    """A `ttg.box_staged` tile: its one-box buffer and the registers still to be written into it,
+    box by box, by the TMA store that reads it (`store_box`)."""
+
+    sm: Smem
+    src: Regs
+
+
+def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> list[list[tuple[int, ...]]] | None:
+    """The `stmatrix` groups of `src` bound for `sm`'s tile, sorted by the TMA box (dim 0's blocks
+    of `col_block` elements) every element of the group lies in for every thread; None where the
+    tile does not go by stmatrix or a group spans two boxes."""
+    from sparsecc.dialects.ptx_targets import satisfies
+
+    enc = sm.ty.encoding
+    if not isinstance(enc, SharedEncodingAttr) or not enc.col_block or not satisfies(L.cfg.target, "sm_90"):
+        return None
+    if not isinstance(src.ty.encoding, MmaEncodingAttr):
+        return None
+    dl = distributed(src.ty.encoding, src.ty.get_shape())
+    groups = stmatrix_groups(dl, esize(src.ty.element_type), enc)
+    if groups is None:
+        return None
+    boxes: list[list[tuple[int, ...]]] = [[] for _ in range(-(-sm.ty.get_shape()[0] // enc.col_block))]
+    for group in groups:
+        seen = {dl.coord(w, lane, r + c)[0] // enc.col_block for r in group for c in (0, 1)
+                for w in range(L.cfg.num_warps) for lane in range(32)}
+        if len(seen) != 1:
+            return None
+        boxes[seen.pop()].append(group)
+    return boxes
+
+
+def store_box(L: LoweringContext, staged: BoxStagedTile, groups: Sequence[tuple[int, ...]], box: int) -> None:
+    """Write box `box` of a staged tile (its `groups`, from `box_groups`) into the one-box
+    buffer: the tile's own addresses, moved back by the boxes before it."""
+    from sparsecc.codegen.lower_base import Smem
+
+    dl = distributed(staged.src.ty.encoding, staged.src.ty.get_shape())
+    box_bytes = staged.sm.ty.encoding.col_block * math.prod(staged.sm.ty.get_shape()[1:]) * esize(
+        staged.sm.ty.element_type)
+    shifted = Smem(L.em.sub(staged.sm.addr, box * box_bytes), staged.sm.ty)
+    store_stmatrix(L, shifted, dl, groups, staged.src.regs)
 
 
 def store_by_stmatrix(L: LoweringContext, sm: Smem, src: Regs) -> bool:

@@ -1151,6 +1151,11 @@ compute warps that only issue the function's TMA copies, e.g. `"ttg.producer-war
 warp, or a warpgroup of 4 whose registers go to the compute warps (`setmaxnreg`)."""
 PRODUCER_WARP_COUNTS = (1, 4)
 """The values `PRODUCER_WARPS` may take."""
+BOX_STAGED = "ttg.box_staged"
+"""On a `ttg.local_alloc` whose tile only a `ttg.async_tma_store` reads: the buffer holds one
+TMA box of the tile (dim 0's first `col_block` elements by all of dim 1), and the store writes
+and stores the tile box by box through it (tritongpu-coalesce-mma-stores{box-staging})."""
+
 CONSUMER_GROUPS = "ttg.consumer-groups"
 """On a warp-specialized `tt.func`: 2 when two compute warpgroups (each the function's
 `ttg.num-warps` = 4 warps) take the trips of its outer ring loop in turn (ping-pong,
@@ -1504,6 +1509,7 @@ __all__ = [
     "PRODUCER_WARPS",
     "PRODUCER_WARP_COUNTS",
     "CONSUMER_GROUPS",
+    "BOX_STAGED",
     "PRODUCER",
     "CONSUMER_ONLY",
     "NUM_WARPS",

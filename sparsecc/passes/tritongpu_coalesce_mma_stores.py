@@ -46,7 +46,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -153,6 +153,23 @@ def tma_store_encoding(ty: TensorType) -> ttgd.SharedEncodingAttr:
     return ttgd.SharedEncodingAttr(1, 1, 1, (0, 1))
 
 
+def box_staging_applies(tile: ttgd.MemDescType, value: TensorType) -> bool:
+    """Whether a TMA-stored `tile` of `value` can go box by box (`ttg.box_staged`): it has two or
+    more boxes along dim 0, and the value's MMA warps along dim 0 (16 rows each) fit in one box,
+    so that every warp writes part of every box.
+
+        >>> from xdsl.dialects.builtin import bf16
+        >>> tile = ttgd.MemDescType([128, 128], bf16, tma_store_encoding(TensorType(bf16, [128, 128])))
+        >>> mma = lambda w: TensorType(bf16, [128, 128], ttgd.MmaEncodingAttr([w, 1], 3, [64, 128]))
+        >>> box_staging_applies(tile, mma(4)), box_staging_applies(tile, mma(8))
+        (True, False)
+    """
+    enc, mma = tile.encoding, value.encoding
+    if not isinstance(enc, ttgd.SharedEncodingAttr) or not enc.col_block or not isinstance(mma, ttgd.MmaEncodingAttr):
+        return False
+    return tile.get_shape()[0] > enc.col_block and 16 * mma.warps_per_cta[0] <= enc.col_block
+
+
 def _tma_store_tile(make: tt.MakeTensorPtrOp, ty: TensorType, func: tt.FuncOp,
                     divs: Divisibility) -> ttgd.MemDescType | None:
     """The shared tile type a TMA store of `ty` through `make`'s block pointer goes through, or
@@ -173,10 +190,15 @@ def _enclosing_func(op: Operation) -> tt.FuncOp | None:
     return parent
 
 
-def _store_by_tma(store: tt.StoreOp, make: tt.MakeTensorPtrOp, tile: ttgd.MemDescType) -> None:
+def _store_by_tma(store: tt.StoreOp, make: tt.MakeTensorPtrOp, tile: ttgd.MemDescType, boxes: bool = False) -> None:
     """`store` as: wait for the tile's earlier TMA stores, write the value into a shared tile,
-    TMA-store it."""
+    TMA-store it; with `boxes`, a tile of two or more boxes is staged one box at a time
+    (`ttg.box_staged`) where every warp holds rows of every box (a wgmma tile of one warpgroup:
+    its warps' 16-row slices repeat every 64 rows, one box; at 8 warps each box would be one
+    warpgroup's alone and the other would wait)."""
     alloc = ttgd.LocalAllocOp(tile, store.value)
+    if boxes and box_staging_applies(tile, store.value.type):
+        alloc.attributes[ttgd.BOX_STAGED] = UnitAttr()
     for new in (ttgd.AsyncTmaStoreWaitOp(0), alloc, ttgd.AsyncTmaStoreOp(make.result, alloc.result)):
         Rewriter.insert_op(new, InsertPoint.before(store))
     Rewriter.erase_op(store)
@@ -190,7 +212,8 @@ def _wait_before_returns(func: tt.FuncOp) -> None:
             Rewriter.insert_op(ttgd.AsyncTmaStoreWaitOp(0), InsertPoint.before(op))
 
 
-def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stores: bool = False) -> int:
+def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stores: bool = False,
+                        box_staging: bool = False) -> int:
     """Rewrite every qualifying store under `root` (see the module docstring) whose scratch
     fits in `smem_limit` bytes of shared memory per block; with `tma_stores`, those a tensor
     map describes as TMA stores. The count."""
@@ -209,7 +232,7 @@ def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stor
                 analyses[func] = Divisibility(func)
             tile = _tma_store_tile(make, ty, func, analyses[func])
             if tile is not None:
-                _store_by_tma(op, make, tile)
+                _store_by_tma(op, make, tile, box_staging)
                 done += 1
                 continue
         layout = coalesced_layout(ty, (0, 1), ty.encoding.num_warps)
@@ -245,9 +268,11 @@ class CoalesceMmaStoresPass(ModulePass):
     name = "tritongpu-coalesce-mma-stores"
     target: str = ""
     tma_stores: bool = False
+    box_staging: bool = False
+    """With `tma-stores`: stage a tile of two or more TMA boxes one box at a time (`ttg.box_staged`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = self.target or ttgd.module_target(op)
         limit = ptx_targets.MAX_SHARED_BYTES.get(ptx_targets.normalize_target(target)) if target else None
         tma = self.tma_stores and target is not None and ptx_targets.satisfies(target, "sm_90")
-        coalesce_mma_stores(op, limit, tma)
+        coalesce_mma_stores(op, limit, tma, self.box_staging)

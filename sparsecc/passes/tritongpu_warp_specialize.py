@@ -53,6 +53,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from sparsecc.analysis.kloops import uses_wgmma
+from sparsecc.analysis.warp_sides import trip_scalars
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -178,7 +179,16 @@ def pingpong_loop(func: tt.FuncOp, first: int, last: int) -> scf.WhileOp | None:
         return None
     if any(isinstance(r.type, TensorType) for op in ops[:first] for r in op.results):
         return None
+    if not all(_scalar_op(op) for op in trip_scalars(loop.after_region.block)):
+        return None  # what the loop carries on must not need a trip's work (run by one group only)
     return loop
+
+
+def _scalar_op(op: Operation) -> bool:
+    """Scalar arithmetic or the program's index and count: safe to run in every group."""
+    if op.regions or any(isinstance(r.type, TensorType | tt.PointerType) for r in op.results):
+        return False
+    return op.name.startswith("arith.") or op.name in ("tt.get_program_id", "tt.get_num_programs")
 
 
 def producer_warps(num_warps: int, warpgroup: bool) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import i32, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 
 from sparsecc.analysis.kloops import (
     accumulation_chains,
@@ -21,6 +21,7 @@ from sparsecc.analysis.kloops import (
     ring_in_flight,
     zero_restart,
 )
+from sparsecc.analysis.warp_sides import trip_scalars
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, flatten, unflatten
 from sparsecc.dialects import tt
@@ -183,9 +184,12 @@ def _pingpong_body(L: LoweringState, body: Block, turn: SSAValue, own: SSAValue)
     assert pp is not None
     y = body.last_op
     assert isinstance(y, scf.YieldOp)
-    carried = _backward_slice(body, y)
+    carried = set(trip_scalars(body))
+    if any(inner.regions for inner in carried):
+        raise LoweringError("internal error: a ping-pong loop carries on a value of a trip's work "
+                            "(tritongpu-warp-specialize accepts none)")
     for inner in body.ops:
-        if inner in carried and inner is not y:
+        if inner in carried:
             L.lower_op(inner)
     mine = em.cmp("eq", turn, pp.group)
     outer = em.block
@@ -227,21 +231,6 @@ def _arrive_other(L: LoweringState) -> None:
     assert pp is not None
     other = em.add(pp.order, em.mul(em.xor(pp.group, 1), 8))
     em.op(MbarrierArriveOp(other, em.cmp("eq", L.ids.lane, em.c(0))))
-
-
-def _backward_slice(body: Block, y: Operation) -> set[Operation]:
-    """The ops of `body` that `y` needs, itself included (operands defined in `body`, and ops
-    nested in them)."""
-    needed: set[Operation] = {y}
-    for inner in reversed(list(body.ops)):
-        if inner not in needed:
-            continue
-        for nested in inner.walk():
-            for v in nested.operands:
-                owner = v.owner
-                if isinstance(owner, Operation) and owner.parent_block() is body:
-                    needed.add(owner)
-    return needed
 
 
 @handles(scf.IfOp)

@@ -20,7 +20,7 @@ from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, Smem
 from sparsecc.codegen.lower_dot import load_frag
 from sparsecc.codegen.lower_mem import load_shared, store_shared
-from sparsecc.codegen.mma_stmatrix import store_by_stmatrix
+from sparsecc.codegen.mma_stmatrix import BoxStagedTile, store_by_stmatrix
 from sparsecc.dialects import ttg as ttgd
 
 if TYPE_CHECKING:
@@ -37,6 +37,10 @@ def read_shared(L: LoweringState, sm: Smem, ty: TensorType) -> object:
 @handles(ttgd.LocalAllocOp)
 def _local_alloc(L: LoweringState, op: ttgd.LocalAllocOp) -> None:
     sm = Smem(L.scratch(op), op.result.type)
+    if op.src is not None and ttgd.BOX_STAGED in op.attributes:
+        L.wgmma_drain()  # the TMA store writes the registers box by box (`lower_tma_store`)
+        L.set(op.result, BoxStagedTile(sm, L.regs(op.src)))
+        return
     if op.src is not None:
         src = L.regs(op.src)
         if not store_by_stmatrix(L, sm, src):  # (a TMA store's tile of an MMA result: stmatrix)

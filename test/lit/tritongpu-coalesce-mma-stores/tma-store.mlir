@@ -1,6 +1,7 @@
 // RUN: sparsecc-opt %s --split-input-file -p 'tritongpu-coalesce-mma-stores{tma-stores=true}' | filecheck %s
 // RUN: sparsecc-opt %s --split-input-file -p 'tritongpu-coalesce-mma-stores{tma-stores=true},tritongpu-insert-barriers' | filecheck %s --check-prefix=BAR
 // RUN: sparsecc-opt %s --split-input-file -p tritongpu-coalesce-mma-stores | filecheck %s --check-prefix=OFF
+// RUN: sparsecc-opt %s --split-input-file -p 'tritongpu-coalesce-mma-stores{tma-stores=true box-staging=true},allocate-shared-memory' | filecheck %s --check-prefix=BOX
 // With tma-stores, a wgmma kernel's transposed 16-bit tile store (W x^T into y, as sparse_linear
 // stores) whose row stride and contiguous extent are known multiples of 16 bytes goes out by TMA: a wait for earlier
 // stores of the tile, the value written into a shared tile of 64-column boxes under the
@@ -25,6 +26,12 @@
 // BAR-NEXT:   ttg.local_alloc
 // BAR-NEXT:   ttg.async_tma_store
 // BAR-NEXT:   ttg.async_tma_store_wait
+// With box-staging the first module's tile (two 64-row boxes, each warp holding rows of both) is
+// marked to go one box at a time (the lowering writes a box, stores it, waits until the TMA has
+// read it, then the next: test_coalesce_mma_stores.py): its buffer holds one box, 8 KiB, and
+// the module's total is one KiB more (for aligning the base).
+// BOX:        ttg.shared = 9216 : i32
+// BOX:        ttg.local_alloc %{{.*}} {ttg.box_staged, ttg.shared_offset = 0 : i32}
 // OFF-LABEL:  tt.func public @tma
 // OFF:        ttg.convert_layout
 // OFF-NOT:    ttg.async_tma_store

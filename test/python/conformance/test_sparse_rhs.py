@@ -185,3 +185,12 @@ def test_while_loops_on_the_gpu(kernel, m, n, k):
         _launch_while(kernel, x, w, y, bm, bn, bk, programs=7, num_warps=warps)
         torch.cuda.synchronize()
         _check(y, ref)
+
+
+def test_pingpong_leaves_a_loop_that_carries_a_tile_alone():
+    """`pingpong` asks for two compute groups taking turns; a persistent loop that carries a
+    tile's sum to its next trip (every group would need the other's) keeps one group."""
+    ck = sparsecc.compile(linear_deferred_store, _WHILE_SIG, {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64},
+                          target="sm_90a", num_warps=4, tma_extents=True, pingpong=True)
+    assert ck.metadata["threads"] in (128, 160)
+    assert "ttg.consumer-groups" not in ck.asm["ttgir"]

@@ -199,6 +199,7 @@ def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("boxes", [False, True], ids=["tile", "boxes"])
 @pytest.mark.parametrize("wdt", [torch.float8_e4m3fn, torch.int8], ids=["fp8", "int8"])
 @pytest.mark.parametrize("m, n, k, sms", [
     (512, 11008, 4096, None),  # 344 whole tiles on 132 programs: two or three trips each, groups alternate
@@ -206,12 +207,13 @@ def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
     (512, 4096, 4096, 20),     # planned for 20 SMs: whole tiles, then the last wave in K parts (tickets)
     (130, 2048, 4160, 7),      # ragged M, K not a multiple of the K step, parts
 ])
-def test_8bit_stream_k_pingpong_on_the_gpu(m, n, k, sms, wdt):
-    """Two compute warpgroups taking the work items in turn (`pingpong`), into a poisoned y."""
+def test_8bit_stream_k_pingpong_on_the_gpu(m, n, k, sms, wdt, boxes):
+    """Two compute warpgroups taking the work items in turn (`pingpong`), into a poisoned y;
+    with `tma_store_boxes` each group's tile goes out box by box, and the ring has 7 stages."""
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
-    cfg = LinearConfig(128, 128, 128, 4, 6, stream_k=True)
-    _check_8bit("cuda", m, n, k, cfg, sms, wdt, seed=m + k, pingpong=True)
+    cfg = LinearConfig(128, 128, 128, 4, 7 if boxes else 6, stream_k=True)
+    _check_8bit("cuda", m, n, k, cfg, sms, wdt, seed=m + k, pingpong=True, tma_store_boxes=boxes)
 
 
 def test_pingpong_kernel_has_two_groups_and_a_producer_warpgroup():
@@ -243,3 +245,35 @@ def test_pingpong_kernel_has_two_groups_and_a_producer_warpgroup():
             assert "bar.sync 1, 128;" not in ptx
             assert ck.asm["cubin"]
     assert threads == {4: 384, 8: 288}
+
+
+def test_box_staged_tma_store_goes_box_by_box():
+    """`tma_store_boxes` on the 4-warp 8-bit stream-K kernel: its epilogue buffer holds one of
+    the tile's two TMA boxes (16 KiB less shared memory), and the store writes box 0 (8
+    `stmatrix.trans`), stores it, waits until the TMA has read it, then box 1, into the same
+    buffer."""
+    from sparsecc.ops.linear_config import launch_constants_8bit
+    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
+
+    w = sparsecc.compress(torch.zeros(8, 64).to(torch.float8_e4m3fn))
+    sig = {"Y": "*bf16", "X": "*fp8e4nv", "W": "*fp8e4nv:NV24", "SCALE_X": "*fp32", "SCALE_W": "*fp32",
+           "BIAS": "*bf16", "PARTIALS": "*fp32", "TICKETS": "*i32", "M": "i32", "N": "i32:16", "K": "i32:16",
+           "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16", "WHOLE": "i32",
+           "PART_STEPS": "i32", "ITEMS": "i32"}
+    consts = launch_constants_8bit(w, 4096, LinearConfig(128, 128, 128, 4, 6, stream_k=True), False, "none")
+    options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
+    shared, ptx = {}, {}
+    for boxes in (False, True):
+        ck = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, sig, consts | {"SPLIT": 1}, target="sm_90a",
+                              tma_extents=True, tma_stores=True, tma_store_boxes=boxes, **options)
+        shared[boxes], ptx[boxes] = ck.metadata["shared"], ck.asm["ptx"]
+        assert ck.asm["cubin"]
+    assert shared[False] - shared[True] == 128 * 64 * 2
+    epilogue = ptx[True].split("cp.async.bulk.tensor.2d.global", 1)
+    assert len(epilogue) == 2 and epilogue[0].rsplit("cp.async.bulk.tensor.2d.shared", 1)[-1].count("stmatrix") == 8
+    box0, box1 = ptx[True].split("cp.async.bulk.tensor.2d.global")[1:3]
+    assert "cp.async.bulk.wait_group.read 0;" in box0 and box0.count("stmatrix") == 8
+    buffers = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group \[[^]]*\], \[(%r\d+)\]",
+                         ptx[True])
+    assert len(buffers) == 2 and buffers[0] == buffers[1]  # one buffer, both boxes
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.global", ptx[False])) == 2
