@@ -93,14 +93,20 @@ def shuffle_bytes(op: Operation) -> int:
     return shuffle.size * max(2 if elt == i1 else 0, esize(elt))
 
 
+def box_bytes(ty: ttgd.MemDescType) -> int:
+    """Bytes of one TMA box of a column-blocked shared tile (`colBlock`): the block's elements of
+    dim 0 by all of the other dims; the buffer of a `ttg.box_staged` tile."""
+    return ty.encoding.col_block * math.prod(ty.get_shape()[1:]) * esize(ty.element_type)
+
+
 def shared_size(op: Operation) -> int:
     """Bytes of shared memory `op` needs (its buffer, or scratch for a round trip), or 0.
 
     Example: a `ttg.local_alloc` of a 64x32 f16 memdesc needs 4096."""
     if isinstance(op, ttgd.LocalAllocOp):
         ty = op.result.type
-        if ttgd.BOX_STAGED in op.attributes:  # one TMA box: col_block elements of dim 0 by all of dim 1
-            return ty.encoding.col_block * math.prod(ty.get_shape()[1:]) * esize(ty.element_type)
+        if ttgd.BOX_STAGED in op.attributes:
+            return box_bytes(ty)
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.ReduceOp):
         return reduce_scratch_bytes(op)
@@ -232,5 +238,5 @@ def group_private(func: tt.FuncOp, offsets: dict[Operation, int], end: int) -> t
 
 
 __all__ = ["LANDED", "READ", "ROUND_TRIP", "SMEM_ALIGN", "SYNC", "WAR_WRITE", "WGMMA_ALIGN", "WRITE",
-           "atomic_needs_broadcast", "reduce_scratch_bytes", "shared_effects", "dequantize_padded_bytes",
+           "atomic_needs_broadcast", "box_bytes", "reduce_scratch_bytes", "shared_effects", "dequantize_padded_bytes",
            "dequantize_reads_in_place", "group_private", "plan_shared", "shared_size"]

@@ -365,6 +365,8 @@ def lower_tma_store(L: LoweringContext, op: ttgd.AsyncTmaStoreOp) -> None:
         raise LoweringError(f"ttg.async_tma_store{where(op)}: a TMA store needs its tile on a 1 KiB boundary "
                             "(the swizzle follows address bits), which only a wgmma kernel's shared memory is "
                             "aligned to")
+    if staged is None:
+        L.bar()  # (a wgmma kernel's barrier fences the tile's writes for the async proxy first)
     tmap = L.kernel.args[index]
     row, col = (em.to32(o) for o in bp.offsets)
     if plan.transposed:  # a column-major tile: the map's rows are the tile's columns
@@ -373,7 +375,6 @@ def lower_tma_store(L: LoweringContext, op: ttgd.AsyncTmaStoreOp) -> None:
     if staged is not None:
         _store_boxes(L, op, staged, plan, tmap, row, col, first)
         return
-    L.bar()  # (a wgmma kernel's barrier fences the tile's writes for the async proxy first)
     for j in range(plan.count):
         em.op(CpAsyncBulkTensorStore2dOp(em.add(sm.addr, j * plan.box_bytes), tmap, em.add(col, j * plan.width),
                                          row, first))

@@ -20,7 +20,6 @@ CPU test that simulates the instruction.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -136,21 +135,30 @@ class BoxStagedTile:
     src: Regs
 
 
-def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> list[list[tuple[int, ...]]] | None:
-    """The `stmatrix` groups of `src` bound for `sm`'s tile, sorted by the TMA box (dim 0's blocks
-    of `col_block` elements) every element of the group lies in for every thread; None where the
-    tile does not go by stmatrix or a group spans two boxes."""
+def _stmatrix_plan(L: LoweringContext, sm: Smem, src: Regs) -> tuple[DistLayout, list[tuple[int, ...]]] | None:
+    """(`src`'s layout, its `stmatrix` groups) on sm_90+ for an MMA tile bound for `sm`'s
+    shared layout, or None where `stmatrix_groups` does not apply."""
     from sparsecc.dialects.ptx_targets import satisfies
 
     enc = sm.ty.encoding
-    if not isinstance(enc, SharedEncodingAttr) or not enc.col_block or not satisfies(L.cfg.target, "sm_90"):
+    if not isinstance(enc, SharedEncodingAttr) or not satisfies(L.cfg.target, "sm_90"):
         return None
     if not isinstance(src.ty.encoding, MmaEncodingAttr):
         return None
     dl = distributed(src.ty.encoding, src.ty.get_shape())
     groups = stmatrix_groups(dl, esize(src.ty.element_type), enc)
-    if groups is None:
+    return None if groups is None else (dl, groups)
+
+
+def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> list[list[tuple[int, ...]]] | None:
+    """The `stmatrix` groups of `src` bound for `sm`'s tile, sorted by the TMA box (dim 0's blocks
+    of `col_block` elements) every element of the group lies in for every thread; None where the
+    tile does not go by stmatrix or a group spans two boxes."""
+    plan = _stmatrix_plan(L, sm, src)
+    enc = sm.ty.encoding
+    if plan is None or not enc.col_block:
         return None
+    dl, groups = plan
     boxes: list[list[tuple[int, ...]]] = [[] for _ in range(-(-sm.ty.get_shape()[0] // enc.col_block))]
     for group in groups:
         seen = {dl.coord(w, lane, r + c)[0] // enc.col_block for r in group for c in (0, 1)
@@ -164,12 +172,11 @@ def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> list[list[tuple[int, 
 def store_box(L: LoweringContext, staged: BoxStagedTile, groups: Sequence[tuple[int, ...]], box: int) -> None:
     """Write box `box` of a staged tile (its `groups`, from `box_groups`) into the one-box
     buffer: the tile's own addresses, moved back by the boxes before it."""
+    from sparsecc.analysis.shared_memory import box_bytes
     from sparsecc.codegen.lower_base import Smem
 
     dl = distributed(staged.src.ty.encoding, staged.src.ty.get_shape())
-    box_bytes = staged.sm.ty.encoding.col_block * math.prod(staged.sm.ty.get_shape()[1:]) * esize(
-        staged.sm.ty.element_type)
-    shifted = Smem(L.em.sub(staged.sm.addr, box * box_bytes), staged.sm.ty)
+    shifted = Smem(L.em.sub(staged.sm.addr, box * box_bytes(staged.sm.ty)), staged.sm.ty)
     store_stmatrix(L, shifted, dl, groups, staged.src.regs)
 
 
@@ -178,17 +185,10 @@ def store_by_stmatrix(L: LoweringContext, sm: Smem, src: Regs) -> bool:
     hold 8 whole rows (a convert's transposed scratch, a TMA store's tile) is written by
     `stmatrix.trans`, four 8x8 blocks an instruction; False (nothing emitted) where that does
     not apply."""
-    from sparsecc.dialects.ptx_targets import satisfies
-
-    enc = sm.ty.encoding
-    if not isinstance(enc, SharedEncodingAttr) or not satisfies(L.cfg.target, "sm_90"):
+    plan = _stmatrix_plan(L, sm, src)
+    if plan is None:
         return False
-    if not isinstance(src.ty.encoding, MmaEncodingAttr):
-        return False
-    dl = distributed(src.ty.encoding, src.ty.get_shape())
-    groups = stmatrix_groups(dl, esize(src.ty.element_type), enc)
-    if groups is None:
-        return False
+    dl, groups = plan
     L.wgmma_drain()
     store_stmatrix(L, sm, dl, groups, src.regs)
     return True

@@ -839,17 +839,7 @@ class _Decomposer:
         """A new block of argument `types` standing in for `old` (its ops moved over): each
         sparse argument of `old` (`sparse[i]`) takes as many of them as its format has arrays."""
         new = Block(arg_types=types)
-        new_args = iter(new.args)
-        for arg, is_sparse in zip(old.args, sparse):
-            if is_sparse:
-                fmt = _format(arg.type)
-                arrays = tuple(next(new_args) for _ in fmt.arrays)
-                _name_arrays(fmt, arg.name_hint, arrays)
-                self.split[arg] = Split(arrays)
-            else:
-                new_arg = next(new_args)
-                new_arg.name_hint = arg.name_hint
-                arg.replace_all_uses_with(new_arg)
+        self._map_split(list(old.args), list(new.args), sparse)
         for inner in list(old.ops):
             inner.detach()
             new.add_op(inner)
@@ -873,18 +863,24 @@ class _Decomposer:
 
     def _adopt_results(self, old: Operation, new: Operation, sparse: list[bool]) -> None:
         """Map `old`'s results onto `new`'s, where each sparse result became its format's arrays."""
-        results = iter(new.results)
-        for res, is_sparse in zip(old.results, sparse):
-            if is_sparse:
-                fmt = _format(res.type)
-                arrays = tuple(next(results) for _ in fmt.arrays)
-                _name_arrays(fmt, res.name_hint, arrays)
-                self.split[res] = Split(arrays)
-            else:
-                r = next(results)
-                r.name_hint = res.name_hint
-                res.replace_all_uses_with(r)
+        self._map_split(list(old.results), list(new.results), sparse)
         self.dead.append(old)
+
+    def _map_split(self, olds: list[SSAValue], news: list[SSAValue], sparse: list[bool]) -> None:
+        """Stand `news` in for `olds` in order: a sparse old value (`sparse[i]`) takes as many new
+        ones as its format has arrays (recorded as its split), any other one new value (its uses
+        move over)."""
+        values = iter(news)
+        for old, is_sparse in zip(olds, sparse):
+            if is_sparse:
+                fmt = _format(old.type)
+                arrays = tuple(next(values) for _ in fmt.arrays)
+                _name_arrays(fmt, old.name_hint, arrays)
+                self.split[old] = Split(arrays)
+            else:
+                v = next(values)
+                v.name_hint = old.name_hint
+                old.replace_all_uses_with(v)
 
     def rewrite_yield(self, op: scf.YieldOp | scf.ConditionOp) -> None:
         """A yield (or a while's condition) passing on sparse values: each becomes its arrays."""
