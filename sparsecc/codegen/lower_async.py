@@ -118,9 +118,9 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
         for op in part:
             if not isinstance(op, tt.ReturnOp):
                 L.lower_op(op)
-        if L.pingpong is not None:  # back to the whole CTA's thread indices and caches
+        if L.ids.pingpong is not None:  # back to the whole CTA's thread indices and caches
             outer_caches.vector_ptrs += L.caches.vector_ptrs
-            L.ids, L.caches, L.pingpong = outer_ids, outer_caches, None
+            L.ids, L.caches = outer_ids, outer_caches
         if body is not blk:
             body.add_op(scf.YieldOp())
             em.block = blk
@@ -156,9 +156,9 @@ def _enter_group(L: LoweringContext, warp: SSAValue, order: SSAValue) -> None:
     private = L.cfg.group_private
     smem = L.ids.smem
     private_smem = em.add(smem, em.mul(group, private[1])) if private is not None and smem is not None else None
-    L.ids = Preamble(em.remu(L.ids.tid, 32 * n), L.ids.lane, em.remu(warp, n), L.ids.cta_rank, smem)
+    L.ids = Preamble(em.remu(L.ids.tid, 32 * n), L.ids.lane, em.remu(warp, n), L.ids.cta_rank, smem,
+                     PingPongGroup(group, private_smem, order))
     L.caches = LoweringCaches(axes=L.caches.axes)
-    L.pingpong = PingPongGroup(group, private_smem, order)
 
 
 PRODUCER_REGISTERS = 40

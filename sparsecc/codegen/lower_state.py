@@ -37,7 +37,6 @@ from sparsecc.codegen.lowering_parts import (
     Barriers,
     KernelConfig,
     LoweringCaches,
-    PingPongGroup,
     Preamble,
     WgmmaGroups,
     ZeroRestart,
@@ -62,8 +61,6 @@ class LoweringState:
     caches: LoweringCaches = field(default_factory=LoweringCaches)
     mode: str = ""
     """"producer" / "consumer" while lowering one side of a warp-specialized kernel."""
-    pingpong: PingPongGroup | None = None
-    """The compute group being lowered, in a ping-pong kernel's consumer code."""
 
     # ---------------------------------------------------------------- values
     def get(self, v: SSAValue) -> object:
@@ -86,8 +83,9 @@ class LoweringState:
         assert self.ids.smem is not None
         off = self.cfg.smem_offsets[op]
         private = self.cfg.group_private
-        if self.pingpong is not None and self.pingpong.private_smem is not None and private and off >= private[0]:
-            return self.em.add(self.pingpong.private_smem, off)  # this group's copy
+        group = self.ids.pingpong
+        if group is not None and group.private_smem is not None and private and off >= private[0]:
+            return self.em.add(group.private_smem, off)  # this group's copy
         return self.em.add(self.ids.smem, off)
 
     # ---------------------------------------------------------------- walking
@@ -145,8 +143,8 @@ class LoweringState:
             # the async proxy: every writing thread fences before the barrier that publishes them
             self.em.op(FenceProxyAsyncOp())
         # after a warp-specialized split only the compute warps meet here
-        if self.pingpong is not None:  # the group's own named barrier, 1 + group
-            self.em.op(ptx.AsmOp(f"bar.sync $0, {32 * self.cfg.num_warps};", [self.em.add(self.pingpong.group, 1)]))
+        if self.ids.pingpong is not None:  # the group's own named barrier, 1 + group
+            self.em.op(ptx.AsmOp(f"bar.sync $0, {32 * self.cfg.num_warps};", [self.em.add(self.ids.pingpong.group, 1)]))
         else:
             self.em.op(ptx.BarSyncOp(1, 32 * self.cfg.num_warps) if self.mode == "consumer" else ptx.BarSyncOp(0))
         self.barriers.synced()

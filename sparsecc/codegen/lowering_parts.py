@@ -66,6 +66,18 @@ class KernelConfig:
 
 
 @dataclass(frozen=True)
+class PingPongGroup:
+    """The compute group a ping-pong kernel's consumer code is being lowered for: its index
+    (a uniform register, 0 or 1), the base of its own buffers' copy and the two ordering
+    mbarriers (group g waits on barrier g before its K loop; the other group arrives on it
+    after its own)."""
+
+    group: SSAValue
+    private_smem: SSAValue | None
+    order: SSAValue
+
+
+@dataclass(frozen=True)
 class Preamble:
     """Registers read once at the top of the kernel."""
 
@@ -76,18 +88,8 @@ class Preamble:
     """This CTA's rank in its cluster (%cluster_ctarank), when clustered."""
     smem: SSAValue | None
     """The (aligned) base address of the dynamic shared array, when the kernel uses one."""
-
-
-@dataclass(frozen=True)
-class PingPongGroup:
-    """The compute group a ping-pong kernel's consumer code is being lowered for: its index
-    (a uniform register, 0 or 1), the base of its own buffers' copy and the two ordering
-    mbarriers (group g waits on barrier g before its K loop; the other group arrives on it
-    after its own)."""
-
-    group: SSAValue
-    private_smem: SSAValue | None
-    order: SSAValue
+    pingpong: PingPongGroup | None = None
+    """In a ping-pong kernel's consumer code: the compute group the indices above are within."""
 
 
 @dataclass

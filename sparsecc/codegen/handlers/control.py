@@ -131,7 +131,7 @@ def _while(L: LoweringState, op: scf.WhileOp) -> None:
     em = L.em
     inits = [L.get(v) for v in op.arguments]
     flat = [v for x in inits for v in flatten(x)]
-    turns = L.pingpong is not None and ttgd.PRODUCER in op.attributes
+    turns = L.ids.pingpong is not None and ttgd.PRODUCER in op.attributes
     if turns:
         flat += [em.c(0), em.c(0)]
     types = [v.type for v in flat]
@@ -180,7 +180,7 @@ def _pingpong_body(L: LoweringState, body: Block, turn: SSAValue, own: SSAValue)
     wgmma drain), so that the ring's slots are read in the order the producer fills them and a
     parity wait never meets a slot two phases behind. Returns the next (turn, own trips)."""
     em = L.em
-    pp = L.pingpong
+    pp = L.ids.pingpong
     assert pp is not None
     y = body.last_op
     assert isinstance(y, scf.YieldOp)
@@ -227,7 +227,7 @@ def _pingpong_body(L: LoweringState, body: Block, turn: SSAValue, own: SSAValue)
 def _arrive_other(L: LoweringState) -> None:
     """Lane 0 of each warp of this group arrives on the other group's ordering mbarrier."""
     em = L.em
-    pp = L.pingpong
+    pp = L.ids.pingpong
     assert pp is not None
     other = em.add(pp.order, em.mul(em.xor(pp.group, 1), 8))
     em.op(MbarrierArriveOp(other, em.cmp("eq", L.ids.lane, em.c(0))))
