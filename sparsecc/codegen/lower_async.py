@@ -84,7 +84,12 @@ def lower_specialized(L: LoweringContext, block: Block, first: int, last: int) -
     With a producer warpgroup (`ttg.producer-warps` = 4), its four warps first hand registers
     back to the CTA's pool (`setmaxnreg.dec`) and the compute warps take them
     (`setmaxnreg.inc`, `register_split`); only the first producer warp then runs the copies,
-    the other three go straight to the end of the kernel."""
+    the other three go straight to the end of the kernel.
+
+    A ping-pong kernel (`ttg.consumer-groups` = 2) has two groups of `num_warps` compute warps
+    before the producers: two ordering mbarriers are initialised before the split, and the
+    consumer code is lowered once, as group `warp / num_warps` of either (`_enter_group`; its
+    outer loop's trips alternate between the groups: handlers/control.py)."""
     ops = list(block.ops)
     for op in ops[:first]:
         L.lower_op(op)
@@ -352,7 +357,8 @@ def _is_store_thread(L: LoweringContext) -> SSAValue:
 def lower_tma_store(L: LoweringContext, op: ttgd.AsyncTmaStoreOp) -> None:
     """A CTA barrier (in a wgmma kernel every thread fences its writes of the tile for the async
     proxy before it), then the store thread issues the tile's boxes (BoxPlan) at the block
-    pointer's offsets as one bulk group."""
+    pointer's offsets as one bulk group; a box-staged tile goes one box at a time
+    (`_store_boxes`)."""
     em = L.em
     root = tensor_ptr_root(op.dst)
     index, plan, _ = L.cfg.tensor_maps[root]
