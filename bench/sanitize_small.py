@@ -264,6 +264,32 @@ def linear_8bit_deep() -> int:
     return status
 
 
+def _stream_k_8bit_runs(m: int, n: int, k: int, dtype: torch.dtype, runs: tuple, **options: bool) -> int:
+    """The 8-bit stream-K kernel (`launch_linear_8bit_stream_k` with `options`) on one ragged
+    problem with bias and silu, once per (config, SMs planned for) of `runs`, each into a
+    NaN-poisoned y, against the float64 reference; 1 if any mismatched."""
+    import sparsecc
+    from sparsecc.nn.quantize import quantize_rows
+    from sparsecc.ops.quantize_rows import quantize_rows_fused
+    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit
+    from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
+
+    q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
+    w = sparsecc.compress(q)
+    x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+    bias = torch.randn(n, dtype=torch.float16, device="cuda")
+    xq, xs = quantize_rows_fused(x, dtype)
+    want = reference_linear_8bit(x, w, sw, bias, "silu").float()
+    status = 0
+    for cfg, sms in runs:
+        y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+        launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=sms, **options)
+        torch.cuda.synchronize()
+        name = "8-bit stream_k" + "".join(f" {o}" for o, on in options.items() if on)
+        status |= _mismatch(f"{name} {dtype} {m}x{n}x{k} {cfg} on {sms or 'all'} SMs", y, want)
+    return status
+
+
 def stream_k_8bit() -> int:
     """The 8-bit stream-K kernel planned for 4 SMs (whole tiles and split ones: fp32 or int32
     parts through scratch), fp8 and int8, ragged M and N, into NaN-poisoned outputs; the
@@ -272,30 +298,13 @@ def stream_k_8bit() -> int:
     208 (rows of whole 16-byte chunks) TMA stores."""
     if torch.cuda.get_device_capability() < (9, 0):
         return 0
-    import sparsecc
-    from sparsecc.nn.quantize import quantize_rows
     from sparsecc.ops.linear_config import LinearConfig
-    from sparsecc.ops.quantize_rows import quantize_rows_fused
-    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit
-    from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
 
+    runs = ((LinearConfig(128, 128, 256, 8, 3, stream_k=True), 4), (LinearConfig(64, 128, 256, 4, 5, stream_k=True), 4),
+            (LinearConfig(128, 128, 128, 8, 7, stream_k=True), 4), (LinearConfig(128, 128, 128, 8, 7, stream_k=True), None))
     status = 0
-    m, k = 130, 1536
     for dtype, n in ((torch.float8_e4m3fn, 200), (torch.int8, 200), (torch.float8_e4m3fn, 208), (torch.int8, 208)):
-        q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
-        w = sparsecc.compress(q)
-        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
-        bias = torch.randn(n, dtype=torch.float16, device="cuda")
-        xq, xs = quantize_rows_fused(x, dtype)
-        want = reference_linear_8bit(x, w, sw, bias, "silu").float()
-        for cfg, sms in ((LinearConfig(128, 128, 256, 8, 3, stream_k=True), 4),
-                         (LinearConfig(64, 128, 256, 4, 5, stream_k=True), 4),
-                         (LinearConfig(128, 128, 128, 8, 7, stream_k=True), 4),
-                         (LinearConfig(128, 128, 128, 8, 7, stream_k=True), None)):
-            y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
-            launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=sms)
-            torch.cuda.synchronize()
-            status |= _mismatch(f"8-bit stream_k {dtype} {m}x{n}x{k} {cfg} on {sms or 'all'} SMs", y, want)
+        status |= _stream_k_8bit_runs(130, n, 1536, dtype, runs)
     return status
 
 
@@ -306,28 +315,12 @@ def stream_k_pingpong() -> int:
     (9 whole, one in three parts); fp8 and int8, ragged M and N, into NaN-poisoned outputs."""
     if torch.cuda.get_device_capability() < (9, 0):
         return 0
-    import sparsecc
-    from sparsecc.nn.quantize import quantize_rows
     from sparsecc.ops.linear_config import LinearConfig
-    from sparsecc.ops.quantize_rows import quantize_rows_fused
-    from sparsecc.ops.sparse_linear_8bit import reference_linear_8bit
-    from sparsecc.ops.stream_k import launch_linear_8bit_stream_k
 
-    status = 0
-    m, n, k = 200, 520, 1536
     cfg = LinearConfig(128, 128, 128, 4, 6, stream_k=True)
+    status = 0
     for dtype in (torch.float8_e4m3fn, torch.int8):
-        q, sw = quantize_rows(sparsecc.prune_2to4(torch.randn(n, k, device="cuda")), dtype)
-        w = sparsecc.compress(q)
-        x = torch.randn(m, k, dtype=torch.float16, device="cuda")
-        bias = torch.randn(n, dtype=torch.float16, device="cuda")
-        xq, xs = quantize_rows_fused(x, dtype)
-        want = reference_linear_8bit(x, w, sw, bias, "silu").float()
-        for sms in (4, 2, 3):
-            y = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
-            launch_linear_8bit_stream_k(y, xq, xs, w, sw, bias, cfg, True, "silu", sms=sms, pingpong=True)
-            torch.cuda.synchronize()
-            status |= _mismatch(f"8-bit stream_k pingpong {dtype} {m}x{n}x{k} on {sms} SMs", y, want)
+        status |= _stream_k_8bit_runs(200, 520, 1536, dtype, ((cfg, 4), (cfg, 2), (cfg, 3)), pingpong=True)
     return status
 
 

@@ -104,9 +104,9 @@ class CompileOptions:
     coalesce_mma_stores: bool = SWITCHES["coalesce_mma_stores"].default
     """Transposed MMA-tile stores as 16-byte vectors through shared memory."""
     tma_stores: bool = SWITCHES["tma_stores"].default
+    """With coalesce_mma_stores on sm_90+: those a tensor map describes as TMA stores."""
     tma_store_boxes: bool = SWITCHES["tma_store_boxes"].default
     """With tma_stores: the stored tile staged one TMA box at a time through a one-box buffer."""
-    """With coalesce_mma_stores on sm_90+: those a tensor map describes as TMA stores."""
     strength_reduce: bool = SWITCHES["strength_reduce"].default
     """Loops carry their copies' addresses (`ptx-strength-reduce`)."""
     tma_extents: bool = SWITCHES["tma_extents"].default

@@ -201,25 +201,26 @@ def plan_shared(func: tt.FuncOp) -> tuple[dict[Operation, int], int]:
             off = -(-off // align) * align
             offsets[op] = off
             off += size
-    private = group_private(func, offsets, off)
-    if private is not None:  # a second copy of the compute groups' own buffers
-        off = private[0] + 2 * private[1]
+    order = order_barriers(func, offsets)
+    if order is not None:  # a second copy of the compute groups' own buffers, then the two mbarriers
+        off = order
     total = -(-off // align) * align if off else 0
     if total and wgmma:
         total += WGMMA_ALIGN  # room to align the base at run time
+    if order is not None:
+        total += ORDER_BARRIER_BYTES
     return offsets, total
 
 
-def group_private(func: tt.FuncOp, offsets: dict[Operation, int], end: int) -> tuple[int, int] | None:
+def group_private(func: tt.FuncOp, offsets: dict[Operation, int]) -> tuple[int, int] | None:
     """(start, stride) of the buffers each compute group of a ping-pong kernel (two groups,
-    `ttg.consumer-groups`) has to itself, in a plan whose buffers end at `end`: those placed from
-    the outer ring loop on (its epilogue's staging tile and scratch; the rings and their barriers
-    come before the loop and are shared). Group g's copy of a buffer at offset o is at o + g *
-    stride. None for a function of one group or with no such buffer.
+    `ttg.consumer-groups`) has to itself in `offsets` (`plan_shared`'s, one group's): those
+    placed from the outer ring loop on (its epilogue's staging tile and scratch; the rings and
+    their barriers come before the loop and are shared). Group g's copy of a buffer at offset o
+    is at o + g * stride. None for a function of one group or with no such buffer.
 
     Example: a ring of 160 KiB before the loop and a 32 KiB store tile in it: (163840, 32768)."""
-    groups = func.attributes.get(ttgd.CONSUMER_GROUPS)
-    if not isinstance(groups, IntegerAttr) or groups.value.data != 2:
+    if not _pingpong(func):
         return None
     loop = next((op for op in func.body.block.ops if isinstance(op, scf.WhileOp)), None)
     if loop is None:
@@ -234,9 +235,33 @@ def group_private(func: tt.FuncOp, offsets: dict[Operation, int], end: int) -> t
     if start is None:
         return None
     align = WGMMA_ALIGN if uses_wgmma(func) else SMEM_ALIGN
-    return start, -(-(end - start) // align) * align
+    return start, -(-(_end(offsets) - start) // align) * align
+
+
+ORDER_BARRIER_BYTES = 16
+"""The two mbarriers by which a ping-pong kernel's compute groups hand the K loop over."""
+
+
+def order_barriers(func: tt.FuncOp, offsets: dict[Operation, int]) -> int | None:
+    """The offset of a ping-pong kernel's two ordering mbarriers (`ORDER_BARRIER_BYTES`), after
+    both groups' own buffers (`group_private`); None for a function of one group."""
+    if not _pingpong(func):
+        return None
+    private = group_private(func, offsets)
+    return private[0] + 2 * private[1] if private else -(-_end(offsets) // 8) * 8
+
+
+def _pingpong(func: tt.FuncOp) -> bool:
+    groups = func.attributes.get(ttgd.CONSUMER_GROUPS)
+    return isinstance(groups, IntegerAttr) and groups.value.data == 2
+
+
+def _end(offsets: dict[Operation, int]) -> int:
+    """Where the last buffer of a plan ends."""
+    return max((off + shared_size(op) for op, off in offsets.items()), default=0)
 
 
 __all__ = ["LANDED", "READ", "ROUND_TRIP", "SMEM_ALIGN", "SYNC", "WAR_WRITE", "WGMMA_ALIGN", "WRITE",
            "atomic_needs_broadcast", "box_bytes", "reduce_scratch_bytes", "shared_effects", "dequantize_padded_bytes",
-           "dequantize_reads_in_place", "group_private", "plan_shared", "shared_size"]
+           "dequantize_reads_in_place", "group_private", "order_barriers", "plan_shared", "shared_size",
+           "ORDER_BARRIER_BYTES"]

@@ -11,6 +11,7 @@ by them: one definition keeps the two in step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from xdsl.dialects import scf
@@ -76,22 +77,28 @@ def producer_run(func: tt.FuncOp) -> tuple[int, int] | None:
     return marked[0], marked[-1]
 
 
+def backward_slice(body: Block, seed: Callable[[Operation], bool]) -> set[Operation]:
+    """The ops of `body` that `seed` picks and every op of `body` whose results they (or ops
+    nested in them) read, transitively."""
+    needed: set[Operation] = set()
+    for op in reversed(list(body.ops)):
+        if not (op in needed or seed(op)):
+            continue
+        needed.add(op)
+        for inner in op.walk():
+            for v in inner.operands:
+                if isinstance(v.owner, Operation) and v.owner.parent_block() is body:
+                    needed.add(v.owner)
+    return needed
+
+
 def trip_scalars(body: Block) -> list[Operation]:
     """The ops of an outer loop's body that its yield needs (a backward slice, in order): what
     every compute group of a ping-pong kernel runs on every trip; the rest only the group whose
     trip it is."""
-    y = body.last_op
-    needed: set[Operation] = {y} if y is not None else set()
-    for inner in reversed(list(body.ops)):
-        if inner not in needed:
-            continue
-        for nested in inner.walk():
-            for v in nested.operands:
-                owner = v.owner
-                if isinstance(owner, Operation) and owner.parent_block() is body:
-                    needed.add(owner)
-    return [op for op in body.ops if op in needed and op is not y]
+    needed = backward_slice(body, lambda op: op is body.last_op)
+    return [op for op in body.ops if op in needed and op is not body.last_op]
 
 
-
-__all__ = ["SIDES", "Side", "barrier_side", "is_empty_ring", "issues_tma", "lowered_on", "producer_run", "trip_scalars"]
+__all__ = ["SIDES", "Side", "barrier_side", "is_empty_ring", "issues_tma", "lowered_on", "producer_run", "trip_scalars",
+           "backward_slice"]

@@ -22,7 +22,7 @@ from xdsl.ir import Attribute, Operation
 from sparsecc.analysis.dead_code import drop_dead_arith
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.kloops import uses_wgmma
-from sparsecc.analysis.shared_memory import WGMMA_ALIGN, group_private, shared_size
+from sparsecc.analysis.shared_memory import WGMMA_ALIGN, group_private, order_barriers
 from sparsecc.codegen import handlers  # noqa: F401 - importing the package fills the handler table
 from sparsecc.codegen.lower_async import lower_specialized, plan_tensor_maps, producer_split
 from sparsecc.codegen.lower_base import Emitter, LoweringError
@@ -88,16 +88,9 @@ def plan_kernel(func: tt.FuncOp, target: str, num_warps: int, cluster: int,
             raise LoweringError(f"tt.func @{func.sym_name.data}: marked for warp specialization "
                                 "but it has no TMA copies feeding a wgmma dot")
         producer_warps, tma_thread = split[2], 32 * num_warps * consumer_groups(func)
-    groups = consumer_groups(func)
-    private, order_barriers = None, 0
-    if groups > 1:
-        end = max((off + shared_size(op) for op, off in offsets.items()), default=0)
-        private = group_private(func, offsets, end)
-        order_barriers = -(-(private[0] + 2 * private[1] if private else end) // 8) * 8
-        smem_bytes += 2 * 8  # the two ordering mbarriers after the groups' buffers
     cfg = KernelConfig(func, target, num_warps, cluster, wgmma, a_smem_option or tma_loads,
                        producer_warps, tma_thread, divs, offsets, smem_bytes, tensor_maps, narrow_copies,
-                       groups, private, order_barriers)
+                       consumer_groups(func), group_private(func, offsets), order_barriers(func, offsets) or 0)
     return cfg, params
 
 

@@ -395,15 +395,16 @@ def _store_boxes(L: LoweringContext, op: ttgd.AsyncTmaStoreOp, staged: BoxStaged
     it as one bulk group; before the next box overwrites the buffer, the store thread waits until
     the TMA has read it, then a barrier."""
     em = L.em
-    boxes = box_groups(L, staged.sm, staged.src)
-    if boxes is None or len(boxes) != plan.count:
+    planned = box_groups(L, staged.sm, staged.src)
+    if planned is None or len(planned[1]) != plan.count:
         raise LoweringError(f"ttg.async_tma_store{where(op)}: internal error: a box-staged tile whose registers do "
                             "not fall into its TMA boxes one stmatrix group at a time")
+    dl, boxes = planned
     for j, groups in enumerate(boxes):
         if j:
             em.op(CpAsyncBulkWaitGroupReadOp(first, 0))
             L.bar()
-        store_box(L, staged, groups, j)
+        store_box(L, staged, dl, groups, j)
         L.bar()
         em.op(CpAsyncBulkTensorStore2dOp(staged.sm.addr, tmap, em.add(col, j * plan.width), row, first))
         em.op(CpAsyncBulkCommitGroupOp(first))

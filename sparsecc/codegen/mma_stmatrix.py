@@ -150,10 +150,10 @@ def _stmatrix_plan(L: LoweringContext, sm: Smem, src: Regs) -> tuple[DistLayout,
     return None if groups is None else (dl, groups)
 
 
-def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> list[list[tuple[int, ...]]] | None:
-    """The `stmatrix` groups of `src` bound for `sm`'s tile, sorted by the TMA box (dim 0's blocks
-    of `col_block` elements) every element of the group lies in for every thread; None where the
-    tile does not go by stmatrix or a group spans two boxes."""
+def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> tuple[DistLayout, list[list[tuple[int, ...]]]] | None:
+    """(`src`'s layout, its `stmatrix` groups bound for `sm`'s tile sorted by the TMA box (dim 0's
+    blocks of `col_block` elements) every element of the group lies in for every thread); None
+    where the tile does not go by stmatrix or a group spans two boxes."""
     plan = _stmatrix_plan(L, sm, src)
     enc = sm.ty.encoding
     if plan is None or not enc.col_block:
@@ -166,16 +166,16 @@ def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> list[list[tuple[int, 
         if len(seen) != 1:
             return None
         boxes[seen.pop()].append(group)
-    return boxes
+    return dl, boxes
 
 
-def store_box(L: LoweringContext, staged: BoxStagedTile, groups: Sequence[tuple[int, ...]], box: int) -> None:
-    """Write box `box` of a staged tile (its `groups`, from `box_groups`) into the one-box
-    buffer: the tile's own addresses, moved back by the boxes before it."""
+def store_box(L: LoweringContext, staged: BoxStagedTile, dl: DistLayout, groups: Sequence[tuple[int, ...]],
+              box: int) -> None:
+    """Write box `box` of a staged tile (its layout and `groups`, from `box_groups`) into the
+    one-box buffer: the tile's own addresses, moved back by the boxes before it."""
     from sparsecc.analysis.shared_memory import box_bytes
     from sparsecc.codegen.lower_base import Smem
 
-    dl = distributed(staged.src.ty.encoding, staged.src.ty.get_shape())
     shifted = Smem(L.em.sub(staged.sm.addr, box * box_bytes(staged.sm.ty)), staged.sm.ty)
     store_stmatrix(L, shifted, dl, groups, staged.src.regs)
 

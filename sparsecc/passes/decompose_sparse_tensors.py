@@ -50,7 +50,7 @@ dot) cannot be decomposed: the pass stops with an error naming the op.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -773,32 +773,10 @@ class _Decomposer:
             if any(tt.is_sparse(r.type) for r in op.results):
                 raise _fail(op, "a loop result is sparse but its initial value is not")
             return
-        # A fresh body whose block arguments list each sparse carried value twice.
-        new_inits: list[SSAValue] = []
-        arg_types: list[Attribute] = [old_body.args[0].type]
-        for init in carried:
-            if init in self.split:
-                arrays = self.split[init].arrays
-                new_inits += arrays
-                arg_types += [v.type for v in arrays]
-            else:
-                new_inits.append(init)
-                arg_types.append(init.type)
-        body = Block(arg_types=arg_types)
-        new_args = iter(body.args)
-        for old_arg in old_body.args:
-            if old_arg.index > 0 and carried[old_arg.index - 1] in self.split:
-                n = len(self.split[carried[old_arg.index - 1]].arrays)
-                arrays = tuple(next(new_args) for _ in range(n))
-                _name_arrays(_format(old_arg.type), old_arg.name_hint, arrays)
-                self.split[old_arg] = Split(arrays)
-            else:
-                new_arg = next(new_args)
-                new_arg.name_hint = old_arg.name_hint
-                old_arg.replace_all_uses_with(new_arg)
-        for inner in list(old_body.ops):
-            inner.detach()
-            body.add_op(inner)
+        # A fresh body whose block arguments list each sparse carried value's arrays.
+        new_inits = self._flat(carried)
+        body = self._split_block_args(old_body, [False] + [v in self.split for v in carried],
+                                      [old_body.args[0].type] + [v.type for v in new_inits])
         self.run_block(body)
         new_for = scf.ForOp(op.lb, op.ub, op.step, new_inits, body)
         new_for.attributes.update(op.attributes)  # tl.range's hints (tt.num_stages, ...)
@@ -816,9 +794,7 @@ class _Decomposer:
             if any(tt.is_sparse(r.type) for r in op.results):
                 raise _fail(op, "a loop result is sparse but its initial value is not")
             return
-        new_inits: list[SSAValue] = []
-        for init in op.arguments:
-            new_inits += self.split[init].arrays if init in self.split else [init]
+        new_inits = self._flat(op.arguments)
         before = self._split_block_args(before_old, [init in self.split for init in op.arguments],
                                         [v.type for v in new_inits])
         self.run_block(before)
@@ -887,15 +863,17 @@ class _Decomposer:
         passed = list(op.args) if isinstance(op, scf.ConditionOp) else list(op.operands)
         if not any(v in self.split for v in passed):
             return
-        operands: list[SSAValue] = []
-        for v in passed:
-            if v in self.split:
-                operands += self.split[v].arrays
-            else:
-                operands.append(v)
+        operands = self._flat(passed)
         new = scf.ConditionOp(op.condition, *operands) if isinstance(op, scf.ConditionOp) else scf.YieldOp(*operands)
         self._insert_before(op, new)
         _erase(op)
+
+    def _flat(self, values: Sequence[SSAValue]) -> list[SSAValue]:
+        """`values` with each split one replaced by its format's arrays."""
+        out: list[SSAValue] = []
+        for v in values:
+            out += self.split[v].arrays if v in self.split else [v]
+        return out
 
 
 _SCALAR_OFFSET = (

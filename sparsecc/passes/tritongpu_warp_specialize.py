@@ -53,7 +53,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from sparsecc.analysis.kloops import uses_wgmma
-from sparsecc.analysis.warp_sides import trip_scalars
+from sparsecc.analysis.warp_sides import backward_slice, trip_scalars
 from sparsecc.dialects import tt
 from sparsecc.dialects import ttg as ttgd
 
@@ -115,15 +115,8 @@ def outer_epilogue(loop: scf.WhileOp | scf.ForOp) -> set[Operation]:
     Example: in bench/moe.py's while body, truncf, make_tensor_ptr of y, convert_layout and
     tt.store."""
     body = loop.after_region.block if isinstance(loop, scf.WhileOp) else loop.body.block
-    needed: set[Operation] = set()
-    for op in reversed(list(body.ops)):
-        if not (op is body.last_op or op in needed or any(isinstance(o, _PIPELINE_SYNC) for o in op.walk())):
-            continue
-        needed.add(op)
-        for inner in op.walk():
-            for v in inner.operands:
-                if isinstance(v.owner, Operation) and v.owner.parent_block() is body:
-                    needed.add(v.owner)
+    needed = backward_slice(body, lambda op: op is body.last_op or any(isinstance(o, _PIPELINE_SYNC)
+                                                                       for o in op.walk()))
     return {op for op in body.ops if op not in needed}
 
 
