@@ -312,15 +312,20 @@ def stream_k_pingpong() -> int:
     """The 8-bit stream-K kernel with two compute warpgroups taking the work items in turn
     (`pingpong`, 128x128x128 at 4 warps, 6 stages), 10 tiles planned for 4 SMs (8 whole, 2 in
     two parts with tickets: three trips a program), 2 SMs (five whole tiles a program) and 3 SMs
-    (9 whole, one in three parts); fp8 and int8, ragged M and N, into NaN-poisoned outputs."""
+    (9 whole, one in three parts); then K steps of 256 with 4 stages, each group's tile staged
+    in boxes of 64 x 64 (`tma_store_boxes`: two 16 KiB boxes would not fit beside the ring), on
+    4 and 3 SMs; fp8 and int8, ragged M and N, into NaN-poisoned outputs."""
     if torch.cuda.get_device_capability() < (9, 0):
         return 0
     from sparsecc.ops.linear_config import LinearConfig
 
     cfg = LinearConfig(128, 128, 128, 4, 6, stream_k=True)
+    deep = LinearConfig(128, 128, 256, 4, 4, stream_k=True)
     status = 0
     for dtype in (torch.float8_e4m3fn, torch.int8):
         status |= _stream_k_8bit_runs(200, 520, 1536, dtype, ((cfg, 4), (cfg, 2), (cfg, 3)), pingpong=True)
+        status |= _stream_k_8bit_runs(200, 520, 1536, dtype, ((deep, 4), (deep, 3)), pingpong=True,
+                                      tma_store_boxes=True)
     return status
 
 

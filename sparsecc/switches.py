@@ -112,11 +112,13 @@ SWITCHES: dict[str, Switch] = {
                                   "through a shared scratch (tritongpu-coalesce-mma-stores; off: one "
                                   "st.global.b16 per element)"),
     "tma_store_boxes": Switch("SPARSECC_TMA_STORE_BOXES", False,
-                              "with tma_stores, a stored tile of two or more TMA boxes is staged one box "
-                              "at a time through a one-box shared buffer (write a box, store it, wait "
-                              "until the TMA has read it, the next box), so the epilogue needs a box of "
-                              "shared memory instead of the tile: a deeper ring fits "
-                              "(tritongpu-coalesce-mma-stores{box-staging})"),
+                              "with tma_stores, a stored one-warpgroup wgmma tile is staged one box at a "
+                              "time through a one-box shared buffer (write a box, store it, wait until "
+                              "the TMA has read it, the next box), so the epilogue needs a box of shared "
+                              "memory instead of the tile: a deeper ring fits; a box holds as many rows "
+                              "as fit, halved down to 16 (for ping-pong's two groups too) "
+                              "(tritongpu-coalesce-mma-stores{box-staging}; the ping-pong default "
+                              "config turns it on)"),
     "tma_stores": Switch("SPARSECC_TMA_STORES", False,
                          "with coalesce_mma_stores on sm_90+: a 16-bit transposed MMA tile whose block "
                          "pointer a tensor map describes goes out by TMA stores from its shared tile, one "

@@ -93,10 +93,33 @@ def shuffle_bytes(op: Operation) -> int:
     return shuffle.size * max(2 if elt == i1 else 0, esize(elt))
 
 
-def box_bytes(ty: ttgd.MemDescType) -> int:
-    """Bytes of one TMA box of a column-blocked shared tile (`colBlock`): the block's elements of
-    dim 0 by all of the other dims; the buffer of a `ttg.box_staged` tile."""
-    return ty.encoding.col_block * math.prod(ty.get_shape()[1:]) * esize(ty.element_type)
+def box_bytes(ty: ttgd.MemDescType, rows: int) -> int:
+    """Bytes of one staged box of a column-blocked shared tile (`colBlock`): the block's elements
+    of dim 0 by `rows` elements of dim 1; the buffer of a `ttg.box_staged` tile.
+
+    Example: a 128x128 bf16 tile of 64-element blocks staged 64 rows a box: 8192."""
+    return ty.encoding.col_block * rows * math.prod(ty.get_shape()[2:]) * esize(ty.element_type)
+
+
+def staged_row_counts(tile: ttgd.MemDescType) -> list[int]:
+    """The rows of dim 1 a staged box of `tile` may hold, most first: all of them, then halves
+    down to `ttg.STAGED_ROWS_MIN` (fewer, larger boxes wait on the TMA fewer times).
+
+    Example: a 128x128 tile: [128, 64, 32, 16]."""
+    rows = tile.get_shape()[1]
+    counts = []
+    while rows >= ttgd.STAGED_ROWS_MIN and rows % ttgd.STAGED_ROWS_MIN == 0:
+        counts.append(rows)
+        if rows % 2:
+            break
+        rows //= 2
+    return counts
+
+
+def staged_rows(op: Operation) -> int | None:
+    """The rows of dim 1 a `ttg.box_staged` allocation's box holds, or None for any other op."""
+    attr = op.attributes.get(ttgd.BOX_STAGED) if isinstance(op, ttgd.LocalAllocOp) else None
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 def shared_size(op: Operation) -> int:
@@ -105,8 +128,9 @@ def shared_size(op: Operation) -> int:
     Example: a `ttg.local_alloc` of a 64x32 f16 memdesc needs 4096."""
     if isinstance(op, ttgd.LocalAllocOp):
         ty = op.result.type
-        if ttgd.BOX_STAGED in op.attributes:
-            return box_bytes(ty)
+        rows = staged_rows(op)
+        if rows is not None:
+            return box_bytes(ty, rows)
         return math.prod(ty.get_shape()) * esize(ty.element_type)
     if isinstance(op, tt.ReduceOp):
         return reduce_scratch_bytes(op)
@@ -202,12 +226,13 @@ def plan_shared(func: tt.FuncOp) -> tuple[dict[Operation, int], int]:
             offsets[op] = off
             off += size
     order = order_barriers(func, offsets)
-    if order is not None:  # a second copy of the compute groups' own buffers, then the two mbarriers
-        off = order
+    if order is not None:  # a second copy of the compute groups' own buffers
+        private = group_private(func, offsets)
+        off = max(off, private[0] + 2 * private[1] if private else order)
     total = -(-off // align) * align if off else 0
     if total and wgmma:
         total += WGMMA_ALIGN  # room to align the base at run time
-    if order is not None:
+    if order is not None and order >= off:  # the two mbarriers after everything
         total += ORDER_BARRIER_BYTES
     return offsets, total
 
@@ -243,12 +268,19 @@ ORDER_BARRIER_BYTES = 16
 
 
 def order_barriers(func: tt.FuncOp, offsets: dict[Operation, int]) -> int | None:
-    """The offset of a ping-pong kernel's two ordering mbarriers (`ORDER_BARRIER_BYTES`), after
-    both groups' own buffers (`group_private`); None for a function of one group."""
+    """The offset of a ping-pong kernel's two ordering mbarriers (`ORDER_BARRIER_BYTES`): in the
+    alignment gap before the groups' own buffers (`group_private`) where it has room, else
+    after both groups' copies; None for a function of one group.
+
+    Example: shared buffers ending at 214048 and group buffers from 215040: 214048."""
     if not _pingpong(func):
         return None
     private = group_private(func, offsets)
-    return private[0] + 2 * private[1] if private else -(-_end(offsets) // 8) * 8
+    if private is None:
+        return -(-_end(offsets) // 8) * 8
+    shared_end = _end({op: off for op, off in offsets.items() if off < private[0]})
+    gap = -(-shared_end // 8) * 8
+    return gap if gap + ORDER_BARRIER_BYTES <= private[0] else private[0] + 2 * private[1]
 
 
 def _pingpong(func: tt.FuncOp) -> bool:
@@ -262,6 +294,6 @@ def _end(offsets: dict[Operation, int]) -> int:
 
 
 __all__ = ["LANDED", "READ", "ROUND_TRIP", "SMEM_ALIGN", "SYNC", "WAR_WRITE", "WGMMA_ALIGN", "WRITE",
-           "atomic_needs_broadcast", "box_bytes", "reduce_scratch_bytes", "shared_effects", "dequantize_padded_bytes",
+           "atomic_needs_broadcast", "box_bytes", "staged_row_counts", "staged_rows", "reduce_scratch_bytes", "shared_effects", "dequantize_padded_bytes",
            "dequantize_reads_in_place", "group_private", "order_barriers", "plan_shared", "shared_size",
            "ORDER_BARRIER_BYTES"]

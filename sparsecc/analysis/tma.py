@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from xdsl.dialects import arith, scf
@@ -62,6 +62,9 @@ class BoxPlan:
     swizzle: int  # bytes: 128 / 64 / 32, 0 = none
     esize: int
     transposed: bool = False
+    row_parts: int = 1
+    """A staged store's (`ttg.box_staged`): the tile's rows split into this many boxes of `rows`
+    each, box (j, h) holding rows h * rows... of column block j (`staged`)."""
 
     @property
     def box_bytes(self) -> int:
@@ -69,7 +72,18 @@ class BoxPlan:
 
     @property
     def bytes(self) -> int:
-        return self.box_bytes * self.count
+        return self.box_bytes * self.count * self.row_parts
+
+    def staged(self, rows: int) -> BoxPlan | None:
+        """This plan in boxes of `rows` rows (a `ttg.box_staged` store's), or None where they do
+        not split the tile's rows into whole swizzle periods (8 rows).
+
+            >>> BoxPlan(128, 64, 2, 128, 2, True).staged(64).row_parts
+            2
+        """
+        if rows <= 0 or self.rows % rows or (self.swizzle and rows % 8):
+            return None
+        return replace(self, rows=rows, row_parts=self.row_parts * self.rows // rows)
 
 
 @functools.lru_cache(maxsize=64)
@@ -295,14 +309,17 @@ def _too_large(dim: Any) -> bool:
     return not arguments_of(dim) and evaluate(dim, []) > MAX_DIM
 
 
-def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any
+def tma_copy_plan(ptr: SSAValue, tile: MemDescType, func: tt.FuncOp, divs: Any, staged_rows: int | None = None
                   ) -> tuple[tt.MakeTensorPtrOp, BoxPlan, TensorMapRecipe] | None:
     """(root, boxes, recipe) when a copy of block pointer `ptr` into a shared tile of type
     `tile` can be a TMA copy, else None. `divs` is the function's Divisibility analysis (the
     outer stride must be a provable multiple of 16 bytes). The pipeline pass asks it to choose
-    TMA, the lowering to build the tensor-map parameters: one rule for both."""
+    TMA, the lowering to build the tensor-map parameters: one rule for both. `staged_rows`: a
+    `ttg.box_staged` store's boxes of that many rows (`BoxPlan.staged`)."""
     root = tensor_ptr_root(ptr)
     plan = box_plan(tile, esize(tile.element_type))
+    if plan is not None and staged_rows is not None:
+        plan = plan.staged(staged_rows)
     if root is None or plan is None:
         return None
     recipe = host_recipe(root, func, plan, str(tile.element_type), divs.of(root.strides[1 if plan.transposed else 0]))

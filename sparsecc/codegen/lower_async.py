@@ -24,7 +24,8 @@ from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from sparsecc.analysis.divisibility import Divisibility
-from sparsecc.analysis.tma import tensor_ptr_root, tma_copy_plan
+from sparsecc.analysis.shared_memory import staged_rows
+from sparsecc.analysis.tma import BoxPlan, tensor_ptr_root, tma_copy_plan
 from sparsecc.analysis.warp_sides import SIDES, lowered_on
 from sparsecc.codegen.lower_base import BlockPtr, LoweringError, Smem, where
 from sparsecc.codegen.lowering_parts import LoweringCaches, PingPongGroup, Preamble
@@ -235,7 +236,8 @@ def plan_tensor_maps(func: tt.FuncOp, divs: Divisibility, first_param: int) -> d
             ptr, tile = op.dst, op.src.type
         else:
             continue
-        planned = tma_copy_plan(ptr, tile, func, divs)
+        rows = staged_rows(op.src.owner) if isinstance(op, ttgd.AsyncTmaStoreOp) else None
+        planned = tma_copy_plan(ptr, tile, func, divs, rows)
         if planned is None:
             raise LoweringError(f"{op.name}{where(op)}: no tensor map describes this copy (the block "
                                 "pointer's tt.make_tensor_ptr, shared layout, base argument, or strides the host "
@@ -388,25 +390,28 @@ def lower_tma_store(L: LoweringContext, op: ttgd.AsyncTmaStoreOp) -> None:
     L.barriers.reads_since_bar = True  # the TMA reads the tile until a ttg.async_tma_store_wait
 
 
-def _store_boxes(L: LoweringContext, op: ttgd.AsyncTmaStoreOp, staged: BoxStagedTile, plan: object,
+def _store_boxes(L: LoweringContext, op: ttgd.AsyncTmaStoreOp, staged: BoxStagedTile, plan: BoxPlan,
                  tmap: SSAValue, row: SSAValue, col: SSAValue, first: SSAValue) -> None:
-    """A box-staged tile (`ttg.box_staged`): for each box, the compute threads write it into the
-    one-box buffer (`stmatrix`), a barrier (fenced for the async proxy), the store thread stores
-    it as one bulk group; before the next box overwrites the buffer, the store thread waits until
-    the TMA has read it, then a barrier."""
+    """A box-staged tile (`ttg.box_staged`): for each box (column block j, rows h, in the
+    tile's order), the compute threads write it into the one-box buffer (`stmatrix`), a barrier
+    (fenced for the async proxy), the store thread stores it as one bulk group; before the next
+    box overwrites the buffer, the store thread waits until the TMA has read it, then a
+    barrier."""
     em = L.em
-    planned = box_groups(L, staged.sm, staged.src)
-    if planned is None or len(planned[1]) != plan.count:
+    planned = box_groups(L, staged)
+    if planned is None or len(planned[1]) != plan.count * plan.row_parts:
         raise LoweringError(f"ttg.async_tma_store{where(op)}: internal error: a box-staged tile whose registers do "
                             "not fall into its TMA boxes one stmatrix group at a time")
     dl, boxes = planned
-    for j, groups in enumerate(boxes):
-        if j:
+    for b, groups in enumerate(boxes):
+        if b:
             em.op(CpAsyncBulkWaitGroupReadOp(first, 0))
             L.bar()
-        store_box(L, staged, dl, groups, j)
+        store_box(L, staged, dl, groups, b)
         L.bar()
-        em.op(CpAsyncBulkTensorStore2dOp(staged.sm.addr, tmap, em.add(col, j * plan.width), row, first))
+        j, h = divmod(b, plan.row_parts)
+        em.op(CpAsyncBulkTensorStore2dOp(staged.sm.addr, tmap, em.add(col, j * plan.width),
+                                         em.add(row, h * plan.rows), first))
         em.op(CpAsyncBulkCommitGroupOp(first))
     L.barriers.reads_since_bar = True  # the TMA reads the last box until a ttg.async_tma_store_wait
 

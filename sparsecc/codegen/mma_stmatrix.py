@@ -128,10 +128,12 @@ def store_stmatrix(L: LoweringContext, sm: Smem, dl: DistLayout, groups: Sequenc
 
 @dataclass(frozen=True)
 class BoxStagedTile:
-    """A `ttg.box_staged` tile: its one-box buffer and the registers still to be written into it,
-    box by box, by the TMA store that reads it (`store_box`)."""
+    """A `ttg.box_staged` tile: its one-box buffer, the rows of dim 1 a box holds, and the
+    registers still to be written into it, box by box, by the TMA store that reads it
+    (`store_box`)."""
 
     sm: Smem
+    rows: int
     src: Regs
 
 
@@ -150,19 +152,24 @@ def _stmatrix_plan(L: LoweringContext, sm: Smem, src: Regs) -> tuple[DistLayout,
     return None if groups is None else (dl, groups)
 
 
-def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> tuple[DistLayout, list[list[tuple[int, ...]]]] | None:
-    """(`src`'s layout, its `stmatrix` groups bound for `sm`'s tile sorted by the TMA box (dim 0's
-    blocks of `col_block` elements) every element of the group lies in for every thread); None
-    where the tile does not go by stmatrix or a group spans two boxes."""
-    plan = _stmatrix_plan(L, sm, src)
+def box_groups(L: LoweringContext, staged: BoxStagedTile) -> tuple[DistLayout, list[list[tuple[int, ...]]]] | None:
+    """(the staged registers' layout, their `stmatrix` groups sorted by the staged box every
+    element of the group lies in for every thread: box j * parts + h holds dim 0's block j of
+    `col_block` elements and dim 1's rows h * rows...); None where the tile does not go by
+    stmatrix or a group spans two boxes."""
+    sm, rows = staged.sm, staged.rows
+    plan = _stmatrix_plan(L, sm, staged.src)
     enc = sm.ty.encoding
-    if plan is None or not enc.col_block:
+    shape = sm.ty.get_shape()
+    if plan is None or not enc.col_block or shape[1] % rows:
         return None
     dl, groups = plan
-    boxes: list[list[tuple[int, ...]]] = [[] for _ in range(-(-sm.ty.get_shape()[0] // enc.col_block))]
+    parts = shape[1] // rows
+    boxes: list[list[tuple[int, ...]]] = [[] for _ in range(-(-shape[0] // enc.col_block) * parts)]
     for group in groups:
-        seen = {dl.coord(w, lane, r + c)[0] // enc.col_block for r in group for c in (0, 1)
-                for w in range(L.cfg.num_warps) for lane in range(32)}
+        coords = (dl.coord(w, lane, r + c) for r in group for c in (0, 1)
+                  for w in range(L.cfg.num_warps) for lane in range(32))
+        seen = {d0 // enc.col_block * parts + d1 // rows for d0, d1 in coords}
         if len(seen) != 1:
             return None
         boxes[seen.pop()].append(group)
@@ -172,11 +179,12 @@ def box_groups(L: LoweringContext, sm: Smem, src: Regs) -> tuple[DistLayout, lis
 def store_box(L: LoweringContext, staged: BoxStagedTile, dl: DistLayout, groups: Sequence[tuple[int, ...]],
               box: int) -> None:
     """Write box `box` of a staged tile (its layout and `groups`, from `box_groups`) into the
-    one-box buffer: the tile's own addresses, moved back by the boxes before it."""
+    one-box buffer: the tile's own addresses, moved back by the boxes before it (a column block
+    of the tile is its row boxes one after another, each a whole number of swizzle periods)."""
     from sparsecc.analysis.shared_memory import box_bytes
     from sparsecc.codegen.lower_base import Smem
 
-    shifted = Smem(L.em.sub(staged.sm.addr, box * box_bytes(staged.sm.ty)), staged.sm.ty)
+    shifted = Smem(L.em.sub(staged.sm.addr, box * box_bytes(staged.sm.ty, staged.rows)), staged.sm.ty)
     store_stmatrix(L, shifted, dl, groups, staged.src.regs)
 
 

@@ -1152,9 +1152,14 @@ warp, or a warpgroup of 4 whose registers go to the compute warps (`setmaxnreg`)
 PRODUCER_WARP_COUNTS = (1, 4)
 """The values `PRODUCER_WARPS` may take."""
 BOX_STAGED = "ttg.box_staged"
-"""On a `ttg.local_alloc` whose tile only a `ttg.async_tma_store` reads: the buffer holds one
-TMA box of the tile (dim 0's first `col_block` elements by all of dim 1), and the store writes
-and stores the tile box by box through it (tritongpu-coalesce-mma-stores{box-staging})."""
+"""On a `ttg.local_alloc` whose tile only a `ttg.async_tma_store` reads, e.g.
+`{ttg.box_staged = 64 : i32}`: the buffer holds one staged box of the tile (a block of
+`col_block` elements of dim 0 by that many elements of dim 1), and the store writes and stores
+the tile box by box through it (tritongpu-coalesce-mma-stores{box-staging}; ping-pong's
+tritongpu-warp-specialize halves the count where both groups' buffers would not fit)."""
+STAGED_ROWS_MIN = 16
+"""The fewest elements of dim 1 a staged box may have: one `stmatrix` group of a wgmma tile
+spans 16 (two 8-column blocks), and a group must fall in one box."""
 
 CONSUMER_GROUPS = "ttg.consumer-groups"
 """On a warp-specialized `tt.func`: 2 when two compute warpgroups (each the function's
@@ -1510,6 +1515,7 @@ __all__ = [
     "PRODUCER_WARP_COUNTS",
     "CONSUMER_GROUPS",
     "BOX_STAGED",
+    "STAGED_ROWS_MIN",
     "PRODUCER",
     "CONSUMER_ONLY",
     "NUM_WARPS",

@@ -35,6 +35,11 @@ class LinearConfig:
     `stream_k`: run the persistent kernel of `sparsecc.ops.stream_k` (one program an SM, the
     last wave's tiles split along K where it would leave most SMs idle); not with `split_k`.
 
+    `pingpong`: the 8-bit kernel's `stream_k` form at 4 warps with two compute warpgroups taking
+    the work items in turn, one's epilogue under the other's K loop, each group's output tile
+    staged box by box (the `pingpong` and `tma_store_boxes` switches; CUTLASS's ping-pong
+    kernels). 8-bit weights only.
+
     `cta_pairs`: the 8-bit kernel (`sparse_linear_8bit`) runs as clusters of two CTAs on
     adjacent weight tiles of one token tile, which load each X tile once between them (TMA
     multicast), a third less L2 traffic at 128x128x256. Only there, and not with `split_k` or
@@ -60,8 +65,13 @@ class LinearConfig:
     maxnreg: int | None = None
     """The registers a thread may use (the kernel's `.maxnreg`; None: ptxas decides)."""
     cta_pairs: bool = False
+    pingpong: bool = False
 
     def __post_init__(self) -> None:
+        if self.pingpong and (not self.stream_k or self.num_warps != 4):
+            raise ValueError(f"LinearConfig: pingpong runs two 4-warp groups of the stream_k kernel; it takes "
+                             f"stream_k=True and num_warps=4, not stream_k={self.stream_k}, "
+                             f"num_warps={self.num_warps}")
         if self.stream_k and self.split_k > 1:
             raise ValueError(f"LinearConfig: stream_k splits the last wave itself; it takes split_k=1, "
                              f"not {self.split_k}")
@@ -76,7 +86,7 @@ class LinearConfig:
 
     def table_row(self) -> list[int]:
         """The config as a dispatch table stores it: the six ints, then a 7th of flags (1:
-        `quant_wgmma`, 2: `stream_k`) where either is set or `maxnreg` follows as an 8th;
+        `quant_wgmma`, 2: `stream_k`, 4: `pingpong`) where any is set or `maxnreg` follows as an 8th;
         `table_linear_config` reads it back. `cta_pairs` is a launch option only (measured
         slower than one CTA a tile on the H100, so no table picks it): a ValueError here.
 
@@ -87,12 +97,12 @@ class LinearConfig:
         """
         if self.cta_pairs:
             raise ValueError(f"{self!r}: cta_pairs is a launch option, not a dispatch table config")
-        flags = int(self.quant_wgmma) | 2 * int(self.stream_k)
+        flags = int(self.quant_wgmma) | 2 * int(self.stream_k) | 4 * int(self.pingpong)
         tail = [flags, self.maxnreg] if self.maxnreg is not None else [flags] if flags else []
         return [self.block_m, self.block_n, self.block_k, self.num_warps, self.num_stages, self.split_k, *tail]
 
 
-_SWITCHES = ("quant_wgmma", "stream_k", "maxnreg", "cta_pairs")
+_SWITCHES = ("quant_wgmma", "stream_k", "maxnreg", "cta_pairs", "pingpong")
 
 
 SM_COUNT = 132
@@ -159,10 +169,12 @@ def table_linear_config(picked: tuple[int, ...]) -> LinearConfig:
         True
         >>> table_linear_config((8, 64, 512, 4, 2, 1, 0, 128)).maxnreg
         128
+        >>> table_linear_config((128, 128, 256, 4, 4, 1, 6)).pingpong
+        True
     """
     flags = picked[6] if len(picked) > 6 else 0
     return LinearConfig(*picked[:6], quant_wgmma=bool(flags & 1), stream_k=bool(flags & 2),
-                        maxnreg=picked[7] if len(picked) > 7 else None)
+                        maxnreg=picked[7] if len(picked) > 7 else None, pingpong=bool(flags & 4))
 
 
 def _tile_constants(cfg: LinearConfig, has_bias: bool, activation: str) -> dict[str, Any]:

@@ -263,9 +263,10 @@ def _check_config(cfg: LinearConfig, w: SparseTensor | QuantizedSparseTensor) ->
         raise ValueError(f"sparse_linear: config split_k must be a positive int, got {cfg.split_k!r}")
     if not isinstance(cfg.quant_wgmma, bool):
         raise ValueError(f"sparse_linear: config quant_wgmma must be a bool, got {cfg.quant_wgmma!r}")
-    if cfg.cta_pairs:
-        raise ValueError("sparse_linear: config cta_pairs is for 8-bit weights (sparse_linear_8bit); "
-                         "16-bit and quantized weights run one CTA per tile")
+    if cfg.cta_pairs or cfg.pingpong:
+        name = "cta_pairs" if cfg.cta_pairs else "pingpong"
+        raise ValueError(f"sparse_linear: config {name} is for 8-bit weights (sparse_linear_8bit); "
+                         "16-bit and quantized weights run without it")
     if isinstance(w, QuantizedSparseTensor):
         why = w.scheme.check_tile(cfg.block_k)
         if why is not None:

@@ -171,6 +171,19 @@ against 39.2 for 128x256 (torchao 31-32), 12288x4096 33.9 against 40.4 (31.8); a
 everywhere measured (11008x4096 at 512 tokens: 45.7 us in 3 parts), so those shapes keep
 128x256 (28672x8192 at 256 tokens: 83.8 us against 87.1 split); at 200 tokens, whose second
 token tile is ragged, 128x256 wins (32000x4096 52.9 us against 60.6)."""
+_MID_PINGPONG = LinearConfig(128, 128, 256, num_warps=4, num_stages=4, stream_k=True, pingpong=True)
+"""Above 256 tokens where `_MID_PERSISTENT` would run: its 128x128 tiles on two compute
+warpgroups that take the tiles in turn, one's epilogue under the other's K loop, with K steps of
+256 in four stages (208 KB) and each group's output leaving through one 8 KB box (64 x 64) at a
+time; whole tiles only (`stream_k_plan`). Also where that plan would split the last wave, if the
+token tiles are whole. On the H100 (fp8, cold L2, NOTES stop 37 runs 2, 4-5, 8-9), at 512
+tokens: 11008x4096 31.2-31.9 us against 32.1-33.3 (torchao 31.5-32.3), 12288x4096 31.8-32.5
+against 32.5-33.3 (31.4-32.7), 14336x4096 40.3-40.6 against 41.4-42.9 for 128x256 (40.6-41.4);
+at 448 11008x4096 38.1 against 43.5, at 384 12288x4096 32.8 against 40.8 for 128x256, at 300
+and 384 14336x4096 and 22016x4096 1-3% ahead. Lost: at 256 tokens (11008x4096 27.5 against
+25.4), and with a ragged last token tile where the persistent plan would split (14336x4096 at
+448 tokens 52.6 against 42.2 for 128x256, 13824x5120 63.6 against 50.0; at 300 tokens 12288x4096
+41.6 against 40.5): those keep 128x256."""
 _PERSISTENT_WAVES = 2.0
 PERSISTENT_TOKENS = 512
 """The most tokens `_MID_PERSISTENT` is chosen at: from 1024 its 128x128 tiles lose to 128x256
@@ -236,9 +249,12 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
         return _DECODE_DEEP[long_k] if _ctas(m, n, _DECODE) <= SM_COUNT else _DECODE
     if m > 128:
         large = _ctas(m, n, _LARGE[True])
-        if (256 <= m <= PERSISTENT_TOKENS and sms < large <= _PERSISTENT_WAVES * sms
-                and stream_k_plan(m, n, k, _MID_PERSISTENT, sms)[2] == 1):
-            return _MID_PERSISTENT
+        if 256 <= m <= PERSISTENT_TOKENS and sms < large <= _PERSISTENT_WAVES * sms:
+            whole = stream_k_plan(m, n, k, _MID_PERSISTENT, sms)[2] == 1
+            if m > 256 and (whole or m % _MID_PINGPONG.block_m == 0):
+                return _MID_PINGPONG
+            if whole:
+                return _MID_PERSISTENT
         if large >= FILLED_CTAS:
             return _LARGE[True]
         if m >= 256:

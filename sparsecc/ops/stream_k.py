@@ -192,7 +192,9 @@ def stream_k_plan(m: int, n: int, k: int, cfg: LinearConfig, sms: int = SM_COUNT
     """(programs, whole tiles, parts a split tile, K steps a part) of a launch on `sms` SMs: the
     full waves of tiles run whole; when the last wave would leave more than half the SMs idle,
     its tiles are split along K into as many parts (at most `MAX_SPLIT`, at least two K steps
-    each) as spread them over the GPU.
+    each) as spread them over the GPU. A ping-pong config (`LinearConfig.pingpong`) runs whole
+    tiles only: its parts lost at every split measured (H100, fp8, 512 tokens, NOTES stop 37 run
+    8: 14336x4096 40.4 us whole against 42.5 in two parts, 11008x4096 31.5 against 40.4).
 
         >>> stream_k_plan(512, 11008, 4096, LinearConfig(128, 256, 64, 8, 4))  # 172 tiles: 132 + 40 in 3
         (132, 132, 3, 22)
@@ -202,7 +204,7 @@ def stream_k_plan(m: int, n: int, k: int, cfg: LinearConfig, sms: int = SM_COUNT
     steps = -(-k // cfg.block_k)
     tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
     tail = tiles % sms
-    split = min(sms // tail, MAX_SPLIT, steps // 2) if tail else 1
+    split = min(sms // tail, MAX_SPLIT, steps // 2) if tail and not cfg.pingpong else 1
     if split < 2 or 2 * tail > sms:
         return min(tiles, sms), tiles, 1, steps
     part_steps = -(-steps // split)
@@ -249,7 +251,8 @@ def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torc
     """`launch_linear_stream_k` for the 8-bit kernel (`launch_linear_8bit`'s arguments: codes
     `xq` and their per-token scales, W's per-channel scales): int32 parts for int8, fp32 for fp8.
     `options`: compile switches beside `PERSISTENT_8BIT_OPTIONS` (`pingpong=True` with a 4-warp
-    `cfg`: two compute warpgroups taking the work items in turn).
+    `cfg`: two compute warpgroups taking the work items in turn; a `cfg.pingpong` config turns it
+    and `tma_store_boxes` on).
 
         launch_linear_8bit_stream_k(y, xq, xs, w8, sw, y, LinearConfig(128, 256, 128, 8, 4), False, "none")
     """
@@ -259,7 +262,10 @@ def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torc
         y, m, n, k, cfg, sms, torch.int32 if w.dtype == torch.int8 else torch.float32)
     consts = launch_constants_8bit(w, k, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
     env = env_overrides()  # (where the environment sets these switches, it decides)
-    consts |= {name: on for name, on in PERSISTENT_8BIT_OPTIONS.items() if name not in env} | options
+    consts |= {name: on for name, on in PERSISTENT_8BIT_OPTIONS.items() if name not in env}
+    if cfg.pingpong:
+        consts |= {"pingpong": True, "tma_store_boxes": True}
+    consts |= options
     scaled_sparse_linear_stream_k_kernel[(programs,)](
         y, xq, w, x_scale, weight_scale, bias, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
         whole, part_steps, items, **consts)

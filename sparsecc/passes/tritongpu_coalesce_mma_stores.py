@@ -38,6 +38,15 @@ tile is written again, and before the function returns, a `ttg.async_tma_store_w
 until the TMA has read it.
 
     sparsecc-opt kernel.mlir -p 'tritongpu-coalesce-mma-stores{tma-stores=true}'
+
+With `box-staging=true` as well, a TMA-stored tile of one wgmma warpgroup (whose warps each
+hold rows of every box) is staged one box at a time (`ttg.box_staged = R`): its buffer holds
+one box of `col_block` elements of dim 0 by R of dim 1, and the store writes a box, stores it,
+waits until the TMA has read it, then writes the next. R is the most rows (all, then halves
+down to `ttg.STAGED_ROWS_MIN`) with which the function fits its shared memory; ping-pong's
+tritongpu-warp-specialize halves it further where two groups' buffers must fit.
+
+    sparsecc-opt kernel.mlir -p 'tritongpu-coalesce-mma-stores{tma-stores=true box-staging=true}'
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -54,7 +63,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from sparsecc.analysis.divisibility import Divisibility
 from sparsecc.analysis.dtypes import esize
 from sparsecc.analysis.kloops import uses_wgmma
-from sparsecc.analysis.shared_memory import WGMMA_ALIGN, plan_shared
+from sparsecc.analysis.shared_memory import WGMMA_ALIGN, box_bytes, plan_shared, staged_row_counts
 from sparsecc.analysis.swizzle import MODES, element_mode
 from sparsecc.analysis.tma import tma_copy_plan
 from sparsecc.dialects import ptx_targets, tt
@@ -109,14 +118,15 @@ def _resident_ctas(smem: int, per_sm: int, reg_bound: int) -> int:
     return min(per_sm // (smem + CTA_RESERVED), reg_bound)
 
 
-def _fits(store: tt.StoreOp, ty: TensorType, limit: int | None) -> bool:
+def _fits(store: tt.StoreOp, ty: TensorType, limit: int | None, scratch: int | None = None) -> bool:
     """Whether the convert's scratch keeps the function within `limit` bytes of shared memory
     per block (None: no limit) and costs no resident CTA per SM: scratch buffers are not reused
     across ops (allocate-shared-memory), so a large tile after a deep pipeline may have no
     room, and a small kernel that ran two CTAs per SM could drop to one. An SM holds `limit`
     plus one CTA's reserve; registers bound the CTAs too, estimated from the fp32 accumulator
     the tile comes from (`BASE_REGISTERS` more per thread): a 256x128 tile on 8 warps runs one
-    CTA per SM whatever its shared memory. Such a store stays as it was."""
+    CTA per SM whatever its shared memory. Such a store stays as it was. `scratch`: bytes other
+    than the whole tile's (a box-staged tile's one box)."""
     if limit is None:
         return True
     func = store.parent_op()
@@ -126,7 +136,8 @@ def _fits(store: tt.StoreOp, ty: TensorType, limit: int | None) -> bool:
         return True
     _, total = plan_shared(func)
     elements = math.prod(ty.get_shape())
-    scratch = elements * esize(ty.element_type)
+    if scratch is None:
+        scratch = elements * esize(ty.element_type)
     after = -(-total // WGMMA_ALIGN) * WGMMA_ALIGN + scratch + (0 if total else WGMMA_ALIGN)
     threads = 32 * ty.encoding.num_warps
     regs = -(-(elements // threads + BASE_REGISTERS) // 8) * 8
@@ -170,6 +181,16 @@ def box_staging_applies(tile: ttgd.MemDescType, value: TensorType) -> bool:
     return tile.get_shape()[0] > enc.col_block and 16 * mma.warps_per_cta[0] <= enc.col_block
 
 
+def _staged_rows(store: tt.StoreOp, tile: ttgd.MemDescType, limit: int | None) -> int | None:
+    """The most rows a staged box of `tile` may hold with the function still fitting `limit`
+    (`_fits` with one box as the scratch), or None where no count fits."""
+    ty = store.value.type
+    for rows in staged_row_counts(tile):
+        if _fits(store, ty, limit, box_bytes(tile, rows)):
+            return rows
+    return None
+
+
 def _tma_store_tile(make: tt.MakeTensorPtrOp, ty: TensorType, func: tt.FuncOp,
                     divs: Divisibility) -> ttgd.MemDescType | None:
     """The shared tile type a TMA store of `ty` through `make`'s block pointer goes through, or
@@ -190,15 +211,13 @@ def _enclosing_func(op: Operation) -> tt.FuncOp | None:
     return parent
 
 
-def _store_by_tma(store: tt.StoreOp, make: tt.MakeTensorPtrOp, tile: ttgd.MemDescType, boxes: bool = False) -> None:
+def _store_by_tma(store: tt.StoreOp, make: tt.MakeTensorPtrOp, tile: ttgd.MemDescType, rows: int | None) -> None:
     """`store` as: wait for the tile's earlier TMA stores, write the value into a shared tile,
-    TMA-store it; with `boxes`, a tile of two or more boxes is staged one box at a time
-    (`ttg.box_staged`) where every warp holds rows of every box (a wgmma tile of one warpgroup:
-    its warps' 16-row slices repeat every 64 rows, one box; at 8 warps each box would be one
-    warpgroup's alone and the other would wait)."""
+    TMA-store it; with `rows`, the tile is staged one box of that many rows of dim 1 at a time
+    (`ttg.box_staged`)."""
     alloc = ttgd.LocalAllocOp(tile, store.value)
-    if boxes and box_staging_applies(tile, store.value.type):
-        alloc.attributes[ttgd.BOX_STAGED] = UnitAttr()
+    if rows is not None:
+        alloc.attributes[ttgd.BOX_STAGED] = IntegerAttr(rows, i32)
     for new in (ttgd.AsyncTmaStoreWaitOp(0), alloc, ttgd.AsyncTmaStoreOp(make.result, alloc.result)):
         Rewriter.insert_op(new, InsertPoint.before(store))
     Rewriter.erase_op(store)
@@ -223,7 +242,7 @@ def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stor
         if not isinstance(op, tt.StoreOp):
             continue
         target = transposed_store_target(op)
-        if target is None or not _fits(op, target[1], smem_limit):
+        if target is None:
             continue
         make, ty = target
         func = _enclosing_func(op)
@@ -231,10 +250,18 @@ def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stor
             if func not in analyses:
                 analyses[func] = Divisibility(func)
             tile = _tma_store_tile(make, ty, func, analyses[func])
-            if tile is not None:
-                _store_by_tma(op, make, tile, box_staging)
+            # a tile staged box by box (where every warp holds rows of every box: a wgmma tile
+            # of one warpgroup, whose warps' 16-row slices repeat every 64 rows, one box; at 8
+            # warps each box would be one warpgroup's alone and the other would wait) needs one
+            # box of shared memory
+            rows = _staged_rows(op, tile, smem_limit) if tile is not None and box_staging and \
+                box_staging_applies(tile, ty) else None
+            if tile is not None and (rows is not None or _fits(op, ty, smem_limit)):
+                _store_by_tma(op, make, tile, rows)
                 done += 1
                 continue
+        if not _fits(op, ty, smem_limit):
+            continue
         layout = coalesced_layout(ty, (0, 1), ty.encoding.num_warps)
         new_ty = TensorType(ty.element_type, ty.get_shape(), layout)
         cvt = ttgd.ConvertLayoutOp(op.value, new_ty)
@@ -269,7 +296,9 @@ class CoalesceMmaStoresPass(ModulePass):
     target: str = ""
     tma_stores: bool = False
     box_staging: bool = False
-    """With `tma-stores`: stage a tile of two or more TMA boxes one box at a time (`ttg.box_staged`)."""
+    """With `tma-stores`: stage a one-warpgroup wgmma tile one box at a time (`ttg.box_staged`),
+    each box `col_block` elements of dim 0 by as many of dim 1 as fit the shared memory
+    (`staged_row_counts`: all of them, then halves down to 16)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = self.target or ttgd.module_target(op)

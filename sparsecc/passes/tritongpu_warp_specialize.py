@@ -16,6 +16,9 @@ warpgroups and a producer warpgroup: `"ttg.consumer-groups" = 2` and `"ttg.produ
 4`. The lowering then runs the compute code once per group, group g taking the loop's trips g,
 g + 2, ...: one group's epilogue runs while the other's K loop keeps the tensor cores busy
 (CUTLASS's ping-pong kernels). Both groups share the producer's ring; each has its own scratch.
+Where two copies of that scratch would not fit the target's shared memory, box-staged store
+tiles (`ttg.box_staged`) stage fewer rows a box until they do; where nothing fits, the function
+keeps one compute group (`_fit_two_groups`).
 
 With `warpgroup` (the `producer_warpgroup` switch), a kernel of two or more compute warpgroups
 gets `"ttg.producer-warps" = 4` instead: a whole producer warpgroup, whose registers the
@@ -53,8 +56,9 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from sparsecc.analysis.kloops import uses_wgmma
+from sparsecc.analysis.shared_memory import plan_shared, staged_row_counts, staged_rows
 from sparsecc.analysis.warp_sides import backward_slice, trip_scalars
-from sparsecc.dialects import tt
+from sparsecc.dialects import ptx_targets, tt
 from sparsecc.dialects import ttg as ttgd
 
 _PRODUCER_OPS = frozenset({
@@ -184,6 +188,27 @@ def _scalar_op(op: Operation) -> bool:
     return op.name.startswith("arith.") or op.name in ("tt.get_program_id", "tt.get_num_programs")
 
 
+def _fit_two_groups(func: tt.FuncOp, target: str) -> bool:
+    """Mark `func` for two compute groups (`ttg.consumer-groups`), each with its own copy of the
+    epilogue's buffers, where both copies fit `target`'s shared memory per block: box-staged
+    store tiles (`ttg.box_staged`) stage fewer rows a box until they do. False (unmarked, the
+    staged boxes as they were) where nothing fits."""
+    func.attributes[ttgd.CONSUMER_GROUPS] = IntegerAttr(2, i32)
+    staged = [op for op in func.walk() if staged_rows(op) is not None]
+    before = {op: op.attributes[ttgd.BOX_STAGED] for op in staged}
+    choices = staged_row_counts(staged[0].result.type) if staged else [None]
+    for rows in choices:
+        for op in staged:
+            if rows in staged_row_counts(op.result.type):
+                op.attributes[ttgd.BOX_STAGED] = IntegerAttr(rows, i32)
+        if ptx_targets.check_shared(target, plan_shared(func)[1]) is None:
+            return True
+    func.attributes.pop(ttgd.CONSUMER_GROUPS)
+    for op, attr in before.items():
+        op.attributes[ttgd.BOX_STAGED] = attr
+    return False
+
+
 def producer_warps(num_warps: int, warpgroup: bool) -> int:
     """The producer warps of a kernel of `num_warps` compute warps: a warpgroup (4) when asked
     for and the compute warps are whole warpgroups, at least two (where one warpgroup's 168
@@ -226,6 +251,7 @@ class WarpSpecializePass(ModulePass):
     compute warpgroups that take the loop's trips in turn, and a producer warpgroup."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = ttgd.module_target(op) or ""  # (none: no limit to fit)
         warps = ttgd.module_num_warps(op)  # the lowering runs num-warps + 1 warps: a located error if unsupported
         producers = producer_warps(warps, self.warpgroup)
         for func in [o for o in op.walk() if isinstance(o, tt.FuncOp)]:
@@ -234,8 +260,8 @@ class WarpSpecializePass(ModulePass):
             if split is None:  # (at num_warps=32 no producer warp fits in a block)
                 continue
             first, last, epilogue = split
-            if self.pingpong and warps == 4 and pingpong_loop(func, first, last) is not None:
-                func.attributes[ttgd.CONSUMER_GROUPS] = IntegerAttr(2, i32)
+            if self.pingpong and warps == 4 and pingpong_loop(func, first, last) is not None \
+                    and _fit_two_groups(func, target):
                 func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(4, i32)
             else:
                 func.attributes[ttgd.PRODUCER_WARPS] = IntegerAttr(producers, i32)

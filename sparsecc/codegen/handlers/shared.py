@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import TensorType
 
 from sparsecc.analysis.dtypes import esize
-from sparsecc.analysis.shared_memory import dequantize_reads_in_place
+from sparsecc.analysis.shared_memory import dequantize_reads_in_place, staged_rows
 from sparsecc.codegen.handlers.table import handles
 from sparsecc.codegen.lower_base import LoweringError, Smem
 from sparsecc.codegen.lower_dot import load_frag
@@ -37,9 +37,10 @@ def read_shared(L: LoweringState, sm: Smem, ty: TensorType) -> object:
 @handles(ttgd.LocalAllocOp)
 def _local_alloc(L: LoweringState, op: ttgd.LocalAllocOp) -> None:
     sm = Smem(L.scratch(op), op.result.type)
-    if op.src is not None and ttgd.BOX_STAGED in op.attributes:
+    rows = staged_rows(op)
+    if op.src is not None and rows is not None:
         L.wgmma_drain()  # the TMA store writes the registers box by box (`lower_tma_store`)
-        L.set(op.result, BoxStagedTile(sm, L.regs(op.src)))
+        L.set(op.result, BoxStagedTile(sm, rows, L.regs(op.src)))
         return
     if op.src is not None:
         src = L.regs(op.src)

@@ -26,12 +26,12 @@
 // BAR-NEXT:   ttg.local_alloc
 // BAR-NEXT:   ttg.async_tma_store
 // BAR-NEXT:   ttg.async_tma_store_wait
-// With box-staging the first module's tile (two 64-row boxes, each warp holding rows of both) is
-// marked to go one box at a time (the lowering writes a box, stores it, waits until the TMA has
-// read it, then the next: test_coalesce_mma_stores.py): its buffer holds one box, 8 KiB, and
-// the module's total is one KiB more (for aligning the base).
+// With box-staging the first module's tile (two 64-column boxes, each warp holding rows of both)
+// is marked to go one box of all 64 rows at a time, the most rows that fit (the lowering writes
+// a box, stores it, waits until the TMA has read it, then the next: test_coalesce_mma_stores.py):
+// its buffer holds one box, 8 KiB, and the module's total is one KiB more (for aligning the base).
 // BOX:        ttg.shared = 9216 : i32
-// BOX:        ttg.local_alloc %{{.*}} {ttg.box_staged, ttg.shared_offset = 0 : i32}
+// BOX:        ttg.local_alloc %{{.*}} {ttg.box_staged = 64 : i32, ttg.shared_offset = 0 : i32}
 // OFF-LABEL:  tt.func public @tma
 // OFF:        ttg.convert_layout
 // OFF-NOT:    ttg.async_tma_store

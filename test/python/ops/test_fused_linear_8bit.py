@@ -18,6 +18,7 @@ import sparsecc
 from sparsecc.codegen import ptxas
 from sparsecc.nn import SparseLinear
 from sparsecc.nn.quantize import quantize_rows
+from sparsecc.ops.linear_config import table_linear_config
 from sparsecc.ops.sparse_linear import LinearConfig
 from sparsecc.ops.sparse_linear_8bit import (
     FILLED_CTAS,
@@ -154,8 +155,9 @@ def _sig(elt: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("m, n, want, persistent", [
     (256, 4096, (64, 128), False), (256, 11008, (128, 256), False), (512, 4096, (128, 128), False),
-    (512, 11008, (128, 128), True), (512, 12288, (128, 128), True), (512, 14336, (128, 256), False),
-    (384, 12288, (128, 256), False), (384, 14336, (128, 128), True), (256, 22016, (128, 128), True),
+    (512, 11008, (128, 128), True), (512, 12288, (128, 128), True), (512, 14336, (128, 128), True),
+    (448, 14336, (128, 256), False), (300, 12288, (128, 256), False),
+    (384, 12288, (128, 128), True), (384, 14336, (128, 128), True), (256, 22016, (128, 128), True),
     (256, 32000, (128, 128), True), (256, 28672, (128, 256), False), (200, 32000, (128, 256), False),
     (1024, 4096, (128, 256), False), (2048, 14336, (128, 256), False), (64, 28672, (64, 128), False),
     (16, 4096, (16, 64), False), (256, 8192, (128, 128), False), (256, 5120, (128, 128), False),
@@ -166,19 +168,26 @@ def test_hopper_tiles_fill_the_gpu(m, n, want, persistent):
     it fills (from 86 CTAs), 128x128x256 at 512 tokens on 4096 outputs (64 CTAs of 128x256),
     64x128 below; decode tiles and 64x128 below 256 tokens, unmeasured, unchanged. Above 128
     tokens, where 128x256 makes 1-2 waves (172 and 192 CTAs at 512 tokens, 172 and 250 at 256),
-    persistent 128x128 programs over whole tiles (NOTES stop 34), unless their plan would split
-    the last wave (12288 outputs at 384 tokens: 288 tiles, 24 in the last; 14336 at 512 and
-    28672 at 256: 448 tiles, 52 in the last), and not above `PERSISTENT_TOKENS` (8192 outputs at
-    768 and 1024 tokens: 128x256). At 256 tokens where 128x256 leaves too few CTAs, 128x128x128
-    s7 where its grid has FILLED_CTAS (8192 and 5120 outputs; NOTES stop 35)."""
+    persistent 128x128 programs over whole tiles (NOTES stop 34), not above `PERSISTENT_TOKENS`
+    (8192 outputs at 768 and 1024 tokens: 128x256). Above 256 tokens those programs are
+    ping-pong ones (two 4-warp groups, K steps of 256 in 4 stages; NOTES stop 37), which take
+    whole tiles also where the 8-warp plan would split the last wave, if the token tiles are
+    whole (12288 outputs at 384 tokens: 288 tiles, 24 in the last; 14336 at 512: 448 tiles, 52 in
+    the last); ragged there (14336 at 448, 12288 at 300) and at 256 tokens (28672: 448 tiles, 52
+    in the last) the split plan's shapes keep 128x256. At 256 tokens where 128x256 leaves too
+    few CTAs, 128x128x128 s7 where its grid has FILLED_CTAS (8192 and 5120 outputs; NOTES stop
+    35)."""
     cfg = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a")
     assert (cfg.block_m, cfg.block_n) == want
     assert cfg.stream_k == persistent
     if persistent:
-        assert stream_k_plan(m, n, 4096, cfg)[2] == 1 and (cfg.block_k, cfg.num_stages) == (128, 7)
-        # on 114 SMs the rule asks that GPU's plan (11008x4096: 2 tiles past 3 waves, split: 128x256)
-        other = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a", sms=114)
-        assert not other.stream_k or stream_k_plan(m, n, 4096, other, 114)[2] == 1
+        tile = (256, 4, 4) if m > 256 else (128, 8, 7)
+        assert stream_k_plan(m, n, 4096, cfg)[2] == 1 and (cfg.block_k, cfg.num_warps, cfg.num_stages) == tile
+        assert cfg.pingpong == (m > 256)
+        if not cfg.pingpong:
+            # on 114 SMs the rule asks that GPU's plan (22016x4096: 2 tiles past 3 waves, split: 128x256)
+            other = default_config_linear_8bit(m, n, 4096, "cuda", "sm_90a", sms=114)
+            assert not other.stream_k or stream_k_plan(m, n, 4096, other, 114)[2] == 1
     if m >= 256 and want != (64, 128):
         assert -(-m // cfg.block_m) * -(-n // cfg.block_n) >= FILLED_CTAS
     if want == (128, 256):
@@ -236,14 +245,15 @@ def test_default_tiles_assemble(target, elt, m, k):
 @needs_ptxas
 @pytest.mark.parametrize("elt", ["fp8e4nv", "i8"])
 def test_the_persistent_default_tile_assembles(elt):
-    """The persistent whole-tile default above 256 tokens (11008x4096 at 512 tokens) compiles as
-    its launch specializes it (no split: no fix-up, no ticket atomic; the scales loaded before
-    the K loop; TMA stores; the K loop unrolled by two) and assembles for sm_90a within the 227 KB a CTA may take, with no spills."""
+    """The persistent whole-tile default at 256 tokens (22016x4096) compiles as its launch
+    specializes it (no split: no fix-up, no ticket atomic; the scales loaded before the K loop;
+    TMA stores; the K loop unrolled by two) and assembles for sm_90a within the 227 KB a CTA may
+    take, with no spills."""
     from sparsecc.ops.linear_config import launch_constants_8bit
     from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
 
-    cfg = default_config_linear_8bit(512, 11008, 4096, "cuda", "sm_90a")
-    assert cfg.stream_k and stream_k_plan(512, 11008, 4096, cfg)[2] == 1
+    cfg = default_config_linear_8bit(256, 22016, 4096, "cuda", "sm_90a")
+    assert cfg.stream_k and not cfg.pingpong and stream_k_plan(256, 22016, 4096, cfg)[2] == 1
     w = sparsecc.compress(torch.zeros(8, 64).to(torch.int8 if elt == "i8" else torch.float8_e4m3fn))
     consts = launch_constants_8bit(w, 4096, cfg, True, "silu")
     assert consts["EARLY_SCALES"]
@@ -265,6 +275,49 @@ def test_the_persistent_default_tile_assembles(elt):
     assert loop.count("wgmma.commit_group") == 2 and "wgmma.wait_group.sync.aligned 0" not in loop
     res = ptxas.assemble(ptx, "sm_90a").kernel_resources()
     assert kernel.metadata["shared"] <= 227 * 1024 and res.spill_stores == 0, (kernel.metadata["shared"], res)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("elt", ["fp8e4nv", "i8"])
+def test_the_pingpong_default_tile_assembles(elt):
+    """The ping-pong default above 256 tokens (11008x4096 at 512) compiles as its launch asks
+    (`LinearConfig.pingpong`: the `pingpong` and `tma_store_boxes` switches): two compute
+    warpgroups and a producer warpgroup (384 threads, setmaxnreg), the tile out in four 64 x 64
+    boxes, within the 227 KB a CTA may take, and assembles with no spills."""
+    from sparsecc.ops.linear_config import launch_constants_8bit
+    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
+
+    cfg = default_config_linear_8bit(512, 11008, 4096, "cuda", "sm_90a")
+    assert cfg.pingpong and (cfg.block_k, cfg.num_warps, cfg.num_stages) == (256, 4, 4)
+    w = sparsecc.compress(torch.zeros(8, 64).to(torch.int8 if elt == "i8" else torch.float8_e4m3fn))
+    consts = launch_constants_8bit(w, 4096, cfg, True, "silu")
+    options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
+    order = ["Y", "X", "W", "SCALE_X", "SCALE_W", "BIAS", "PARTIALS", "TICKETS", "M", "N", "K",
+             "stride_xm", "stride_wn", "stride_ym", "WHOLE", "PART_STEPS", "ITEMS"]
+    sig = {**_sig(elt), "PARTIALS": "*i32" if elt == "i8" else "*fp32", "TICKETS": "*i32", "WHOLE": "i32",
+           "PART_STEPS": "i32", "ITEMS": "i32"}
+    kernel = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, {name: sig[name] for name in order},
+                              consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, tma_stores=True,
+                              wgmma_unroll=True, pingpong=True, tma_store_boxes=True, **options)
+    ptx = kernel.asm["ptx"]
+    assert kernel.metadata["threads"] == 384 and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4 and "st.global" not in ptx
+    assert kernel.metadata["tensor_maps"][-1]["box"] == [64, 64]
+    res = ptxas.assemble(ptx, "sm_90a").kernel_resources()
+    assert kernel.metadata["shared"] <= 227 * 1024 and res.spill_stores == 0, (kernel.metadata["shared"], res)
+
+
+def test_pingpong_config_is_refused_where_it_cannot_run():
+    """`LinearConfig.pingpong` is the 4-warp stream-K kernel's, for 8-bit weights only."""
+    with pytest.raises(ValueError, match="stream_k=True and num_warps=4"):
+        LinearConfig(128, 128, 256, 4, 4, pingpong=True)
+    with pytest.raises(ValueError, match="stream_k=True and num_warps=4"):
+        LinearConfig(128, 128, 256, 8, 4, stream_k=True, pingpong=True)
+    cfg = LinearConfig(128, 128, 256, 4, 4, stream_k=True, pingpong=True)
+    assert table_linear_config(tuple(cfg.table_row())) == cfg and "pingpong=True" in repr(cfg)
+    w16 = sparsecc.compress(sparsecc.prune_2to4(torch.randn(32, 64)).half())
+    with pytest.raises(ValueError, match="pingpong is for 8-bit weights"):
+        sparsecc.ops.sparse_linear(torch.randn(2, 64).half(), w16, config=cfg)
 
 
 @needs_ptxas

@@ -199,7 +199,11 @@ def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("boxes", [False, True], ids=["tile", "boxes"])
+@pytest.mark.parametrize("cfg, boxes", [
+    (LinearConfig(128, 128, 128, 4, 6, stream_k=True), False),  # each group a whole 32 KiB store tile
+    (LinearConfig(128, 128, 128, 4, 7, stream_k=True), True),   # each group one 16 KiB box (64 x 128)
+    (LinearConfig(128, 128, 256, 4, 4, stream_k=True), True),   # each group one 8 KiB box (64 x 64)
+], ids=["tile", "boxes", "k256-boxes"])
 @pytest.mark.parametrize("wdt", [torch.float8_e4m3fn, torch.int8], ids=["fp8", "int8"])
 @pytest.mark.parametrize("m, n, k, sms", [
     (512, 11008, 4096, None),  # 344 whole tiles on 132 programs: two or three trips each, groups alternate
@@ -207,12 +211,11 @@ def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
     (512, 4096, 4096, 20),     # planned for 20 SMs: whole tiles, then the last wave in K parts (tickets)
     (130, 2048, 4160, 7),      # ragged M, K not a multiple of the K step, parts
 ])
-def test_8bit_stream_k_pingpong_on_the_gpu(m, n, k, sms, wdt, boxes):
+def test_8bit_stream_k_pingpong_on_the_gpu(m, n, k, sms, wdt, cfg, boxes):
     """Two compute warpgroups taking the work items in turn (`pingpong`), into a poisoned y;
-    with `tma_store_boxes` each group's tile goes out box by box, and the ring has 7 stages."""
+    with `tma_store_boxes` each group's tile goes out box by box, so the ring has more stages."""
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
-    cfg = LinearConfig(128, 128, 128, 4, 7 if boxes else 6, stream_k=True)
     _check_8bit("cuda", m, n, k, cfg, sms, wdt, seed=m + k, pingpong=True, tma_store_boxes=boxes)
 
 
@@ -277,3 +280,50 @@ def test_box_staged_tma_store_goes_box_by_box():
                          ptx[True])
     assert len(buffers) == 2 and buffers[0] == buffers[1]  # one buffer, both boxes
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.global", ptx[False])) == 2
+
+
+def _compile_8bit_stream_k(cfg: LinearConfig, **options: bool):
+    """The 8-bit stream-K kernel for `cfg` on sm_90a, with the persistent launch's switches."""
+    from sparsecc.ops.linear_config import launch_constants_8bit
+    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
+
+    w = sparsecc.compress(torch.zeros(8, 64).to(torch.float8_e4m3fn))
+    sig = {"Y": "*bf16", "X": "*fp8e4nv", "W": "*fp8e4nv:NV24", "SCALE_X": "*fp32", "SCALE_W": "*fp32",
+           "BIAS": "*bf16", "PARTIALS": "*fp32", "TICKETS": "*i32", "M": "i32", "N": "i32:16", "K": "i32:16",
+           "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16", "WHOLE": "i32",
+           "PART_STEPS": "i32", "ITEMS": "i32"}
+    consts = launch_constants_8bit(w, 4096, cfg, False, "none")
+    launch = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
+    return sparsecc.compile(scaled_sparse_linear_stream_k_kernel, sig, consts | {"SPLIT": 1}, target="sm_90a",
+                            tma_extents=True, tma_stores=True, wgmma_unroll=True, **launch, **options)
+
+
+def test_pingpong_stages_smaller_boxes_where_two_groups_would_not_fit():
+    """Ping-pong at K steps of 256 with 4 stages (208 KB of ring): two groups' 16 KiB boxes (64
+    x 128) would not fit beside the ring, so each group stages boxes of 64 x 64 (8 KiB): four
+    TMA stores a tile from one buffer, the second of each column block 64 rows on, through a
+    tensor map whose box is 64 x 64; the ordering mbarriers sit in the ring's alignment gap,
+    and the kernel takes all 227 KiB. One group (no ping-pong) keeps the 64 x 128 boxes."""
+    cfg = LinearConfig(128, 128, 256, 4, 4, stream_k=True)
+    pp = _compile_8bit_stream_k(cfg, pingpong=True, tma_store_boxes=True)
+    one = _compile_8bit_stream_k(cfg, tma_store_boxes=True)
+    assert pp.metadata["threads"] == 384 and one.metadata["threads"] == 160
+    assert pp.metadata["shared"] == 232448 >= one.metadata["shared"]
+    assert pp.metadata["tensor_maps"][-1]["box"] == [64, 64] and one.metadata["tensor_maps"][-1]["box"] == [64, 128]
+    ptx = pp.asm["ptx"]
+    stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group \[[^,]*, \{([^}]*)\}\], "
+                        r"\[(%r\d+)\]", ptx)
+    assert len(stores) == 4 and len({buffer for _, buffer in stores}) == 1  # 4 boxes, one buffer
+    assert len({coords for coords, _ in stores}) == 4  # each at its own (column, row) corner
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.global", one.asm["ptx"])) == 2
+    assert ptx.count("cp.async.bulk.wait_group.read 0;") >= 3  # between the boxes
+    assert pp.asm["cubin"]
+
+
+def test_pingpong_falls_back_to_one_group_where_two_do_not_fit():
+    """Two 32 KiB store tiles beside 7 stages of 26 KiB do not fit 227 KiB, and without box
+    staging nothing shrinks them: the kernel runs one compute warpgroup and a producer warp
+    instead of failing to allocate."""
+    ck = _compile_8bit_stream_k(LinearConfig(128, 128, 128, 4, 7, stream_k=True), pingpong=True)
+    assert ck.metadata["threads"] == 160 and ck.metadata["shared"] <= 232448
+    assert "setmaxnreg" not in ck.asm["ptx"] and ck.asm["cubin"]
