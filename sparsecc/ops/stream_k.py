@@ -60,7 +60,8 @@ from sparsecc.runtime.quant_tensor import QuantizedSparseTensor
 from sparsecc.runtime.sparse_tensor import SparseTensor
 from sparsecc.switches import env_overrides
 
-__all__ = ["MAX_SPLIT", "launch_linear_8bit_stream_k", "launch_linear_stream_k", "scaled_sparse_linear_stream_k_kernel",
+__all__ = ["MAX_SPLIT", "PERSISTENT_8BIT_OPTIONS", "PINGPONG_OPTIONS", "launch_linear_8bit_stream_k", "launch_linear_stream_k",
+           "scaled_sparse_linear_stream_k_kernel", "stream_k_8bit_switches",
            "sparse_linear_stream_k_kernel", "stream_k_plan"]
 
 
@@ -184,6 +185,25 @@ PERSISTENT_8BIT_OPTIONS = {"tma_stores": True, "wgmma_unroll": True}
 output by TMA stores while the next tile's K loop starts, and the K loop unrolled by two so that
 a wgmma group stays in flight while the next step's metadata loads (NOTES stop 35)."""
 
+PINGPONG_OPTIONS = {"pingpong": True, "tma_store_boxes": True}
+"""The compile switches a `LinearConfig.pingpong` config turns on: two compute warpgroups taking
+the work items in turn, each group's output tile staged box by box (so that both groups' buffers
+fit beside the ring)."""
+
+
+def stream_k_8bit_switches(cfg: LinearConfig) -> dict[str, bool]:
+    """The compile switches `launch_linear_8bit_stream_k` sets for `cfg`: `PERSISTENT_8BIT_OPTIONS`
+    (where the environment sets one, it decides), and `PINGPONG_OPTIONS` for a `cfg.pingpong`
+    config.
+
+        >>> sorted(stream_k_8bit_switches(LinearConfig(128, 128, 256, 4, 4, stream_k=True, pingpong=True)))
+        ['pingpong', 'tma_store_boxes', 'tma_stores', 'wgmma_unroll']
+    """
+    env = env_overrides()
+    switches = {name: on for name, on in PERSISTENT_8BIT_OPTIONS.items() if name not in env}
+    return switches | (PINGPONG_OPTIONS if cfg.pingpong else {})
+
+
 MAX_SPLIT = 4
 """The most parts a tail tile is split into (each part's fp32 sum goes through global memory)."""
 
@@ -261,11 +281,7 @@ def launch_linear_8bit_stream_k(y: torch.Tensor, xq: torch.Tensor, x_scale: torc
     programs, whole, split, part_steps, items, partials, tickets = _plan_and_scratch(
         y, m, n, k, cfg, sms, torch.int32 if w.dtype == torch.int8 else torch.float32)
     consts = launch_constants_8bit(w, k, cfg, has_bias, activation) | {"SPLIT": split, "tma_extents": True}
-    env = env_overrides()  # (where the environment sets these switches, it decides)
-    consts |= {name: on for name, on in PERSISTENT_8BIT_OPTIONS.items() if name not in env}
-    if cfg.pingpong:
-        consts |= {"pingpong": True, "tma_store_boxes": True}
-    consts |= options
+    consts |= stream_k_8bit_switches(cfg) | options
     scaled_sparse_linear_stream_k_kernel[(programs,)](
         y, xq, w, x_scale, weight_scale, bias, partials, tickets, m, n, k, xq.stride(0), w.stride(0), y.stride(0),
         whole, part_steps, items, **consts)

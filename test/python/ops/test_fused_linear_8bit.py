@@ -242,6 +242,24 @@ def test_default_tiles_assemble(target, elt, m, k):
     assert ".sp" in ptx  # the sparse tensor cores (mma.sp / wgmma .sp)
 
 
+def _stream_k_kernel(cfg: LinearConfig, elt: str) -> object:
+    """The 8-bit stream-K kernel for `cfg` compiled as its launch specializes it (one program a
+    whole tile: SPLIT = 1; bias and silu; `stream_k_8bit_switches`)."""
+    from sparsecc.ops.linear_config import launch_constants_8bit
+    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel, stream_k_8bit_switches
+
+    w = sparsecc.compress(torch.zeros(8, 64).to(torch.int8 if elt == "i8" else torch.float8_e4m3fn))
+    consts = launch_constants_8bit(w, 4096, cfg, True, "silu")
+    options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
+    order = ["Y", "X", "W", "SCALE_X", "SCALE_W", "BIAS", "PARTIALS", "TICKETS", "M", "N", "K",
+             "stride_xm", "stride_wn", "stride_ym", "WHOLE", "PART_STEPS", "ITEMS"]
+    sig = {**_sig(elt), "PARTIALS": "*i32" if elt == "i8" else "*fp32", "TICKETS": "*i32", "WHOLE": "i32",
+           "PART_STEPS": "i32", "ITEMS": "i32"}
+    return sparsecc.compile(scaled_sparse_linear_stream_k_kernel, {name: sig[name] for name in order},
+                            consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, **stream_k_8bit_switches(cfg),
+                            **options)
+
+
 @needs_ptxas
 @pytest.mark.parametrize("elt", ["fp8e4nv", "i8"])
 def test_the_persistent_default_tile_assembles(elt):
@@ -250,21 +268,12 @@ def test_the_persistent_default_tile_assembles(elt):
     TMA stores; the K loop unrolled by two) and assembles for sm_90a within the 227 KB a CTA may
     take, with no spills."""
     from sparsecc.ops.linear_config import launch_constants_8bit
-    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
 
     cfg = default_config_linear_8bit(256, 22016, 4096, "cuda", "sm_90a")
     assert cfg.stream_k and not cfg.pingpong and stream_k_plan(256, 22016, 4096, cfg)[2] == 1
-    w = sparsecc.compress(torch.zeros(8, 64).to(torch.int8 if elt == "i8" else torch.float8_e4m3fn))
-    consts = launch_constants_8bit(w, 4096, cfg, True, "silu")
-    assert consts["EARLY_SCALES"]
-    options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
-    order = ["Y", "X", "W", "SCALE_X", "SCALE_W", "BIAS", "PARTIALS", "TICKETS", "M", "N", "K",
-             "stride_xm", "stride_wn", "stride_ym", "WHOLE", "PART_STEPS", "ITEMS"]
-    sig = {**_sig(elt), "PARTIALS": "*i32" if elt == "i8" else "*fp32", "TICKETS": "*i32", "WHOLE": "i32",
-           "PART_STEPS": "i32", "ITEMS": "i32"}
-    kernel = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, {name: sig[name] for name in order},
-                              consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, tma_stores=True,
-                              wgmma_unroll=True, **options)
+    assert launch_constants_8bit(sparsecc.compress(torch.zeros(8, 64).to(torch.int8)), 4096, cfg, True,
+                                 "silu")["EARLY_SCALES"]
+    kernel = _stream_k_kernel(cfg, elt)
     ptx = kernel.asm["ptx"]
     assert "wgmma.mma_async.sp" in ptx and "cp.async.bulk.tensor" in ptx and "atom." not in ptx
     # the output tiles go out by TMA: two 64-column boxes a tile, no st.global
@@ -284,21 +293,9 @@ def test_the_pingpong_default_tile_assembles(elt):
     (`LinearConfig.pingpong`: the `pingpong` and `tma_store_boxes` switches): two compute
     warpgroups and a producer warpgroup (384 threads, setmaxnreg), the tile out in four 64 x 64
     boxes, within the 227 KB a CTA may take, and assembles with no spills."""
-    from sparsecc.ops.linear_config import launch_constants_8bit
-    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
-
     cfg = default_config_linear_8bit(512, 11008, 4096, "cuda", "sm_90a")
     assert cfg.pingpong and (cfg.block_k, cfg.num_warps, cfg.num_stages) == (256, 4, 4)
-    w = sparsecc.compress(torch.zeros(8, 64).to(torch.int8 if elt == "i8" else torch.float8_e4m3fn))
-    consts = launch_constants_8bit(w, 4096, cfg, True, "silu")
-    options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
-    order = ["Y", "X", "W", "SCALE_X", "SCALE_W", "BIAS", "PARTIALS", "TICKETS", "M", "N", "K",
-             "stride_xm", "stride_wn", "stride_ym", "WHOLE", "PART_STEPS", "ITEMS"]
-    sig = {**_sig(elt), "PARTIALS": "*i32" if elt == "i8" else "*fp32", "TICKETS": "*i32", "WHOLE": "i32",
-           "PART_STEPS": "i32", "ITEMS": "i32"}
-    kernel = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, {name: sig[name] for name in order},
-                              consts | {"SPLIT": 1}, target="sm_90a", tma_extents=True, tma_stores=True,
-                              wgmma_unroll=True, pingpong=True, tma_store_boxes=True, **options)
+    kernel = _stream_k_kernel(cfg, elt)
     ptx = kernel.asm["ptx"]
     assert kernel.metadata["threads"] == 384 and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 4 and "st.global" not in ptx

@@ -219,11 +219,9 @@ def test_8bit_stream_k_pingpong_on_the_gpu(m, n, k, sms, wdt, cfg, boxes):
     _check_8bit("cuda", m, n, k, cfg, sms, wdt, seed=m + k, pingpong=True, tma_store_boxes=boxes)
 
 
-def test_pingpong_kernel_has_two_groups_and_a_producer_warpgroup():
-    """The 8-bit stream-K kernel at 4 warps with `pingpong`: 384 threads (two compute warpgroups
-    and a producer warpgroup trading registers), two ordering mbarriers, each group's own named
-    barrier; it assembles, and ptxas's register pool covers what setmaxnreg asks. At 8 warps the
-    switch changes nothing."""
+def _compile_8bit_stream_k(cfg: LinearConfig, **options: bool):
+    """The 8-bit stream-K kernel for `cfg` on sm_90a (one program a whole tile), with the
+    persistent launch's TMA stores and unrolled K loop unless `options` say otherwise."""
     from sparsecc.ops.linear_config import launch_constants_8bit
     from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
 
@@ -232,13 +230,21 @@ def test_pingpong_kernel_has_two_groups_and_a_producer_warpgroup():
            "BIAS": "*bf16", "PARTIALS": "*fp32", "TICKETS": "*i32", "M": "i32", "N": "i32:16", "K": "i32:16",
            "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16", "WHOLE": "i32",
            "PART_STEPS": "i32", "ITEMS": "i32"}
+    consts = launch_constants_8bit(w, 4096, cfg, False, "none")
+    launch = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
+    switches = {"tma_stores": True, "wgmma_unroll": True} | options
+    return sparsecc.compile(scaled_sparse_linear_stream_k_kernel, sig, consts | {"SPLIT": 1}, target="sm_90a",
+                            tma_extents=True, **launch, **switches)
+
+
+def test_pingpong_kernel_has_two_groups_and_a_producer_warpgroup():
+    """The 8-bit stream-K kernel at 4 warps with `pingpong`: 384 threads (two compute warpgroups
+    and a producer warpgroup trading registers), two ordering mbarriers, each group's own named
+    barrier; it assembles, and ptxas's register pool covers what setmaxnreg asks. At 8 warps the
+    switch changes nothing."""
     threads = {}
     for warps, stages in ((4, 6), (8, 7)):
-        consts = launch_constants_8bit(w, 4096, LinearConfig(128, 128, 128, warps, stages, stream_k=True), False,
-                                       "none")
-        options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
-        ck = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, sig, consts | {"SPLIT": 1}, target="sm_90a",
-                              tma_extents=True, tma_stores=True, wgmma_unroll=True, pingpong=True, **options)
+        ck = _compile_8bit_stream_k(LinearConfig(128, 128, 128, warps, stages, stream_k=True), pingpong=True)
         threads[warps] = ck.metadata["threads"]
         if warps == 4:
             ptx = ck.asm["ptx"]
@@ -255,20 +261,10 @@ def test_box_staged_tma_store_goes_box_by_box():
     the tile's two TMA boxes (16 KiB less shared memory), and the store writes box 0 (8
     `stmatrix.trans`), stores it, waits until the TMA has read it, then box 1, into the same
     buffer."""
-    from sparsecc.ops.linear_config import launch_constants_8bit
-    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
-
-    w = sparsecc.compress(torch.zeros(8, 64).to(torch.float8_e4m3fn))
-    sig = {"Y": "*bf16", "X": "*fp8e4nv", "W": "*fp8e4nv:NV24", "SCALE_X": "*fp32", "SCALE_W": "*fp32",
-           "BIAS": "*bf16", "PARTIALS": "*fp32", "TICKETS": "*i32", "M": "i32", "N": "i32:16", "K": "i32:16",
-           "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16", "WHOLE": "i32",
-           "PART_STEPS": "i32", "ITEMS": "i32"}
-    consts = launch_constants_8bit(w, 4096, LinearConfig(128, 128, 128, 4, 6, stream_k=True), False, "none")
-    options = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
     shared, ptx = {}, {}
     for boxes in (False, True):
-        ck = sparsecc.compile(scaled_sparse_linear_stream_k_kernel, sig, consts | {"SPLIT": 1}, target="sm_90a",
-                              tma_extents=True, tma_stores=True, tma_store_boxes=boxes, **options)
+        ck = _compile_8bit_stream_k(LinearConfig(128, 128, 128, 4, 6, stream_k=True), wgmma_unroll=False,
+                                    tma_store_boxes=boxes)
         shared[boxes], ptx[boxes] = ck.metadata["shared"], ck.asm["ptx"]
         assert ck.asm["cubin"]
     assert shared[False] - shared[True] == 128 * 64 * 2
@@ -280,22 +276,6 @@ def test_box_staged_tma_store_goes_box_by_box():
                          ptx[True])
     assert len(buffers) == 2 and buffers[0] == buffers[1]  # one buffer, both boxes
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.global", ptx[False])) == 2
-
-
-def _compile_8bit_stream_k(cfg: LinearConfig, **options: bool):
-    """The 8-bit stream-K kernel for `cfg` on sm_90a, with the persistent launch's switches."""
-    from sparsecc.ops.linear_config import launch_constants_8bit
-    from sparsecc.ops.stream_k import scaled_sparse_linear_stream_k_kernel
-
-    w = sparsecc.compress(torch.zeros(8, 64).to(torch.float8_e4m3fn))
-    sig = {"Y": "*bf16", "X": "*fp8e4nv", "W": "*fp8e4nv:NV24", "SCALE_X": "*fp32", "SCALE_W": "*fp32",
-           "BIAS": "*bf16", "PARTIALS": "*fp32", "TICKETS": "*i32", "M": "i32", "N": "i32:16", "K": "i32:16",
-           "stride_xm": "i32:16", "stride_wn": "i32:16", "stride_ym": "i32:16", "WHOLE": "i32",
-           "PART_STEPS": "i32", "ITEMS": "i32"}
-    consts = launch_constants_8bit(w, 4096, cfg, False, "none")
-    launch = {name: consts.pop(name) for name in ("num_warps", "num_stages")}
-    return sparsecc.compile(scaled_sparse_linear_stream_k_kernel, sig, consts | {"SPLIT": 1}, target="sm_90a",
-                            tma_extents=True, tma_stores=True, wgmma_unroll=True, **launch, **options)
 
 
 def test_pingpong_stages_smaller_boxes_where_two_groups_would_not_fit():
