@@ -152,6 +152,43 @@ def test_tma_store_tile_is_laid_out_as_the_tma_boxes(mma, shape, elt_bytes):
     assert len(offsets) == shape[0] * shape[1]
 
 
+@pytest.mark.parametrize("mma, shape, elt_bytes", [x for x in LAYOUTS if x[2] == 2 and x[0].version_major == 3
+                                                   and x[0].warps_per_cta[0] == 4])
+def test_staged_boxes_are_the_tma_boxes_moved_back(mma, shape, elt_bytes):
+    """A box-staged tile (`ttg.box_staged = R`) at every row count the pass may pick: element
+    (i0, i1) lies in staged box b = its column block * parts + i1 // R, and its tile offset less
+    b boxes (`store_box`'s address) is where a TMA box of R rows (`BoxPlan.staged`) holds it;
+    every stmatrix group of a one-warpgroup tile falls in one staged box (`box_groups`)."""
+    from xdsl.dialects.builtin import TensorType, f16
+
+    from sparsecc.analysis.layouts import distributed
+    from sparsecc.analysis.shared_memory import box_bytes, staged_row_counts
+    from sparsecc.analysis.swizzle import box_offset
+    from sparsecc.analysis.tma import box_plan
+    from sparsecc.codegen.mma_stmatrix import stmatrix_groups
+    from sparsecc.dialects.ttg import MemDescType
+
+    tile = MemDescType(shape, f16, tma_store_encoding(TensorType(f16, shape, mma)))
+    enc = tile.encoding
+    dl = distributed(mma, tuple(shape))
+    groups = stmatrix_groups(dl, 2, enc)
+    counts = staged_row_counts(tile)
+    assert counts and counts[-1] == 16 and groups
+    for rows in counts:
+        plan = box_plan(tile, 2).staged(rows)
+        assert plan is not None and plan.rows == rows and plan.row_parts * rows == shape[1]
+        for i0 in range(shape[0]):
+            for i1 in range(shape[1]):
+                b = i0 // plan.width * plan.row_parts + i1 // rows
+                at = enc.swizzled_offset(*stored_coords(enc, i0, i1, shape)) * 2 - b * box_bytes(tile, rows)
+                assert at == box_offset(i1 % rows, i0 % plan.width, plan.width, rows, 2, plan.swizzle)
+        for group in groups:
+            boxes = {d0 // plan.width * plan.row_parts + d1 // rows
+                     for d0, d1 in (dl.coord(w, lane, r + c) for r in group for c in (0, 1)
+                                    for w in range(4) for lane in range(32))}
+            assert len(boxes) == 1, (rows, group)
+
+
 def test_tma_stores_replace_the_vector_stores_of_a_wgmma_kernel():
     """With tma_stores on sm_90a: the transposed tile goes out as two TMA boxes of 64 x 128 (the
     memory's tensor map: C's base, dims N x M, row stride), written by stmatrix; no st.global and
