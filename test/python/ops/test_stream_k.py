@@ -183,6 +183,9 @@ def test_8bit_stream_k_matches_the_quantized_arithmetic_on_the_interpreter(m, n,
     (300, 1040, 1536, LinearConfig(128, 128, 128, 8, 7, stream_k=True)),   # ragged, TMA-stored tiles
 ])
 def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
+    """The 8-bit stream-K launch into a poisoned y, then the layer with the same config, whose
+    ragged token counts (130, 300) run on rows padded to whole token tiles (`padded_tokens`)
+    and return the first m."""
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
     _check_8bit("cuda", m, n, k, cfg, None, wdt, seed=m + n)
@@ -195,6 +198,7 @@ def test_8bit_stream_k_on_the_gpu(m, n, k, cfg, wdt):
     x = torch.randn(m, k, generator=g).half().cuda()
     want = reference_linear_8bit(x, w, sw.cuda()).float()
     y = sparse_linear_8bit(x, w, sw.cuda(), config=cfg).float()
+    assert y.shape == (m, n)
     torch.testing.assert_close(y, want, rtol=1e-2, atol=1e-2 * max(want.abs().max().item(), 1.0))
 
 
