@@ -330,7 +330,7 @@ def sparse_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Ten
     y = torch.empty((rows, n), dtype=x.dtype, device=x.device)
     b = bias.to(x.dtype).contiguous() if bias is not None else None
     launch_linear_8bit(y, xq, x_scale, w, weight_scale.contiguous(), b, activation, cfg)
-    return y[:m].reshape(*lead, n)
+    return (y if rows == m else y[:m]).reshape(*lead, n)
 
 
 def padded_tokens(m: int, cfg: LinearConfig) -> int:
