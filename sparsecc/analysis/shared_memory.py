@@ -110,8 +110,6 @@ def staged_row_counts(tile: ttgd.MemDescType) -> list[int]:
     counts = []
     while rows >= ttgd.STAGED_ROWS_MIN and rows % ttgd.STAGED_ROWS_MIN == 0:
         counts.append(rows)
-        if rows % 2:
-            break
         rows //= 2
     return counts
 
@@ -245,7 +243,7 @@ def group_private(func: tt.FuncOp, offsets: dict[Operation, int]) -> tuple[int, 
     is at o + g * stride. None for a function of one group or with no such buffer.
 
     Example: a ring of 160 KiB before the loop and a 32 KiB store tile in it: (163840, 32768)."""
-    if not _pingpong(func):
+    if ttgd.consumer_groups(func) != 2:
         return None
     loop = next((op for op in func.body.block.ops if isinstance(op, scf.WhileOp)), None)
     if loop is None:
@@ -273,7 +271,7 @@ def order_barriers(func: tt.FuncOp, offsets: dict[Operation, int]) -> int | None
     after both groups' copies; None for a function of one group.
 
     Example: shared buffers ending at 214048 and group buffers from 215040: 214048."""
-    if not _pingpong(func):
+    if ttgd.consumer_groups(func) != 2:
         return None
     private = group_private(func, offsets)
     if private is None:
@@ -281,11 +279,6 @@ def order_barriers(func: tt.FuncOp, offsets: dict[Operation, int]) -> int | None
     shared_end = _end({op: off for op, off in offsets.items() if off < private[0]})
     gap = -(-shared_end // 8) * 8
     return gap if gap + ORDER_BARRIER_BYTES <= private[0] else private[0] + 2 * private[1]
-
-
-def _pingpong(func: tt.FuncOp) -> bool:
-    groups = func.attributes.get(ttgd.CONSUMER_GROUPS)
-    return isinstance(groups, IntegerAttr) and groups.value.data == 2
 
 
 def _end(offsets: dict[Operation, int]) -> int:

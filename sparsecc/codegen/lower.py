@@ -87,17 +87,11 @@ def plan_kernel(func: tt.FuncOp, target: str, num_warps: int, cluster: int,
         if not (tma_loads and wgmma):
             raise LoweringError(f"tt.func @{func.sym_name.data}: marked for warp specialization "
                                 "but it has no TMA copies feeding a wgmma dot")
-        producer_warps, tma_thread = split[2], 32 * num_warps * consumer_groups(func)
+        producer_warps, tma_thread = split[2], 32 * num_warps * ttgd.consumer_groups(func)
     cfg = KernelConfig(func, target, num_warps, cluster, wgmma, a_smem_option or tma_loads,
                        producer_warps, tma_thread, divs, offsets, smem_bytes, tensor_maps, narrow_copies,
-                       consumer_groups(func), group_private(func, offsets), order_barriers(func, offsets) or 0)
+                       ttgd.consumer_groups(func), group_private(func, offsets), order_barriers(func, offsets) or 0)
     return cfg, params
-
-
-def consumer_groups(func: tt.FuncOp) -> int:
-    """The compute warpgroups taking turns in `func` (`ttg.consumer-groups`; 1 when absent)."""
-    groups = func.attributes.get(ttgd.CONSUMER_GROUPS)
-    return groups.value.data if isinstance(groups, IntegerAttr) else 1
 
 
 def _preamble(em: Emitter, cfg: KernelConfig) -> Preamble:

@@ -1229,6 +1229,18 @@ def module_num_warps(module: Operation) -> int:
     return _module_choice(module, NUM_WARPS, 4, SUPPORTED_WARPS)
 
 
+def consumer_groups(func: Operation) -> int:
+    """The compute groups of a function that take its outer loop's trips in turn
+    (`CONSUMER_GROUPS`; 1 when absent).
+
+        >>> from xdsl.dialects.builtin import ModuleOp
+        >>> consumer_groups(ModuleOp([], attributes={CONSUMER_GROUPS: IntegerAttr(2, i32)}))
+        2
+    """
+    groups = func.attributes.get(CONSUMER_GROUPS)
+    return groups.value.data if isinstance(groups, IntegerAttr) else 1
+
+
 def module_num_ctas(module: Operation) -> int:
     """The module's `ttg.num-ctas` (1 when it has none), one of `SUPPORTED_CTAS` (else a
     `ModuleAttributeError` at the module).
@@ -1514,6 +1526,7 @@ __all__ = [
     "PRODUCER_WARPS",
     "PRODUCER_WARP_COUNTS",
     "CONSUMER_GROUPS",
+    "consumer_groups",
     "BOX_STAGED",
     "STAGED_ROWS_MIN",
     "PRODUCER",

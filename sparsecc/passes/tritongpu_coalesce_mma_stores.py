@@ -246,6 +246,7 @@ def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stor
             continue
         make, ty = target
         func = _enclosing_func(op)
+        fits = _fits(op, ty, smem_limit)
         if tma_stores and func is not None and uses_wgmma(func):
             if func not in analyses:
                 analyses[func] = Divisibility(func)
@@ -256,11 +257,11 @@ def coalesce_mma_stores(root: Operation, smem_limit: int | None = None, tma_stor
             # box of shared memory
             rows = _staged_rows(op, tile, smem_limit) if tile is not None and box_staging and \
                 box_staging_applies(tile, ty) else None
-            if tile is not None and (rows is not None or _fits(op, ty, smem_limit)):
+            if tile is not None and (rows is not None or fits):
                 _store_by_tma(op, make, tile, rows)
                 done += 1
                 continue
-        if not _fits(op, ty, smem_limit):
+        if not fits:
             continue
         layout = coalesced_layout(ty, (0, 1), ty.encoding.num_warps)
         new_ty = TensorType(ty.element_type, ty.get_shape(), layout)
