@@ -175,15 +175,17 @@ _MID_PINGPONG = LinearConfig(128, 128, 256, num_warps=4, num_stages=4, stream_k=
 """Above 256 tokens where `_MID_PERSISTENT` would run: its 128x128 tiles on two compute
 warpgroups that take the tiles in turn, one's epilogue under the other's K loop, with K steps of
 256 in four stages (208 KB) and each group's output leaving through one 8 KB box (64 x 64) at a
-time; whole tiles only (`stream_k_plan`). Also where that plan would split the last wave, if the
-token tiles are whole. On the H100 (fp8, cold L2, NOTES stop 37 runs 2, 4-5, 8-9), at 512
-tokens: 11008x4096 31.2-31.9 us against 32.1-33.3 (torchao 31.5-32.3), 12288x4096 31.8-32.5
-against 32.5-33.3 (31.4-32.7), 14336x4096 40.3-40.6 against 41.4-42.9 for 128x256 (40.6-41.4);
-at 448 11008x4096 38.1 against 43.5, at 384 12288x4096 32.8 against 40.8 for 128x256, at 300
-and 384 14336x4096 and 22016x4096 1-3% ahead. Lost: at 256 tokens (11008x4096 27.5 against
-25.4), and with a ragged last token tile where the persistent plan would split (14336x4096 at
-448 tokens 52.6 against 42.2 for 128x256, 13824x5120 63.6 against 50.0; at 300 tokens 12288x4096
-41.6 against 40.5): those keep 128x256."""
+time; whole tiles only (`stream_k_plan`), also where the 8-warp plan would split the last wave,
+and whole token tiles (`padded_tokens`). On the H100 (fp8, cold L2, NOTES stop 37 runs 2, 4-5,
+8-9), at 512 tokens: 11008x4096 31.2-31.9 us against 32.1-33.3 (torchao 31.5-32.3), 12288x4096
+31.8-32.5 against 32.5-33.3 (31.4-32.7), 14336x4096 40.3-40.6 against 41.4-42.9 for 128x256
+(40.6-41.4); at 448 11008x4096 38.1 against 43.5, at 384 12288x4096 32.8 against 40.8 for
+128x256, at 300 and 384 14336x4096 and 22016x4096 1-3% ahead. With a ragged last token tile
+where the 8-warp plan would split, padded to whole tiles (NOTES stop 38 run 6, layers): at 300
+tokens 13824x5120 49.5 us against 58.7 for 128x256, 12288x4096 38.2 against 45.7; at 448
+14336x4096 46.9 against 47.7-49.1 (int8 46.5 against 48.4), 13824x5120 59.1 against 60.7 (before
+the padding these lost: 52.6 against 42.2 at 14336x4096, NOTES stop 37 run 9). Lost: at 256
+tokens (11008x4096 27.5 against 25.4)."""
 _PERSISTENT_WAVES = 2.0
 PERSISTENT_TOKENS = 512
 """The most tokens `_MID_PERSISTENT` is chosen at: from 1024 its 128x128 tiles lose to 128x256
@@ -222,8 +224,10 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     above 256 tokens), else 64x128; above 128 tokens 128x256 where its grid has `FILLED_CTAS`
     CTAs (at 200 tokens 32000x4096 52.9 us against 67.0 for 128x128, NOTES stop 34 run 6), and
     from 256 to `PERSISTENT_TOKENS` where that grid is more than a wave and at most two, 128x128
-    tiles in the persistent form (`_MID_PERSISTENT`; `sms`: the GPU's SMs, which the launch plans
-    for, so that the plan it was chosen by is the one that runs); at 256 tokens, where 128x256
+    tiles in the persistent form: above 256 tokens the ping-pong one (`_MID_PINGPONG`, its token
+    rows padded to whole tiles), at 256 the 8-warp one where its plan splits nothing
+    (`_MID_PERSISTENT`; `sms`: the GPU's SMs, which the launch plans for, so that the plan it was
+    chosen by is the one that runs); at 256 tokens, where 128x256
     leaves too few CTAs, 128x128x128 s7 where its grid has `FILLED_CTAS`. Elsewhere 16x64 up to
     16 tokens, 64x128 up to 256, 128x128 above.
 
@@ -250,10 +254,9 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     if m > 128:
         large = _ctas(m, n, _LARGE[True])
         if 256 <= m <= PERSISTENT_TOKENS and sms < large <= _PERSISTENT_WAVES * sms:
-            whole = stream_k_plan(m, n, k, _MID_PERSISTENT, sms)[2] == 1
-            if m > 256 and (whole or m % _MID_PINGPONG.block_m == 0):
+            if m > 256:
                 return _MID_PINGPONG
-            if whole:
+            if stream_k_plan(m, n, k, _MID_PERSISTENT, sms)[2] == 1:
                 return _MID_PERSISTENT
         if large >= FILLED_CTAS:
             return _LARGE[True]
@@ -323,7 +326,7 @@ def sparse_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Ten
         cfg = default_config_linear_8bit(m, n, k, x.device.type, target, sms)
     if cfg.cta_pairs and x.is_cuda and not has_wgmma(target):
         raise ValueError(f"sparse_linear_8bit: config cta_pairs needs TMA multicast (sm_90a); this GPU is {target}")
-    rows = padded_tokens(m, cfg) if x.is_cuda else m
+    rows = padded_tokens(m, cfg, has_wgmma(target)) if x.is_cuda else m
     xq = torch.empty((rows, k), dtype=w.dtype, device=x.device)
     x_scale = torch.empty(rows, dtype=torch.float32, device=x.device)
     quantize_rows_fused(x2, w.dtype, q=xq[:m], scale=x_scale[:m])
@@ -333,18 +336,24 @@ def sparse_linear_8bit(x: torch.Tensor, w: SparseTensor, weight_scale: torch.Ten
     return (y if rows == m else y[:m]).reshape(*lead, n)
 
 
-def padded_tokens(m: int, cfg: LinearConfig) -> int:
-    """The token rows `sparse_linear_8bit` runs `cfg` on: for a persistent config (`stream_k`),
-    m rounded up to whole token tiles, the rows past m quantized from nothing and their outputs
-    dropped (a view of the first m rows is returned); else m. On the H100 a persistent kernel
-    whose last token tile is ragged ran 20-35% slower than the same tiles whole (fp8, NOTES stop
-    37 runs 9, 13-14: 11008x4096 at 448 tokens 38.1 us against 31.5 at 512; torchao's persistent
-    kernel alike), while the padded rows cost nothing but memory.
+def padded_tokens(m: int, cfg: LinearConfig, hopper: bool = True) -> int:
+    """The token rows `sparse_linear_8bit` runs `cfg` on: m rounded up to whole token tiles for a
+    persistent config (`stream_k`) and, on sm_90a (`hopper`), for tiles of 128 tokens or more;
+    else m. The rows past m are quantized from nothing and their outputs dropped (a view of the
+    first m rows is returned): each output row reads only its own token's row. On the H100 a
+    kernel whose last token tile is ragged ran slower than the same tiles whole, with more rows:
+    persistent kernels (ours and torchao's) 20-35% (fp8, NOTES stop 37 runs 9, 13-14: 11008x4096
+    at 448 tokens 38.1 us against 31.5 at 512), data-parallel ones 1-18% (fp8 and int8 layers,
+    NOTES stop 38 run 7: 4096x14336 at 300 tokens 62.7 us against 51.7 padded to 384, 32000x4096
+    85.9 against 73.2, 28672x8192 at 448 163.5 against 151.9; none slower padded), while the
+    padded rows cost only memory.
 
         >>> padded_tokens(448, LinearConfig(128, 128, 256, 4, 4, stream_k=True)), padded_tokens(448, _LARGE[True])
-        (512, 448)
+        (512, 512)
+        >>> padded_tokens(448, _LARGE[True], hopper=False), padded_tokens(100, _SMALL)
+        (448, 100)
     """
-    if not cfg.stream_k or m % cfg.block_m == 0:
+    if m % cfg.block_m == 0 or not (cfg.stream_k or (hopper and cfg.block_m >= 128)):
         return m
     return -(-m // cfg.block_m) * cfg.block_m
 
