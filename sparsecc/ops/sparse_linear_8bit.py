@@ -181,7 +181,7 @@ and whole token tiles (`padded_tokens`). On the H100 (fp8, cold L2, NOTES stop 3
 31.8-32.5 against 32.5-33.3 (31.4-32.7), 14336x4096 40.3-40.6 against 41.4-42.9 for 128x256
 (40.6-41.4); at 448 11008x4096 38.1 against 43.5, at 384 12288x4096 32.8 against 40.8 for
 128x256, at 300 and 384 14336x4096 and 22016x4096 1-3% ahead. With a ragged last token tile
-where the 8-warp plan would split, padded to whole tiles (NOTES stop 38 run 6, layers): at 300
+where the 8-warp plan would split, padded to whole tiles (NOTES stop 38 run 5, layers): at 300
 tokens 13824x5120 49.5 us against 58.7 for 128x256, 12288x4096 38.2 against 45.7; at 448
 14336x4096 46.9 against 47.7-49.1 (int8 46.5 against 48.4), 13824x5120 59.1 against 60.7 (before
 the padding these lost: 52.6 against 42.2 at 14336x4096, NOTES stop 37 run 9). Lost: at 256
@@ -344,7 +344,7 @@ def padded_tokens(m: int, cfg: LinearConfig, hopper: bool = True) -> int:
     kernel whose last token tile is ragged ran slower than the same tiles whole, with more rows:
     persistent kernels (ours and torchao's) 20-35% (fp8, NOTES stop 37 runs 9, 13-14: 11008x4096
     at 448 tokens 38.1 us against 31.5 at 512), data-parallel ones 1-18% (fp8 and int8 layers,
-    NOTES stop 38 run 7: 4096x14336 at 300 tokens 62.7 us against 51.7 padded to 384, 32000x4096
+    NOTES stop 38 runs 6 and 8: 4096x14336 at 300 tokens 62.7 us against 51.7 padded to 384, 32000x4096
     85.9 against 73.2, 28672x8192 at 448 163.5 against 151.9; none slower padded), while the
     padded rows cost only memory.
 
