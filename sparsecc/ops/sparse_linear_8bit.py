@@ -227,9 +227,9 @@ def default_config_linear_8bit(m: int, n: int, k: int, device_type: str = "cuda"
     tiles in the persistent form: above 256 tokens the ping-pong one (`_MID_PINGPONG`, its token
     rows padded to whole tiles), at 256 the 8-warp one where its plan splits nothing
     (`_MID_PERSISTENT`; `sms`: the GPU's SMs, which the launch plans for, so that the plan it was
-    chosen by is the one that runs); at 256 tokens, where 128x256
-    leaves too few CTAs, 128x128x128 s7 where its grid has `FILLED_CTAS`. Elsewhere 16x64 up to
-    16 tokens, 64x128 up to 256, 128x128 above.
+    chosen by is the one that runs); at 256 tokens, where 128x256 leaves too few CTAs,
+    128x128x128 s7 where its grid has `FILLED_CTAS`. Elsewhere 16x64 up to 16 tokens, 64x128 up
+    to 256, 128x128 above.
 
         >>> default_config_linear_8bit(1, 4096, 4096)
         LinearConfig(block_m=16, block_n=64, block_k=256, num_warps=4, num_stages=8, split_k=1)
@@ -344,9 +344,9 @@ def padded_tokens(m: int, cfg: LinearConfig, hopper: bool = True) -> int:
     kernel whose last token tile is ragged ran slower than the same tiles whole, with more rows:
     persistent kernels (ours and torchao's) 20-35% (fp8, NOTES stop 37 runs 9, 13-14: 11008x4096
     at 448 tokens 38.1 us against 31.5 at 512), data-parallel ones 1-18% (fp8 and int8 layers,
-    NOTES stop 38 runs 6 and 8: 4096x14336 at 300 tokens 62.7 us against 51.7 padded to 384, 32000x4096
-    85.9 against 73.2, 28672x8192 at 448 163.5 against 151.9; none slower padded), while the
-    padded rows cost only memory.
+    NOTES stop 38 runs 6 and 8: 4096x14336 at 300 tokens 62.7 us against 51.7 padded to 384,
+    32000x4096 85.9 against 73.2, 28672x8192 at 448 163.5 against 151.9; none slower padded),
+    while the padded rows cost only memory.
 
         >>> padded_tokens(448, LinearConfig(128, 128, 256, 4, 4, stream_k=True)), padded_tokens(448, _LARGE[True])
         (512, 512)

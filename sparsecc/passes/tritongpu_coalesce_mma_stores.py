@@ -129,9 +129,7 @@ def _fits(store: tt.StoreOp, ty: TensorType, limit: int | None, scratch: int | N
     than the whole tile's (a box-staged tile's one box)."""
     if limit is None:
         return True
-    func = store.parent_op()
-    while func is not None and not isinstance(func, tt.FuncOp):
-        func = func.parent_op()
+    func = _enclosing_func(store)
     if func is None:
         return True
     _, total = plan_shared(func)
